@@ -1,0 +1,43 @@
+"""Conform parser output to the canonical Arrow schemas (the one place columns are cast and filled)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from . import schema
+
+
+def conform(table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequence[Any]], run_id: str, rank: int) -> pa.Table:
+    """Return `data` as a pa.Table with exactly the canonical columns of `table_name`, in order.
+
+    Missing columns become nulls, `run_id`/`rank` are filled in, values are cast to the canonical type
+    (safe casts only: a parser must already have converted units and parsed numbers). An unknown column is a
+    programming error in the parser, not bad input, so it raises ValueError.
+    """
+    target = schema.arrow_schema(table_name)
+    if isinstance(data, Mapping):
+        n = len(next(iter(data.values()))) if data else 0
+        cols: dict[str, pa.Array | pa.ChunkedArray] = {}
+        for name, values in data.items():
+            cols[name] = pa.array(values, type=target.field(name).type) if name in target.names else pa.array(values)
+    else:
+        n = data.num_rows
+        cols = {name: data.column(name) for name in data.schema.names}
+    unknown = set(cols) - set(target.names)
+    if unknown:
+        raise ValueError(f"{table_name}: parser produced non-canonical columns {sorted(unknown)}")
+    arrays = []
+    for field in target:
+        if field.name == "run_id":
+            arrays.append(pa.array([run_id] * n, type=pa.string()))
+        elif field.name == "rank":
+            arrays.append(pa.array([rank] * n, type=pa.int32()))
+        elif field.name in cols:
+            col = cols[field.name]
+            arrays.append(col if col.type == field.type else col.cast(field.type))
+        else:
+            arrays.append(pa.nulls(n, type=field.type))
+    return pa.Table.from_arrays(arrays, schema=target)

@@ -1,0 +1,84 @@
+"""Typer app: thin commands over the library. One error boundary: TraceQLError -> one red line, exit 1."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="traceql",
+    help=(
+        "traceql: find what saturates first — HBM bandwidth, compute or communication — in accelerator "
+        "profiler dumps (Ascend torch_npu/msprof, PyTorch Kineto), with SQL.\n\n"
+        "Example:  traceql ingest ./rank0_ascend_pt && traceql findings"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# One small module per command group; each exposes register(app).
+_COMMAND_MODULES = ["ingest", "sql", "query", "findings", "chart", "capture", "check"]
+
+
+def _register() -> None:
+    for mod in _COMMAND_MODULES:
+        try:
+            m = importlib.import_module(f"traceql.cli.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name == f"traceql.cli.{mod}":
+                continue
+            raise
+        m.register(app)
+
+
+_register()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks for errors.", envvar="TRACEQL_DEBUG"),
+) -> None:
+    if debug:
+        os.environ["TRACEQL_DEBUG"] = "1"
+
+
+def main() -> None:
+    from ..errors import TraceQLError
+
+    try:
+        rv = app(standalone_mode=False)
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
+    except TraceQLError as e:
+        if os.environ.get("TRACEQL_DEBUG"):
+            raise
+        from ._console import error
+
+        error(str(e))
+        sys.exit(1)
+    except KeyboardInterrupt:
+        from ._console import error
+
+        error("interrupted; the store is unchanged")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as e:  # click usage errors arrive here with standalone_mode=False
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(1)
+        if os.environ.get("TRACEQL_DEBUG"):
+            raise
+        from ._console import error
+
+        error(f"internal error: {type(e).__name__}: {e} (re-run with --debug for the traceback)")
+        sys.exit(1)

@@ -1,0 +1,53 @@
+"""The only module that imports rich: stderr console, error line, progress, and table output."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def error(msg: str) -> None:
+    # markup=False: messages quote file contents (untrusted) that may contain [brackets]
+    err.print(f"error: {msg}", style="bold red", markup=False)
+
+
+def warn(msg: str) -> None:
+    err.print(f"warning: {msg}", style="yellow", markup=False)
+
+
+def info(msg: str) -> None:
+    err.print(msg, markup=False)
+
+
+def progress_enabled(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+def make_progress(quiet: bool) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not progress_enabled(quiet),
+        transient=True,
+    )
+
+
+def print_table(columns: list[str], rows: list[tuple[Any, ...]], title: str | None = None) -> None:
+    from rich.table import Table
+
+    t = Table(title=title, show_lines=False)
+    for c in columns:
+        t.add_column(str(c), overflow="fold")
+    for r in rows:
+        t.add_row(*["" if v is None else str(v) for v in r])
+    out.print(t)

@@ -1,0 +1,102 @@
+"""`traceql ingest`, `traceql runs`, `traceql rm`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ._common import StoreOpt
+
+
+def ingest_cmd(
+    path: Annotated[Path, typer.Argument(help="Dump to ingest: a *_ascend_pt folder, a cluster folder of them, a PROF_* folder, or a trace .json/.json.gz/.csv/.db file.")],
+    name: Annotated[Optional[str], typer.Option("--name", "-n", help="Run name (default: from the path).")] = None,
+    store: StoreOpt = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")] = False,
+    workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Parallel parser processes (default: CPU count).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    check: Annotated[bool, typer.Option("--check/--no-check", help="Run the data-fidelity checks after ingest.")] = True,
+) -> None:
+    """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel).
+
+    Example:  traceql ingest ./cluster_dir --name resnet-8card
+    """
+    from ..ingest import ingest
+    from . import _console
+
+    progress = _console.make_progress(quiet)
+    task: dict[str, Any] = {}
+
+    def on_units(units: list[Any]) -> None:
+        kinds = sorted({u.parser for u in units})
+        _console.info(f"detected {', '.join(kinds)}: {len(units)} unit(s) in {path}")
+        task["id"] = progress.add_task("parsing", total=len(units))
+
+    def on_done(unit: Any, result: dict[str, Any]) -> None:
+        progress.advance(task["id"])
+
+    with progress:
+        info = ingest(path, store=store, name=name, replace=replace, workers=workers, on_units=on_units, on_unit_done=on_done)
+    rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
+    _console.out.print(
+        f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}",
+        markup=False,
+    )
+    for w in info.get("warnings", [])[:10]:
+        _console.warn(w)
+    if check:
+        try:
+            from ..checks import run_checks
+        except ModuleNotFoundError:
+            return
+        for r in run_checks(store, info["run_id"]):
+            if r["failures"]:
+                _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']}")
+
+
+def runs_cmd(
+    store: StoreOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json")] = "table",
+) -> None:
+    """List the runs in the store.
+
+    Example:  traceql runs --format json
+    """
+    import json
+
+    from ..store import Store
+    from . import _console
+
+    st = Store(store)
+    runs = st.runs() if st.exists() else {}
+    if fmt == "json":
+        _console.out.print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()}, indent=1), markup=False)
+        return
+    rows = [
+        (rid, info.get("format"), info.get("ranks_count"), info.get("device"), sum(info.get("rows", {}).values()), info.get("ingested_at"), info.get("source"))
+        for rid, info in sorted(runs.items())
+    ]
+    _console.print_table(["run", "format", "ranks", "device", "rows", "ingested", "source"], rows)
+
+
+def rm_cmd(
+    run: Annotated[str, typer.Argument(help="Run name to delete.")],
+    store: StoreOpt = None,
+) -> None:
+    """Delete a run from the store.
+
+    Example:  traceql rm resnet-8card
+    """
+    from ..store import Store
+    from . import _console
+
+    Store(store).remove(run)
+    _console.info(f"removed run {run!r}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest_cmd)
+    app.command("runs")(runs_cmd)
+    app.command("rm")(rm_cmd)

@@ -1,0 +1,97 @@
+"""DuckDB over the store: one VIEW per canonical table, plus `runs` from the manifest.
+
+All store paths are quoted into SQL in exactly one place (`_sql_path_list`), so a run name or path can never
+break out of a string literal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import schema
+from .errors import StoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+
+    from .store import Store
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _sql_path_list(paths: list[Path] | list[str]) -> str:
+    return "[" + ", ".join(_sql_str(str(p)) for p in paths) + "]"
+
+
+def _empty_select(table: str) -> str:
+    cols = ", ".join(f"CAST(NULL AS {c.type}) AS {c.name}" for c in schema.columns(table))
+    return f"SELECT {cols} WHERE false"
+
+
+def _table_select(table: str, files: list[Path] | list[str], glob: bool = False) -> str:
+    if not files:
+        return _empty_select(table)
+    # union_by_name: stores written by older traceql versions may lack newer columns.
+    cols = ", ".join(c.name for c in schema.columns(table))
+    return f"SELECT {cols} FROM read_parquet({_sql_path_list(files)}, union_by_name=true)"
+
+
+def views_sql(store: Store, relative: bool = False) -> str:
+    """SQL that recreates the views in the stock duckdb shell. With relative=True, run it from the store dir."""
+    lines = ["-- traceql views: cd into the store directory, then `duckdb -c '.read views.sql'` or `.read views.sql`"]
+    runs = store.runs()
+    for table in schema.TABLE_NAMES:
+        if relative:
+            files = [f"runs/{r}/{rel}" for r, info in sorted(runs.items()) for rel in info.get("files", {}).get(table, [])]
+        else:
+            files = [str(p) for p in store.table_files(table)]
+        lines.append(f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files)};")
+    rows = []
+    for run_id, info in sorted(runs.items()):
+        rows.append(
+            "("
+            + ", ".join(
+                [
+                    _sql_str(run_id),
+                    _sql_str(str(info.get("source", ""))),
+                    _sql_str(str(info.get("format", ""))),
+                    _sql_str(str(info.get("parser_version", ""))),
+                    _sql_str(str(info["device"])) if info.get("device") else "NULL",
+                    str(int(info.get("ranks_count", len(info.get("ranks", []))))),
+                    _sql_str(str(info.get("ingested_at", ""))),
+                    _sql_str(json.dumps(info.get("rows", {}), sort_keys=True)),
+                ]
+            )
+            + ")"
+        )
+    names = ", ".join(c.name for c in schema.RUNS_COLUMNS)
+    if rows:
+        lines.append(f"CREATE OR REPLACE VIEW runs AS SELECT * FROM (VALUES {', '.join(rows)}) AS t({names});")
+    else:
+        lines.append(f"CREATE OR REPLACE VIEW runs AS {_empty_select('runs')};")
+    return "\n".join(lines) + "\n"
+
+
+def connect(store: Any = None, read_only: bool = True, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the store's views. Nothing is re-parsed: views read the Parquet."""
+    import duckdb
+
+    from .store import Store
+
+    st = store if isinstance(store, Store) else Store(store)
+    if not st.exists():
+        raise StoreError(f"no traceql store at {st.root} (run `traceql ingest PATH` first, or pass --store)")
+    con = duckdb.connect(":memory:")
+    if threads:
+        con.execute(f"SET threads={int(threads)}")
+    for stmt in views_sql(st, relative=False).split(";\n"):
+        if stmt.strip() and not stmt.strip().startswith("--"):
+            con.execute(stmt)
+        elif "CREATE" in stmt:
+            # first chunk carries the comment line
+            con.execute(stmt.split("\n", 1)[1])
+    return con

@@ -1,0 +1,127 @@
+"""Parser protocol, registry and format detection.
+
+A parser claims a path (file or folder) cheaply — by names and first bytes, never by parsing it whole — and
+splits it into Units: independently parseable pieces, normally one per rank. `parse` streams canonical
+batches into a RankWriter (units are converted there, once) and returns metadata for the manifest.
+Units are parsed in separate processes, so everything here must be picklable by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import UnknownFormatError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store import RankWriter
+
+
+@dataclass(frozen=True)
+class Unit:
+    parser: str  # registry name
+    path: str  # file or folder this unit reads
+    rank: int | None = None  # None: assign by order
+    options: tuple[tuple[str, str], ...] = field(default=())
+
+
+class Parser(Protocol):
+    name: str
+    description: str
+
+    def claim(self, path: Path) -> list[Unit] | None:
+        """Units for `path` if this parser recognises it, else None. Must be cheap."""
+
+    def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
+        """Write canonical tables for one unit; return metadata (device, format details, warnings)."""
+
+
+# Order matters: the first parser that claims a path wins (specific before generic).
+_MODULES = [
+    "traceql.parsers.torch_npu",  # *_ascend_pt text export, single CSV/trace_view files
+    "traceql.parsers.torch_npu_db",  # ascend_pytorch_profiler_*.db / analysis.db
+    "traceql.parsers.msprof",  # PROF_* text output, msprof_*.json, op_summary CSV
+    "traceql.parsers.msprof_db",  # msprof_*.db
+    "traceql.parsers.kineto",  # torch.profiler / Kineto chrome traces (.json/.json.gz)
+    "traceql.parsers.cluster",  # msprof-analyze cluster_analysis_output
+]
+
+_REGISTRY: dict[str, Parser] | None = None
+
+
+def registry() -> dict[str, Parser]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        reg: dict[str, Parser] = {}
+        for mod_name in _MODULES:
+            try:
+                mod = importlib.import_module(mod_name)
+            except ModuleNotFoundError as e:
+                if e.name == mod_name:  # parser not written yet
+                    continue
+                raise
+            for p in getattr(mod, "PARSERS", []):
+                reg[p.name] = p
+        _REGISTRY = reg
+    return _REGISTRY
+
+
+def get(name: str) -> Parser:
+    return registry()[name]
+
+
+def _claim(path: Path) -> list[Unit] | None:
+    for p in registry().values():
+        units = p.claim(path)
+        if units:
+            return units
+    return None
+
+
+def detect(path: Path) -> list[Unit]:
+    """Units to parse for `path`: the path itself, or (for a cluster folder) each child dump, one rank each."""
+    units = _claim(path)
+    if units:
+        return units
+    if path.is_dir():
+        found: list[Unit] = []
+        for child in sorted(path.iterdir(), key=lambda p: p.name):
+            if child.name.startswith(".") or child.name == "cluster_analysis_output":
+                continue
+            if child.is_dir():
+                u = _claim(child)
+                if u:
+                    found.extend(u)
+        if found:
+            # cluster-level outputs (msprof-analyze) ride along with the per-rank dumps
+            cao = path / "cluster_analysis_output"
+            if cao.is_dir():
+                found.extend(_claim(cao) or [])
+            return found
+        raise UnknownFormatError(
+            path,
+            "no known profiler dump here (expected a *_ascend_pt folder with ASCEND_PROFILER_OUTPUT/, a PROF_* folder, "
+            "a folder of those, or a trace .json/.json.gz/.db/.csv file)",
+        )
+    raise UnknownFormatError(
+        path,
+        "not a recognised profiler dump (expected trace_view.json, msprof_*.json, a Kineto/torch.profiler "
+        "trace .json/.json.gz, kernel_details.csv/op_summary_*.csv, or an ascend_pytorch_profiler/msprof .db)",
+    )
+
+
+def read_head(path: Path, n: int = 4096) -> bytes:
+    """First bytes of a file, gunzipped when it is gzip: what sniffers look at."""
+    import gzip
+
+    with open(path, "rb") as fh:
+        head = fh.read(n)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(n)
+        except (OSError, EOFError):
+            return b""
+    return head

@@ -1,0 +1,237 @@
+"""The on-disk store: plain Parquet per run/table/rank plus one manifest.json.
+
+Layout (readable by the stock duckdb shell and pandas/polars):
+
+    <store>/manifest.json                          runs, their files and metadata (the single source of truth)
+    <store>/runs/<run_id>/<table>/r<rank>-<k>.parquet
+    <store>/views.sql                              CREATE VIEW statements for the duckdb shell (`.read views.sql`)
+    <store>/.staging/<uuid>/...                    runs being written (ignored by readers)
+
+Atomicity: a run is written under .staging, then its directory is renamed into runs/ and the manifest is
+replaced (write temp file, os.replace), both under an exclusive lock. Readers only see files the manifest
+lists, so a crash at any point leaves the previous state visible; leftovers are cleaned on the next write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import __version__, schema
+from .errors import StoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+MANIFEST = "manifest.json"
+STORE_FORMAT = 1
+RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# Rows per Parquet row group: small enough to stream, large enough for DuckDB scans.
+ROW_GROUP = 128 * 1024
+
+
+def default_store() -> Path:
+    return Path(os.environ.get("TRACEQL_STORE", ".traceql"))
+
+
+def check_run_name(name: str) -> str:
+    """Run names become directory names: allow a safe character set only (no traversal, no hidden dirs)."""
+    if not RUN_NAME_RE.match(name) or name in {".", ".."}:
+        raise StoreError(
+            f"invalid run name {name!r}: use letters, digits, '.', '_' and '-' (max 128, not starting with . or -)"
+        )
+    return name
+
+
+def run_name_from_path(path: Path) -> str:
+    stem = path.name
+    for suffix in (".gz", ".json", ".csv", ".db"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.") or "run"
+    return cleaned[:128]
+
+
+@dataclass
+class RankWriter:
+    """Streams canonical batches for one rank into Parquet files under a staging run dir (one writer per table)."""
+
+    run_dir: Path
+    run_id: str
+    rank: int
+    tag: str = "0"
+    rows: dict[str, int] = field(default_factory=dict)
+    _writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)
+    files: dict[str, list[str]] = field(default_factory=dict)
+
+    def write(self, table: str, data: Any) -> None:
+        import pyarrow.parquet as pq
+
+        from ._arrow_helpers import conform
+
+        t = conform(table, data, self.run_id, self.rank)
+        if t.num_rows == 0:
+            return
+        w = self._writers.get(table)
+        if w is None:
+            rel = f"{table}/r{self.rank}-{self.tag}.parquet"
+            (self.run_dir / table).mkdir(parents=True, exist_ok=True)
+            w = pq.ParquetWriter(self.run_dir / rel, t.schema, compression="zstd")
+            self._writers[table] = w
+            self.files.setdefault(table, []).append(rel)
+        w.write_table(t, row_group_size=ROW_GROUP)
+        self.rows[table] = self.rows.get(table, 0) + t.num_rows
+
+    def close(self) -> None:
+        for w in self._writers.values():
+            w.close()
+        self._writers.clear()
+
+
+class Store:
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_store()
+
+    # ---- reading -------------------------------------------------------------------------------------
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / MANIFEST
+
+    def exists(self) -> bool:
+        return self.manifest_path.exists()
+
+    def manifest(self) -> dict[str, Any]:
+        if not self.exists():
+            return {"store_format": STORE_FORMAT, "runs": {}}
+        try:
+            m = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise StoreError(f"{self.manifest_path}: unreadable manifest ({e}); the store is damaged") from e
+        fmt = m.get("store_format")
+        if fmt != STORE_FORMAT:
+            raise StoreError(
+                f"{self.manifest_path}: store format {fmt!r} is not supported by traceql {__version__} "
+                f"(expects {STORE_FORMAT}); re-ingest into a new store"
+            )
+        return m
+
+    def runs(self) -> dict[str, dict[str, Any]]:
+        return dict(self.manifest().get("runs", {}))
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        runs = self.runs()
+        if run_id not in runs:
+            known = ", ".join(sorted(runs)) or "none"
+            raise StoreError(f"no run {run_id!r} in store {self.root} (runs: {known})")
+        return runs[run_id]
+
+    def table_files(self, table: str) -> list[Path]:
+        out: list[Path] = []
+        for run_id, info in sorted(self.runs().items()):
+            for rel in info.get("files", {}).get(table, []):
+                out.append(self.root / "runs" / run_id / rel)
+        return out
+
+    # ---- writing -------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive advisory lock around manifest changes; concurrent ingests serialise their commits."""
+        import fcntl
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def new_staging(self) -> Path:
+        d = self.root / ".staging" / uuid.uuid4().hex
+        d.mkdir(parents=True)
+        return d
+
+    def check_can_add(self, run_id: str, replace: bool) -> None:
+        check_run_name(run_id)
+        if run_id in self.runs() and not replace:
+            raise StoreError(f"run {run_id!r} already exists in {self.root}; use --replace to overwrite it")
+
+    def commit(self, staging: Path, run_id: str, info: dict[str, Any], replace: bool = False) -> None:
+        """Move a fully written staging dir into place and record it in the manifest, atomically."""
+        check_run_name(run_id)
+        with self.lock():
+            m = self.manifest()
+            if run_id in m["runs"] and not replace:
+                raise StoreError(f"run {run_id!r} already exists in {self.root}; use --replace to overwrite it")
+            runs_dir = self.root / "runs"
+            runs_dir.mkdir(exist_ok=True)
+            final = runs_dir / run_id
+            trash = None
+            if final.exists() or final.is_symlink():
+                # either the run being replaced, or an orphan from a crashed commit: move it aside first
+                trash = self.root / ".staging" / f"trash-{uuid.uuid4().hex}"
+                os.replace(final, trash)
+            os.replace(staging, final)
+            for p in final.rglob("*.parquet"):
+                p.chmod(0o444)  # traceql never rewrites data in place
+            info = dict(info, ingested_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+            m["runs"][run_id] = info
+            m["store_format"] = STORE_FORMAT
+            m["traceql_version"] = __version__
+            self._write_manifest(m)
+            if trash is not None:
+                shutil.rmtree(trash, ignore_errors=True)
+        self.write_views_sql()
+
+    def remove(self, run_id: str) -> None:
+        with self.lock():
+            m = self.manifest()
+            if run_id not in m["runs"]:
+                raise StoreError(f"no run {run_id!r} in store {self.root}")
+            del m["runs"][run_id]
+            self._write_manifest(m)
+            shutil.rmtree(self.root / "runs" / run_id, ignore_errors=True)
+        self.write_views_sql()
+
+    def _write_manifest(self, m: dict[str, Any]) -> None:
+        tmp = self.root / f".{MANIFEST}.{uuid.uuid4().hex}.tmp"
+        tmp.write_text(json.dumps(m, indent=1, sort_keys=True), encoding="utf-8")
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.manifest_path)
+
+    def discard(self, staging: Path) -> None:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    def clean_stale_staging(self) -> None:
+        """Remove staging dirs left by crashed ingests (called under no lock: only dirs older than an hour)."""
+        import time
+
+        st = self.root / ".staging"
+        if not st.is_dir():
+            return
+        for d in st.iterdir():
+            with contextlib.suppress(OSError):
+                if time.time() - d.stat().st_mtime > 3600:
+                    shutil.rmtree(d, ignore_errors=True)
+
+    def write_views_sql(self) -> None:
+        from .engine import views_sql
+
+        tmp = self.root / f".views.{uuid.uuid4().hex}.tmp"
+        tmp.write_text(views_sql(self, relative=True), encoding="utf-8")
+        os.replace(tmp, self.root / "views.sql")
+
+
+def all_tables() -> list[str]:
+    return list(schema.TABLES)
