@@ -1,0 +1,3 @@
+from traceql.cli import main
+
+main()
