@@ -92,10 +92,41 @@ class RankWriter:
         w.write_table(t, row_group_size=ROW_GROUP)
         self.rows[table] = self.rows.get(table, 0) + t.num_rows
 
-    def close(self) -> None:
+    def close(self, sort: bool = True) -> None:
         for w in self._writers.values():
             w.close()
         self._writers.clear()
+        if sort:
+            for table, rels in self.files.items():
+                if any(c.name == "ts_ns" for c in schema.columns(table)):
+                    for rel in rels:
+                        sort_parquet_by_time(self.run_dir / rel)
+
+
+def sort_parquet_by_time(path: Path) -> None:
+    """Rewrite a Parquet file ordered by ts_ns, so row-group min/max stats let DuckDB skip by time.
+
+    Parsers stream events in file order (grouped by track, not by time). DuckDB's sort spills to disk under
+    its memory limit, so this stays bounded for GB-sized ranks; it reads the compressed Parquet, not the dump.
+    """
+    import duckdb
+
+    tmp = path.with_suffix(".sorted.tmp")
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET memory_limit='768MB'")
+        con.execute("SET preserve_insertion_order=false")
+        con.execute(f"SET temp_directory='{str(path.parent).replace(chr(39), chr(39) * 2)}/.sort_tmp'")
+        src = str(path).replace("'", "''")
+        dst = str(tmp).replace("'", "''")
+        con.execute(
+            f"COPY (SELECT * FROM read_parquet('{src}') ORDER BY ts_ns NULLS LAST) TO '{dst}' "
+            f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})"
+        )
+    finally:
+        con.close()
+    os.replace(tmp, path)
+    shutil.rmtree(path.parent / ".sort_tmp", ignore_errors=True)
 
 
 class Store:
