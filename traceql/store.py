@@ -30,7 +30,6 @@ from . import __version__, schema
 from .errors import StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
 MANIFEST = "manifest.json"

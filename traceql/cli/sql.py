@@ -9,7 +9,7 @@ import typer
 
 from ._common import StoreOpt
 
-_READ_ONLY_TYPES = {"SELECT", "EXPLAIN", "PRAGMA", "SET", "VARIABLE_SET", "CALL"}
+_READ_ONLY_TYPES = {"SELECT", "EXPLAIN", "PRAGMA", "SET", "VARIABLE_SET"}
 
 
 def _check_read_only(sql: str) -> None:

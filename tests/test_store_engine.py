@@ -1,0 +1,161 @@
+"""Store, engine and the sql/schema/runs CLI, over a store built directly from canonical rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traceql import schema
+from traceql.errors import StoreError
+from traceql.store import RankWriter, Store
+
+
+def make_run(store: Path, run_id: str = "demo", ranks: int = 2) -> Store:
+    st = Store(store)
+    staging = st.new_staging()
+    files: dict[str, list[str]] = {}
+    rows: dict[str, int] = {}
+    for r in range(ranks):
+        w = RankWriter(staging, run_id, r, tag=str(r))
+        # rank r: 3 kernels, durations 1000, 2000, 3000 ns (+ r*10 so ranks differ)
+        w.write(
+            "kernels",
+            {
+                "name": ["MatMul_1", "TransData_2", "Add_3"],
+                "op_type": ["MatMulV2", "TransData", "Add"],
+                "ts_ns": [1_000_000_300, 1_000_000_100, 1_000_000_200],
+                "dur_ns": [1000 + r * 10, 2000 + r * 10, 3000 + r * 10],
+            },
+        )
+        w.close()
+        for t, fl in w.files.items():
+            files.setdefault(t, []).extend(fl)
+        for t, n in w.rows.items():
+            rows[t] = rows.get(t, 0) + n
+    st.commit(staging, run_id, {"source": "test", "format": "canonical", "ranks": list(range(ranks)), "ranks_count": ranks, "rows": rows, "files": files})
+    return st
+
+
+def test_views_and_sorting(store: Path) -> None:
+    import traceql
+
+    make_run(store)
+    con = traceql.connect(store)
+    # by hand: 2 ranks x 3 kernels; total = (1000+2000+3000) + (1010+2010+3010) = 12030
+    assert con.execute("SELECT count(*), sum(dur_ns) FROM kernels").fetchone() == (6, 12030)
+    # the writer sorts each rank's file by ts_ns: TransData (ts ...100) comes first
+    names = [r[0] for r in con.execute("SELECT name FROM read_parquet(?)", [str(next((store / 'runs/demo/kernels').glob('r0-*.parquet')))]).fetchall()]
+    assert names == ["TransData_2", "Add_3", "MatMul_1"]
+    assert con.execute("SELECT run_id, ranks, format FROM runs").fetchall() == [("demo", 2, "canonical")]
+    # every canonical table exists as a view, empty ones included, with the documented columns
+    for t in schema.TABLE_NAMES:
+        cols = [r[0] for r in con.execute(f"DESCRIBE {t}").fetchall()]
+        assert cols == [c.name for c in schema.columns(t)], t
+
+
+def test_duplicate_run_refused_and_replace(store: Path) -> None:
+    make_run(store)
+    with pytest.raises(StoreError, match="already exists"):
+        make_run(store)
+    st = Store(store)
+    assert list(st.runs()) == ["demo"]
+
+
+def test_parquet_is_read_only_and_views_sql_for_duckdb_shell(store: Path) -> None:
+    import duckdb
+
+    make_run(store)
+    for p in (store / "runs").rglob("*.parquet"):
+        assert not (p.stat().st_mode & 0o222), p
+    # the stock duckdb shell: cd into the store and .read views.sql (relative paths)
+    sql = (store / "views.sql").read_text()
+    con = duckdb.connect()
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(store)
+    try:
+        for stmt in sql.split(";\n"):
+            body = "\n".join(line for line in stmt.splitlines() if not line.startswith("--")).strip()
+            if body:
+                con.execute(body)
+        assert con.execute("SELECT count(*) FROM kernels").fetchone() == (6,)
+    finally:
+        os.chdir(cwd)
+
+
+def test_future_store_format_refused(store: Path) -> None:
+    make_run(store)
+    m = json.loads((store / "manifest.json").read_text())
+    m["store_format"] = 99
+    (store / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(StoreError, match="store format 99"):
+        Store(store).runs()
+
+
+@pytest.mark.parametrize("bad", ["../evil", "a/b", ".hidden", "", "x" * 200, "-rf"])
+def test_bad_run_names_refused(store: Path, bad: str) -> None:
+    from traceql.store import check_run_name
+
+    with pytest.raises(StoreError):
+        check_run_name(bad)
+
+
+def test_cli_sql_formats(store: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    make_run(store)
+    r = cli("sql", "SELECT op_type, sum(dur_ns) AS ns FROM kernels GROUP BY 1 ORDER BY 2 DESC", "--store", store, "--format", "csv")
+    assert r.code == 0, r
+    # by hand: Add 3000+3010=6010, TransData 2000+2010=4010, MatMulV2 1000+1010=2010
+    assert r.out.splitlines() == ['"op_type","ns"', '"Add",6010', '"TransData",4010', '"MatMulV2",2010']
+    r = cli("sql", "SELECT count(*) AS n FROM kernels", "--store", store, "--format", "json")
+    assert json.loads(r.out) == [{"n": 6}]
+    out = tmp_path / "k.parquet"
+    r = cli("sql", "SELECT * FROM kernels", "--store", store, "--format", "parquet", "--output", out)
+    assert r.code == 0 and out.exists()
+    r = cli("sql", "SELECT name FROM kernels LIMIT 1", "--store", store)
+    assert r.code == 0 and "name" in r.out
+
+
+@pytest.mark.parametrize(
+    "stmt",
+    [
+        "COPY kernels TO '/tmp/x.parquet'",
+        "CREATE TABLE t AS SELECT 1",
+        "INSERT INTO kernels SELECT * FROM kernels",
+        "ATTACH '/tmp/x.db' AS x",
+        "DROP VIEW kernels",
+    ],
+)
+def test_cli_sql_read_only(store: Path, cli, stmt: str) -> None:  # type: ignore[no-untyped-def]
+    make_run(store)
+    r = cli("sql", stmt, "--store", store)
+    assert r.code == 1 and "read-only" in r.err and "Traceback" not in r.err
+
+
+def test_cli_sql_errors(store: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("sql", "SELECT 1", "--store", store)
+    assert r.code == 1 and "no traceql store" in r.err
+    make_run(store)
+    r = cli("sql", "SELECT nope FROM kernels", "--store", store)
+    assert r.code == 1 and "SQL error" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_cli_schema_and_runs(store: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("schema", "kernels", "--format", "json")
+    assert r.code == 0
+    cols = [c["name"] for c in json.loads(r.out)]
+    assert cols[:2] == ["run_id", "rank"] and "hbm_read_bytes" in cols
+    assert cli("schema", "nope").code == 1
+    make_run(store)
+    r = cli("runs", "--store", store, "--format", "json")
+    assert r.code == 0 and "demo" in json.loads(r.out)
+    assert cli("rm", "demo", "--store", store).code == 0
+    assert json.loads(cli("runs", "--store", store, "--format", "json").out) == {}
+
+
+@pytest.mark.parametrize("cmd", ["ingest", "runs", "rm", "sql", "schema"])
+def test_help_has_example(cli, cmd: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli(cmd, "--help")
+    assert r.code == 0 and "Example" in r.out
