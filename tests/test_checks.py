@@ -1,0 +1,230 @@
+"""Data-fidelity checks (queries/checks/*.sql via traceql.checks and `traceql check`).
+
+The store is built directly from canonical rows with one planted defect per check, so every expected count
+below is worked out by hand from the rows written here (comments say how), not taken from the code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traceql import checks
+from traceql.store import RankWriter, Store
+
+T0 = 1_736_408_883_000_000_000  # 2025-01-09, ns since the epoch
+MS = 1_000_000
+US = 1_000
+
+
+def write_run(store: Path, run_id: str, tables: dict[str, dict[str, list[Any]]], device: str | None = None) -> Store:
+    st = Store(store)
+    staging = st.new_staging()
+    w = RankWriter(staging, run_id, 0)
+    for table, data in tables.items():
+        w.write(table, data)
+    w.close()
+    st.commit(
+        staging,
+        run_id,
+        {"source": "test", "format": "canonical", "device": device, "ranks": [0], "ranks_count": 1, "rows": dict(w.rows), "files": dict(w.files)},
+    )
+    return st
+
+
+def good_tables() -> dict[str, dict[str, list[Any]]]:
+    """A consistent run: one 100 ms step, three kernels inside it, counters inside the window."""
+    return {
+        "steps": {"step": [1], "ts_ns": [T0], "dur_ns": [100 * MS], "computing_ns": [60 * MS], "free_ns": [40 * MS]},
+        "kernels": {
+            "step": [1, 1, 1],
+            "name": ["MatMul_1", "Add_2", "TransData_3"],
+            "stream_id": [1, 1, 1],
+            "task_id": [1, 2, 3],
+            "ts_ns": [T0 + 1 * MS, T0 + 2 * MS, T0 + 3 * MS],
+            "dur_ns": [1 * US, 2 * US, 3 * US],
+            # 1 MB in 1 µs = 1e12 B/s: fast but possible
+            "hbm_read_bytes": [1_000_000, None, 10],
+            "mac_ratio": [0.5, 1.0, 0.0],
+        },
+        "host_ops": {"name": ["aten::mm"], "ts_ns": [T0 + 500 * US], "dur_ns": [2 * US]},
+        "counters": {
+            "track": ["HBM", "LLC"],
+            "name": ["HBM 0/Read", "LLC 0 Read/Hit Rate"],
+            "metric": ["read_bw", "hit_rate"],
+            "unit": ["bytes/s", "ratio"],
+            "ts_ns": [T0 + 1 * MS, T0 + 2 * MS],
+            "value": [5e11, 0.5],
+        },
+    }
+
+
+def bad_tables() -> dict[str, dict[str, list[Any]]]:
+    t = good_tables()
+    k = t["kernels"]
+    extra = [
+        # name, step, task, ts, dur, hbm_read, hbm_write, mac_ratio
+        ("negdur", 1, 10, T0 + 4 * MS, -5, None, None, None),  # negative_durations
+        ("early", 1, 11, T0 - 50 * MS, 100, None, None, None),  # 50 ms before its step: kernels_outside_step
+        ("hot", 1, 12, T0 + 5 * MS, 1 * US, 20_000_000, None, None),  # 20 MB / 1 µs = 2e13 B/s > 1e13
+        ("pct", 1, 13, T0 + 6 * MS, 100, None, None, 55.0),  # a percentage stored as a ratio
+        ("dup", 1, 14, T0 + 7 * MS, 100, None, None, None),  # written twice: duplicate_kernels
+        ("dup", 1, 14, T0 + 7 * MS, 100, None, None, None),
+        ("negbytes", 1, 15, T0 + 8 * MS, 100, None, -10, None),  # negative_bytes
+    ]
+    for name, step, task, ts, dur, rd, wr, mac in extra:
+        k["name"].append(name)
+        k["step"].append(step)
+        k["stream_id"].append(1)
+        k["task_id"].append(task)
+        k["ts_ns"].append(ts)
+        k["dur_ns"].append(dur)
+        k["hbm_read_bytes"].append(rd)
+        k.setdefault("hbm_write_bytes", [None] * 3).append(wr)
+        k["mac_ratio"].append(mac)
+    c = t["counters"]
+    # HBM write sample in MB/s mistaken for bytes/s twice over: 3e14 B/s > 1e13
+    c["track"].append("HBM"), c["name"].append("HBM 0/Write"), c["metric"].append("write_bw")
+    c["unit"].append("bytes/s"), c["ts_ns"].append(T0 + 3 * MS), c["value"].append(3e14)
+    # a counter left in µs: ts 1000x too small -> outside the window and not an epoch-ns time
+    c["track"].append("AI Core Freq"), c["name"].append("AI Core Freq"), c["metric"].append("freq")
+    c["unit"].append("MHz"), c["ts_ns"].append(T0 // 1000), c["value"].append(1800.0)
+    return t
+
+
+def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in results}
+
+
+def test_every_check_file_is_well_formed_and_its_columns_match(store: Path) -> None:
+    """Header name = file stem, declares run_id, and the `-- column:` list is exactly what DuckDB returns."""
+    from traceql import engine
+
+    found = checks.load_checks()
+    assert len(found) >= 8, [c.name for c in found]
+    write_run(store, "good", good_tables())
+    con = engine.connect(store)
+    for chk in found:
+        assert chk.description, chk.name
+        values = {p: ("good" if p == "run_id" else 1e13) for p in chk.params}
+        cur = con.execute(f"SELECT * FROM ({chk.sql}) LIMIT 0", values)
+        assert tuple(d[0] for d in cur.description) == chk.columns, chk.name
+
+
+def test_clean_run_passes_every_check(store: Path) -> None:
+    write_run(store, "good", good_tables())
+    res = checks.run_checks(store, "good")
+    assert {r["name"]: (r["failures"], r["error"]) for r in res} == {r["name"]: (0, None) for r in res}
+
+
+def test_each_planted_defect_is_found_once(store: Path) -> None:
+    write_run(store, "good", good_tables())
+    write_run(store, "bad", bad_tables())
+    res = by_name(checks.run_checks(store, "bad"))
+    assert all(r["error"] is None for r in res.values()), res
+    got = {n: r["failures"] for n, r in res.items()}
+    assert got == {
+        "negative_durations": 1,  # negdur
+        "kernels_outside_step": 1,  # early (the step window is T0..T0+100 ms, slack 1 ms + 1 µs)
+        # window = T0-50 ms .. T0+8.0001 ms (kernels/host ops), slack 1 s: only the µs-stamped freq counter
+        "counters_outside_run_window": 1,
+        "hbm_bandwidth_above_peak": 2,  # counter HBM 0/Write 3e14 and kernel hot 2e13 (fallback bound 1e13)
+        "ratios_out_of_range": 1,  # one column (kernels.mac_ratio), one row in it
+        "timestamps_not_epoch_ns": 1,  # counters of rank 0 (the µs-stamped sample)
+        "negative_bytes": 1,  # kernels.hbm_write_bytes
+        "duplicate_kernels": 1,  # dup x2
+    }
+    assert res["kernels_outside_step"]["sample"][0]["name"] == "early"
+    assert res["kernels_outside_step"]["sample"][0]["off_by_ns"] == 50 * MS
+    assert res["ratios_out_of_range"]["sample"] == [
+        {"table_name": "kernels", "field": "mac_ratio", "rows": 1, "min_value": 55.0, "max_value": 55.0, "example": "pct"}
+    ]
+    assert res["duplicate_kernels"]["sample"][0]["copies"] == 2
+    assert {s["name"] for s in res["hbm_bandwidth_above_peak"]["sample"]} == {"HBM 0/Write", "hot"}
+    assert res["hbm_bandwidth_above_peak"]["bound"].startswith("fallback")
+    # the good run in the same store is still clean: checks filter on run_id
+    assert sum(r["failures"] for r in checks.run_checks(store, "good")) == 0
+
+
+def test_hbm_bound_uses_the_device_peak_when_known(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """10x a 3 TB/s peak = 3e13 B/s: the 2e13 B/s kernel passes, the 3e14 B/s counter still fails."""
+    fake = types.ModuleType("traceql.devices")
+    fake.lookup = lambda name: types.SimpleNamespace(hbm_peak_bps=3e12) if name == "FakeNPU" else None  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "traceql.devices", fake)
+    import traceql
+
+    monkeypatch.setattr(traceql, "devices", fake, raising=False)
+    write_run(store, "bad", bad_tables(), device="FakeNPU")
+    r = by_name(checks.run_checks(store, "bad"))["hbm_bandwidth_above_peak"]
+    assert r["failures"] == 1 and r["sample"][0]["name"] == "HBM 0/Write"
+    assert r["sample"][0]["limit_bps"] == pytest.approx(3e13)
+    assert "FakeNPU" in r["bound"]
+
+
+def test_a_broken_check_is_reported_not_raised(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "checks"
+    d.mkdir()
+    (d / "broken.sql").write_text("-- name: broken\n-- description: x\n-- param: run_id VARCHAR\nSELECT nope FROM kernels WHERE run_id = $run_id\n")
+    (d / "fine.sql").write_text("-- name: fine\n-- description: y\n-- param: run_id VARCHAR\nSELECT 1 AS one FROM kernels WHERE run_id = $run_id AND false\n")
+    monkeypatch.setattr(checks, "checks_dir", lambda: d)
+    write_run(store, "good", good_tables())
+    res = by_name(checks.run_checks(store, "good"))
+    assert res["broken"]["error"] and "nope" in res["broken"]["error"]
+    assert res["fine"] == {"name": "fine", "description": "y", "failures": 0, "sample": [], "error": None}
+
+
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("-- name: other\n-- param: run_id VARCHAR\nSELECT 1", "must equal the file name"),
+        ("-- name: x\nSELECT 1", "run_id"),
+        ("-- name: x\n-- param: run_id\nSELECT 1", "bad param line"),
+    ],
+)
+def test_bad_check_headers_are_refused(tmp_path: Path, text: str, msg: str) -> None:
+    from traceql.errors import QueryError
+
+    p = tmp_path / "x.sql"
+    p.write_text(text)
+    with pytest.raises(QueryError, match=msg):
+        checks.parse_check(p)
+
+
+def test_cli_check_table_json_strict(store: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    write_run(store, "good", good_tables())
+    r = cli("check", "--store", store, "--run", "good")
+    assert r.code == 0, r
+    assert "negative_durations" in r.out and "ok" in r.out
+    write_run(store, "bad", bad_tables())
+    r = cli("check", "--store", store, "--run", "bad", "--format", "json")
+    assert r.code == 0, r
+    rep = json.loads(r.out)
+    assert list(rep) == ["bad"]
+    assert {c["name"]: c["failures"] for c in rep["bad"]}["duplicate_kernels"] == 1
+    # default run = the most recent one (bad), --strict turns failures into exit 1 for CI
+    r = cli("check", "--store", store, "--strict")
+    assert r.code == 1, r
+    assert cli("check", "--store", store, "--run", "good", "--strict").code == 0
+    r = cli("check", "--store", store, "--all", "--format", "json", "-c", "negative_durations")
+    assert r.code == 0
+    assert {k: [c["failures"] for c in v] for k, v in json.loads(r.out).items()} == {"bad": [1], "good": [0]}
+
+
+def test_cli_check_errors_are_one_line(store: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("check", "--store", store)
+    assert r.code == 1 and "no runs" in r.err and len(r.err.strip().splitlines()) == 1
+    write_run(store, "good", good_tables())
+    for args, msg in [(("--run", "nope"), "no run 'nope'"), (("-c", "nope"), "unknown check"), (("-f", "xml"), "unknown --format")]:
+        r = cli("check", "--store", store, *args)
+        assert r.code == 1 and msg in r.err and "Traceback" not in r.err, r
+        assert len(r.err.strip().splitlines()) == 1, r
+
+
+def test_cli_check_help_has_example(cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("check", "--help")
+    assert r.code == 0 and "Example" in r.out

@@ -1,0 +1,191 @@
+"""Data-fidelity checks: SQL files that must return zero rows, run after every ingest and by `traceql check`.
+
+Each check is a plain DuckDB file in queries/checks/ with the same comment header as the metric queries
+(`-- name:`, `-- description:`, `-- param:`, `-- column:`); every row it returns is a problem (a negative
+duration, a kernel outside its step, a counter sample far outside the run's window, an HBM bandwidth no device
+can reach...). This follows sqlmesh's audits: the check *is* the query, so a user can re-run it with
+`traceql sql` to see every offending row, and adding a check means adding a file.
+
+A failing check is a warning, never an ingest error: the data is stored as the dump wrote it, and the warning
+says how many rows look wrong and shows a few.
+
+Parameters: every check takes `$run_id`; other declared params get their header default unless this module
+knows a better value (`hbm_limit_bps`: 10x the device's peak HBM bandwidth when traceql.devices knows the
+device, else the header default).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import QueryError
+
+SAMPLE_ROWS = 5
+# Bound used when the device is unknown: 10 TB/s is above every HBM device's peak as of 2026 (H200 4.8 TB/s,
+# B200 8 TB/s, Ascend 910B ~1.6 TB/s), so only unit errors (x1000, x1e6) exceed it.
+FALLBACK_HBM_LIMIT_BPS = 1e13
+# "above 10x the device peak" (the issue's unit-sanity rule)
+PEAK_FACTOR = 10.0
+
+_HEADER_RE = re.compile(r"^--\s*(name|description|param|column):\s*(.*?)\s*$")
+_PARAM_RE = re.compile(r"^(\w+)\s+([A-Za-z]+)(?:\s*=\s*(\S+))?")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    description: str
+    path: Path
+    sql: str
+    # param name -> (type, default text or None)
+    params: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    columns: tuple[str, ...] = ()
+
+
+def checks_dir() -> Path:
+    """queries/checks in a source checkout, or traceql/_queries/checks in an installed wheel."""
+    here = Path(__file__).resolve().parent
+    for d in (here / "_queries" / "checks", here.parent / "queries" / "checks"):
+        if d.is_dir():
+            return d
+    raise QueryError(f"fidelity checks not found (looked in {here / '_queries' / 'checks'} and {here.parent / 'queries' / 'checks'})")
+
+
+def parse_check(path: Path) -> Check:
+    """Read one check file: header comments up to the first non-comment line, then the SQL."""
+    text = path.read_text(encoding="utf-8")
+    meta: dict[str, str] = {}
+    params: dict[str, tuple[str, str | None]] = {}
+    columns: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            if line.strip():
+                break
+            continue
+        m = _HEADER_RE.match(line)
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2)
+        value = value.split("  --", 1)[0].strip()  # trailing "-- explanation"
+        if key == "param":
+            pm = _PARAM_RE.match(value)
+            if not pm:
+                raise QueryError(f"{path}: bad param line {line!r} (expected `-- param: name TYPE [= default]`)")
+            params[pm.group(1)] = (pm.group(2).upper(), pm.group(3))
+        elif key == "column":
+            columns.append(value.split()[0])
+        else:
+            meta[key] = value
+    if meta.get("name") != path.stem:
+        raise QueryError(f"{path}: header `-- name:` must equal the file name ({path.stem!r})")
+    if "run_id" not in params:
+        raise QueryError(f"{path}: a check must declare `-- param: run_id VARCHAR` and filter on it")
+    sql = text.strip().rstrip(";").strip()
+    return Check(meta["name"], meta.get("description", ""), path, sql, params, tuple(columns))
+
+
+def load_checks() -> list[Check]:
+    return [parse_check(p) for p in sorted(checks_dir().glob("*.sql")) if not p.name.startswith("_")]
+
+
+def hbm_limit_bps(device: str | None) -> tuple[float, str]:
+    """10x the device's peak HBM bandwidth if traceql.devices knows it, else the fallback; and where it came from."""
+    peak = _device_peak_hbm_bps(device)
+    if peak:
+        return PEAK_FACTOR * peak, f"10 x {device} peak {peak / 1e12:.2f} TB/s"
+    return FALLBACK_HBM_LIMIT_BPS, "fallback 10 TB/s (device peak unknown)"
+
+
+def _device_peak_hbm_bps(device: str | None) -> float | None:
+    """Peak HBM bytes/s from traceql.devices (written by another module; probed defensively until it settles)."""
+    if not device:
+        return None
+    try:
+        from . import devices  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    preset: Any = None
+    for fn_name in ("lookup", "get", "preset", "find", "detect", "for_name"):
+        fn = getattr(devices, fn_name, None)
+        if callable(fn):
+            try:
+                preset = fn(device)
+            except Exception:  # an unknown device is not an error here
+                preset = None
+            if preset is not None:
+                break
+    if preset is None:
+        return None
+    for attr in ("hbm_peak_bps", "peak_hbm_bps", "hbm_bw_bps", "hbm_bandwidth_bps", "hbm_bps"):
+        v = preset.get(attr) if isinstance(preset, dict) else getattr(preset, attr, None)
+        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
+            return float(v)
+    return None
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else str(v)
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run every fidelity check on one run.
+
+    Returns one dict per check: name, description, failures (offending rows), sample (up to SAMPLE_ROWS
+    of them, as dicts), and error (None, or why the check itself could not run: reported, never raised, so
+    one broken check cannot hide the others).
+    """
+    import duckdb
+
+    from . import engine
+    from .store import Store
+
+    st = store if isinstance(store, Store) else Store(store)
+    info = st.run(run_id)  # StoreError naming the known runs if it is missing
+    own = con is None
+    if own:
+        con = engine.connect(st)
+    limit, limit_source = hbm_limit_bps(info.get("device"))
+    results: list[dict[str, Any]] = []
+    try:
+        for chk in load_checks():
+            if names and chk.name not in names:
+                continue
+            values: dict[str, Any] = {}
+            for p, (_type, default) in chk.params.items():
+                if p == "run_id":
+                    values[p] = run_id
+                elif p == "hbm_limit_bps":
+                    values[p] = limit
+                elif default is not None:
+                    values[p] = float(default) if _type in ("DOUBLE", "FLOAT") else default
+                else:
+                    raise QueryError(f"{chk.path}: param {p!r} has no default and traceql.checks cannot fill it")
+            row: dict[str, Any] = {"name": chk.name, "description": chk.description, "failures": 0, "sample": [], "error": None}
+            if "hbm_limit_bps" in chk.params:
+                row["bound"] = limit_source
+            try:
+                n = con.execute(f"SELECT count(*) FROM ({chk.sql})", values).fetchone()[0]
+                row["failures"] = int(n)
+                if n:
+                    cur = con.execute(f"SELECT * FROM ({chk.sql}) LIMIT {SAMPLE_ROWS}", values)
+                    cols = [d[0] for d in cur.description]
+                    row["sample"] = [{c: _jsonable(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()]
+            except duckdb.Error as e:
+                row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
+            results.append(row)
+    finally:
+        if own:
+            con.close()
+    return results
