@@ -1,0 +1,971 @@
+"""torch_npu (Ascend PyTorch Profiler) text export -> canonical tables.
+
+Input: a `{worker}_{ts}_ascend_pt/` folder (or any folder) holding `ASCEND_PROFILER_OUTPUT/` (formats.md §1.1),
+that output folder itself, or a lone `kernel_details.csv`. Every file is optional; a file that is present but
+unreadable is a BadTraceError naming it. Unit conversions happen here, once (formats.md §0):
+
+| file | table | units |
+|---|---|---|
+| kernel_details.csv | kernels (+ PMU metrics, derived HBM/UB/L2 bytes) | µs -> ns; GB/s x core µs -> bytes; KB -> 1024 B |
+| trace_view.json | host_ops/flows/counters (+ kernels, comm_ops if no CSV/JSON) via parsers.trace_view | see there |
+| step_trace_time.csv | steps (source='step_trace_time') | µs -> ns |
+| communication.json | comm_ops, comm_bandwidth | ms -> ns, HCCL MB = 10^6 B, GB/s = 10^9 B/s |
+| communication_matrix.json | comm_matrix | same |
+| memory_record.csv / operator_memory.csv / npu_module_mem.csv | memory (kind record / op / module) | MB = 2^20 B, KB = 1024 B |
+| l2_cache.csv | l2_cache (+ kernels.l2_hit_rate when the PMU has none) | ratio as written |
+| op_statistic.csv / api_statistic.csv / operator_details.csv | op_stats | µs -> ns, % -> 0..1 |
+| profiler_info_*.json / profiler_metadata.json | run_meta (dotted keys) | text |
+
+Two "MB"s: HCCL's communication files use decimal MB (a 20 MiB send is written `20.97152`, packet sizes like
+`2.064384` are whole bytes only x 10^6), while torch_npu's memory files use binary MB (`2109.6015625` is a whole
+number of bytes only x 2^20). Both are checked against the real samples in tests/test_parse_torch_npu.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BadTraceError
+from ._csv import CsvFile
+from ._units import dec_to_ns, to_float
+from .base import Unit, read_head
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store import RankWriter
+
+NAME = "torch_npu_text"
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+
+# The text files this parser reads from ASCEND_PROFILER_OUTPUT/. A folder with none of them is not ours
+# (db-only exports belong to the torch_npu_db parser).
+KNOWN_FILES = (
+    "kernel_details.csv",
+    "trace_view.json",
+    "step_trace_time.csv",
+    "communication.json",
+    "communication_matrix.json",
+    "memory_record.csv",
+    "operator_memory.csv",
+    "npu_module_mem.csv",
+    "l2_cache.csv",
+    "op_statistic.csv",
+    "api_statistic.csv",
+    "operator_details.csv",
+)
+
+HCCL_MB = 1_000_000  # communication*.json "MB" (decimal, see module doc)
+MEM_MB = 1 << 20  # memory_record / operator_memory / npu_module_mem "MB" (binary)
+KB = 1024
+
+# torch_npu `_aic_metrics` (ACL names) -> the torch_npu AiCMetrics group name (formats.md §2.2)
+AIC_METRICS_GROUPS = {
+    "ACL_AICORE_PIPE_UTILIZATION": "PipeUtilization",
+    "ACL_AICORE_ARITHMETIC_UTILIZATION": "ArithmeticUtilization",
+    "ACL_AICORE_MEMORY_BANDWIDTH": "Memory",
+    "ACL_AICORE_L0B_AND_WIDTH": "MemoryL0",
+    "ACL_AICORE_MEMORY_UB": "MemoryUB",
+    "ACL_AICORE_RESOURCE_CONFLICT_RATIO": "ResourceConflictRatio",
+    "ACL_AICORE_L2_CACHE": "L2Cache",
+    "ACL_AICORE_MEMORY_ACCESS": "MemoryAccess",
+    "ACL_AICORE_NONE": "AiCoreNone",
+}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# small helpers shared with parsers.cluster
+# ---------------------------------------------------------------------------------------------------------
+def exact(value: object, scale: int) -> int | None:
+    """A decimal number (JSON Decimal, int or text) x an integer scale, exactly, as int (ms -> ns, MB -> B)."""
+    return dec_to_ns(value, scale)
+
+
+def gbps(value: object) -> float | None:
+    """GB/s (decimal, 10^9 B/s) -> bytes/s, through the exact decimal so 16.9369 becomes 16936900000.0."""
+    b = exact(value, 10**9)
+    return None if b is None else float(b)
+
+
+def read_json(path: Path, expected: str) -> Any:
+    """Whole JSON file with exact decimals (Decimal, not float), or BadTraceError saying what was expected."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as e:
+        raise BadTraceError(path, f"cannot read file: {e.strerror or e}") from e
+    if not raw.strip():
+        raise BadTraceError(path, f"empty file; expected {expected}")
+    try:
+        return json.loads(raw.decode("utf-8-sig"), parse_float=Decimal)
+    except UnicodeDecodeError as e:
+        raise BadTraceError(
+            path, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); expected {expected}"
+        ) from e
+    except ValueError as e:
+        raise BadTraceError(path, f"invalid JSON ({e}); expected {expected}") from e
+
+
+def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    return {k: [r.get(k) for r in rows] for k in keys}
+
+
+def write_rows(out: RankWriter, table: str, rows: list[dict[str, Any]]) -> int:
+    if rows:
+        out.write(table, rows_to_columns(rows))
+    return len(rows)
+
+
+def step_number(key: object) -> int | None:
+    """'step50' -> 50, 'step' / '' -> None, 7 -> 7."""
+    m = re.search(r"(\d+)\s*$", str(key))
+    return int(m.group(1)) if m else None
+
+
+def split_op_key(key: str) -> tuple[str, str | None]:
+    """'hcom_allReduce__586_0_1@17522688603477080586' -> (name, group); 'Total Op Info' -> (key, None)."""
+    name, sep, group = key.partition("@")
+    return name, (group if sep else None)
+
+
+def hccl_op_type(name: str) -> str | None:
+    """Collective type from an HCCL op name: hcom_allReduce__586_0_1 -> allreduce, hcom_send__822_0 -> send."""
+    base = re.sub(r"^hcom_?", "", name, flags=re.IGNORECASE)
+    m = re.match(r"[A-Za-z0-9]+", base)
+    return m.group(0).lower() if m else None
+
+
+def _size_distribution(dist: Any) -> dict[str, float] | None:
+    """{"2.064384": [12, 1.578]} (packet MB -> [count, ms]) -> {"2064384": 12.0} (packet bytes -> count)."""
+    if not isinstance(dist, dict):
+        return None
+    out: dict[str, float] = {}
+    for size_mb, val in dist.items():
+        size_b = exact(size_mb, HCCL_MB)
+        count = to_float(val[0] if isinstance(val, list) and val else val)
+        if size_b is not None and count is not None:
+            out[str(size_b)] = count
+    return out
+
+
+# transports whose sizes SDMA already sums (msprof-analyze CommunicationParser: "SDMA = PCIE + HCCS + SIO")
+_SDMA_PARTS = {"HCCS", "PCIE", "SIO"}
+
+
+def comm_rows(
+    op_key: str, op: Any, *, path: Path, step: int | None, kind: str, source: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """One communication.json op entry -> (comm_ops row or None for 'Total Op Info', comm_bandwidth rows).
+
+    bytes = sum of the transports' Transit Size, counting SDMA *instead of* HCCS/PCIE/SIO because SDMA is
+    their sum (otherwise intra-node traffic would be counted twice). All-zero transport entries (every op
+    lists every transport) are not written to comm_bandwidth.
+    """
+    if not isinstance(op, dict):
+        raise BadTraceError(
+            path, f"op {op_key!r}: expected an object with 'Communication Time Info', got {type(op).__name__}"
+        )
+    name, group = split_op_key(op_key)
+    tinfo = op.get("Communication Time Info") or {}
+    binfo = op.get("Communication Bandwidth Info") or {}
+    if not isinstance(tinfo, dict) or not isinstance(binfo, dict):
+        raise BadTraceError(
+            path, f"op {op_key!r}: 'Communication Time Info'/'Communication Bandwidth Info' must be objects"
+        )
+    bw_rows: list[dict[str, Any]] = []
+    total_bytes: int | None = None
+    has_sdma = "SDMA" in binfo
+    for transport, t in binfo.items():
+        if not isinstance(t, dict):
+            raise BadTraceError(path, f"op {op_key!r} transport {transport!r}: expected an object")
+        size_b = exact(t.get("Transit Size(MB)"), HCCL_MB)
+        if size_b is not None and not (has_sdma and transport in _SDMA_PARTS):
+            total_bytes = (total_bytes or 0) + size_b
+        transit_ns = exact(t.get("Transit Time(ms)"), 1_000_000)
+        dist = _size_distribution(t.get("Size Distribution"))
+        if not size_b and not transit_ns and not dist:
+            continue
+        bw_rows.append(
+            {
+                "step": step,
+                "name": name,
+                "group_name": group,
+                "transport": transport,
+                "bytes": size_b,
+                "transit_ns": transit_ns,
+                "bandwidth_bps": gbps(t.get("Bandwidth(GB/s)")),
+                "large_packet_ratio": to_float(t.get("Large Packet Ratio")),
+                "packet_sizes": dist,
+            }
+        )
+    if name == "Total Op Info":
+        return None, bw_rows
+    op_row = {
+        "step": step,
+        "name": name,
+        "op_type": hccl_op_type(name),
+        "group_name": group,
+        "kind": kind,
+        "ts_ns": exact(tinfo.get("Start Timestamp(us)"), 1000),
+        "dur_ns": exact(tinfo.get("Elapse Time(ms)"), 1_000_000),
+        "transit_ns": exact(tinfo.get("Transit Time(ms)"), 1_000_000),
+        "wait_ns": exact(tinfo.get("Wait Time(ms)"), 1_000_000),
+        "sync_ns": exact(tinfo.get("Synchronization Time(ms)"), 1_000_000),
+        "idle_ns": exact(tinfo.get("Idle Time(ms)"), 1_000_000),
+        "bytes": total_bytes,
+        "source": source,
+    }
+    return op_row, bw_rows
+
+
+_SUMMARY_KEY = re.compile(r"^[a-z0-9_]+-(top\d*|middle\d*|bottom\d*|total)$")
+
+
+def matrix_rows(op_key: str, links: Any, *, path: Path, step: int | None) -> list[dict[str, Any]]:
+    """One communication_matrix.json op (or op-summary) entry -> comm_matrix rows, one per 'src-dst' link."""
+    if not isinstance(links, dict):
+        raise BadTraceError(path, f"op {op_key!r}: expected an object of 'src-dst' links")
+    name, group = split_op_key(op_key)
+    # summary keys (allreduce-top1) name their op in each link's "Op Name"; plain op keys are the op itself
+    default_op = None if (_SUMMARY_KEY.match(name) or name == "Total Op Info") else name
+    rows = []
+    for link, v in links.items():
+        m = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", str(link))
+        if not m or not isinstance(v, dict):
+            raise BadTraceError(path, f"op {op_key!r}: link {link!r} is not 'src-dst' -> object")
+        rows.append(
+            {
+                "step": step,
+                "name": name,
+                "op_name": v.get("Op Name") or default_op,
+                "group_name": group,
+                "src_rank": int(m.group(1)),
+                "dst_rank": int(m.group(2)),
+                "transport": v.get("Transport Type"),
+                "bytes": exact(v.get("Transit Size(MB)"), HCCL_MB),
+                "transit_ns": exact(v.get("Transit Time(ms)"), 1_000_000),
+                "bandwidth_bps": gbps(v.get("Bandwidth(GB/s)")),
+            }
+        )
+    return rows
+
+
+def flatten(obj: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """Nested JSON -> (dotted key, text value). Lists and scalars become JSON text (strings stay bare)."""
+    if isinstance(obj, dict):
+        if not obj and prefix:
+            yield prefix, "{}"
+        for k, v in obj.items():
+            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(obj, str):
+        yield prefix, obj
+    else:
+        yield prefix, json.dumps(obj, default=str)
+
+
+# step_trace_time.csv / cluster_step_trace_time.csv breakdown columns (formats.md §4)
+STEP_COLUMNS = {
+    "computing_ns": "Computing",
+    "comm_not_overlapped_ns": "Communication(Not Overlapped)",
+    "overlapped_ns": "Overlapped",
+    "comm_ns": "Communication",
+    "free_ns": "Free",
+    "stage_ns": "Stage",
+    "bubble_ns": "Bubble",
+    "comm_not_overlapped_excl_recv_ns": "Communication(Not Overlapped and Exclude Receive)",
+    "preparing_ns": "Preparing",
+}
+
+
+def step_exprs(csv: CsvFile) -> dict[str, str]:
+    exprs = {"step": csv.int_("Step")}
+    for canon, col in STEP_COLUMNS.items():
+        exprs[canon] = csv.us_ns(col)
+    return exprs
+
+
+def step_dur(row: dict[str, Any]) -> int | None:
+    parts = [row.get("computing_ns"), row.get("comm_not_overlapped_ns"), row.get("free_ns")]
+    return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
+
+
+class SerialCsv(CsvFile):
+    """CsvFile read single-threaded: DuckDB's parallel scanner rejects quoted newlines (operator_details'
+    multi-line Call Stack cells) together with null_padding."""
+
+    def from_clause(self) -> str:
+        return super().from_clause().replace("null_padding=true", "null_padding=true, parallel=false")
+
+
+def select_rows(csv: CsvFile, exprs: dict[str, str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for batch in csv.select(exprs):
+        rows.extend(batch.to_pylist())
+    return rows
+
+
+def write_select(out: RankWriter, table: str, csv: CsvFile, exprs: dict[str, str]) -> int:
+    n = 0
+    for batch in csv.select(exprs):
+        if batch.num_rows:
+            out.write(table, batch)
+            n += batch.num_rows
+    return n
+
+
+def _text_map(entries: list[tuple[str, str]]) -> str:
+    """MAP(VARCHAR,VARCHAR) from (key, SQL expr) pairs, dropping NULL values."""
+    if not entries:
+        return "NULL::MAP(VARCHAR, VARCHAR)"
+    items = ", ".join(
+        f"{{'k': '{k.replace(chr(39), chr(39) * 2)}', 'v': ({e})::VARCHAR}}" for k, e in entries
+    )
+    return f"map_from_entries(list_filter([{items}], lambda e: e.v IS NOT NULL))"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# kernel_details.csv
+# ---------------------------------------------------------------------------------------------------------
+# Base (non-PMU) columns with a canonical home; every other column is a PMU metric (metrics/extra).
+_KERNEL_BASE = {
+    "Step Id", "Device_id", "Model ID", "Task ID", "Stream ID", "Name", "Type", "OP State", "Accelerator Core",
+    "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim", "Block Num", "Mix Block Dim", "Mix Block Num",
+    "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types", "Output Formats",
+    "Context ID",
+}  # fmt: skip
+_KERNEL_TEXT_EXTRA = ("HF32 Eligible",)
+KERNEL_REQUIRED = ("Name", "Start Time(us)", "Duration(us)")
+
+_PREFIXES = ("aic_", "aiv_", "")
+# core busy time that goes with each metric prefix (older chips have no prefix and use aicore_time)
+_CORE_TIME = {"aic_": "aicore_time(us)", "aiv_": "aiv_time(us)", "": "aicore_time(us)"}
+
+
+class _Pmu:
+    """SQL for the typed PMU columns, from whichever metric columns this kernel_details.csv has."""
+
+    def __init__(self, csv: CsvFile) -> None:
+        self.csv = csv
+        self.lower = {c.lower(): c for c in csv.header}
+
+    def col(self, *names: str) -> str | None:
+        for n in names:
+            c = self.lower.get(n.lower())
+            if c is not None:
+                return c
+        return None
+
+    def num(self, *names: str) -> str | None:
+        c = self.col(*names)
+        return None if c is None else self.csv.num(c)
+
+    @staticmethod
+    def total(parts: Iterable[str | None]) -> str | None:
+        """Sum that is NULL only when every part is NULL."""
+        ps = [p for p in parts if p]
+        if not ps:
+            return None
+        if len(ps) == 1:
+            return ps[0]
+        return f"(CASE WHEN COALESCE({', '.join(ps)}) IS NULL THEN NULL ELSE {' + '.join(f'COALESCE({p}, 0)' for p in ps)} END)"
+
+    @staticmethod
+    def to_bigint(expr: str | None) -> str:
+        return "NULL::BIGINT" if expr is None else f"TRY_CAST(round({expr}) AS BIGINT)"
+
+    def bw_bytes(self, *metrics: str) -> str | None:
+        """Σ over aic_/aiv_/unprefixed of (Σ metrics GB/s) x 1e9 x that core's busy time (µs x 1e-6)."""
+        parts = []
+        for p in _PREFIXES:
+            bw = self.total(self.num(f"{p}{m}(GB/s)", f"{p}{m}") for m in metrics)
+            t = self.num(_CORE_TIME[p])
+            if bw is not None and t is not None:
+                parts.append(f"({bw}) * {t} * 1000.0")
+        return self.total(parts)
+
+    def kb_bytes(self, metric: str) -> str | None:
+        return self.total(
+            f"{e} * {KB}" for e in (self.num(f"{p}{metric}(KB)", f"{p}{metric}") for p in _PREFIXES) if e
+        )
+
+    def greatest(self, *metrics: str) -> str:
+        es = [e for p in _PREFIXES for m in metrics if (e := self.num(f"{p}{m}"))]
+        if not es:
+            return "NULL::DOUBLE"
+        return es[0] if len(es) == 1 else f"greatest({', '.join(es)})"
+
+    def exprs(self) -> dict[str, str]:
+        hbm_r = self.kb_bytes("read_main_memory_datas") or self.bw_bytes("main_mem_read_bw")
+        hbm_w = self.kb_bytes("write_main_memory_datas") or self.bw_bytes("main_mem_write_bw")
+        ub_r = self.bw_bytes("ub_read_bw") or self.bw_bytes(
+            "ub_read_bw_mte", "ub_read_bw_vector", "ub_read_bw_scalar"
+        )
+        ub_w = self.bw_bytes("ub_write_bw") or self.bw_bytes(
+            "ub_write_bw_mte", "ub_write_bw_vector", "ub_write_bw_scalar"
+        )
+        hits = self.total(
+            self.num(f"{p}{m}")
+            for p in _PREFIXES
+            for m in (
+                "write_cache_hit",
+                "r0_read_cache_hit",
+                "r1_read_cache_hit",
+                "read_local_l2_hit",
+                "write_local_l2_hit",
+            )
+        )
+        misses = self.total(
+            self.num(f"{p}{m}")
+            for p in _PREFIXES
+            for m in (
+                "write_cache_miss_allocate", "r0_read_cache_miss_allocate", "r1_read_cache_miss_allocate",
+                "read_local_l2_miss", "write_local_l2_miss",
+            )
+        )  # fmt: skip
+        hit_rate = (
+            f"(CASE WHEN ({hits}) + ({misses}) > 0 THEN ({hits}) / (({hits}) + ({misses})) END)"
+            if hits and misses
+            else "NULL::DOUBLE"
+        )
+        flops = self.total(self.num(f"{p}{m}") for p in _PREFIXES for m in ("cube_fops", "vector_fops"))
+        return {
+            "hbm_read_bytes": self.to_bigint(hbm_r),
+            "hbm_write_bytes": self.to_bigint(hbm_w),
+            "ub_read_bytes": self.to_bigint(ub_r),
+            "ub_write_bytes": self.to_bigint(ub_w),
+            "l2_read_bytes": self.to_bigint(self.bw_bytes("l2_read_bw")),
+            "l2_write_bytes": self.to_bigint(self.bw_bytes("l2_write_bw")),
+            "l2_hit_rate": hit_rate,
+            "aicore_time_ns": self.csv.us_ns("aicore_time(us)"),
+            "aiv_time_ns": self.csv.us_ns("aiv_time(us)"),
+            "mac_ratio": self.greatest("mac_ratio", "mac_exe_ratio"),
+            "vec_ratio": self.greatest("vec_ratio", "vec_exe_ratio"),
+            "scalar_ratio": self.greatest("scalar_ratio", "scalar_exe_ratio"),
+            "mte2_ratio": self.greatest("mte2_ratio", "mte2_exe_ratio"),
+            "mte3_ratio": self.greatest("mte3_ratio", "mte3_exe_ratio"),
+            "flops": flops or "NULL::DOUBLE",
+        }
+
+
+def detect_aic_metrics(header: Iterable[str]) -> str | None:
+    """Which aic-metrics group a kernel_details header carries (when profiler_info is not at hand)."""
+    cols = " ".join(c.lower() for c in header)
+    checks = [
+        ("MemoryAccess", "main_memory_datas"),
+        ("L2Cache", "cache_hit"),
+        ("L2Cache", "local_l2_hit"),
+        ("MemoryUB", "ub_read_bw_mte"),
+        ("MemoryL0", "l0a_read_bw"),
+        ("Memory", "main_mem_read_bw"),
+        ("ResourceConflictRatio", "cflt_ratio"),
+        ("ArithmeticUtilization", "cube_fops"),
+        ("PipeUtilization", "mac_ratio"),
+        ("PipeUtilization", "vec_ratio"),
+    ]
+    for group, needle in checks:
+        if needle in cols:
+            return group
+    return None
+
+
+class _KernelCsv(CsvFile):
+    """kernel_details.csv, optionally LEFT JOINed to the per-task hit rates of l2_cache.csv (table `__l2hit`)."""
+
+    join_l2 = False
+
+    def from_clause(self) -> str:
+        base = super().from_clause()
+        if not self.join_l2:
+            return base
+        return f"{base} LEFT JOIN __l2hit ON __l2hit.s = {self.int_('Stream ID')} AND __l2hit.t = {self.int_('Task ID')}"
+
+
+def _kernel_exprs(csv: CsvFile) -> dict[str, str]:
+    shapes = {
+        "input_shapes": "Input Shapes",
+        "input_dtypes": "Input Data Types",
+        "input_formats": "Input Formats",
+        "output_shapes": "Output Shapes",
+        "output_dtypes": "Output Data Types",
+        "output_formats": "Output Formats",
+    }
+    task_type = csv.txt("Accelerator Core")
+    name = csv.txt("Name")
+    exprs = {
+        "device_id": csv.int_("Device_id"),
+        "step": csv.int_("Step Id"),
+        "name": name,
+        "op_type": csv.txt("Type"),
+        "task_type": task_type,
+        # level0 dumps write Type=N/A but keep Accelerator Core; older ones may lack both: fall back to the name
+        "is_comm": f"COALESCE({task_type} = 'HCCL', lower({name}) LIKE 'hcom%', false)",
+        "stream_id": csv.int_("Stream ID"),
+        "task_id": csv.int_("Task ID"),
+        "model_id": csv.int_("Model ID"),
+        "context_id": csv.txt("Context ID"),
+        "ts_ns": csv.us_ns("Start Time(us)"),
+        "dur_ns": csv.us_ns("Duration(us)"),
+        "wait_ns": csv.us_ns("Wait Time(us)"),
+        "block_dim": csv.int_("Block Num", "Block Dim"),
+        "mix_block_dim": csv.int_("Mix Block Num", "Mix Block Dim"),
+        "op_state": csv.txt("OP State"),
+    }
+    for canon, col in shapes.items():
+        # cells look like `"32,3,224,224"` (quotes inside the cell); strip every quote
+        exprs[canon] = (
+            "NULL::VARCHAR" if not csv.has(col) else f"NULLIF(replace({csv.txt(col)}, '\"', ''), '')"
+        )
+    exprs.update(_Pmu(csv).exprs())
+    metric_cols = [c for c in csv.header if c not in _KERNEL_BASE and c not in _KERNEL_TEXT_EXTRA]
+    exprs["metrics"] = csv.num_map(metric_cols)
+    # non-numeric cells of metric columns, and text columns with no canonical home, are kept verbatim
+    extra = [(c, csv.txt(c)) for c in _KERNEL_TEXT_EXTRA if csv.has(c)]
+    extra += [(c, f"CASE WHEN {csv.num(c)} IS NULL THEN {csv.txt(c)} END") for c in metric_cols]
+    exprs["extra"] = _text_map(extra)
+    return exprs
+
+
+def parse_kernel_details(path: Path, out: RankWriter, l2_cache: Path | None = None) -> dict[str, Any]:
+    csv = _KernelCsv(path)
+    csv.require(*KERNEL_REQUIRED)
+    exprs = _kernel_exprs(csv)
+    joined = False
+    if (
+        l2_cache is not None
+        and exprs["l2_hit_rate"] == "NULL::DOUBLE"
+        and csv.has("Stream ID")
+        and csv.has("Task ID")
+    ):
+        joined = _register_l2_hits(csv, l2_cache)
+        if joined:
+            csv.join_l2 = True
+            exprs["l2_hit_rate"] = "__l2hit.h"
+    n = write_select(out, "kernels", csv, exprs)
+    if n == 0:
+        raise BadTraceError(path, "no data rows (header only); expected one row per device task")
+    return {"rows": n, "aic_metrics": detect_aic_metrics(csv.header), "l2_hit_rate_from_l2_cache": joined}
+
+
+def _register_l2_hits(kcsv: CsvFile, l2_path: Path) -> bool:
+    """Register `__l2hit(s, t, h)`: l2_cache.csv hit rates for (stream, task) pairs that occur once and have a
+    number (A2 writes N/A everywhere: then nothing is joined and this costs one small scan)."""
+    l2 = CsvFile(l2_path, con=kcsv.con)
+    l2.require("Stream Id", "Task Id")
+    if not l2.has("Hit Rate"):
+        return False
+    sql = (
+        f"SELECT {l2.int_('Stream Id')} AS s, {l2.int_('Task Id')} AS t, any_value({l2.num('Hit Rate')}) AS h "
+        f"FROM {l2.from_clause()} GROUP BY ALL HAVING count(*) = 1 AND h IS NOT NULL"
+    )
+    import duckdb
+
+    try:
+        kcsv.con.execute(f"CREATE OR REPLACE TEMP TABLE __l2hit AS {sql}")
+        n = kcsv.con.execute("SELECT count(*) FROM __l2hit").fetchall()[0][0]
+    except duckdb.Error as e:
+        raise BadTraceError(l2_path, f"malformed CSV: {str(e).strip().splitlines()[0]}") from e
+    return bool(n)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the other files
+# ---------------------------------------------------------------------------------------------------------
+def parse_step_trace(path: Path, windows: dict[int, tuple[int, int]]) -> list[dict[str, Any]]:
+    csv = CsvFile(path)
+    csv.require("Step", "Computing")
+    rows = select_rows(csv, step_exprs(csv))
+    for r in rows:
+        win = (
+            windows.get(r["step"])
+            if r["step"] is not None
+            else (next(iter(windows.values())) if len(windows) == 1 else None)
+        )
+        r["ts_ns"], r["dur_ns"] = win if win else (None, step_dur(r))
+        r["source"] = "step_trace_time"
+    return rows
+
+
+def parse_communication(path: Path, out: RankWriter, source: str = "communication.json") -> tuple[int, int]:
+    data = read_json(path, "communication.json: {step: {p2p|collective: {op@group: {...}}}}")
+    if not isinstance(data, dict):
+        raise BadTraceError(path, "expected a JSON object keyed by step (e.g. 'step50')")
+    ops: list[dict[str, Any]] = []
+    bws: list[dict[str, Any]] = []
+    for step_key, kinds in data.items():
+        if not isinstance(kinds, dict):
+            raise BadTraceError(path, f"step {step_key!r}: expected an object with 'p2p'/'collective'")
+        step = step_number(step_key)
+        for kind, entries in kinds.items():
+            if not isinstance(entries, dict):
+                raise BadTraceError(path, f"step {step_key!r} {kind!r}: expected an object of ops")
+            for op_key, op in entries.items():
+                op_row, bw_rows = comm_rows(op_key, op, path=path, step=step, kind=kind, source=source)
+                if op_row:
+                    ops.append(op_row)
+                bws.extend(bw_rows)
+    return write_rows(out, "comm_ops", ops), write_rows(out, "comm_bandwidth", bws)
+
+
+def parse_communication_matrix(path: Path, out: RankWriter) -> int:
+    data = read_json(
+        path, "communication_matrix.json: {step: {p2p|collective: {op@group: {'src-dst': {...}}}}}"
+    )
+    if not isinstance(data, dict):
+        raise BadTraceError(path, "expected a JSON object keyed by step (e.g. 'step50')")
+    rows: list[dict[str, Any]] = []
+    for step_key, kinds in data.items():
+        if not isinstance(kinds, dict):
+            raise BadTraceError(path, f"step {step_key!r}: expected an object with 'p2p'/'collective'")
+        for _kind, entries in kinds.items():
+            if not isinstance(entries, dict):
+                raise BadTraceError(path, f"step {step_key!r}: expected an object of ops")
+            for op_key, links in entries.items():
+                rows.extend(matrix_rows(op_key, links, path=path, step=step_number(step_key)))
+    return write_rows(out, "comm_matrix", rows)
+
+
+def _mb(csv: CsvFile, col: str) -> str:
+    return csv.scaled(col, float(MEM_MB))
+
+
+def parse_memory_record(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    csv.require("Component", "Timestamp(us)")
+    exprs = {
+        "kind": "'record'",
+        "component": csv.txt("Component"),
+        "device": csv.txt("Device Type", "Device"),
+        "ts_ns": csv.us_ns("Timestamp(us)"),
+        "allocated_bytes": _mb(csv, "Total Allocated(MB)"),
+        "reserved_bytes": _mb(csv, "Total Reserved(MB)"),
+        "active_bytes": _mb(csv, "Total Active(MB)"),
+        "extra": csv.text_map(["Stream Ptr", "Device_id"]),
+    }
+    return write_select(out, "memory", csv, exprs)
+
+
+def parse_operator_memory(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    csv.require("Name", "Size(KB)")
+    exprs = {
+        "kind": "'op'",
+        "component": csv.txt("Name"),
+        "device": csv.txt("Device Type", "Device"),
+        "ts_ns": csv.us_ns("Allocation Time(us)"),
+        "size_bytes": csv.scaled("Size(KB)", float(KB)),
+        "allocated_bytes": _mb(csv, "Allocation Total Allocated(MB)"),
+        "reserved_bytes": _mb(csv, "Allocation Total Reserved(MB)"),
+        "active_bytes": _mb(csv, "Allocation Total Active(MB)"),
+        "release_ts_ns": csv.us_ns("Release Time(us)"),
+        "dur_ns": csv.us_ns("Duration(us)"),
+        "extra": csv.text_map(
+            [
+                "Active Release Time(us)", "Active Duration(us)", "Release Total Allocated(MB)",
+                "Release Total Reserved(MB)", "Release Total Active(MB)", "Stream Ptr", "Device_id",
+            ]
+        ),
+    }  # fmt: skip
+    return write_select(out, "memory", csv, exprs)
+
+
+def parse_npu_module_mem(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    csv.require("Component", "Timestamp(us)")
+    col = csv.first("Total Reserved(MB)", "Total Reserved(KB)")
+    factor = float(MEM_MB) if col == "Total Reserved(MB)" else float(KB)
+    raw = csv.num(col) if col else "NULL::DOUBLE"
+    # -1 is a marker ("only the release was captured"), not a size: keep it verbatim in extra, not as bytes
+    reserved = f"CASE WHEN {raw} < 0 THEN NULL ELSE {csv.scaled(col, factor)} END" if col else "NULL::BIGINT"
+    exprs = {
+        "kind": "'module'",
+        "component": csv.txt("Component"),
+        "device": csv.txt("Device", "Device Type"),
+        "ts_ns": csv.us_ns("Timestamp(us)"),
+        "reserved_bytes": reserved,
+        "extra": _text_map(
+            ([(col, f"CASE WHEN {raw} < 0 THEN {csv.txt(col)} END")] if col else [])
+            + ([("Device_id", csv.txt("Device_id"))] if csv.has("Device_id") else [])
+        ),
+    }
+    return write_select(out, "memory", csv, exprs)
+
+
+def parse_l2_cache(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    csv.require("Stream Id", "Task Id")
+    exprs = {
+        "stream_id": csv.int_("Stream Id"),
+        "task_id": csv.int_("Task Id"),
+        "op_name": csv.txt("Op Name"),
+        "hit_rate": csv.num("Hit Rate"),
+        "victim_rate": csv.num("Victim Rate"),
+    }
+    return write_select(out, "l2_cache", csv, exprs)
+
+
+def parse_op_statistic(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    csv.require("OP Type", "Count")
+    exprs = {
+        "source": "'op_statistic'",
+        "name": csv.txt("OP Type"),
+        "core_type": csv.txt("Core Type"),
+        "count": csv.int_("Count"),
+        "total_ns": csv.us_ns("Total Time(us)"),
+        "min_ns": csv.us_ns("Min Time(us)"),
+        "avg_ns": csv.us_ns("Avg Time(us)"),
+        "max_ns": csv.us_ns("Max Time(us)"),
+        "ratio": csv.ratio_pct("Ratio(%)"),
+        "extra": csv.text_map(["Device_id", "Model Name"]),
+    }
+    return write_select(out, "op_stats", csv, exprs)
+
+
+def parse_api_statistic(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    csv.require("API Name", "Count")
+    exprs = {
+        "source": "'api_statistic'",
+        "name": csv.txt("API Name"),
+        "core_type": csv.txt("Level"),
+        "count": csv.int_("Count"),
+        "total_ns": csv.us_ns("Time(us)"),
+        "min_ns": csv.us_ns("Min(us)"),
+        "avg_ns": csv.us_ns("Avg(us)"),
+        "max_ns": csv.us_ns("Max(us)"),
+        # Variance is in µs² (kept verbatim)
+        "extra": csv.text_map(["Variance", "Device_id"]),
+    }
+    return write_select(out, "op_stats", csv, exprs)
+
+
+def parse_operator_details(path: Path, out: RankWriter) -> int:
+    csv = SerialCsv(path)  # Call Stack cells span lines
+    csv.require("Name")
+    exprs = {
+        "source": "'operator_details'",
+        "name": csv.txt("Name"),
+        "total_ns": csv.us_ns("Device Total Duration(us)"),
+        "extra": csv.text_map([c for c in csv.header if c not in {"Name", "Device Total Duration(us)"}]),
+    }
+    return write_select(out, "op_stats", csv, exprs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# folder layout, rank, metadata
+# ---------------------------------------------------------------------------------------------------------
+def _layout(path: Path) -> tuple[Path, Path] | None:
+    """(dump root holding profiler_info, output folder) for a folder we can parse, else None."""
+    if path.name == OUTPUT_DIR:
+        root, outdir = path.parent, path
+    else:
+        root, outdir = path, path / OUTPUT_DIR
+    if not outdir.is_dir():
+        return None
+    if not any((outdir / f).is_file() for f in KNOWN_FILES):
+        return None
+    return root, outdir
+
+
+def profiler_info_file(root: Path) -> Path | None:
+    found = sorted(root.glob("profiler_info*.json"))
+    return found[0] if found else None
+
+
+def rank_of(root: Path) -> int | None:
+    """profiler_info_{rank}.json `rank_id`, else the {rank} in its name, else None (single card / unknown)."""
+    info = profiler_info_file(root)
+    if info is None:
+        return None
+    try:
+        rank = json.loads(info.read_text(encoding="utf-8-sig")).get("rank_id")
+    except (OSError, ValueError, AttributeError):
+        rank = None  # claim() stays cheap and lenient; parse() reports a broken profiler_info
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+        return rank
+    m = re.fullmatch(r"profiler_info_(\d+)\.json", info.name)
+    return int(m.group(1)) if m else None
+
+
+def _looks_like_kernel_details(path: Path) -> bool:
+    if path.suffix.lower() != ".csv":
+        return False
+    if re.fullmatch(r"kernel_details.*\.csv", path.name, flags=re.IGNORECASE):
+        return True
+    first = read_head(path, 8192).split(b"\n", 1)[0]
+    return b"Accelerator Core" in first and b"Start Time(us)" in first
+
+
+def _meta_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    facts: dict[str, Any] = {}
+    info = profiler_info_file(root)
+    if info is not None:
+        data = read_json(info, "profiler_info JSON (config, start_info, end_info, rank_id)")
+        if not isinstance(data, dict):
+            raise BadTraceError(info, "expected a JSON object with 'config'")
+        rows += [{"key": k, "value": v} for k, v in flatten(data)]
+        exp = (data.get("config") or {}).get("experimental_config") or {}
+        if isinstance(exp, dict):
+            acl = exp.get("_aic_metrics")
+            facts["aic_metrics"] = AIC_METRICS_GROUPS.get(str(acl), acl) if acl else None
+            facts["profiler_level"] = exp.get("_profiler_level")
+        for key in ("device", "device_name", "npu_name", "chip_name"):
+            if isinstance(data.get(key), str):
+                facts["device"] = data[key]
+    meta = root / "profiler_metadata.json"
+    if meta.is_file():
+        data = read_json(meta, "profiler_metadata JSON object (ENV_VARIABLES, distributed_args...)")
+        if not isinstance(data, dict):
+            raise BadTraceError(meta, "expected a JSON object")
+        rows += [{"key": k, "value": v} for k, v in flatten(data)]
+    return rows, facts
+
+
+def _device_from_db(outdir: Path) -> str | None:
+    """NPU_INFO.name from an ascend_pytorch_profiler_*.db next to the text files (export_type text+db)."""
+    import sqlite3
+
+    for db in sorted(outdir.glob("ascend_pytorch_profiler*.db")):
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                row = con.execute("SELECT name FROM NPU_INFO LIMIT 1").fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            continue
+        if row and row[0]:
+            return str(row[0])
+    return None
+
+
+def _trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bool) -> dict[str, Any] | None:
+    """parsers.trace_view on trace_view.json, or None while that module does not exist."""
+    try:
+        from .trace_view import parse_trace_view
+    except ModuleNotFoundError as e:
+        if e.name == f"{__package__}.trace_view":
+            return None
+        raise
+    return dict(parse_trace_view(path, out, kernels=kernels, comm_ops=comm_ops, write_steps=False) or {})
+
+
+def _windows(raw: Any) -> dict[int, tuple[int, int]]:
+    out: dict[int, tuple[int, int]] = {}
+    for k, v in (raw or {}).items():
+        step = step_number(k)
+        if step is not None and isinstance(v, (list, tuple)) and len(v) == 2 and None not in v:
+            out[step] = (int(v[0]), int(v[1]))
+    return out
+
+
+class TorchNpuTextParser:
+    name = NAME
+    description = "torch_npu Ascend PyTorch Profiler text export (*_ascend_pt/ASCEND_PROFILER_OUTPUT, kernel_details.csv)"
+
+    def claim(self, path: Path) -> list[Unit] | None:
+        if path.is_dir():
+            lay = _layout(path)
+            if lay is None:
+                return None
+            return [Unit(NAME, str(path), rank_of(lay[0]))]
+        if path.is_file() and _looks_like_kernel_details(path):
+            return [Unit(NAME, str(path), None)]
+        return None
+
+    def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
+        path = Path(unit.path)
+        if path.is_file():
+            res = parse_kernel_details(path, out)
+            return {"device": None, "aic_metrics": res["aic_metrics"], "files": [path.name], "warnings": []}
+        lay = _layout(path)
+        if lay is None:
+            raise BadTraceError(
+                path, f"no {OUTPUT_DIR}/ with {', '.join(KNOWN_FILES[:2])} or the other text files"
+            )
+        root, outdir = lay
+        return _parse_folder(root, outdir, out)
+
+
+def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
+    warnings: list[str] = []
+    parsed: list[str] = []
+
+    def f(name: str) -> Path | None:
+        p = outdir / name
+        return p if p.is_file() else None
+
+    meta_rows, facts = _meta_rows(root)
+    kd = f("kernel_details.csv")
+    if kd:
+        res = parse_kernel_details(kd, out, l2_cache=f("l2_cache.csv"))
+        facts["aic_metrics"] = facts.get("aic_metrics") or res["aic_metrics"]
+        parsed.append(kd.name)
+
+    windows: dict[int, tuple[int, int]] = {}
+    tv = f("trace_view.json")
+    if tv:
+        tv_meta = _trace_view(tv, out, kernels=kd is None, comm_ops=f("communication.json") is None)
+        if tv_meta is None:
+            warnings.append(f"{tv}: not parsed (traceql.parsers.trace_view is not available)")
+        else:
+            parsed.append(tv.name)
+            windows = _windows(tv_meta.get("step_windows"))
+            facts["device"] = facts.get("device") or tv_meta.get("device")
+            warnings.extend(tv_meta.get("warnings") or [])
+
+    st = f("step_trace_time.csv")
+    if st:
+        write_rows(out, "steps", parse_step_trace(st, windows))
+        parsed.append(st.name)
+    elif windows:
+        write_rows(
+            out,
+            "steps",
+            [
+                {"step": s, "ts_ns": ts, "dur_ns": d, "source": "trace_view"}
+                for s, (ts, d) in sorted(windows.items())
+            ],
+        )
+
+    simple = [
+        ("communication.json", parse_communication),
+        ("communication_matrix.json", parse_communication_matrix),
+        ("memory_record.csv", parse_memory_record),
+        ("operator_memory.csv", parse_operator_memory),
+        ("npu_module_mem.csv", parse_npu_module_mem),
+        ("l2_cache.csv", parse_l2_cache),
+        ("op_statistic.csv", parse_op_statistic),
+        ("api_statistic.csv", parse_api_statistic),
+        ("operator_details.csv", parse_operator_details),
+    ]
+    for fname, fn in simple:
+        p = f(fname)
+        if p:
+            fn(p, out)
+            parsed.append(fname)
+
+    if not facts.get("device"):
+        facts["device"] = _device_from_db(outdir)
+    if facts.get("aic_metrics"):
+        meta_rows.append({"key": "traceql.aic_metrics", "value": facts["aic_metrics"]})
+    write_rows(out, "run_meta", meta_rows)
+    return {
+        "device": facts.get("device"),
+        "aic_metrics": facts.get("aic_metrics"),
+        "profiler_level": facts.get("profiler_level"),
+        "files": parsed,
+        "warnings": warnings,
+    }
+
+
+PARSERS = [TorchNpuTextParser()]
+
+__all__ = ["NAME", "PARSERS", "TorchNpuTextParser"]
