@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
 from ._csv import CsvFile
+from ._pmu import pmu_exprs
 from ._units import dec_to_ns, to_float
 from .base import Unit, read_head
 
@@ -339,118 +340,7 @@ _KERNEL_BASE = {
     "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types", "Output Formats",
     "Context ID",
 }  # fmt: skip
-_KERNEL_TEXT_EXTRA = ("HF32 Eligible",)
 KERNEL_REQUIRED = ("Name", "Start Time(us)", "Duration(us)")
-
-_PREFIXES = ("aic_", "aiv_", "")
-# core busy time that goes with each metric prefix (older chips have no prefix and use aicore_time)
-_CORE_TIME = {"aic_": "aicore_time(us)", "aiv_": "aiv_time(us)", "": "aicore_time(us)"}
-
-
-class _Pmu:
-    """SQL for the typed PMU columns, from whichever metric columns this kernel_details.csv has."""
-
-    def __init__(self, csv: CsvFile) -> None:
-        self.csv = csv
-        self.lower = {c.lower(): c for c in csv.header}
-
-    def col(self, *names: str) -> str | None:
-        for n in names:
-            c = self.lower.get(n.lower())
-            if c is not None:
-                return c
-        return None
-
-    def num(self, *names: str) -> str | None:
-        c = self.col(*names)
-        return None if c is None else self.csv.num(c)
-
-    @staticmethod
-    def total(parts: Iterable[str | None]) -> str | None:
-        """Sum that is NULL only when every part is NULL."""
-        ps = [p for p in parts if p]
-        if not ps:
-            return None
-        if len(ps) == 1:
-            return ps[0]
-        return f"(CASE WHEN COALESCE({', '.join(ps)}) IS NULL THEN NULL ELSE {' + '.join(f'COALESCE({p}, 0)' for p in ps)} END)"
-
-    @staticmethod
-    def to_bigint(expr: str | None) -> str:
-        return "NULL::BIGINT" if expr is None else f"TRY_CAST(round({expr}) AS BIGINT)"
-
-    def bw_bytes(self, *metrics: str) -> str | None:
-        """Σ over aic_/aiv_/unprefixed of (Σ metrics GB/s) x 1e9 x that core's busy time (µs x 1e-6)."""
-        parts = []
-        for p in _PREFIXES:
-            bw = self.total(self.num(f"{p}{m}(GB/s)", f"{p}{m}") for m in metrics)
-            t = self.num(_CORE_TIME[p])
-            if bw is not None and t is not None:
-                parts.append(f"({bw}) * {t} * 1000.0")
-        return self.total(parts)
-
-    def kb_bytes(self, metric: str) -> str | None:
-        return self.total(
-            f"{e} * {KB}" for e in (self.num(f"{p}{metric}(KB)", f"{p}{metric}") for p in _PREFIXES) if e
-        )
-
-    def greatest(self, *metrics: str) -> str:
-        es = [e for p in _PREFIXES for m in metrics if (e := self.num(f"{p}{m}"))]
-        if not es:
-            return "NULL::DOUBLE"
-        return es[0] if len(es) == 1 else f"greatest({', '.join(es)})"
-
-    def exprs(self) -> dict[str, str]:
-        hbm_r = self.kb_bytes("read_main_memory_datas") or self.bw_bytes("main_mem_read_bw")
-        hbm_w = self.kb_bytes("write_main_memory_datas") or self.bw_bytes("main_mem_write_bw")
-        ub_r = self.bw_bytes("ub_read_bw") or self.bw_bytes(
-            "ub_read_bw_mte", "ub_read_bw_vector", "ub_read_bw_scalar"
-        )
-        ub_w = self.bw_bytes("ub_write_bw") or self.bw_bytes(
-            "ub_write_bw_mte", "ub_write_bw_vector", "ub_write_bw_scalar"
-        )
-        hits = self.total(
-            self.num(f"{p}{m}")
-            for p in _PREFIXES
-            for m in (
-                "write_cache_hit",
-                "r0_read_cache_hit",
-                "r1_read_cache_hit",
-                "read_local_l2_hit",
-                "write_local_l2_hit",
-            )
-        )
-        misses = self.total(
-            self.num(f"{p}{m}")
-            for p in _PREFIXES
-            for m in (
-                "write_cache_miss_allocate", "r0_read_cache_miss_allocate", "r1_read_cache_miss_allocate",
-                "read_local_l2_miss", "write_local_l2_miss",
-            )
-        )  # fmt: skip
-        hit_rate = (
-            f"(CASE WHEN ({hits}) + ({misses}) > 0 THEN ({hits}) / (({hits}) + ({misses})) END)"
-            if hits and misses
-            else "NULL::DOUBLE"
-        )
-        flops = self.total(self.num(f"{p}{m}") for p in _PREFIXES for m in ("cube_fops", "vector_fops"))
-        return {
-            "hbm_read_bytes": self.to_bigint(hbm_r),
-            "hbm_write_bytes": self.to_bigint(hbm_w),
-            "ub_read_bytes": self.to_bigint(ub_r),
-            "ub_write_bytes": self.to_bigint(ub_w),
-            "l2_read_bytes": self.to_bigint(self.bw_bytes("l2_read_bw")),
-            "l2_write_bytes": self.to_bigint(self.bw_bytes("l2_write_bw")),
-            "l2_hit_rate": hit_rate,
-            "aicore_time_ns": self.csv.us_ns("aicore_time(us)"),
-            "aiv_time_ns": self.csv.us_ns("aiv_time(us)"),
-            "mac_ratio": self.greatest("mac_ratio", "mac_exe_ratio"),
-            "vec_ratio": self.greatest("vec_ratio", "vec_exe_ratio"),
-            "scalar_ratio": self.greatest("scalar_ratio", "scalar_exe_ratio"),
-            "mte2_ratio": self.greatest("mte2_ratio", "mte2_exe_ratio"),
-            "mte3_ratio": self.greatest("mte3_ratio", "mte3_exe_ratio"),
-            "flops": flops or "NULL::DOUBLE",
-        }
 
 
 def detect_aic_metrics(header: Iterable[str]) -> str | None:
@@ -521,12 +411,13 @@ def _kernel_exprs(csv: CsvFile) -> dict[str, str]:
         exprs[canon] = (
             "NULL::VARCHAR" if not csv.has(col) else f"NULLIF(replace({csv.txt(col)}, '\"', ''), '')"
         )
-    exprs.update(_Pmu(csv).exprs())
-    metric_cols = [c for c in csv.header if c not in _KERNEL_BASE and c not in _KERNEL_TEXT_EXTRA]
-    exprs["metrics"] = csv.num_map(metric_cols)
-    # non-numeric cells of metric columns, and text columns with no canonical home, are kept verbatim
-    extra = [(c, csv.txt(c)) for c in _KERNEL_TEXT_EXTRA if csv.has(c)]
-    extra += [(c, f"CASE WHEN {csv.num(c)} IS NULL THEN {csv.txt(c)} END") for c in metric_cols]
+    # typed PMU columns + `metrics`: the derivation shared with msprof op_summary (parsers/_pmu.py)
+    pmu, consumed = pmu_exprs(csv, dur_cols=("Duration(us)",))
+    exprs.update(pmu)
+    # kept verbatim in `extra`: columns with no canonical home (HF32 Eligible...), and metric cells that are
+    # not numbers (N/A is dropped: it means "not measured")
+    extra = [(c, csv.txt(c)) for c in csv.header if c not in _KERNEL_BASE and c not in consumed]
+    extra += [(c, f"CASE WHEN {csv.num(c)} IS NULL THEN {csv.txt(c)} END") for c in consumed]
     exprs["extra"] = _text_map(extra)
     return exprs
 
