@@ -213,3 +213,30 @@ def pmu_exprs(
         "metrics": csv.num_map(consumed),
     }
     return exprs, consumed
+
+
+# (group, a lower-case substring only that group's columns contain), most specific first (MSPROF-AICM lists)
+_GROUP_MARKERS = [
+    ("MemoryAccess", "main_memory_datas"),
+    ("L2Cache", "cache_hit"),
+    ("L2Cache", "local_l2_hit"),
+    ("MemoryUB", "ub_read_bw_mte"),
+    ("MemoryL0", "l0a_read_bw"),
+    ("Memory", "main_mem_read_bw"),
+    ("ResourceConflictRatio", "cflt_ratio"),
+    ("ArithmeticUtilization", "_fops"),
+    ("ArithmeticUtilization", "mac_fp16_ratio"),
+    ("PipeStallCycle", "stall_cycles"),
+    ("PipelineExecuteUtilization", "_exe_ratio"),
+    ("PipeUtilization", "mac_ratio"),
+    ("PipeUtilization", "vec_ratio"),
+]
+
+
+def aic_metrics_group(header: list[str]) -> str | None:
+    """Which aic-metrics group (formats.md §2.2 names) a kernel_details/op_summary header carries, or None."""
+    cols = " ".join(c.lower() for c in header if is_pmu_column(c))
+    for group, marker in _GROUP_MARKERS:
+        if marker in cols:
+            return group
+    return None
