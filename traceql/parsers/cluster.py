@@ -76,7 +76,7 @@ class _RankFanout:
 
     def close(self) -> None:
         for w in self.writers.values():
-            w.close()
+            w.close(sort=False)  # out.close() sorts every file it lists, these included
             for table, files in w.files.items():
                 self.out.files.setdefault(table, []).extend(files)
             for table, n in w.rows.items():
