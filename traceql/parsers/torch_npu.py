@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
 from ._csv import CsvFile
-from ._pmu import pmu_exprs
+from ._pmu import aic_metrics_group, pmu_exprs
 from ._units import dec_to_ns, to_float
 from .base import Unit, read_head
 
@@ -343,27 +343,6 @@ _KERNEL_BASE = {
 KERNEL_REQUIRED = ("Name", "Start Time(us)", "Duration(us)")
 
 
-def detect_aic_metrics(header: Iterable[str]) -> str | None:
-    """Which aic-metrics group a kernel_details header carries (when profiler_info is not at hand)."""
-    cols = " ".join(c.lower() for c in header)
-    checks = [
-        ("MemoryAccess", "main_memory_datas"),
-        ("L2Cache", "cache_hit"),
-        ("L2Cache", "local_l2_hit"),
-        ("MemoryUB", "ub_read_bw_mte"),
-        ("MemoryL0", "l0a_read_bw"),
-        ("Memory", "main_mem_read_bw"),
-        ("ResourceConflictRatio", "cflt_ratio"),
-        ("ArithmeticUtilization", "cube_fops"),
-        ("PipeUtilization", "mac_ratio"),
-        ("PipeUtilization", "vec_ratio"),
-    ]
-    for group, needle in checks:
-        if needle in cols:
-            return group
-    return None
-
-
 class _KernelCsv(CsvFile):
     """kernel_details.csv, optionally LEFT JOINed to the per-task hit rates of l2_cache.csv (table `__l2hit`)."""
 
@@ -440,7 +419,7 @@ def parse_kernel_details(path: Path, out: RankWriter, l2_cache: Path | None = No
     n = write_select(out, "kernels", csv, exprs)
     if n == 0:
         raise BadTraceError(path, "no data rows (header only); expected one row per device task")
-    return {"rows": n, "aic_metrics": detect_aic_metrics(csv.header), "l2_hit_rate_from_l2_cache": joined}
+    return {"rows": n, "aic_metrics": aic_metrics_group(csv.header), "l2_hit_rate_from_l2_cache": joined}
 
 
 def _register_l2_hits(kcsv: CsvFile, l2_path: Path) -> bool:
