@@ -240,6 +240,7 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
         "aic_metrics": group,
         "files": parsed,
         "not_parsed": not_parsed,
+        "skipped": skipped,
         "warnings": warnings,
     }
 
