@@ -1,0 +1,535 @@
+"""Streaming reader for Chrome-trace JSON: torch_npu trace_view.json, msprof msprof_*.json, Kineto traces.
+
+Never `json.load`s a whole file. Two ways in, chosen by sniffing the first bytes (`sniff`):
+
+* **DuckDB fast path** (`duck_batches`) — a plain (not gzip) file whose root is a bare event array and whose
+  `ts` values are JSON *strings* (the Ascend form, `"ts": "1736408883688177.930"`). DuckDB's `read_json(...,
+  format='array')` parses it on all cores with bounded memory; `ts` is read as text and turned into int64 ns
+  in SQL without passing through a double (`ts_ns_sql`). DuckDB parses JSON *numbers* with a fractional part
+  as doubles, so this path is only exact for string timestamps (integers up to 2**63 are exact either way).
+* **ijson path** (`iter_events`) — everything else: object roots (`{"traceEvents": [...]}`, Kineto), gzip,
+  numeric `ts`. ijson's C backend with `use_float=False` yields `Decimal` for non-integers, so µs values with
+  3 decimals convert to ns exactly (`us_to_ns`).
+
+Bad input fails fast with one BadTraceError naming the file: empty file, wrong root, a plain file whose last
+byte does not close its root (truncated: checked before any parsing), a gzip stream that ends early, malformed
+JSON and non-UTF-8 bytes (with the byte offset the parser had reached).
+
+`scan_objects` finds small JSON objects (M metadata events) by byte search, so a parser can learn process
+and thread names — which Chrome traces may put anywhere, often at the end — before the main pass.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..errors import BadTraceError
+
+GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+HEAD_BYTES = 1 << 16
+CHUNK = 8 << 20  # read size for byte scans
+# DuckDB reads one array element at a time; this is the largest single event it accepts. Events with long
+# call stacks are tens of KB; 64 MiB leaves room without making DuckDB reserve huge buffers (it allocates
+# ~2x this per thread up front, so 1 GiB here runs out of memory).
+MAX_EVENT_BYTES = 64 << 20
+DUCK_MEMORY_LIMIT = "512MB"
+
+_TS_RE = re.compile(rb'"ts"\s*:\s*(")?(-?\d)')
+_WS = b" \t\r\n"
+
+
+@dataclass(frozen=True)
+class Sniff:
+    """What the first bytes of a trace file say about it."""
+
+    path: Path
+    gzip: bool
+    size: int  # bytes on disk
+    root: str | None  # "array", "object", or None (empty / whitespace only)
+    head: bytes  # first bytes, decompressed, BOM stripped
+    ts_kind: str | None  # "string" | "number" | None: kind of the first `"ts":` value in the head
+    trace_events: bool  # the head holds a "traceEvents" key
+
+    @property
+    def fast_path(self) -> bool:
+        """Bare event array of string timestamps in a plain file: DuckDB can read it exactly."""
+        return not self.gzip and self.root == "array" and self.ts_kind == "string"
+
+
+def sniff(path: Path, n: int = HEAD_BYTES) -> Sniff:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            raw = fh.read(n)
+    except OSError as e:
+        raise BadTraceError(path, f"cannot read: {e.strerror or e}") from e
+    is_gz = raw[:2] == GZIP_MAGIC
+    head = raw
+    if is_gz:
+        head = _gunzip_head(path, n)
+    if head.startswith(UTF8_BOM):
+        head = head[len(UTF8_BOM) :]
+    stripped = head.lstrip(_WS)
+    root = None
+    if stripped[:1] == b"[":
+        root = "array"
+    elif stripped[:1] == b"{":
+        root = "object"
+    elif stripped:
+        root = "other"
+    m = _TS_RE.search(head)
+    ts_kind = None if m is None else ("string" if m.group(1) else "number")
+    return Sniff(path, is_gz, size, root, head, ts_kind, b'"traceEvents"' in head)
+
+
+def _gunzip_head(path: Path, n: int) -> bytes:
+    """Up to n decompressed bytes; a short or corrupt stream just gives what could be read."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = b""
+    with open(path, "rb") as fh:
+        while len(out) < n:
+            chunk = fh.read(65536)
+            if not chunk:
+                break
+            try:
+                out += d.decompress(chunk, n - len(out))
+            except zlib.error:
+                break
+            if d.eof:
+                break
+    return out[:n]
+
+
+def require_root(sn: Sniff, *, want: str) -> None:
+    """Raise the one-line error for an empty file or a root that is not what `want` describes."""
+    if sn.root is None:
+        raise BadTraceError(sn.path, "empty file (no JSON at all); the profiler may have failed before writing")
+    if want == "array" and sn.root != "array":
+        raise BadTraceError(sn.path, f"expected a JSON array of trace events ([{{...}}, ...]), found {_describe_root(sn)}")
+    if want == "events" and not (sn.root == "array" or (sn.root == "object" and sn.trace_events)):
+        raise BadTraceError(
+            sn.path,
+            "expected a Chrome trace: a JSON array of events or an object with a \"traceEvents\" array, "
+            f"found {_describe_root(sn)}",
+        )
+
+
+def _describe_root(sn: Sniff) -> str:
+    if sn.root == "object":
+        return "a JSON object without a \"traceEvents\" key"
+    if sn.root == "array":
+        return "a JSON array"
+    first = sn.head.lstrip(_WS)[:20]
+    return f"data starting with {first!r}"
+
+
+def check_complete(sn: Sniff) -> None:
+    """A plain file must end by closing its root; otherwise it was cut off (a profiler killed mid-write).
+
+    Checked on the last bytes before any parsing, so a truncated 4 GB file fails in milliseconds.
+    Gzip files are checked while streaming (the gzip trailer is verified by the decompressor).
+    """
+    if sn.gzip or sn.root not in ("array", "object"):
+        return
+    with open(sn.path, "rb") as fh:
+        fh.seek(max(0, sn.size - 4096))
+        tail = fh.read()
+    end = tail.rstrip(_WS + b"\x00")
+    want = b"]" if sn.root == "array" else b"}"
+    if not end.endswith(want):
+        last = end[-1:] or b""
+        raise BadTraceError(
+            sn.path,
+            f"truncated JSON: the file ends at byte {sn.size} without the closing {want.decode()!r} of its top-level "
+            f"{sn.root} (last character {last.decode('latin-1')!r}); the profiler was probably killed mid-write",
+        )
+
+
+# ---- byte scan for small objects (metadata events) -------------------------------------------------
+
+
+def _raw_chunks(sn: Sniff) -> Iterator[bytes]:
+    if not sn.gzip:
+        with open(sn.path, "rb") as fh:
+            while chunk := fh.read(CHUNK):
+                yield chunk
+        return
+    with _open_gzip(sn.path) as gz:
+        while True:
+            try:
+                chunk = gz.read(CHUNK)
+            except (EOFError, OSError, zlib.error) as e:
+                raise _gzip_error(sn.path, e, None) from e
+            if not chunk:
+                return
+            yield chunk
+
+
+def _enclosing_object(buf: bytes, pos: int, limit: int = 1 << 16) -> tuple[int, int] | None:
+    """(start, end) of the innermost {...} around buf[pos], by brace matching over at most `limit` bytes.
+
+    Good for small flat-ish objects like M events; strings containing braces may fool it, and then
+    json.loads of the slice fails and the hit is ignored.
+    """
+    depth = 0
+    i = pos
+    lo = max(0, pos - limit)
+    while i >= lo:
+        c = buf[i]
+        if c == 0x7D:  # }
+            depth += 1
+        elif c == 0x7B:  # {
+            if depth == 0:
+                break
+            depth -= 1
+        i -= 1
+    else:
+        return None
+    start = i
+    depth = 0
+    hi = min(len(buf), start + limit)
+    j = start
+    while j < hi:
+        c = buf[j]
+        if c == 0x7B:
+            depth += 1
+        elif c == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return start, j + 1
+        j += 1
+    return None
+
+
+def scan_objects(sn: Sniff, needles: Sequence[bytes]) -> Iterator[dict[str, Any]]:
+    """Yield the JSON objects that enclose each occurrence of any needle (e.g. b'"process_name"').
+
+    A fast byte search (bytes.find runs at memory speed) plus json.loads of the small enclosing slice; hits
+    that do not parse (the needle inside some longer string) are skipped. Reads in 8 MiB chunks with an
+    overlap so objects straddling a chunk boundary are still found, and each is reported once.
+    """
+    import json
+
+    overlap = 1 << 16
+    carry = b""
+    carry_start = 0  # absolute offset of carry[0]
+    seen_upto = 0  # absolute offset before which hits were already handled
+    chunks = _raw_chunks(sn)
+    pending = next(chunks, None)
+    while pending is not None:
+        nxt = next(chunks, None)
+        buf = carry + pending
+        last = nxt is None
+        # hits in [seen_upto, safe_end) are complete in this buffer (unless at EOF: all of it)
+        safe_end = carry_start + len(buf) - (0 if last else overlap)
+        for needle in needles:
+            i = buf.find(needle, max(0, seen_upto - carry_start))
+            while i != -1 and carry_start + i < safe_end:
+                span = _enclosing_object(buf, i)
+                if span is not None:
+                    try:
+                        obj = json.loads(buf[span[0] : span[1]])
+                    except ValueError:
+                        obj = None
+                    if isinstance(obj, dict):
+                        yield obj
+                i = buf.find(needle, i + 1)
+        seen_upto = max(seen_upto, safe_end)
+        keep = min(len(buf), 2 * overlap)
+        carry = buf[-keep:]
+        carry_start = carry_start + len(buf) - keep
+        pending = nxt
+
+
+# ---- DuckDB fast path ------------------------------------------------------------------------------
+
+
+def ts_ns_sql(col: str = "ts") -> str:
+    """SQL: µs text ('1736408883688177.930') -> exact int64 ns.
+
+    The common 3-decimal form is done by deleting the dot (exact, and faster than a DECIMAL cast); any other
+    form goes through DECIMAL(38,9) (exact for up to 9 decimals), rounded to whole ns.
+    """
+    return (
+        f"CASE WHEN {col}[-4] = '.' AND length({col}) <= 23 THEN TRY_CAST(replace({col}, '.', '') AS BIGINT) "
+        f"ELSE TRY_CAST(round(TRY_CAST(trim({col}) AS DECIMAL(38,9)) * 1000) AS BIGINT) END"
+    )
+
+
+def duck_connection(threads: int | None = None) -> Any:
+    import os
+
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads={int(threads or min(os.cpu_count() or 1, 8))}")
+    con.execute(f"SET memory_limit='{DUCK_MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order=false")
+    return con
+
+
+def duck_source(path: Path, columns: dict[str, str]) -> str:
+    """A read_json(...) table expression over a bare event array, reading only `columns` (name -> type)."""
+    from ._csv import lit
+
+    cols = ", ".join(f"{lit(k)}: {lit(v)}" for k, v in columns.items())
+    return f"read_json({lit(str(path))}, format='array', columns={{{cols}}}, maximum_object_size={MAX_EVENT_BYTES})"
+
+
+def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024) -> Iterator[Any]:
+    """Run `sql` (which reads `path` via duck_source) and stream Arrow record batches; errors -> BadTraceError."""
+    import duckdb
+
+    from .._duck import arrow_reader
+
+    try:
+        reader = arrow_reader(con.sql(sql), batch_rows)
+        yield from reader
+    except duckdb.Error as e:
+        raise _duck_error(path, e) from e
+
+
+def _duck_error(path: Path, e: Exception) -> BadTraceError:
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    msg = re.sub(r'^[A-Za-z ]*Error: ', "", msg)
+    msg = re.sub(r' in file "[^"]*"', "", msg)
+    low = msg.lower()
+    if "utf-8" in low or "utf8" in low:
+        return BadTraceError(path, f"not UTF-8 text: {msg}")
+    if "out of memory" in low:
+        return BadTraceError(path, f"an event is too large or memory ran out while reading ({msg})")
+    return BadTraceError(path, f"malformed JSON: {msg}")
+
+
+# ---- ijson path ------------------------------------------------------------------------------------
+
+
+class _CountingReader(io.RawIOBase):
+    """Wraps a binary stream, counting bytes handed out (the offset reported on errors) and keeping the tail."""
+
+    def __init__(self, raw: BinaryIO, keep_tail: int = 0) -> None:
+        self.raw = raw
+        self.pos = 0
+        self.keep_tail = keep_tail
+        self.tail = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.pos += len(data)
+        if self.keep_tail:
+            self.tail = (self.tail + data)[-self.keep_tail :]
+        return data
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _open_gzip(path: Path) -> gzip.GzipFile:
+    return gzip.GzipFile(filename=str(path), mode="rb")
+
+
+def _gzip_error(path: Path, e: BaseException, offset: int | None) -> BadTraceError:
+    where = f" after {offset} decompressed bytes" if offset is not None else ""
+    if isinstance(e, EOFError):
+        return BadTraceError(path, f"truncated gzip: the compressed stream ends early{where} (file cut off mid-write?)")
+    return BadTraceError(path, f"corrupt gzip data{where}: {e}")
+
+
+def iter_events(sn: Sniff, *, keep_tail: int = 0, tail_out: list[bytes] | None = None) -> Iterator[dict[str, Any]]:
+    """Every event dict of the trace (array root, or the object's "traceEvents"), numbers exact (int/Decimal).
+
+    With keep_tail > 0, the last keep_tail raw bytes read are appended to tail_out at the end (object keys
+    written after traceEvents, e.g. Kineto's traceName).
+    """
+    import ijson
+
+    require_root(sn, want="events")
+    check_complete(sn)
+    prefix = "item" if sn.root == "array" else "traceEvents.item"
+    fh: BinaryIO = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
+    reader = _CountingReader(fh, keep_tail)
+    unit = "decompressed byte" if sn.gzip else "byte"
+    try:
+        # ijson reads through our counter, so .pos is the offset it had reached when an error surfaced
+        for ev in ijson.items(reader, prefix, use_float=False):
+            if isinstance(ev, dict):
+                yield ev
+    except ijson.JSONError as e:
+        text = e.args[0] if e.args else e
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        first = str(text).splitlines()[0] if str(text) else type(e).__name__
+        if "premature EOF" in first or "incomplete" in first.lower():
+            raise BadTraceError(
+                sn.path,
+                f"truncated JSON: input ends at {unit} {reader.pos} before the top-level {sn.root} closes "
+                "(profiler killed mid-write?)",
+            ) from None
+        if "UTF8" in first or "utf-8" in first.lower():
+            raise BadTraceError(sn.path, f"not UTF-8 text: invalid bytes before {unit} {reader.pos}") from None
+        raise BadTraceError(sn.path, f"malformed JSON before {unit} {reader.pos}: {first}") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise _gzip_error(sn.path, e, reader.pos) from None
+    except UnicodeDecodeError as e:
+        raise BadTraceError(sn.path, f"not UTF-8 text near {unit} {reader.pos}: {e.reason}") from None
+    finally:
+        fh.close()
+    if tail_out is not None:
+        tail_out.append(reader.tail)
+
+
+def read_header(sn: Sniff, stop_key: str = "traceEvents") -> dict[str, Any]:
+    """The top-level keys of an object root written before `stop_key` (Kineto: schemaVersion,
+    deviceProperties, distributedInfo, baseTimeNanoseconds...). Parses only the head of the file."""
+    import ijson
+
+    if sn.root != "object":
+        return {}
+    fh: BinaryIO = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
+    out: dict[str, Any] = {}
+    try:
+        key = None
+        builder: _Builder | None = None
+        for prefix, event, value in ijson.parse(fh, use_float=False):
+            if builder is not None:
+                builder.event(event, value)
+                if builder.depth == 0:  # the value of `key` is complete
+                    out[key] = builder.value  # type: ignore[index]
+                    builder = None
+                continue
+            if prefix == "" and event == "map_key":
+                key = value
+                if key == stop_key:
+                    break
+                continue
+            if key is not None and prefix == key:
+                if event in ("start_map", "start_array"):
+                    builder = _Builder()
+                    builder.event(event, value)
+                else:
+                    out[key] = value
+    except (ijson.JSONError, EOFError, zlib.error, OSError):
+        pass  # the events pass reports these with a byte offset
+    finally:
+        fh.close()
+    return out
+
+
+class _Builder:
+    """ijson ObjectBuilder that also tracks nesting depth, so the caller knows when a value is complete."""
+
+    def __init__(self) -> None:
+        import ijson
+
+        self._b = ijson.ObjectBuilder()
+        self.depth = 0
+
+    def event(self, event: str, value: Any) -> None:
+        if event in ("start_map", "start_array"):
+            self.depth += 1
+        elif event in ("end_map", "end_array"):
+            self.depth -= 1
+        self._b.event(event, value)
+
+    @property
+    def value(self) -> Any:
+        return self._b.value
+
+
+def tail_bytes(sn: Sniff, n: int = 1 << 16) -> bytes:
+    """The last n bytes of the (decompressed) file. For gzip this decompresses the whole stream (C speed)."""
+    if not sn.gzip:
+        with open(sn.path, "rb") as fh:
+            fh.seek(max(0, sn.size - n))
+            return fh.read()
+    tail = b""
+    for chunk in _raw_chunks(sn):
+        tail = (tail + chunk)[-n:]
+    return tail
+
+
+# ---- exact time conversion -------------------------------------------------------------------------
+
+
+def us_to_ns(v: Any, scale: int = 1000) -> int | None:
+    """A µs value as ijson gives it (int, Decimal, or a numeric string) -> exact int ns (scale=1000).
+
+    scale=1 for values already in ns. Non-integral ns are rounded half-even. Floats never reach here on
+    the ijson path; if one does, its shortest repr is used (exact for what a profiler printed).
+    """
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v * scale
+    if isinstance(v, Decimal):
+        d = v
+    else:
+        s = str(v).strip()
+        if not s:
+            return None
+        try:
+            d = Decimal(repr(v) if isinstance(v, float) else s)
+        except InvalidOperation:
+            return None
+    if not d.is_finite():
+        return None
+    out = int((d * scale).to_integral_value())
+    return out if -(2**63) <= out < 2**63 else None
+
+
+def num(v: Any) -> float | None:
+    """A JSON scalar -> float (None for missing/non-numeric)."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float, Decimal)):
+        return float(v)
+    try:
+        return float(str(v).strip())
+    except ValueError:
+        return None
+
+
+def to_int(v: Any) -> int | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if -(2**63) <= v < 2**63 else None
+    if isinstance(v, Decimal):
+        return int(v) if v.is_finite() and v == v.to_integral_value() else None
+    try:
+        i = int(str(v).strip())
+    except ValueError:
+        return None
+    return i if -(2**63) <= i < 2**63 else None
+
+
+def text(v: Any) -> str | None:
+    """A JSON value as text: strings verbatim, numbers as written, lists/objects as compact JSON."""
+    import json
+
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, Decimal)):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    return json.dumps(v, separators=(",", ":"), default=str, ensure_ascii=False)

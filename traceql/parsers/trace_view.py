@@ -1,0 +1,848 @@
+"""torch_npu trace_view.json / msprof msprof_*.json (Chrome trace, bare event array) -> canonical tables.
+
+Used two ways: `parse_trace_view(...)` is called by the torch_npu folder parser (which turns kernels/comm_ops
+off when kernel_details.csv / communication.json give richer versions of them), and the standalone parser
+`trace_view` claims such a file given on its own.
+
+Event mapping (formats.md §3; tracks are named by `M` process_name events, pids are synthetic):
+
+| track (process_name)       | ph  | table       | notes |
+|----------------------------|-----|-------------|-------|
+| Python (host pid) / other  | X   | host_ops    | cat as written; seq_num <- `Sequence number`, correlation_id <- `correlation_id` (enqueue/dequeue), input_shapes/dtypes <- `Input Dims`/`Input type` (the `\\r\\n` separators removed), other args -> extra |
+| CANN                       | X   | host_ops    | cat 'cann', level <- args.level, correlation_id <- args.connection_id |
+| Ascend Hardware            | X   | kernels     | when kernels=True. task_type <- `Task Type`, stream_id <- tid (`Stream N`), task_id, model_id, connection_id, context_id <- `Subtask Id` (null when 4294967295); is_comm <- the stream carries HCCL tasks |
+| HCCL / Communication, `Group <g> Communication` thread | X | comm_ops | when comm_ops=True. op_type from the name (hcom_allReduce__586_0_1 -> allreduce), group_name <g>, bytes = sum of its plane tasks' `size(Byte)` |
+| HCCL, `Plane <k>` threads  | X   | comm_matrix, comm_bandwidth | when comm_ops=True. These small tasks duplicate the Ascend Hardware tasks of the HCCL stream (same ts/stream/task id), so they are not written as kernels again; they are aggregated per enclosing group op: per (src rank, dst rank, transport) -> comm_matrix, per transport -> comm_bandwidth (bytes, transit time = sum of task durations, bandwidth = bytes / transit time) |
+| Overlap Analysis           | X   | (skipped)   | derived by the profiler from the kernels; its totals are step_trace_time.csv, which the folder parser reads |
+| any (HBM, LLC, NPU MEM...) | C   | counters    | see `_counter_spec` for names, units and conversions |
+| any                        | s/f | flows       | paired on (cat, id): one row per `f` (an `s` can fan out to several tasks) plus unpaired ends; flow_id is text |
+| Python                     | X ProfilerStep#N | steps | when write_steps=True; always returned as meta["step_windows"] |
+
+Readers: the DuckDB fast path for plain files with string `ts` (the torch_npu form), ijson otherwise — both
+produce the same intermediate Arrow batches, which `_Emitter` maps to tables, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BadTraceError
+from . import _chrome_json as cj
+from .base import Unit, read_head
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from ..store import RankWriter
+
+KERNEL_TRACKS = ("Ascend Hardware", "Task Scheduler")
+COMM_TRACKS = ("HCCL", "Communication")
+CANN_TRACKS = ("CANN",)
+SKIP_TRACKS = ("Overlap Analysis",)
+NO_CONTEXT = "4294967295"  # Subtask Id meaning "no sub-task"
+
+# args read per destination: the first N_CANON[dest] feed canonical columns, the rest go to `extra` by name.
+# Any other key present in an event's args sends that event's whole args map to `extra` (minus canonical).
+ARG_KEYS: dict[str, list[str]] = {
+    "host": ["Sequence number", "Input Dims", "Input type", "correlation_id",
+             "Fwd thread id", "Call stack", "Python id", "Python parent id", "Python module id"],
+    "cann": ["level", "connection_id", "Thread Id", "Mode", "id", "item_id"],
+    "kernel": ["Task Type", "Task Id", "Model Id", "connection_id", "Subtask Id", "Physic Stream Id", "Batch Id"],
+    "plane": ["src rank", "dst rank", "size(Byte)", "transport type", "link type"],
+}  # fmt: skip
+N_CANON = {"host": 4, "cann": 2, "kernel": 5, "plane": 5}
+
+BATCH_ROWS = 128 * 1024
+
+
+def _inter_schema() -> pa.Schema:
+    """The intermediate row both readers produce (one per kept event)."""
+    import pyarrow as pa
+
+    s = pa.string()
+    return pa.schema(
+        [
+            ("dest", s), ("track", s), ("ph", s), ("name", s), ("cat", s),
+            ("pid", pa.int64()), ("tid", pa.int64()), ("ts_ns", pa.int64()), ("dur_ns", pa.int64()),
+            ("fid", s), ("v", pa.list_(s)), ("full", pa.map_(s, s)), ("ck", pa.list_(s)), ("cv", pa.list_(s)),
+        ]
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pre-scan: process/thread names (M events may sit anywhere in the file, often at the end)
+
+
+@dataclass
+class Tracks:
+    process: dict[int, str] = field(default_factory=dict)  # pid -> process_name
+    thread: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> thread_name
+    labels: dict[int, str] = field(default_factory=dict)  # pid -> process_labels
+
+    def pids(self, names: tuple[str, ...]) -> list[int]:
+        return [p for p, n in self.process.items() if n in names]
+
+    def group_tids(self) -> dict[int, list[int]]:
+        """HCCL pid -> tids of its 'Group <g> Communication' threads (tid 0 when no thread names)."""
+        out: dict[int, list[int]] = {}
+        for pid in self.pids(COMM_TRACKS):
+            named = {t: n for (p, t), n in self.thread.items() if p == pid}
+            out[pid] = [t for t, n in named.items() if n.startswith("Group")] if named else [0]
+        return out
+
+    def group_name(self, pid: int, tid: int) -> str | None:
+        n = self.thread.get((pid, tid))
+        if n is None:
+            return None
+        m = re.fullmatch(r"Group (.+?) Communication", n)
+        return m.group(1) if m else n
+
+    def track(self, pid: Any) -> str | None:
+        p = cj.to_int(pid)
+        return None if p is None else self.process.get(p)
+
+
+def scan_tracks(sn: cj.Sniff) -> Tracks:
+    tr = Tracks()
+    for ev in cj.scan_objects(sn, [b'"process_name"', b'"thread_name"', b'"process_labels"']):
+        if ev.get("ph") != "M":
+            continue
+        pid, tid = cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid"))
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        if pid is None:
+            continue
+        if ev.get("name") == "process_name" and isinstance(args.get("name"), str):
+            tr.process[pid] = args["name"]
+        elif ev.get("name") == "thread_name" and tid is not None and isinstance(args.get("name"), str):
+            tr.thread[(pid, tid)] = args["name"]
+        elif ev.get("name") == "process_labels" and isinstance(args.get("labels"), str):
+            tr.labels[pid] = args["labels"]
+    return tr
+
+
+def _hccl_streams(sn: cj.Sniff) -> set[int]:
+    """Stream ids that carry HCCL tasks: the `"stream id": N` arg only HCCL plane tasks have."""
+    out: set[int] = set()
+    pat = re.compile(rb'"stream id"\s*:\s*"?(\d+)')
+    for chunk in cj._raw_chunks(sn):
+        for m in pat.finditer(chunk):
+            out.add(int(m.group(1)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reader 1: DuckDB over a bare array of string-ts events
+
+
+def _in(items: tuple[str, ...]) -> str:
+    from ._csv import lit
+
+    return "(" + ", ".join(lit(x) for x in items) + ")"
+
+
+def _json_paths(keys: list[str]) -> str:
+    from ._csv import lit
+
+    return "[" + ", ".join(lit('$."' + k.replace('"', '\\"') + '"') for k in keys) + "]"
+
+
+def _fast_sql(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> str:
+    from ._csv import lit
+
+    columns = {
+        "ph": "VARCHAR", "name": "VARCHAR", "cat": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR",
+        "ts": "VARCHAR", "dur": "DOUBLE", "id": "VARCHAR", "args": "JSON",
+    }  # fmt: skip
+    src = cj.duck_source(sn.path, columns)
+    if tr.process:
+        whens = " ".join(f"WHEN {lit(str(p))} THEN {lit(n)}" for p, n in tr.process.items())
+        track = f"CASE pid {whens} END"
+    else:
+        track = "NULL::VARCHAR"
+    groups = tr.group_tids()
+    group_cond = " OR ".join(
+        f"(pid = {lit(str(p))} AND tid IN ({', '.join(lit(str(t)) for t in tids)}))" for p, tids in groups.items() if tids
+    ) or "false"
+    dest = f"""CASE
+        WHEN ph = 'X' THEN CASE
+            WHEN track IN {_in(KERNEL_TRACKS)} THEN 'kernel'
+            WHEN track IN {_in(CANN_TRACKS)} THEN 'cann'
+            WHEN track IN {_in(COMM_TRACKS)} THEN CASE WHEN {group_cond} THEN 'comm' ELSE 'plane' END
+            WHEN track IN {_in(SKIP_TRACKS)} THEN NULL
+            ELSE 'host' END
+        WHEN ph = 'C' THEN 'counter'
+        WHEN ph IN ('s', 'f', 't') THEN 'flow'
+        END"""
+    v = "CASE dest " + " ".join(f"WHEN {lit(d)} THEN json_extract_string(args, {_json_paths(k)})" for d, k in ARG_KEYS.items()) + " END"
+    keep = ", ".join(lit(d) for d in sorted(dests))
+    return f"""
+    WITH a AS (SELECT ph, name, cat, pid, tid, ts, dur, id, args, {track} AS track FROM {src}),
+    b AS (SELECT *, {dest} AS dest FROM a),
+    c AS (SELECT *, {v} AS v FROM b WHERE dest IN ({keep}))
+    SELECT dest, track, ph, name, cat, TRY_CAST(pid AS BIGINT) AS pid, TRY_CAST(tid AS BIGINT) AS tid,
+        {cj.ts_ns_sql("ts")} AS ts_ns, CAST(round(dur * 1000) AS BIGINT) AS dur_ns,
+        CASE WHEN dest = 'flow' THEN id END AS fid, v,
+        CASE WHEN dest IN ('host', 'cann', 'kernel')
+              AND len(json_keys(args)) > len(list_filter(v, lambda x: x IS NOT NULL))
+             THEN CAST(args AS MAP(VARCHAR, VARCHAR)) END AS "full",
+        CASE WHEN dest = 'counter' THEN json_keys(args) END AS ck,
+        CASE WHEN dest = 'counter' THEN json_extract_string(args, '$.*') END AS cv
+    FROM c"""
+
+
+def _fast_batches(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> Iterator[pa.RecordBatch]:
+    con = cj.duck_connection()
+    try:
+        yield from cj.duck_batches(con, sn.path, _fast_sql(sn, tr, dests), BATCH_ROWS)
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reader 2: ijson (gzip, object root, numeric ts) -> the same intermediate batches
+
+
+def _dest_of(ev: dict[str, Any], track: str | None, groups: dict[int, list[int]]) -> str | None:
+    ph = ev.get("ph")
+    if ph == "X":
+        if track in KERNEL_TRACKS:
+            return "kernel"
+        if track in CANN_TRACKS:
+            return "cann"
+        if track in COMM_TRACKS:
+            pid, tid = cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid"))
+            return "comm" if pid in groups and tid in groups[pid] else "plane"
+        if track in SKIP_TRACKS:
+            return None
+        return "host"
+    if ph == "C":
+        return "counter"
+    if ph in ("s", "f", "t"):
+        return "flow"
+    return None
+
+
+def _ijson_batches(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
+    schema = _inter_schema()
+    groups = tr.group_tids()
+    names = schema.names
+    cols: dict[str, list[Any]] = {n: [] for n in names}
+    known = {d: set(k) for d, k in ARG_KEYS.items()}
+    n = 0
+    for ev in cj.iter_events(sn):
+        track = tr.track(ev.get("pid"))
+        dest = _dest_of(ev, track, groups)
+        if dest not in dests:
+            continue
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else None
+        v = full = ck = cv = None
+        if dest in ARG_KEYS and args is not None:
+            v = [cj.text(args.get(k)) for k in ARG_KEYS[dest]]
+            if dest != "plane" and any(k not in known[dest] for k in args):
+                full = [(str(k), cj.text(x)) for k, x in args.items()]
+        if dest == "counter" and args is not None:
+            ck = [str(k) for k in args]
+            cv = [cj.text(x) for x in args.values()]
+        dur = ev.get("dur")
+        row = (
+            dest, track, ev.get("ph"), cj.text(ev.get("name")), cj.text(ev.get("cat")),
+            cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid")), cj.us_to_ns(ev.get("ts")),
+            cj.us_to_ns(dur) if dur is not None else None,
+            cj.text(ev.get("id")) if dest == "flow" else None, v, full, ck, cv,
+        )  # fmt: skip
+        for name, val in zip(names, row, strict=True):
+            cols[name].append(val)
+        n += 1
+        if n >= BATCH_ROWS:
+            yield pa.RecordBatch.from_pydict(cols, schema=schema)
+            cols = {k: [] for k in names}
+            n = 0
+    if n:
+        yield pa.RecordBatch.from_pydict(cols, schema=schema)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Intermediate batches -> canonical tables
+
+
+def _counter_spec(track: str, name: str, key: str) -> tuple[str, str, str, float, bool] | None:
+    """(channel, metric, unit, factor, is_percent) for one counter series, None to drop the entry.
+
+    Known Ascend counters (formats.md §3) are converted to base units; anything else is kept with the unit
+    parsed from the arg key (`Foo(MB/s)` -> 'MB/s') and its value as written.
+    """
+    if key == "acc_id":
+        return None  # Acc PMU: the channel of its sibling `value`, not a series of its own
+    m_unit = re.fullmatch(r"(.*?)\s*\(([^)]*)\)", key)
+    unit_written = m_unit.group(2) if m_unit else ""
+    if track == "HBM":
+        m = re.fullmatch(r"HBM\s*(\S+)/(Read|Write)", name)
+        if m and unit_written == "MB/s":
+            return m.group(1), m.group(2).lower() + "_bw", "bytes/s", 1e6, False
+    if track == "LLC":
+        m = re.fullmatch(r"LLC\s*(\S+)\s+(Read|Write)/(.+)", name)
+        if m:
+            rw = m.group(2).lower()
+            if unit_written == "MB/s":
+                return m.group(1), rw + "_bw", "bytes/s", 1e6, False
+            if unit_written == "%":
+                return m.group(1), rw + "_hit_rate", "ratio", 1.0, True
+    if track == "NPU MEM" and key == "KB":
+        scope, _, mem = name.partition("/")
+        return scope, (mem or scope).lower() + "_used", "bytes", 1024.0, False
+    if track == "AI Core Freq" and key == "MHz":
+        return "", "freq", "MHz", 1.0, False
+    if track == "Acc PMU" and key == "value":
+        return "", name, "raw", 1.0, False  # channel filled from acc_id
+    if track == "Stars Soc Info":
+        return "", re.sub(r"\W+", "_", name.strip()).lower(), "level", 1.0, False
+    if track == "QoS" and key == "value":
+        return name.removeprefix("QoS").strip(), "value", "raw", 1.0, False
+    metric = re.sub(r"\W+", "_", (m_unit.group(1) if m_unit else key).strip()).strip("_").lower() or "value"
+    return "", metric, unit_written or "raw", 1.0, unit_written == "%"
+
+
+@dataclass
+class _Emitter:
+    out: RankWriter
+    tr: Tracks
+    source: str
+    hccl_streams: set[int]
+    warnings: list[str] = field(default_factory=list)
+    flow_parts: list[Any] = field(default_factory=list)
+    comm_parts: list[Any] = field(default_factory=list)
+    plane_parts: list[Any] = field(default_factory=list)
+    pct_parts: list[Any] = field(default_factory=list)
+    step_windows: dict[int, list[int]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    _specs: dict[str, Any] = field(default_factory=dict)
+
+    # -- helpers ------------------------------------------------------------------------------------
+    @staticmethod
+    def _elem(v: Any, i: int) -> Any:
+        import pyarrow.compute as pc
+
+        return pc.list_element(v, i)
+
+    @staticmethod
+    def _ints(arr: Any) -> Any:
+        """string -> int64 (exact); values that are not integers (e.g. '1.0', 'abc') become null/rounded."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            return pc.cast(arr, pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return pa.array([cj.to_int(x) for x in arr.to_pylist()], pa.int64())
+
+    @staticmethod
+    def _floats(arr: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            return pc.cast(arr, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return pa.array([cj.num(x) for x in arr.to_pylist()], pa.float64())
+
+    @staticmethod
+    def _extra(b: Any, dest: str) -> Any:
+        """MAP(name -> text) of the non-canonical args: built column-wise from the extracted list `v`."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        keys = ARG_KEYS[dest][N_CANON[dest] :]
+        n = b.num_rows
+        e = len(keys)
+        v = b.column("v")
+        cols = [pc.list_element(v, N_CANON[dest] + j) for j in range(e)]
+        if n == 0 or e == 0:
+            return pa.array([[] for _ in range(n)], pa.map_(pa.string(), pa.string()))
+        stacked = pa.concat_arrays([c.combine_chunks() if hasattr(c, "combine_chunks") else c for c in cols])
+        # row-major order of the n x e cells: position p -> column j = p % e, row i = p // e
+        p = pc.subtract(pc.cumulative_sum(pc.fill_null(pa.nulls(n * e, pa.int64()), 1)), 1)
+        i = pc.divide(p, e)
+        j = pc.subtract(p, pc.multiply(i, e))
+        src = pc.add(pc.multiply(j, n), i)
+        vals = stacked.take(src)
+        kidx = j
+        valid = pc.is_valid(vals)
+        vals = vals.filter(valid)
+        karr = pa.array(keys, pa.string()).take(kidx.filter(valid))
+        counts = cols[0].is_valid().cast(pa.int32())
+        for c in cols[1:]:
+            counts = pc.add(counts, c.is_valid().cast(pa.int32()))
+        offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(counts).cast(pa.int32())])
+        return pa.MapArray.from_arrays(offsets, karr, vals)
+
+    @staticmethod
+    def _extra_full(b: Any, dest: str) -> Any:
+        """For the (rare) rows with args outside ARG_KEYS: every non-canonical arg, from the full map."""
+        import pyarrow as pa
+
+        canon = set(ARG_KEYS[dest][: N_CANON[dest]])
+        rows = b.column("full").to_pylist()
+        return pa.array([[(k, x) for k, x in (r or []) if k not in canon] for r in rows], pa.map_(pa.string(), pa.string()))
+
+    def _split_full(self, b: Any) -> Iterator[tuple[Any, bool]]:
+        import pyarrow.compute as pc
+
+        has = pc.is_valid(b.column("full"))
+        nfull = pc.sum(has).as_py() or 0
+        if nfull == 0:
+            yield b, False
+            return
+        if nfull < b.num_rows:
+            yield b.filter(pc.invert(has)), False
+        yield b.filter(has), True
+
+    # -- per destination ----------------------------------------------------------------------------
+    def host(self, b: Any, cann: bool) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        dest = "cann" if cann else "host"
+        for part, full in self._split_full(b):
+            v = part.column("v")
+            cols: dict[str, Any] = {
+                "name": part.column("name"),
+                "pid": part.column("pid"),
+                "tid": part.column("tid"),
+                "ts_ns": part.column("ts_ns"),
+                "dur_ns": part.column("dur_ns"),
+                "extra": self._extra_full(part, dest) if full else self._extra(part, dest),
+            }
+            if cann:
+                cols["cat"] = pa.array(["cann"] * part.num_rows, pa.string())
+                cols["level"] = self._elem(v, 0)
+                cols["correlation_id"] = self._ints(self._elem(v, 1))
+            else:
+                cols["cat"] = pc.coalesce(part.column("cat"), part.column("track"))
+                cols["seq_num"] = self._ints(self._elem(v, 0))
+                cols["input_shapes"] = pc.replace_substring(self._elem(v, 1), "\r\n", "")
+                cols["input_dtypes"] = pc.replace_substring(self._elem(v, 2), "\r\n", "")
+                cols["correlation_id"] = self._ints(self._elem(v, 3))
+                self._steps(part)
+            self.out.write("host_ops", cols)
+            self.counts["host_ops"] = self.counts.get("host_ops", 0) + part.num_rows
+
+    def _steps(self, b: Any) -> None:
+        import pyarrow.compute as pc
+
+        names = b.column("name")
+        mask = pc.fill_null(pc.starts_with(names, "ProfilerStep#"), False)
+        if not pc.any(mask).as_py():
+            return
+        for r in b.filter(mask).select(["name", "ts_ns", "dur_ns"]).to_pylist():
+            step = cj.to_int(r["name"].split("#", 1)[1])
+            if step is None or r["ts_ns"] is None:
+                continue
+            end = r["ts_ns"] + (r["dur_ns"] or 0)
+            if step in self.step_windows:  # the same step seen twice (another thread): take the union
+                t0, d0 = self.step_windows[step]
+                start, end = min(t0, r["ts_ns"]), max(t0 + d0, end)
+            else:
+                start = r["ts_ns"]
+            self.step_windows[step] = [start, end - start]
+
+    def kernels(self, b: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for part, full in self._split_full(b):
+            v = part.column("v")
+            ctx = self._elem(v, 4)
+            stream = part.column("tid")
+            cols = {
+                "name": part.column("name"),
+                "task_type": self._elem(v, 0),
+                "task_id": self._ints(self._elem(v, 1)),
+                "model_id": self._ints(self._elem(v, 2)),
+                "connection_id": self._ints(self._elem(v, 3)),
+                "context_id": pc.if_else(pc.equal(ctx, NO_CONTEXT), pa.scalar(None, pa.string()), ctx),
+                "stream_id": stream,
+                "ts_ns": part.column("ts_ns"),
+                "dur_ns": part.column("dur_ns"),
+                "extra": self._extra_full(part, "kernel") if full else self._extra(part, "kernel"),
+            }
+            if self.hccl_streams:
+                cols["is_comm"] = pc.fill_null(pc.is_in(stream, pa.array(sorted(self.hccl_streams), pa.int64())), False)
+            self.out.write("kernels", cols)
+            self.counts["kernels"] = self.counts.get("kernels", 0) + part.num_rows
+
+    def counters(self, b: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ck, cv = b.column("ck"), b.column("cv")
+        parents = pc.list_parent_indices(ck)
+        keys = pc.list_flatten(ck)
+        vals = pc.list_flatten(cv)
+        if len(keys) == 0:
+            return
+        track = pc.fill_null(b.column("track").take(parents), "")
+        name = pc.fill_null(b.column("name").take(parents), "")
+        ts = b.column("ts_ns").take(parents)
+        combo = pc.binary_join_element_wise(track, name, keys, "\x1f")
+        enc = pc.dictionary_encode(combo)
+        dictionary, idx = enc.dictionary.to_pylist(), enc.indices
+        specs = []
+        for s in dictionary:
+            if s not in self._specs:
+                t, nm, k = s.split("\x1f")
+                self._specs[s] = _counter_spec(t, nm, k)
+            specs.append(self._specs[s])
+        keep_d = pa.array([sp is not None for sp in specs])
+        ok = lambda i: specs[i] if specs[i] is not None else ("", "", "", 1.0, False)  # noqa: E731
+        chan_d = pa.array([ok(i)[0] for i in range(len(specs))], pa.string())
+        metric_d = pa.array([ok(i)[1] for i in range(len(specs))], pa.string())
+        unit_d = pa.array([ok(i)[2] for i in range(len(specs))], pa.string())
+        factor_d = pa.array([ok(i)[3] for i in range(len(specs))], pa.float64())
+        pct_d = pa.array([ok(i)[4] for i in range(len(specs))])
+        channel = chan_d.take(idx)
+        # Acc PMU: {"value": v, "acc_id": n} -> channel n
+        is_acc = pc.equal(keys, "acc_id")
+        if pc.any(is_acc).as_py():
+            acc_parent = parents.filter(is_acc)
+            acc_val = vals.filter(is_acc)
+            pos = pc.index_in(parents, value_set=acc_parent)
+            channel = pc.coalesce(acc_val.take(pos), channel)
+        value = pc.multiply(self._floats(vals), factor_d.take(idx))
+        t = pa.table(
+            {
+                "track": track, "channel": channel, "metric": metric_d.take(idx), "unit": unit_d.take(idx),
+                "name": name, "ts_ns": ts, "value": value,
+            }
+        )  # fmt: skip
+        keep = keep_d.take(idx)
+        pct = pc.and_(keep, pct_d.take(idx))
+        if pc.any(pct).as_py():
+            self.pct_parts.append(t.filter(pct).append_column("key", keys.filter(pct)))
+            keep = pc.and_(keep, pc.invert(pct))
+        t = t.filter(keep)
+        self.out.write("counters", t)
+        self.counts["counters"] = self.counts.get("counters", 0) + t.num_rows
+
+    def flows(self, b: Any) -> None:
+        self.flow_parts.append(b.select(["cat", "name", "fid", "ph", "pid", "tid", "ts_ns"]))
+
+    def comm(self, b: Any) -> None:
+        self.comm_parts.append(b.select(["name", "pid", "tid", "ts_ns", "dur_ns"]))
+
+    def plane(self, b: Any) -> None:
+        import pyarrow.compute as pc
+
+        v = b.column("v")
+        self.plane_parts.append(
+            b.select(["pid", "ts_ns", "dur_ns"])
+            .append_column("src", self._ints(pc.list_element(v, 0)))
+            .append_column("dst", self._ints(pc.list_element(v, 1)))
+            .append_column("size", self._floats(pc.list_element(v, 2)))
+            .append_column("transport", pc.list_element(v, 3))
+            .append_column("link", pc.list_element(v, 4))
+        )
+
+    def batch(self, b: Any) -> None:
+        import pyarrow.compute as pc
+
+        dest = b.column("dest")
+        for d in ("host", "cann", "kernel", "counter", "flow", "comm", "plane"):
+            mask = pc.equal(dest, d)
+            sub = b.filter(mask)
+            if sub.num_rows == 0:
+                continue
+            if d in ("host", "cann"):
+                self.host(sub, cann=d == "cann")
+            elif d == "kernel":
+                self.kernels(sub)
+            elif d == "counter":
+                self.counters(sub)
+            elif d == "flow":
+                self.flows(sub)
+            elif d == "comm":
+                self.comm(sub)
+            else:
+                self.plane(sub)
+
+    # -- at the end ---------------------------------------------------------------------------------
+    def finish(self, *, comm_ops: bool, write_steps: bool) -> None:
+        self._finish_percent()
+        self._finish_flows()
+        if comm_ops:
+            self._finish_comm()
+        if write_steps and self.step_windows:
+            steps = sorted(self.step_windows.items())
+            self.out.write(
+                "steps",
+                {
+                    "step": [s for s, _ in steps],
+                    "ts_ns": [w[0] for _, w in steps],
+                    "dur_ns": [w[1] for _, w in steps],
+                    "source": [self.source] * len(steps),
+                },
+            )
+
+    def _finish_percent(self) -> None:
+        """`(%)` counters: torch_npu writes LLC `Hit Rate(%)` as a 0..1 fraction despite the label (level1
+        sample: max 0.927, while the DB export of the same job family stores hitRate 71.7..88.5). Decide per
+        series: if any sample exceeds 1 the series is in percent (divide by 100), else it is already a ratio."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.pct_parts:
+            return
+        t = pa.concat_tables(self.pct_parts)
+        self.pct_parts.clear()
+        series = pc.binary_join_element_wise(t.column("track"), t.column("name"), t.column("key"), "\x1f")
+        out = []
+        for s in pc.unique(series).to_pylist():
+            part = t.filter(pc.equal(series, s))
+            mx = pc.max(part.column("value")).as_py()
+            if mx is not None and mx > 1.0:
+                part = part.set_column(part.schema.get_field_index("value"), "value", pc.divide(part.column("value"), 100.0))
+                self.warnings.append(f"counter {s.replace(chr(31), ' / ')!r} holds values above 1: read as percent and divided by 100")
+            out.append(part.drop_columns(["key"]))
+        t2 = pa.concat_tables(out)
+        self.out.write("counters", t2)
+        self.counts["counters"] = self.counts.get("counters", 0) + t2.num_rows
+
+    def _finish_flows(self) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.flow_parts:
+            return
+        t = pa.concat_tables([pa.Table.from_batches([b]) for b in self.flow_parts])
+        self.flow_parts.clear()
+        ph = t.column("ph")
+        t = t.drop_columns(["ph"]).set_column(0, "cat", pc.fill_null(t.column("cat"), ""))
+        s = t.filter(pc.equal(ph, "s")).rename_columns(["cat", "s_name", "fid", "src_pid", "src_tid", "src_ts_ns"])
+        f = t.filter(pc.is_in(ph, pa.array(["f", "t"]))).rename_columns(["cat", "f_name", "fid", "dst_pid", "dst_tid", "dst_ts_ns"])
+        j = s.join(f, keys=["cat", "fid"], join_type="full outer", use_threads=True)
+        rows = {
+            "cat": pc.if_else(pc.equal(j.column("cat"), ""), pa.scalar(None, pa.string()), j.column("cat")),
+            "name": pc.coalesce(j.column("s_name"), j.column("f_name")),
+            "flow_id": j.column("fid"),
+        }
+        for c in ("src_pid", "src_tid", "src_ts_ns", "dst_pid", "dst_tid", "dst_ts_ns"):
+            rows[c] = j.column(c)
+        self.out.write("flows", rows)
+        self.counts["flows"] = j.num_rows
+        unpaired = pc.sum(pc.or_(pc.is_null(j.column("src_ts_ns")), pc.is_null(j.column("dst_ts_ns")))).as_py() or 0
+        if unpaired:
+            self.warnings.append(f"{unpaired} flow events have no partner (kept with the missing end null)")
+
+    def _finish_comm(self) -> None:
+        """Group ops -> comm_ops; their plane tasks -> bytes, comm_matrix and comm_bandwidth."""
+        import pyarrow as pa
+
+        if not self.comm_parts:
+            return
+        ops = pa.concat_tables([pa.Table.from_batches([b]) for b in self.comm_parts]).to_pylist()
+        self.comm_parts.clear()
+        ops.sort(key=lambda o: (o["pid"], o["ts_ns"] or 0))
+        planes = (
+            pa.concat_tables([pa.Table.from_batches([b]) if not isinstance(b, pa.Table) else b for b in self.plane_parts])
+            .sort_by([("pid", "ascending"), ("ts_ns", "ascending")])
+            .to_pylist()
+            if self.plane_parts
+            else []
+        )
+        self.plane_parts.clear()
+        # assign each plane task to the group op (same HCCL pid) whose [ts, ts+dur] contains its start;
+        # only data tasks (size > 0) count: notify record/wait tasks move no bytes
+        nbytes: dict[int, float] = {}
+        matrix: dict[tuple[int, Any, Any, str], list[float]] = {}
+        bw: dict[tuple[int, str], list[float]] = {}
+        k = 0
+        for p in planes:
+            ts = p["ts_ns"]
+            if ts is None:
+                continue
+            while k < len(ops) and (ops[k]["pid"], (ops[k]["ts_ns"] or 0) + (ops[k]["dur_ns"] or 0)) < (p["pid"], ts):
+                k += 1
+            if k >= len(ops) or ops[k]["pid"] != p["pid"] or (ops[k]["ts_ns"] or 0) > ts:
+                continue
+            size = p["size"] or 0.0
+            if size <= 0:
+                continue
+            dur = float(p["dur_ns"] or 0)
+            src, dst = p["src"], p["dst"]
+            if _rank(dst) is None:  # 4294967295: a local task (e.g. Reduce_Inline) on this rank
+                dst = src
+            transport = _transport(p["transport"], p["link"], src, dst)
+            for key, acc in (((k, src, dst, transport), matrix), ((k, transport), bw)):
+                cell = acc.setdefault(key, [0.0, 0.0])  # type: ignore[attr-defined]
+                cell[0] += size
+                cell[1] += dur
+            if transport != "LOCAL":
+                nbytes[k] = nbytes.get(k, 0.0) + size
+                if p["transport"] == "SDMA":  # communication.json's SDMA row aggregates the HCCS/PCIE/SIO links
+                    cell = bw.setdefault((k, "SDMA"), [0.0, 0.0])
+                    cell[0] += size
+                    cell[1] += dur
+        self.out.write(
+            "comm_ops",
+            {
+                "name": [o["name"] for o in ops],
+                "op_type": [_comm_op_type(o["name"]) for o in ops],
+                "group_name": [self.tr.group_name(o["pid"], o["tid"]) for o in ops],
+                "kind": [_comm_kind(_comm_op_type(o["name"])) for o in ops],
+                "ts_ns": [o["ts_ns"] for o in ops],
+                "dur_ns": [o["dur_ns"] for o in ops],
+                "bytes": [int(nbytes[i]) if i in nbytes else None for i in range(len(ops))],
+                "source": [self.source] * len(ops),
+            },
+        )
+        self.counts["comm_ops"] = len(ops)
+        if matrix:
+            keys = sorted(matrix, key=lambda x: (x[0], str(x[1:])))
+            self.out.write(
+                "comm_matrix",
+                {
+                    "name": [ops[x[0]]["name"] for x in keys],
+                    "op_name": [ops[x[0]]["name"] for x in keys],
+                    "group_name": [self.tr.group_name(ops[x[0]]["pid"], ops[x[0]]["tid"]) for x in keys],
+                    "src_rank": [_rank(x[1]) for x in keys],
+                    "dst_rank": [_rank(x[2]) for x in keys],
+                    "transport": [x[3] for x in keys],
+                    "bytes": [int(matrix[x][0]) for x in keys],
+                    "transit_ns": [int(matrix[x][1]) for x in keys],
+                    "bandwidth_bps": [matrix[x][0] / (matrix[x][1] / 1e9) if matrix[x][1] else None for x in keys],
+                },
+            )
+        bw = {key: val for key, val in bw.items() if key[1] != "LOCAL"}  # as communication.json: links only
+        if bw:
+            keys2 = sorted(bw, key=lambda x: (x[0], str(x[1])))
+            self.out.write(
+                "comm_bandwidth",
+                {
+                    "name": [ops[x[0]]["name"] for x in keys2],
+                    "group_name": [self.tr.group_name(ops[x[0]]["pid"], ops[x[0]]["tid"]) for x in keys2],
+                    "transport": [x[1] for x in keys2],
+                    "bytes": [int(bw[x][0]) for x in keys2],
+                    "transit_ns": [int(bw[x][1]) for x in keys2],
+                    "bandwidth_bps": [bw[x][0] / (bw[x][1] / 1e9) if bw[x][1] else None for x in keys2],
+                },
+            )
+
+
+def _transport(transport_type: str | None, link_type: str | None, src: Any, dst: Any) -> str:
+    """The link a plane task used, named as communication(_matrix).json name it: LOCAL for on-chip/self
+    copies, else the link type (HCCS, PCIE, SIO) or the transport type (RDMA...)."""
+    if link_type == "ON_CHIP" or transport_type == "LOCAL" or (src is not None and src == dst):
+        return "LOCAL"
+    if link_type and link_type not in ("INVALID_TYPE", "") and transport_type != "RDMA":
+        return link_type
+    return transport_type or "UNKNOWN"
+
+
+def _rank(r: int | None) -> int | None:
+    """HCCL writes `dst rank` 4294967295 (uint32 -1) for a local task: stored as null."""
+    return r if r is not None and 0 <= r < 2**31 - 1 else None
+
+
+_P2P = {"send", "receive", "recv", "batchsendrecv", "sendrecv", "batchsend", "batchrecv"}
+
+
+def _comm_op_type(name: str | None) -> str | None:
+    """hcom_allReduce__586_0_1 -> allreduce; HcclAllGather -> allgather; else the leading letters, lower case."""
+    if not name:
+        return None
+    m = re.match(r"(?i)(?:hcom_|hccl_?)?([A-Za-z]+)", name)
+    return m.group(1).lower() if m else name.lower()
+
+
+def _comm_kind(op_type: str | None) -> str | None:
+    if op_type is None:
+        return None
+    return "p2p" if op_type in _P2P else "collective"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Entry points
+
+
+def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bool, write_steps: bool) -> dict[str, Any]:
+    """Parse one trace_view.json / msprof_*.json into `out`. Returns metadata for the manifest:
+
+    {"step_windows": {step: [ts_ns, dur_ns]}, "warnings": [...], "reader": "duckdb"|"ijson",
+     "tracks": [process names], "rows": {table: n}} (+ "device_id" when a process label names the NPU).
+    """
+    path = Path(path)
+    sn = cj.sniff(path)
+    cj.require_root(sn, want="events")
+    cj.check_complete(sn)
+    tr = scan_tracks(sn)
+    dests = {"host", "cann", "counter", "flow"}
+    if kernels:
+        dests.add("kernel")
+    if comm_ops:
+        dests |= {"comm", "plane"}
+    hccl_streams = _hccl_streams(sn) if kernels and tr.pids(COMM_TRACKS) else set()
+    em = _Emitter(out, tr, path.name, hccl_streams)
+    batches = _fast_batches(sn, tr, dests) if sn.fast_path else _ijson_batches(sn, tr, dests)
+    n_events = 0
+    for b in batches:
+        n_events += b.num_rows
+        em.batch(b)
+    em.finish(comm_ops=comm_ops, write_steps=write_steps)
+    if n_events == 0 and not tr.process:
+        raise BadTraceError(path, "no trace events found (an empty event array?)")
+    meta: dict[str, Any] = {
+        "step_windows": dict(sorted(em.step_windows.items())),
+        "warnings": em.warnings,
+        "reader": "duckdb" if sn.fast_path else "ijson",
+        "tracks": sorted(set(tr.process.values())),
+        "rows": em.counts,
+    }
+    skipped = sorted(set(tr.process.values()) & set(SKIP_TRACKS))
+    if skipped:
+        meta["skipped_tracks"] = skipped
+    for label in tr.labels.values():
+        m = re.fullmatch(r"NPU\s*(\d+)", label.strip())
+        if m:
+            meta["device_id"] = int(m.group(1))
+            break
+    return meta
+
+
+_ASCEND_MARKERS = (b'"Ascend Hardware"', b"AscendCL@", b'"CANN"', b'"HCCL"', b'"Overlap Analysis"', b'"torch_to_npu"', b'"async_npu"')
+_STRING_TS = re.compile(rb'"ts"\s*:\s*"\d+(\.\d+)?"')
+
+
+def looks_like_trace_view(path: Path) -> bool:
+    """Cheap sniff: a .json whose root is an array and that looks Ascend (name, string ts, track names)."""
+    name = path.name.lower()
+    if not (name.endswith(".json") or name.endswith(".json.gz")):
+        return False
+    head = read_head(path, 16384)
+    if head.startswith(cj.UTF8_BOM):
+        head = head[len(cj.UTF8_BOM) :]
+    if head.lstrip()[:1] != b"[":
+        return False
+    if name == "trace_view.json" or re.fullmatch(r"msprof_.*\.json", name):
+        return True
+    return bool(_STRING_TS.search(head)) or any(m in head for m in _ASCEND_MARKERS)
+
+
+class TraceViewParser:
+    name = "trace_view"
+    description = "torch_npu trace_view.json or msprof msprof_*.json (Chrome trace array) given on its own"
+
+    def claim(self, path: Path) -> list[Unit] | None:
+        if path.is_file() and looks_like_trace_view(path):
+            return [Unit(self.name, str(path))]
+        return None
+
+    def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
+        return parse_trace_view(Path(unit.path), out, kernels=True, comm_ops=True, write_steps=True)
+
+
+PARSERS = [TraceViewParser()]
