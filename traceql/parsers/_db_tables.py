@@ -1,0 +1,1023 @@
+"""Canonical tables from the tables that ascend_pytorch_profiler_*.db and msprof_*.db share.
+
+Both exports come from the same msprof DB writer (torch_npu adds PYTORCH_API, MEMORY_RECORD, OP_MEMORY,
+STEP_TIME...), so one mapping serves both parsers. Units in these dbs are already canonical: times are ns
+since the Unix epoch, memory bytes, bandwidth bytes/s, frequency MHz (MSPROF-DB-DOC "Units"), except where a
+function says otherwise.
+
+Which TASK rows are kernels (the rows kernel_details.csv / op_summary hold):
+- every TASK row whose globalTaskId has a COMPUTE_TASK_INFO row (AI_CORE, AI_VECTOR_CORE, MIX_*, AI_CPU,
+  DSA_SQE... with the accelerator type of COMPUTE_TASK_INFO.taskType, as kernel_details writes it), plus
+- one row per COMMUNICATION_OP (the HCCL op: task_type 'HCCL', is_comm = true, stream/task ids null), which
+  is what kernel_details writes for communication.
+Other TASK rows (EVENT_RECORD/WAIT, MEMCPY_ASYNC, the per-link SDMA/Notify tasks of HCCL ops, the extra
+AI_CORE task some aclnn ops launch without op info, PROFILING_ENABLE...) are not kernels; HCCL link tasks
+feed comm_matrix/comm_bandwidth instead. Checked on the real level1 sample: 187 compute + 4 HCCL = 191 rows,
+the same (name, accelerator core) multiset as the text export's kernel_details.csv.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ._sqlite import SqliteDb, q
+from ._units import GB_PER_S
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store import RankWriter
+
+UINT32_NONE = 4294967295  # "not applicable" in TASK.contextId, COMMUNICATION_TASK_INFO.dstRank...
+GIB = 1024**3  # msprof's DB writer turns "(GB/s)" PMU values into bytes/s with 1024^3 (UnifiedPmuProcessor)
+
+# ---- declared column kinds (only what needs more than the declared SQLite type) ----------------------
+TASK_KINDS = {"taskType": "str"}
+COMPUTE_KINDS = {
+    "name": "str", "taskType": "str", "opType": "str", "inputFormats": "str", "inputDataTypes": "str",
+    "inputShapes": "str", "outputFormats": "str", "outputDataTypes": "str", "outputShapes": "str",
+    "attrInfo": "str", "opState": "str", "hf32Eligible": "str", "gridDim": "str",
+}  # fmt: skip
+COMM_OP_KINDS = {
+    "opName": "str", "groupName": "str", "opType": "str", "algType": "str",
+    "dataType": "enum:ENUM_HCCL_DATA_TYPE", "count": "float", "opConnectionId": "text",
+}  # fmt: skip
+COMM_TASK_KINDS = {
+    "name": "str", "taskType": "str", "groupName": "str", "rdmaType": "enum:ENUM_HCCL_RDMA_TYPE",
+    "transportType": "enum:ENUM_HCCL_TRANSPORT_TYPE", "dataType": "enum:ENUM_HCCL_DATA_TYPE",
+    "linkType": "enum:ENUM_HCCL_LINK_TYPE", "size": "int", "bandwidth": "float",
+}  # fmt: skip
+PMU_KINDS = {"globalTaskId": "int", "name": "str", "value": "float", "timestampNs": "int"}
+CANN_KINDS = {"type": "enum:ENUM_API_TYPE", "name": "str"}
+PYTORCH_KINDS = {
+    "startNs": "int", "endNs": "int", "name": "str", "inputDtypes": "str", "inputShapes": "str",
+    "type": "enum:ENUM_API_TYPE",
+}  # fmt: skip
+MSTX_KINDS = {"eventType": "enum:ENUM_MSTX_EVENT_TYPE", "message": "str", "startNs": "int", "endNs": "int"}
+MEM_WORDS = "allocate,release,app,device,read,write"
+
+# CANN_API levels -> the prefix trace_view.json gives the same event ("AscendCL@aclrtMemcpyAsync", "Node@launch").
+CANN_PREFIX = {
+    "acl": "AscendCL",
+    "node": "Node",
+    "hccl": "Hccl",
+    "communication": "Hccl",
+    "runtime": "Runtime",
+    "model": "Model",
+}
+
+
+class DbExport:
+    """An opened export plus a scratch DuckDB connection; tables are copied into DuckDB once, on demand."""
+
+    def __init__(self, db: SqliteDb) -> None:
+        import duckdb
+
+        self.db = db
+        self.duck = duckdb.connect(":memory:")
+        self._loaded: dict[str, list[str]] = {}
+        self.warnings: list[str] = []
+        self._dev: int | None = None
+        self._dev_known = False
+
+    def close(self) -> None:
+        self.duck.close()
+        self.db.close()
+
+    def load(self, table: str, kinds: dict[str, str] | None = None) -> list[str]:
+        if table not in self._loaded:
+            self._loaded[table] = self.db.load(self.duck, table, kinds)
+        return self._loaded[table]
+
+    def has(self, table: str, *cols: str) -> bool:
+        return self.db.has(table, *cols)
+
+    def batches(self, sql: str) -> Iterator[Any]:
+        from .._duck import arrow_reader
+
+        yield from arrow_reader(self.duck.sql(sql))
+
+    def write(self, out: RankWriter, table: str, sql: str) -> int:
+        n = 0
+        for b in self.batches(sql):
+            out.write(table, b)
+            n += b.num_rows
+        return n
+
+    def scalar(self, sql: str) -> Any:
+        rows = self.duck.execute(
+            sql
+        ).fetchall()  # fetchall: a half-read result blocks the connection (DuckDB 2)
+        return rows[0][0] if rows else None
+
+    def default_device(self) -> int | None:
+        """The device of a single-device export (torch_npu: always one), else None."""
+        if not self._dev_known:
+            self._dev_known = True
+            if self.load("TASK", TASK_KINDS) and "deviceId" in self._loaded["TASK"]:
+                n, d = self.duck.execute(
+                    'SELECT count(DISTINCT "deviceId"), min("deviceId") FROM "TASK"'
+                ).fetchall()[0]
+                self._dev = int(d) if n == 1 else None
+        return self._dev
+
+
+# ---- small SQL helpers ------------------------------------------------------------------------------
+def lit(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def col_or_null(cols: list[str], name: str, alias: str, typ: str) -> str:
+    return f"{alias}.{q(name)}" if name in cols else f"NULL::{typ}"
+
+
+def text_map(entries: list[tuple[str, str]]) -> str:
+    """MAP(VARCHAR,VARCHAR) of (key, SQL expr) pairs, nulls dropped (DuckDB)."""
+    if not entries:
+        return "NULL::MAP(VARCHAR, VARCHAR)"
+    items = ", ".join(f"{{'k': {lit(k)}, 'v': CAST({e} AS VARCHAR)}}" for k, e in entries)
+    return f"map_from_entries(list_filter([{items}], lambda e: e.v IS NOT NULL))"
+
+
+def na(expr: str) -> str:
+    """'N/A' and '' -> NULL, like the CSV parsers do."""
+    return f"NULLIF(NULLIF({expr}, 'N/A'), '')"
+
+
+def unquote(expr: str) -> str:
+    """Shapes are stored with literal quotes ('"32,3,224,224"'): strip them, as the CSV parser does."""
+    return f"NULLIF(trim({na(expr)}, '\"'), '')"
+
+
+def step_join(x: DbExport, ts: str) -> tuple[str, str]:
+    """(join clause, step expr) assigning the STEP_TIME window that contains `ts` (alias st)."""
+    if not x.load("STEP_TIME") or not x.has("STEP_TIME", "id", "startNs", "endNs"):
+        return "", "NULL::BIGINT"
+    join = f'ASOF LEFT JOIN "STEP_TIME" st ON {ts} >= st."startNs"'
+    return join, f'CASE WHEN {ts} <= st."endNs" THEN st."id" END'
+
+
+# ---- kernels -----------------------------------------------------------------------------------------
+def _metric_base(name: str) -> tuple[str, str, str]:
+    """'aic_main_mem_read_bw(GB/s)' -> ('aic_', 'main_mem_read_bw', '(GB/s)')."""
+    m = re.match(r"^(aic_|aiv_)?([^(]*)(\(.*\))?$", name)
+    if not m:
+        return "", name, ""
+    return m.group(1) or "", m.group(2).lower(), m.group(3) or ""
+
+
+class PmuPlan:
+    """How the typed kernel columns are derived from TASK_PMU_INFO metric names (as this db spells them).
+
+    Definitions (per prefix p in aic_, aiv_, '' — the '' form is older chips without prefixes):
+    - core time (ns): p total_time (the DB stores *_time in ns: msprof multiplies the µs values by 1000);
+      aicore_time_ns = aic_total_time (or total_time), aiv_time_ns = aiv_total_time.
+    - X_ratio (X in mac, vec, scalar, mte2, mte3) = max over p of p X_time / p total_time, falling back to the
+      stored p X_ratio (some CANN versions stored truncated integer ratios; the times are exact).
+    - bytes from a bandwidth metric = bandwidth x that prefix's core time, summed over p. Bandwidth unit: a
+      '(GB/s)' suffix means GB/s; with no suffix msprof either converted GB/s to bytes/s with 1024^3 (values
+      > 1e6 across the table) or left GB/s; both are brought back to the profiler's GB/s and multiplied by
+      _units.GB_PER_S so db and CSV give the same bytes.
+    - hbm bytes: p read/write_main_memory_datas (KB, x1024) when present (MemoryAccess), else
+      p main_mem_read/write_bw (Memory). ub: p ub_read/write_bw, else the MemoryUB _mte/_vector/_scalar sum.
+      l2: p l2_read/write_bw. l2_hit_rate: hits / (hits + miss_allocate) over the L2Cache counters.
+      flops: p cube_fops + p vector_fops.
+    """
+
+    PREFIXES = ("aic_", "aiv_", "")
+
+    def __init__(self, names: list[str], bw_max: dict[str, float]) -> None:
+        self.by_key: dict[tuple[str, str], str] = {}
+        for n in names:
+            p, base, _ = _metric_base(n)
+            self.by_key.setdefault((p, base), n)
+        self.bw_max = bw_max
+        self.used: set[str] = set()
+
+    def m(self, p: str, base: str) -> str | None:
+        n = self.by_key.get((p, base))
+        if n is None:
+            return None
+        self.used.add(n)
+        return q("m:" + n)
+
+    def core_ns(self, p: str, fallback_dur: bool = False) -> str | None:
+        """The side's core time in ns; with fallback_dur, the task duration where the time is missing (as the
+        CSV parser does when the time cell is N/A)."""
+        c = self.m(p, "total_time") or (self.m("", "total_time") if p == "aic_" else None)
+        if c is None or not fallback_dur:
+            return c
+        return f'COALESCE({c}, t."endNs" - t."startNs")'
+
+    def bw_bytes_per_s(self, p: str, base: str) -> str | None:
+        col = self.m(p, base)
+        if col is None:
+            return None
+        name = self.by_key[(p, base)]
+        unit = _metric_base(name)[2].lower()
+        if unit == "(gb/s)" or (not unit and self.bw_max.get(name, 0.0) <= 1e6):
+            return f"({col} * {GB_PER_S!r})"
+        if unit == "(mb/s)":
+            return f"({col} * 1e6)"
+        return f"({col} / {float(GIB)!r} * {GB_PER_S!r})"
+
+    def bw_bytes(self, p: str, bases: tuple[str, ...]) -> str | None:
+        core = self.core_ns(p, fallback_dur=True)
+        if core is None:
+            return None
+        terms = [t for t in (self.bw_bytes_per_s(p, b) for b in bases) if t]
+        if not terms:
+            return None
+        return f"({_sum(terms)} * {core} / 1e9)"
+
+    def ratio(self, x: str) -> str | None:
+        terms = []
+        for p in self.PREFIXES:
+            t, core = self.m(p, f"{x}_time"), self.core_ns(p)
+            stored = self.m(p, f"{x}_ratio") or self.m(p, f"{x}_exe_ratio")
+            if t and core:
+                calc = f"{t} / NULLIF({core}, 0)"
+                terms.append(f"COALESCE({calc}, {stored})" if stored else calc)
+            elif stored:
+                terms.append(stored)
+        return f"greatest({', '.join(terms)})" if terms else None
+
+    def bytes_col(self, direction: str, kind: str) -> str | None:
+        terms = []
+        for p in self.PREFIXES:
+            if kind == "hbm":
+                kb = self.m(p, f"{direction}_main_memory_datas")
+                t = f"({kb} * 1024.0)" if kb else self.bw_bytes(p, (f"main_mem_{direction}_bw",))
+            elif kind == "ub":
+                t = self.bw_bytes(p, (f"ub_{direction}_bw",))
+                if t is None:
+                    parts = tuple(f"ub_{direction}_bw_{s}" for s in ("mte", "mte2", "vector", "scalar"))
+                    t = self.bw_bytes(p, parts + (("fixp2ub_write_bw",) if direction == "write" else ()))
+            else:  # l2
+                t = self.bw_bytes(p, (f"l2_{direction}_bw",))
+            if t:
+                terms.append(t)
+        return f"CAST(round({_sum(terms)}) AS BIGINT)" if terms else None
+
+    def l2_hit_rate(self) -> str | None:
+        hit_names = (
+            "write_cache_hit",
+            "r0_read_cache_hit",
+            "r1_read_cache_hit",
+            "read_local_l2_hit",
+            "write_local_l2_hit",
+        )
+        miss_names = ("write_cache_miss_allocate", "r0_read_cache_miss_allocate", "r1_read_cache_miss_allocate",
+                      "read_local_l2_miss", "write_local_l2_miss")  # fmt: skip
+        hits = [c for p in self.PREFIXES for b in hit_names if (c := self.m(p, b))]
+        miss = [c for p in self.PREFIXES for b in miss_names if (c := self.m(p, b))]
+        if not hits or not miss:
+            return None
+        h = _sum(hits)
+        return f"({h} / NULLIF({h} + {_sum(miss)}, 0))"
+
+    def flops(self) -> str | None:
+        terms = [c for p in self.PREFIXES for b in ("cube_fops", "vector_fops") if (c := self.m(p, b))]
+        return _sum(terms) if terms else None
+
+    def typed(self) -> dict[str, str]:
+        out: dict[str, str | None] = {
+            "aicore_time_ns": (f"CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aic_")) else None),
+            "aiv_time_ns": (f"CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aiv_")) else None),
+            "hbm_read_bytes": self.bytes_col("read", "hbm"),
+            "hbm_write_bytes": self.bytes_col("write", "hbm"),
+            "ub_read_bytes": self.bytes_col("read", "ub"),
+            "ub_write_bytes": self.bytes_col("write", "ub"),
+            "l2_read_bytes": self.bytes_col("read", "l2"),
+            "l2_write_bytes": self.bytes_col("write", "l2"),
+            "l2_hit_rate": self.l2_hit_rate(),
+            "mac_ratio": self.ratio("mac"),
+            "vec_ratio": self.ratio("vec"),
+            "scalar_ratio": self.ratio("scalar"),
+            "mte2_ratio": self.ratio("mte2"),
+            "mte3_ratio": self.ratio("mte3"),
+            "flops": self.flops(),
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def _sum(terms: list[str]) -> str:
+    """Sum of nullable terms: NULL only when every term is NULL."""
+    if len(terms) == 1:
+        return terms[0]
+    all_null = " AND ".join(f"{t} IS NULL" for t in terms)
+    return f"(CASE WHEN {all_null} THEN NULL ELSE {' + '.join(f'COALESCE({t}, 0)' for t in terms)} END)"
+
+
+def _load_pmu(x: DbExport) -> tuple[bool, PmuPlan | None]:
+    """Pivot TASK_PMU_INFO into table pmu(globalTaskId[, timestampNs], metrics MAP, "m:<name>"...)."""
+    if not x.has("TASK_PMU_INFO", "globalTaskId", "name", "value"):
+        return False, None
+    x.load("TASK_PMU_INFO", PMU_KINDS)
+    with_ts = x.has("TASK_PMU_INFO", "timestampNs")
+    keys = '"globalTaskId"' + (', "timestampNs"' if with_ts else "")
+    names = [
+        r[0]
+        for r in x.duck.execute(
+            'SELECT DISTINCT "name" FROM "TASK_PMU_INFO" WHERE "name" IS NOT NULL ORDER BY 1'
+        ).fetchall()
+    ]
+    bw_max = dict(
+        x.duck.execute(
+            """SELECT "name", max(abs("value")) FROM "TASK_PMU_INFO" WHERE "name" LIKE '%bw%' GROUP BY 1"""
+        ).fetchall()
+    )
+    plan = PmuPlan(names, bw_max)
+    plan.typed()  # marks the metric columns the typed columns need (plan.used)
+    dup = x.scalar(
+        f'SELECT count(*) FROM (SELECT {keys}, "name" FROM "TASK_PMU_INFO" GROUP BY ALL HAVING count(*) > 1)'
+    )
+    if dup:
+        x.warnings.append(
+            f"TASK_PMU_INFO: {dup} (task, metric) pairs have several values (globalTaskId reused without timestampNs); "
+            "the largest is kept"
+        )
+    pivots = "".join(
+        f', max("value") FILTER (WHERE "name" = {lit(n)}) AS {q("m:" + n)}' for n in sorted(plan.used)
+    )
+    x.duck.execute(
+        f"""CREATE OR REPLACE TABLE pmu AS
+        WITH one AS (SELECT {keys}, "name", max("value") AS "value" FROM "TASK_PMU_INFO"
+                     WHERE "name" IS NOT NULL GROUP BY ALL)
+        SELECT {keys},
+               map_from_entries(list({{'k': "name", 'v': "value"}}) FILTER (WHERE "value" IS NOT NULL)) AS metrics
+               {pivots}
+        FROM one GROUP BY ALL"""
+    )
+    return with_ts, plan
+
+
+def write_kernels(x: DbExport, out: RankWriter) -> int:
+    """kernels: compute tasks (TASK x COMPUTE_TASK_INFO x pivoted TASK_PMU_INFO) + HCCL ops (COMMUNICATION_OP)."""
+    db = x.db
+    db.require("TASK", "startNs", "endNs", "globalTaskId")
+    tcols = x.load("TASK", TASK_KINDS)
+    selects: list[str] = []
+
+    if x.has("COMPUTE_TASK_INFO", "globalTaskId"):
+        ccols = x.load("COMPUTE_TASK_INFO", compute_kinds(db))
+        with_ts, plan = _load_pmu(x)
+        typed = plan.typed() if plan else {}
+        pmu_join = ""
+        if plan:
+            cond = 'p."globalTaskId" = t."globalTaskId"'
+            if with_ts:
+                cond += ' AND p."timestampNs" BETWEEN t."startNs" AND t."endNs"'
+            pmu_join = f"LEFT JOIN pmu p ON {cond}"
+        sj, step = step_join(x, 't."startNs"')
+        block = db.first("COMPUTE_TASK_INFO", "blockNum", "blockDim", "block_dim")
+        mix = db.first("COMPUTE_TASK_INFO", "mixBlockNum", "mixBlockDim")
+        c = lambda n, typ="VARCHAR": col_or_null(ccols, n, "c", typ)  # noqa: E731
+        t = lambda n, typ="BIGINT": col_or_null(tcols, n, "t", typ)  # noqa: E731
+        known_c = {"name", "globalTaskId", "taskType", "opType", "inputFormats", "inputDataTypes", "inputShapes",
+                   "outputFormats", "outputDataTypes", "outputShapes", "waitNs", "opState", block, mix}  # fmt: skip
+        known_t = {
+            "startNs",
+            "endNs",
+            "deviceId",
+            "connectionId",
+            "streamId",
+            "taskId",
+            "modelId",
+            "contextId",
+        }
+        extra = [("hw_task_type", t("taskType", "VARCHAR")), ("global_task_id", t("globalTaskId"))]
+        extra += [
+            ("HF32 Eligible" if k == "hf32Eligible" else k, f"c.{q(k)}") for k in ccols if k not in known_c
+        ]
+        extra += [(k, f"t.{q(k)}") for k in tcols if k not in known_t | {"taskType", "globalTaskId"}]
+        if (
+            block == "blockNum" and "blockDim" in ccols
+        ):  # Ascend 950: blockDim became the SIMT thread-block size
+            extra = [(("simt_block_dim" if k == "blockDim" else k), e) for k, e in extra]
+        typed_sql = "".join(f", {e} AS {k}" for k, e in typed.items())
+        selects.append(
+            f"""SELECT {t("deviceId", "INTEGER")}::INTEGER AS device_id, {step} AS step,
+              {na(c("name"))} AS name, {na(c("opType"))} AS op_type,
+              COALESCE({na(c("taskType"))}, {t("taskType", "VARCHAR")}) AS task_type, false AS is_comm,
+              {t("streamId")} AS stream_id, {t("taskId")} AS task_id, {t("modelId")} AS model_id,
+              CASE WHEN {t("contextId")} IS NULL OR {t("contextId")} = {UINT32_NONE} THEN NULL
+                   ELSE CAST({t("contextId")} AS VARCHAR) END AS context_id,
+              {t("connectionId")} AS connection_id, t."startNs" AS ts_ns, t."endNs" - t."startNs" AS dur_ns,
+              {c("waitNs", "BIGINT")} AS wait_ns,
+              {c(block, "BIGINT") if block else "NULL::BIGINT"} AS block_dim,
+              {c(mix, "BIGINT") if mix else "NULL::BIGINT"} AS mix_block_dim,
+              {na(c("opState"))} AS op_state,
+              {unquote(c("inputShapes"))} AS input_shapes, {na(c("inputDataTypes"))} AS input_dtypes,
+              {na(c("inputFormats"))} AS input_formats, {unquote(c("outputShapes"))} AS output_shapes,
+              {na(c("outputDataTypes"))} AS output_dtypes, {na(c("outputFormats"))} AS output_formats
+              {typed_sql}, {"p.metrics" if plan else "NULL::MAP(VARCHAR, DOUBLE)"} AS metrics,
+              {text_map(extra)} AS extra
+            FROM "TASK" t JOIN "COMPUTE_TASK_INFO" c ON c."globalTaskId" = t."globalTaskId"
+            {pmu_join} {sj}"""
+        )
+    else:
+        x.warnings.append(f"{db.path.name}: no COMPUTE_TASK_INFO table: kernels hold no compute tasks")
+
+    if x.has("COMMUNICATION_OP", "opName", "startNs", "endNs"):
+        ocols = x.load("COMMUNICATION_OP", COMM_OP_KINDS)
+        o = lambda n, typ="VARCHAR": col_or_null(ocols, n, "o", typ)  # noqa: E731
+        dev = x.default_device()
+        sj, step = step_join(x, 'o."startNs"')
+        known = {"opName", "startNs", "endNs", "connectionId", "opType", "waitNs", "deviceId"}
+        extra = [(k, f"o.{q(k)}") for k in ocols if k not in known]
+        selects.append(
+            f"""SELECT COALESCE({o("deviceId", "INTEGER")}::INTEGER, {dev if dev is not None else "NULL"}::INTEGER) AS device_id,
+              {step} AS step, o."opName" AS name, {o("opType")} AS op_type, 'HCCL' AS task_type, true AS is_comm,
+              {o("connectionId", "BIGINT")} AS connection_id, o."startNs" AS ts_ns, o."endNs" - o."startNs" AS dur_ns,
+              {o("waitNs", "BIGINT")} AS wait_ns, {text_map(extra)} AS extra
+            FROM "COMMUNICATION_OP" o {sj}"""
+        )
+    if not selects:
+        return 0
+    sql = " UNION ALL BY NAME ".join(f"({s})" for s in selects) + " ORDER BY ts_ns"
+    return x.write(out, "kernels", sql)
+
+
+def compute_kinds(db: SqliteDb) -> dict[str, str]:
+    kinds = dict(COMPUTE_KINDS)
+    for c in ("blockNum", "mixBlockNum", "blockDim", "mixBlockDim", "block_dim", "waitNs"):
+        kinds[c] = "int"
+    if db.has("COMPUTE_TASK_INFO", "blockNum") and db.has("COMPUTE_TASK_INFO", "blockDim"):
+        kinds["blockDim"] = "str"  # Ascend 950 SIMT thread-block size, a STRING_IDS reference
+    return kinds
+
+
+# ---- host ops and flows ------------------------------------------------------------------------------
+def _conn_list(x: DbExport) -> str:
+    """Table expression: PYTORCH_API.connectionId -> its list of real connection ids (CONNECTION_IDS)."""
+    if x.has("CONNECTION_IDS", "id", "connectionId") and x.load("CONNECTION_IDS"):
+        return '(SELECT "id", list("connectionId" ORDER BY "connectionId") AS ids FROM "CONNECTION_IDS" GROUP BY 1)'
+    return ""
+
+
+def write_host_ops(x: DbExport, out: RankWriter) -> int:
+    n = 0
+    if x.has("PYTORCH_API", "startNs", "endNs"):
+        pcols = x.load("PYTORCH_API", PYTORCH_KINDS)
+        p = lambda c, typ="BIGINT": col_or_null(pcols, c, "p", typ)  # noqa: E731
+        conn = _conn_list(x)
+        join = (
+            f'LEFT JOIN {conn} ci ON ci."id" = p."connectionId"' if conn and "connectionId" in pcols else ""
+        )
+        ids = (
+            "ci.ids"
+            if join
+            else f"CASE WHEN {p('connectionId')} IS NULL THEN NULL ELSE [{p('connectionId')}] END"
+        )
+        stack_join, stack = "", "NULL::VARCHAR"
+        if (
+            "callchainId" in pcols
+            and x.has("PYTORCH_CALLCHAINS", "id", "stack")
+            and x.load("PYTORCH_CALLCHAINS", {"stack": "str", "id": "int", "stackDepth": "int"})
+        ):
+            order = ' ORDER BY "stackDepth"' if x.has("PYTORCH_CALLCHAINS", "stackDepth") else ""
+            stack_join = (
+                f'LEFT JOIN (SELECT "id", string_agg("stack", \';\r\n\'{order}) AS s FROM "PYTORCH_CALLCHAINS" GROUP BY 1) cc '
+                'ON cc."id" = p."callchainId"'
+            )
+            stack = "cc.s"
+        gtid = p("globalTid")
+        extra = [
+            ("Fwd thread id", p("fwdThreadId")),
+            ("Call stack", stack),
+            ("connection_ids", f"CASE WHEN len({ids}) > 1 THEN array_to_string({ids}, ',') END"),
+            ("depth", p("depth")),
+        ]
+        typ = p("type", "VARCHAR")
+        # The 2025 torch_npu writer stores the dims in inputDtypes and the types in inputShapes (level1 sample:
+        # aten::conv2d inputDtypes = "32,3,224,224;...", inputShapes = "float;..."; the same op's trace_view
+        # args have Input Dims = "32,3,224,224;..."). Swap per row when the columns are visibly reversed.
+        shapes, dtypes = p("inputShapes", "VARCHAR"), p("inputDtypes", "VARCHAR")
+        dims_like = "regexp_matches({0}, '^[0-9,;\\s]*$')"
+        swapped = f"({dims_like.format(dtypes)} AND NOT {dims_like.format(shapes)})"
+        n += x.write(
+            out,
+            "host_ops",
+            f"""SELECT p."name" AS name,
+                CASE WHEN {typ} = 'op' THEN 'cpu_op' WHEN {typ} = 'trace' THEN 'python_function'
+                     WHEN {typ} = 'queue' AND starts_with(p."name", 'Enqueue') THEN 'enqueue'
+                     WHEN {typ} = 'queue' AND starts_with(p."name", 'Dequeue') THEN 'dequeue'
+                     WHEN {typ} IN ('pta', 'pytorch') THEN 'cpu_op' ELSE COALESCE({typ}, 'cpu_op') END AS cat,
+                {gtid} >> 32 AS pid, {gtid} & 4294967295 AS tid,
+                p."startNs" AS ts_ns, p."endNs" - p."startNs" AS dur_ns, list_min({ids}) AS correlation_id,
+                {p("sequenceNumber")} AS seq_num,
+                CASE WHEN {swapped} THEN {dtypes} ELSE {shapes} END AS input_shapes,
+                CASE WHEN {swapped} THEN {shapes} ELSE {dtypes} END AS input_dtypes, {text_map(extra)} AS extra
+            FROM "PYTORCH_API" p {join} {stack_join} ORDER BY p."startNs" """,
+        )
+    if x.has("CANN_API", "startNs", "endNs", "name"):
+        ccols = x.load("CANN_API", CANN_KINDS)
+        c = lambda k, typ="BIGINT": col_or_null(ccols, k, "c", typ)  # noqa: E731
+        lvl = (
+            f"CASE WHEN {c('type', 'VARCHAR')} = 'communication' THEN 'hccl' ELSE {c('type', 'VARCHAR')} END"
+        )
+        prefix = (
+            "CASE lvl "
+            + " ".join(f"WHEN {lit(k)} THEN {lit(v + '@')}" for k, v in CANN_PREFIX.items())
+            + " ELSE '' END"
+        )
+        extra = [("api", 'c."name"'), ("depth", c("depth"))]
+        n += x.write(
+            out,
+            "host_ops",
+            f"""SELECT {prefix} || c."name" AS name, 'cann' AS cat, lvl AS level,
+                {c("globalTid")} >> 32 AS pid, {c("globalTid")} & 4294967295 AS tid,
+                c."startNs" AS ts_ns, c."endNs" - c."startNs" AS dur_ns, {c("connectionId")} AS correlation_id,
+                {text_map(extra)} AS extra
+            FROM (SELECT *, {lvl} AS lvl FROM "CANN_API" c) c ORDER BY c."startNs" """,
+        )
+    if x.has("MSTX_EVENTS", "startNs"):
+        mcols = x.load("MSTX_EVENTS", MSTX_KINDS)
+        m = lambda k, typ="BIGINT": col_or_null(mcols, k, "m", typ)  # noqa: E731
+        known = {"startNs", "endNs", "message", "globalTid", "connectionId"}
+        extra = [(k, f"m.{q(k)}") for k in mcols if k not in known]
+        n += x.write(
+            out,
+            "host_ops",
+            f"""SELECT {m("message", "VARCHAR")} AS name, 'mstx' AS cat, {m("globalTid")} >> 32 AS pid,
+                {m("globalTid")} & 4294967295 AS tid, m."startNs" AS ts_ns,
+                GREATEST(COALESCE({m("endNs")} - m."startNs", 0), 0) AS dur_ns, {m("connectionId")} AS correlation_id,
+                {text_map(extra)} AS extra
+            FROM "MSTX_EVENTS" m ORDER BY m."startNs" """,
+        )
+    return n
+
+
+def write_flows(x: DbExport, out: RankWriter) -> int:
+    """flows rebuilt from connection ids, with the categories trace_view.json uses.
+
+    async_npu (PyTorch op -> first device task with that connection id), HostToDevice (CANN node launch ->
+    task), async_task_queue (Enqueue -> Dequeue: the two queue rows sharing an id), fwdbwd (the two op rows
+    sharing an id that no task has). Device endpoints: dst_pid is null, dst_tid the stream id.
+    """
+    if not x.has("TASK", "connectionId", "startNs"):
+        return 0
+    tcols = x.load("TASK", TASK_KINDS)
+    stream = 'arg_min("streamId", "startNs")' if "streamId" in tcols else "NULL::BIGINT"
+    x.duck.execute(
+        f'CREATE OR REPLACE TABLE first_task AS SELECT "connectionId" AS cid, min("startNs") AS ts, {stream} AS stream '
+        'FROM "TASK" WHERE "connectionId" IS NOT NULL GROUP BY 1'
+    )
+    parts = []
+    if x.has("CANN_API", "connectionId", "globalTid", "startNs"):
+        x.load("CANN_API", CANN_KINDS)
+        parts.append(
+            """SELECT 'HostToDevice' AS cat, 'HostToDevice' || c."connectionId" AS name, CAST(c."connectionId" AS VARCHAR) AS flow_id,
+                c."globalTid" >> 32 AS src_pid, c."globalTid" & 4294967295 AS src_tid, c."startNs" AS src_ts_ns,
+                NULL::BIGINT AS dst_pid, f.stream AS dst_tid, f.ts AS dst_ts_ns
+            FROM "CANN_API" c JOIN first_task f ON f.cid = c."connectionId" WHERE c."type" = 'node'"""
+        )
+    if x.has("PYTORCH_API", "connectionId", "globalTid", "startNs", "type"):
+        x.load("PYTORCH_API", PYTORCH_KINDS)
+        conn = _conn_list(x)
+        ends = (
+            f'SELECT unnest(ci.ids) AS cid, p.* FROM "PYTORCH_API" p JOIN {conn} ci ON ci."id" = p."connectionId"'
+            if conn
+            else 'SELECT p."connectionId" AS cid, p.* FROM "PYTORCH_API" p WHERE p."connectionId" IS NOT NULL'
+        )
+        x.duck.execute(f"CREATE OR REPLACE TABLE py_ends AS {ends}")
+        parts.append(
+            """SELECT 'async_npu' AS cat, 'torch_to_npu' AS name, CAST(e.cid AS VARCHAR) AS flow_id,
+                e."globalTid" >> 32 AS src_pid, e."globalTid" & 4294967295 AS src_tid, e."startNs" AS src_ts_ns,
+                NULL::BIGINT AS dst_pid, f.stream AS dst_tid, f.ts AS dst_ts_ns
+            FROM py_ends e JOIN first_task f ON f.cid = e.cid WHERE e."type" = 'op'"""
+        )
+        for cat, name, where in (
+            ("async_task_queue", "enqueue_to_dequeue", "\"type\" = 'queue'"),
+            ("fwdbwd", "fwdbwd", "\"type\" = 'op' AND cid NOT IN (SELECT cid FROM first_task)"),
+        ):
+            parts.append(
+                f"""SELECT {lit(cat)} AS cat, {lit(name)} AS name, CAST(cid AS VARCHAR) AS flow_id,
+                    arg_min("globalTid", "startNs") >> 32 AS src_pid, arg_min("globalTid", "startNs") & 4294967295 AS src_tid,
+                    min("startNs") AS src_ts_ns, arg_max("globalTid", "startNs") >> 32 AS dst_pid,
+                    arg_max("globalTid", "startNs") & 4294967295 AS dst_tid, max("startNs") AS dst_ts_ns
+                FROM py_ends WHERE {where} GROUP BY cid HAVING count(*) = 2"""
+            )
+    if not parts:
+        return 0
+    return x.write(out, "flows", " UNION ALL ".join(f"({p})" for p in parts) + " ORDER BY src_ts_ns")
+
+
+# ---- communication from the main db (used when no analysis.db gives the profiler's own split) ----------
+def comm_link_sql(x: DbExport) -> str | None:
+    """Per HCCL link task: op, ranks, transport, bytes, duration. None when the db has no such tasks."""
+    if not x.has("COMMUNICATION_TASK_INFO", "globalTaskId", "size") or not x.has("TASK", "globalTaskId"):
+        return None
+    kcols = x.load("COMMUNICATION_TASK_INFO", COMM_TASK_KINDS)
+    k = lambda n, typ="BIGINT": col_or_null(kcols, n, "k", typ)  # noqa: E731
+    cond = 't."globalTaskId" = k."globalTaskId"'
+    if "timestampNs" in kcols:
+        cond += ' AND k."timestampNs" BETWEEN t."startNs" AND t."endNs"'
+    op_join, op_name, op_start = "", k("name", "VARCHAR"), 't."startNs"'
+    if x.has("COMMUNICATION_OP", "opId", "opName") and "opId" in kcols:
+        x.load("COMMUNICATION_OP", COMM_OP_KINDS)
+        op_join = 'LEFT JOIN "COMMUNICATION_OP" o ON o."opId" = k."opId"'
+        op_name, op_start = (
+            f'COALESCE(o."opName", {k("name", "VARCHAR")})',
+            'COALESCE(o."startNs", t."startNs")',
+        )
+    src, dst = k("srcRank"), k("dstRank")
+    link, tr = k("linkType", "VARCHAR"), k("transportType", "VARCHAR")
+    # "dst rank 4294967295 means local" (formats.md); ON_CHIP links are local copies; SDMA tasks are labelled
+    # with their physical link (HCCS/PCIE/SIO), as analysis.db and communication_matrix.json do.
+    transport = f"""CASE WHEN {dst} = {UINT32_NONE} OR {dst} = {src} OR {link} = 'ON_CHIP' THEN 'LOCAL'
+                         WHEN {tr} = 'RDMA' THEN 'RDMA'
+                         WHEN {link} IN ('HCCS', 'PCIE', 'SIO', 'HCCS_SW', 'UB', 'ROCE') THEN {link}
+                         ELSE {tr} END"""
+    return f"""SELECT {op_name} AS op_name, {k("opId")} AS op_id, {k("groupName", "VARCHAR")} AS group_name,
+                 {op_start} AS op_start, CAST({src} AS INTEGER) AS src_rank,
+                 CAST(CASE WHEN {dst} = {UINT32_NONE} THEN {src} ELSE {dst} END AS INTEGER) AS dst_rank,
+                 {transport} AS transport, {tr} AS raw_transport, {k("size")} AS size, t."endNs" - t."startNs" AS dur_ns
+               FROM "COMMUNICATION_TASK_INFO" k JOIN "TASK" t ON {cond} {op_join}"""
+
+
+def op_type_sql(name_expr: str) -> str:
+    """'hcom_allReduce_' / 'hcom_allReduce__586_0_1' -> 'allreduce'."""
+    return f"lower(NULLIF(regexp_extract({name_expr}, '^(?:hcom_)?([A-Za-z0-9]+)', 1), ''))"
+
+
+def kind_sql(op_type: str) -> str:
+    return f"CASE WHEN {op_type} IN ('send', 'receive', 'recv', 'batchsendrecv') THEN 'p2p' ELSE 'collective' END"
+
+
+def write_comm_from_db(
+    x: DbExport, out: RankWriter, ops: bool = True, matrix: bool = True, bandwidth: bool = True
+) -> dict[str, int]:
+    """comm_ops from COMMUNICATION_OP (elapse, wait, bytes; no transit/sync/idle split: only analysis.db has
+    it) and comm_matrix/comm_bandwidth aggregated from the link tasks (bytes and summed task time per
+    src->dst/transport; packet-size histogram per transport). Checked against analysis.db on the real sample."""
+    n: dict[str, int] = {}
+    links_sql = comm_link_sql(x)
+    if links_sql:
+        x.duck.execute(f"CREATE OR REPLACE TABLE comm_links AS {links_sql}")
+    if ops and x.has("COMMUNICATION_OP", "opName", "startNs", "endNs"):
+        ocols = x.load("COMMUNICATION_OP", COMM_OP_KINDS)
+        sj, step = step_join(x, 'o."startNs"')
+        opt = op_type_sql(col_or_null(ocols, "opType", "o", "VARCHAR") if "opType" in ocols else 'o."opName"')
+        bytes_join, nbytes = "", "NULL::BIGINT"
+        if links_sql and "opId" in ocols:
+            bytes_join = (
+                "LEFT JOIN (SELECT op_id, sum(size) AS b FROM comm_links WHERE transport <> 'LOCAL' AND size > 0 "
+                'GROUP BY 1) lb ON lb.op_id = o."opId"'
+            )
+            nbytes = "lb.b"
+        n["comm_ops"] = x.write(
+            out,
+            "comm_ops",
+            f"""SELECT {step} AS step, o."opName" AS name, {opt} AS op_type,
+                {col_or_null(ocols, "groupName", "o", "VARCHAR")} AS group_name, {kind_sql(opt)} AS kind,
+                o."startNs" AS ts_ns, o."endNs" - o."startNs" AS dur_ns,
+                {col_or_null(ocols, "waitNs", "o", "BIGINT")} AS wait_ns, CAST({nbytes} AS BIGINT) AS bytes,
+                'db:COMMUNICATION_OP' AS source
+            FROM "COMMUNICATION_OP" o {bytes_join} {sj} ORDER BY o."startNs" """,
+        )
+    sj, step = step_join(x, "l.op_start")
+    if matrix and links_sql:
+        n["comm_matrix"] = x.write(
+            out,
+            "comm_matrix",
+            f"""SELECT any_value({step}) AS step, l.op_name AS name, l.op_name AS op_name, any_value(l.group_name) AS group_name,
+                l.src_rank, l.dst_rank, l.transport, sum(l.size)::BIGINT AS bytes, sum(l.dur_ns)::BIGINT AS transit_ns,
+                sum(l.size) / NULLIF(sum(l.dur_ns), 0) * 1e9 AS bandwidth_bps
+            FROM comm_links l {sj} WHERE l.size > 0 GROUP BY l.op_name, l.op_id, l.src_rank, l.dst_rank, l.transport
+            ORDER BY min(l.op_start), l.src_rank, l.dst_rank""",
+        )
+    if bandwidth and links_sql:
+        n["comm_bandwidth"] = x.write(
+            out,
+            "comm_bandwidth",
+            # per link type, plus an SDMA row aggregating the SDMA-driven links (HCCS/PCIE/SIO), as
+            # communication.json and analysis.db report them
+            f"""WITH src AS (SELECT op_name, op_id, transport, group_name, op_start, size, dur_ns FROM comm_links
+                           WHERE size > 0 AND transport <> 'LOCAL'
+                           UNION ALL
+                           SELECT op_name, op_id, 'SDMA', group_name, op_start, size, dur_ns FROM comm_links
+                           WHERE size > 0 AND transport NOT IN ('LOCAL', 'SDMA') AND raw_transport = 'SDMA'),
+                 per AS (SELECT l.op_name, l.op_id, l.transport, any_value(l.group_name) AS group_name,
+                       min(l.op_start) AS op_start, l.size, count(*) AS cnt, sum(l.dur_ns) AS dur
+                     FROM src l GROUP BY ALL)
+            SELECT any_value({step}) AS step, l.op_name AS name, any_value(l.group_name) AS group_name, l.transport,
+                sum(l.size * l.cnt)::BIGINT AS bytes, sum(l.dur)::BIGINT AS transit_ns,
+                sum(l.size * l.cnt) / NULLIF(sum(l.dur), 0) * 1e9 AS bandwidth_bps,
+                map_from_entries(list({{'k': CAST(l.size AS VARCHAR), 'v': CAST(l.cnt AS DOUBLE)}})) AS packet_sizes
+            FROM per l {sj} GROUP BY l.op_name, l.op_id, l.transport
+            ORDER BY min(l.op_start), l.transport""",
+        )
+    return n
+
+
+# ---- counters ----------------------------------------------------------------------------------------
+# (table, kinds, channel expr, [(metric, SQL value expr, unit, name expr)]). Track/channel/metric/unit follow
+# parsers.trace_view._counter_spec for the same series in trace_view.json (HBM read_bw, LLC read_bw and
+# read_hit_rate, NPU MEM hbm_used..., Acc PMU raw levels), so db and text runs can be queried alike.
+def _counter_specs(x: DbExport) -> list[tuple[str, dict[str, str], str, list[tuple[str, str, str, str]]]]:
+    return [
+        ("HBM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS}, 'CAST("hbmId" AS VARCHAR)', [
+            ("lower(\"type\") || '_bw'", '"bandwidth"', "bytes/s",
+             "'HBM ' || \"hbmId\" || '/' || CASE lower(\"type\") WHEN 'read' THEN 'Read' WHEN 'write' THEN 'Write' ELSE \"type\" END"),
+        ]),
+        ("LLC", {"mode": "word:ENUM_MEMORY:" + MEM_WORDS}, 'CAST("llcId" AS VARCHAR)', [
+            ("lower(\"mode\") || '_hit_rate'", '"hitRate" / 100.0', "ratio", "'LLC ' || \"llcId\" || ' ' || upper(left(\"mode\", 1)) || lower(substr(\"mode\", 2)) || '/Hit Rate'"),
+            ("lower(\"mode\") || '_bw'", '"throughput"', "bytes/s", "'LLC ' || \"llcId\" || ' ' || upper(left(\"mode\", 1)) || lower(substr(\"mode\", 2)) || '/Throughput'"),
+        ]),
+        ("AICORE_FREQ", {}, "''", [("'freq'", '"freq"', "MHz", "'AI Core Freq'")]),
+        ("ACC_PMU", {}, 'CAST("accId" AS VARCHAR)', [
+            ("'read_bandwidth'", '"readBwLevel"', "raw", "'read_bandwidth'"),
+            ("'write_band_width'", '"writeBwLevel"', "raw", "'write_band_width'"),
+            ("'read_ost'", '"readOstLevel"', "raw", "'read_ost'"),
+            ("'write_ost'", '"writeOstLevel"', "raw", "'write_ost'"),
+        ]),
+        ("SOC_BANDWIDTH_LEVEL", {}, "''", [
+            ("'l2_buffer_bw_level'", '"l2BufferBwLevel"', "level", "'L2 Buffer Bw Level'"),
+            ("'mata_bw_level'", '"mataBwLevel"', "level", "'Mata Bw Level'"),
+        ]),
+        ("QOS", {"eventName": "str"}, 'CAST("eventName" AS VARCHAR)', [("'value'", '"bandwidth"', "bytes/s", "'QoS ' || \"eventName\"")]),
+        ("DDR", {}, "''", [("'read_bw'", '"read"', "bytes/s", "'DDR/Read'"), ("'write_bw'", '"write"', "bytes/s", "'DDR/Write'")]),
+        ("HCCS", {}, "''", [("'tx_bw'", '"txThroughput"', "bytes/s", "'HCCS/Tx'"), ("'rx_bw'", '"rxThroughput"', "bytes/s", "'HCCS/Rx'")]),
+    ]  # fmt: skip
+
+
+TRACK_NAMES = {"AICORE_FREQ": "AI Core Freq", "ACC_PMU": "Acc PMU", "SOC_BANDWIDTH_LEVEL": "Stars Soc Info", "QOS": "QoS",
+               "NPU_MEM": "NPU MEM", "ROCE": "RoCE", "SAMPLE_PMU_TIMELINE": "AI Core PMU"}  # fmt: skip
+# tables with timestampNs that are not counters (memory events) or are handled above
+NOT_COUNTERS = {
+    "NPU_OP_MEM",
+    "NPU_MODULE_MEM",
+    "MEMORY_RECORD",
+    "OP_MEMORY",
+    "TASK_PMU_INFO",
+    "COMMUNICATION_TASK_INFO",
+    "NPU_MEM",
+}
+CHANNEL_COLS = ("funcId", "portId", "coreType", "coreId", "cpuId", "dieId", "name", "eventName")
+NOT_METRICS = {"deviceId", "timestampNs", *CHANNEL_COLS, "id"}
+
+
+def _generic_unit(table: str, col: str) -> str:
+    low = col.lower()
+    if "latency" in low:
+        return "ns"
+    if low in ("usage",) or low.endswith("usage"):
+        return "percent"
+    if low == "freq":
+        return "MHz"
+    if "packetrate" in low:
+        return "packets/s"
+    if (
+        "byterate" in low
+        or "bandwidth" in low
+        or "throughput" in low
+        or low.endswith("rate")
+        or table == "PCIE"
+    ):
+        return "bytes/s"
+    if low.endswith("bytes") or low.endswith("byte"):
+        return "bytes"
+    if low.endswith("packets") or low.endswith("pkt") or low.endswith("errors") or low.endswith("dropped"):
+        return "count"
+    return ""
+
+
+def write_counters(x: DbExport, out: RankWriter) -> int:
+    n = 0
+    handled = set()
+    for table, kinds, channel, series in _counter_specs(x):
+        handled.add(table)
+        if not x.has(table, "timestampNs"):
+            continue
+        cols = x.load(table, kinds)
+        used = {m.group(1) for _, v, _, nm in series for m in re.finditer(r'"(\w+)"', v + nm + channel)}
+        if not used <= set(cols):
+            x.warnings.append(f"{table}: columns {sorted(used - set(cols))} missing; table skipped")
+            continue
+        n += _write_series(x, out, table, TRACK_NAMES.get(table, table), channel, series)
+    if x.has("NPU_MEM", "timestampNs", "type"):
+        cols = x.load("NPU_MEM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS})
+        who = "CASE lower(\"type\") WHEN 'app' THEN 'APP' WHEN 'device' THEN 'Device' ELSE \"type\" END"
+        series = [(lit(m.lower() + "_used"), v, "bytes", f"{who} || '/{m}'") for m, v in (("DDR", '"ddr"'), ("HBM", '"hbm"'))
+                  if v.strip('"') in cols]  # fmt: skip
+        if {"ddr", "hbm"} <= set(cols):
+            series.append(("'memory_used'", '"ddr" + "hbm"', "bytes", f"{who} || '/Memory'"))
+        n += _write_series(x, out, "NPU_MEM", "NPU MEM", who, series)
+    for table in sorted(x.db.schema):
+        if table in handled or table in NOT_COUNTERS or not x.has(table, "timestampNs"):
+            continue
+        kinds = {c: "str" for c in ("coreType", "name", "eventName") if x.has(table, c)}
+        cols = x.load(table, kinds)
+        chan_cols = [c for c in CHANNEL_COLS if c in cols]
+        channel = (
+            "concat_ws('/', " + ", ".join(f"CAST({q(c)} AS VARCHAR)" for c in chan_cols) + ")"
+            if chan_cols
+            else "''"
+        )
+        decl = {c: x.db.default_kind(table, c) for c in cols}
+        metrics = [c for c in cols if c not in NOT_METRICS and decl[c] in ("int", "float") and c not in kinds]
+        series = [(lit(c), q(c), _generic_unit(table, c), lit(c)) for c in metrics]
+        if series:
+            n += _write_series(x, out, table, TRACK_NAMES.get(table, table), channel, series)
+    return n
+
+
+def _write_series(x: DbExport, out: RankWriter, table: str, track: str, channel: str,
+                  series: list[tuple[str, str, str, str]]) -> int:  # fmt: skip
+    if not series:
+        return 0
+    cols = x.load(table)
+    # one db may hold several devices (msprof on a multi-card host): keep them apart in the channel
+    multi = "deviceId" in cols and (x.scalar(f'SELECT count(DISTINCT "deviceId") FROM {q(table)}') or 0) > 1
+    chan = f"CAST(\"deviceId\" AS VARCHAR) || ':' || {channel}" if multi else channel
+    parts = [
+        f"""SELECT {lit(track)} AS track, {chan} AS channel, {metric} AS metric, {lit(unit)} AS unit, {name} AS name,
+            "timestampNs" AS ts_ns, CAST({value} AS DOUBLE) AS value FROM {q(table)}"""
+        for metric, value, unit, name in series
+    ]
+    return x.write(out, "counters", " UNION ALL ".join(parts) + " ORDER BY ts_ns, channel, metric")
+
+
+# ---- memory -----------------------------------------------------------------------------------------
+def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int:
+    """memory rows shaped like the text export of the same tool, so db and text runs compare:
+    flavor 'torch_npu': device 'NPU:<id>'; NPU_MEM app samples as kind 'record' component 'APP' (what
+    memory_record.csv holds: Total Reserved = the app's HBM, checked on level1: 2109.6015625 MB = hbm
+    2212077568 B; its 1004 rows = 990 MEMORY_RECORD + 14 NPU_MEM app rows).
+    flavor 'msprof': device '<id>'; NPU_MEM as kind 'npu_mem', components APP/DDR, APP/HBM, APP/Memory,
+    Device/... with allocated_bytes (what the msprof text parser makes of npu_mem_*.csv)."""
+    n = 0
+
+    def dev(cols: list[str], alias: str) -> str:
+        if "deviceId" not in cols:
+            return "NULL::VARCHAR"
+        return (
+            f"'NPU:' || {alias}.\"deviceId\""
+            if flavor == "torch_npu"
+            else f'CAST({alias}."deviceId" AS VARCHAR)'
+        )
+
+    def extra_of(cols: list[str], alias: str, known: set[str], rename: dict[str, str] | None = None) -> str:
+        rename = rename or {}
+        rename = {"streamPtr": "Stream Ptr", **rename}
+        return text_map([(rename.get(k, k), f"{alias}.{q(k)}") for k in cols if k not in known])
+
+    if x.has("MEMORY_RECORD", "timestamp"):
+        cols = x.load("MEMORY_RECORD", {"component": "str"})
+        r = lambda c, typ="BIGINT": col_or_null(cols, c, "r", typ)  # noqa: E731
+        known = {"component", "timestamp", "totalAllocated", "totalReserved", "totalActive", "deviceId"}
+        n += x.write(
+            out,
+            "memory",
+            f"""SELECT 'record' AS kind, {r("component", "VARCHAR")} AS component, {dev(cols, "r")} AS device,
+                r."timestamp" AS ts_ns, {r("totalAllocated")} AS allocated_bytes, {r("totalReserved")} AS reserved_bytes,
+                {r("totalActive")} AS active_bytes, {extra_of(cols, "r", known)} AS extra
+            FROM "MEMORY_RECORD" r ORDER BY r."timestamp" """,
+        )
+    if flavor == "msprof" and x.has("NPU_MEM", "timestampNs", "type"):
+        cols = x.load("NPU_MEM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS})
+        who = "CASE lower(m.\"type\") WHEN 'app' THEN 'APP' WHEN 'device' THEN 'Device' ELSE m.\"type\" END"
+        parts = [
+            (k, v) for k, v in (("DDR", 'm."ddr"'), ("HBM", 'm."hbm"')) if v.split(".")[1].strip('"') in cols
+        ]
+        if len(parts) == 2:
+            parts.append(("Memory", 'm."ddr" + m."hbm"'))
+        for k, v in parts:
+            n += x.write(
+                out,
+                "memory",
+                f"""SELECT 'npu_mem' AS kind, {who} || '/{k}' AS component, {dev(cols, "m")} AS device,
+                    m."timestampNs" AS ts_ns, CAST(round({v}) AS BIGINT) AS allocated_bytes
+                FROM "NPU_MEM" m ORDER BY m."timestampNs" """,
+            )
+    if flavor == "torch_npu" and x.has("NPU_MEM", "timestampNs", "type", "hbm"):
+        cols = x.load("NPU_MEM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS})
+        n += x.write(
+            out,
+            "memory",
+            f"""SELECT 'record' AS kind, 'APP' AS component, {dev(cols, "m")} AS device, m."timestampNs" AS ts_ns,
+                CAST(round(m."hbm") AS BIGINT) AS reserved_bytes,
+                {text_map([("ddr_bytes", 'CAST(round(m."ddr") AS BIGINT)')] if "ddr" in cols else [])} AS extra
+            FROM "NPU_MEM" m WHERE lower(m."type") = 'app' ORDER BY m."timestampNs" """,
+        )
+    if x.has("OP_MEMORY", "allocationTime"):
+        cols = x.load("OP_MEMORY", {"name": "str"})
+        o = lambda c, typ="BIGINT": col_or_null(cols, c, "o", typ)  # noqa: E731
+        known = {"name", "size", "allocationTime", "releaseTime", "duration", "allocationTotalAllocated",
+                 "allocationTotalReserved", "allocationTotalActive", "deviceId"}  # fmt: skip
+        n += x.write(
+            out,
+            "memory",
+            f"""SELECT 'op' AS kind, {o("name", "VARCHAR")} AS component, {dev(cols, "o")} AS device,
+                o."allocationTime" AS ts_ns, {o("size")} AS size_bytes, {o("allocationTotalAllocated")} AS allocated_bytes,
+                {o("allocationTotalReserved")} AS reserved_bytes, {o("allocationTotalActive")} AS active_bytes,
+                {o("releaseTime")} AS release_ts_ns, {o("duration")} AS dur_ns, {extra_of(cols, "o", known)} AS extra
+            FROM "OP_MEMORY" o ORDER BY o."allocationTime" """,
+        )
+    if x.has("NPU_MODULE_MEM", "timestampNs", "moduleId"):
+        cols = x.load("NPU_MODULE_MEM", {"moduleId": "enum:ENUM_MODULE"})
+        reserved = 'CAST(round(m."totalReserved") AS BIGINT)' if "totalReserved" in cols else "NULL::BIGINT"
+        n += x.write(
+            out,
+            "memory",
+            f"""SELECT 'module' AS kind, m."moduleId" AS component, {dev(cols, "m")} AS device, m."timestampNs" AS ts_ns,
+                {reserved} AS reserved_bytes
+            FROM "NPU_MODULE_MEM" m ORDER BY m."timestampNs" """,
+        )
+    if x.has("NPU_OP_MEM", "timestampNs"):
+        cols = x.load(
+            "NPU_OP_MEM", {"operatorName": "str", "type": "word:ENUM_MEMORY:" + MEM_WORDS, "component": "str"}
+        )
+        o = lambda c, typ="BIGINT": col_or_null(cols, c, "o", typ)  # noqa: E731
+        known = {"operatorName", "timestampNs", "size", "totalAllocate", "totalReserve", "deviceId"}
+        n += x.write(
+            out,
+            "memory",
+            f"""SELECT 'npu_op' AS kind, {o("operatorName", "VARCHAR")} AS component, {dev(cols, "o")} AS device,
+                o."timestampNs" AS ts_ns, {o("size")} AS size_bytes,
+                CAST(round({o("totalAllocate", "DOUBLE")}) AS BIGINT) AS allocated_bytes,
+                CAST(round({o("totalReserve", "DOUBLE")}) AS BIGINT) AS reserved_bytes, {extra_of(cols, "o", known)} AS extra
+            FROM "NPU_OP_MEM" o ORDER BY o."timestampNs" """,
+        )
+    return n
+
+
+# ---- steps and run metadata --------------------------------------------------------------------------
+def write_step_windows(x: DbExport, out: RankWriter) -> int:
+    if not x.has("STEP_TIME", "id", "startNs", "endNs") or not x.load("STEP_TIME"):
+        return 0
+    return x.write(
+        out,
+        "steps",
+        """SELECT "id" AS step, "startNs" AS ts_ns, "endNs" - "startNs" AS dur_ns, 'db:STEP_TIME' AS source
+           FROM "STEP_TIME" ORDER BY "startNs" """,
+    )
+
+
+def run_meta(x: DbExport) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """(run_meta rows, parse metadata) from META_DATA, NPU_INFO, HOST_INFO, SESSION_TIME_INFO, RANK_DEVICE_MAP."""
+    db = x.db
+    rows: list[tuple[str, str]] = [("db.path", str(db.path)), ("db.tables", json.dumps(sorted(db.schema)))]
+    meta: dict[str, Any] = {}
+    if db.has("META_DATA", "name", "value"):
+        for k, v in db.rows('SELECT "name", "value" FROM "META_DATA"'):
+            rows.append((f"META_DATA.{k}", "" if v is None else str(v)))
+    if db.has("NPU_INFO", "id", "name"):
+        devs = db.rows('SELECT "id", "name" FROM "NPU_INFO" ORDER BY "id"')
+        for i, name in devs:
+            rows.append((f"NPU_INFO.{i}", "" if name is None else str(name)))
+        want = x.default_device()
+        names = [str(n) for i, n in devs if n and (want is None or i == want)] or [
+            str(n) for _, n in devs if n
+        ]
+        if names:
+            meta["device"] = names[0]
+            rows.append(("device", names[0]))
+    for table in ("HOST_INFO", "SESSION_TIME_INFO", "RANK_DEVICE_MAP"):
+        if table in db.schema:
+            cols = db.cols(table)
+            for i, r in enumerate(db.rows(f"SELECT * FROM {q(table)}")):
+                suffix = "" if i == 0 else f".{i}"
+                for c, v in zip(cols, r, strict=True):
+                    rows.append((f"{table}.{c}{suffix}", "" if v is None else str(v)))
+    return rows, meta
+
+
+def write_run_meta(out: RankWriter, rows: list[tuple[str, str]]) -> int:
+    if not rows:
+        return 0
+    out.write("run_meta", {"key": [k for k, _ in rows], "value": [v for _, v in rows]})
+    return len(rows)
+
+
+def flatten_json(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """{"config": {"a": 1}} -> [("config.a", "1")]; lists and scalars as JSON text."""
+    if isinstance(obj, dict):
+        out: list[tuple[str, str]] = []
+        for k, v in obj.items():
+            out.extend(flatten_json(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return [(prefix, obj if isinstance(obj, str) else json.dumps(obj))]
+
+
+def write_common(
+    x: DbExport,
+    out: RankWriter,
+    flavor: str,
+    comm_ops: bool = True,
+    comm_matrix: bool = True,
+    comm_bandwidth: bool = True,
+) -> dict[str, Any]:
+    """Everything both exports share. The comm_* flags are False where analysis.db supplies that table."""
+    with x.db.errors():
+        write_kernels(x, out)
+        write_host_ops(x, out)
+        write_flows(x, out)
+        write_counters(x, out)
+        write_memory(x, out, flavor)
+        write_comm_from_db(x, out, ops=comm_ops, matrix=comm_matrix, bandwidth=comm_bandwidth)
+        rows, meta = run_meta(x)
+    return {"rows": rows, **meta}

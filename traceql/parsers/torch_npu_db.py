@@ -1,0 +1,304 @@
+"""torch_npu DB export (export_type=db): ascend_pytorch_profiler_{rank}.db (+ analysis.db) -> canonical tables.
+
+Claims:
+- a `*_ascend_pt` folder (or its ASCEND_PROFILER_OUTPUT) whose ASCEND_PROFILER_OUTPUT holds
+  ascend_pytorch_profiler[_{rank}].db and NOT kernel_details.csv / trace_view.json: when both exports are
+  there the text parser (torch_npu_text) owns the folder;
+- an ascend_pytorch_profiler[_{rank}].db or an analysis.db given on its own (only that file is read).
+Rank: the db file name, else profiler_info_{rank}.json beside ASCEND_PROFILER_OUTPUT, else
+RANK_DEVICE_MAP.rankId (when not -1), else profiler_info*.json "rank_id", else assigned by order.
+
+analysis.db (the profiler's communication analysis of the same rank). Units, settled against the db itself
+and against the text export's communication.json / step_trace_time.csv:
+- CommAnalyzerTime: elapse/transit/wait/synchronization/idle in **ms** (elapse_time 88.75099321875 =
+  COMMUNICATION_OP endNs-startNs 88750993 ns); start_timestamp in **µs**, stored as a double (so rounded to
+  ~0.25 µs), and taken ~13 µs after COMMUNICATION_OP.startNs; ts_ns therefore comes from COMMUNICATION_OP
+  (matched by op name) when the main db is there, which is also what communication.json's
+  "Start Timestamp(us)" equals in the text export.
+- CommAnalyzerBandwidth / CommAnalyzerMatrix: transit_size in **MB = 10^6 bytes** (package_size 2.064384 =
+  COMMUNICATION_TASK_INFO.size 2064384), transit_time in ms, bandwidth in GB/s = 10^9 bytes/s
+  (28.647232 MB / 1.82189634375 ms = 15.7239), total_duration ms.
+- StepTraceTime: **µs**, like step_trace_time.csv (computing 8903.431 = the sum of the 187 compute kernels'
+  durations, 8903431 ns; communication 102108.1 = the 4 HCCL ops, 102108100 ns).
+Dedup: comm_ops come from CommAnalyzerTime when analysis.db has it (it has the transit/wait/sync/idle split;
+COMMUNICATION_OP has only elapse and wait), else from COMMUNICATION_OP; comm_matrix/comm_bandwidth from
+CommAnalyzerMatrix/CommAnalyzerBandwidth when present, else aggregated from COMMUNICATION_TASK_INFO. Never
+both. steps: one row per step, the STEP_TIME window joined with the StepTraceTime split on the step id.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BadTraceError
+from ._db_tables import (
+    DbExport,
+    flatten_json,
+    kind_sql,
+    lit,
+    op_type_sql,
+    write_common,
+    write_run_meta,
+    write_step_windows,
+)
+from ._sqlite import SqliteDb, looks_like_sqlite, q
+from ._units import GB_PER_S
+from .base import Unit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store import RankWriter
+
+DB_RE = re.compile(r"^ascend_pytorch_profiler(?:_(\d+))?\.db$")
+TEXT_MARKERS = ("kernel_details.csv", "trace_view.json")
+WHAT_MAIN = "an ascend_pytorch_profiler_{rank}.db (torch_npu export_type=db) with a TASK table"
+WHAT_ANALYSIS = (
+    "a torch_npu analysis.db (CommAnalyzerTime/CommAnalyzerBandwidth/CommAnalyzerMatrix/StepTraceTime)"
+)
+ANALYSIS_TABLES = ("CommAnalyzerTime", "CommAnalyzerBandwidth", "CommAnalyzerMatrix", "StepTraceTime")
+MB = 1_000_000  # analysis.db sizes: decimal MB (see module doc)
+MS = 1_000_000
+US = 1_000
+
+
+def _output_dir(path: Path) -> Path | None:
+    if path.name == "ASCEND_PROFILER_OUTPUT" and path.is_dir():
+        return path
+    d = path / "ASCEND_PROFILER_OUTPUT"
+    return d if d.is_dir() else None
+
+
+def _rank_from_info(root: Path) -> int | None:
+    infos = sorted(root.glob("profiler_info*.json"))
+    for p in infos:
+        m = re.match(r"^profiler_info_(\d+)\.json$", p.name)
+        if m:
+            return int(m.group(1))
+    for p in infos:
+        try:
+            rank = json.loads(p.read_text(encoding="utf-8")).get("rank_id")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(rank, int) and rank >= 0:
+            return rank
+    return None
+
+
+def _rank_from_db(db_path: Path) -> int | None:
+    """RANK_DEVICE_MAP.rankId when it says something (the doc fixes it at -1 on some versions)."""
+    import sqlite3
+    import urllib.parse
+
+    if not looks_like_sqlite(db_path):
+        return None
+    try:
+        uri = "file:" + urllib.parse.quote(str(db_path.resolve())) + "?mode=ro&immutable=1"
+        with sqlite3.connect(uri, uri=True) as conn:
+            rows = conn.execute("SELECT DISTINCT rankId FROM RANK_DEVICE_MAP WHERE rankId >= 0").fetchall()
+    except sqlite3.Error:
+        return None
+    return int(rows[0][0]) if len(rows) == 1 else None
+
+
+def _rank(db_path: Path, root: Path | None) -> int | None:
+    m = DB_RE.match(db_path.name)
+    if m and m.group(1) is not None:
+        return int(m.group(1))
+    from_info = _rank_from_info(root) if root is not None else None
+    return from_info if from_info is not None else _rank_from_db(db_path)
+
+
+class TorchNpuDbParser:
+    name = "torch_npu_db"
+    description = (
+        "torch_npu Ascend PyTorch Profiler DB export: ascend_pytorch_profiler_{rank}.db and analysis.db"
+    )
+
+    def claim(self, path: Path) -> list[Unit] | None:
+        if path.is_file():
+            if DB_RE.match(path.name):
+                return [Unit(self.name, str(path), _rank(path, None))]
+            if path.name == "analysis.db":
+                return [
+                    Unit(
+                        self.name, str(path), _rank_from_info(path.parent.parent), (("analysis", str(path)),)
+                    )
+                ]
+            return None
+        if not path.is_dir():
+            return None
+        out_dir = _output_dir(path)
+        if out_dir is None or any((out_dir / m).exists() for m in TEXT_MARKERS):
+            return None
+        dbs = sorted(p for p in out_dir.iterdir() if DB_RE.match(p.name) and p.is_file())
+        if not dbs:
+            return None
+        root = out_dir.parent
+        analysis = out_dir / "analysis.db"
+        opts: tuple[tuple[str, str], ...] = (("root", str(root)),)
+        if analysis.is_file():
+            opts += (("analysis", str(analysis)),)
+        return [Unit(self.name, str(db), _rank(db, root), opts) for db in dbs]
+
+    def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
+        opts = dict(unit.options)
+        path = Path(unit.path)
+        analysis_path = opts.get("analysis")
+        main = None if analysis_path == unit.path else SqliteDb(path, WHAT_MAIN)
+        adb = SqliteDb(analysis_path, WHAT_ANALYSIS) if analysis_path else None
+        try:
+            if main is None:
+                assert adb is not None
+                if not any(t in adb.schema for t in ANALYSIS_TABLES):
+                    raise BadTraceError(
+                        adb.path, f"none of the tables {', '.join(ANALYSIS_TABLES)}; expected {WHAT_ANALYSIS}"
+                    )
+                x = DbExport(adb)
+                meta: dict[str, Any] = {"rows": [("analysis.path", str(adb.path))]}
+            else:
+                main.require("TASK", "startNs", "endNs", "globalTaskId")
+                x = DbExport(main)
+                meta = write_common(
+                    x,
+                    out,
+                    "torch_npu",
+                    comm_ops=not (adb and "CommAnalyzerTime" in adb.schema),
+                    comm_matrix=not (adb and "CommAnalyzerMatrix" in adb.schema),
+                    comm_bandwidth=not (adb and "CommAnalyzerBandwidth" in adb.schema),
+                )
+            if adb is not None:
+                with adb.errors():
+                    write_analysis(x, adb, out, with_main=main is not None)
+                meta["rows"].append(("analysis.path", str(adb.path)))
+            else:
+                with x.db.errors():
+                    write_step_windows(x, out)
+            rows = meta.pop("rows")
+            root = opts.get("root")
+            if root:
+                rows += _profiler_info_rows(Path(root))
+            write_run_meta(out, rows)
+            meta["warnings"] = x.warnings
+            meta["export"] = "db"
+            return meta
+        finally:
+            if main is not None:
+                main.close()
+            if adb is not None:
+                adb.close()
+
+
+def _profiler_info_rows(root: Path) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for name in sorted(p.name for p in root.glob("profiler_info*.json")) + ["profiler_metadata.json"]:
+        p = root / name
+        if not p.is_file():
+            continue
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # metadata only: a broken file must not fail the ingest of the db itself
+        prefix = "" if name.startswith("profiler_info") else "metadata"
+        rows += flatten_json(data, prefix)
+    return rows
+
+
+def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool) -> None:
+    """analysis.db -> comm_ops, comm_bandwidth, comm_matrix, steps (units: module doc)."""
+    # every number in analysis.db is a measurement with fractions (ms, MB, GB/s, µs): load them as doubles
+    loaded = {
+        t: adb.load(
+            x.duck,
+            t,
+            {c: ("float" if adb.default_kind(t, c) != "text" else "text") for c in adb.cols(t)},
+            dst="a_" + t,
+        )
+        for t in ANALYSIS_TABLES
+    }
+    step_num = "TRY_CAST(regexp_extract({0}, '(\\d+)\\s*$', 1) AS BIGINT)"
+
+    def ns(col: str, scale: int) -> str:
+        return f"CAST(round({col} * {scale}) AS BIGINT)"
+
+    if loaded["CommAnalyzerTime"]:
+        op_start = "NULL::BIGINT"
+        join = ""
+        if with_main and x.has("COMMUNICATION_OP", "opName", "startNs"):
+            join = 'LEFT JOIN (SELECT "opName", min("startNs") AS s FROM "COMMUNICATION_OP" GROUP BY 1) co ON co."opName" = t.hccl_op_name'
+            op_start = "co.s"
+        bw = ""
+        nbytes = "NULL::BIGINT"
+        if loaded["CommAnalyzerBandwidth"]:
+            # SDMA is the aggregate of the HCCS/PCIE/SIO links (same size as their sum in communication.json
+            # and here), so bytes over all transports = the non-SDMA rows (or SDMA + RDMA when only those exist)
+            bw = """LEFT JOIN (SELECT hccl_op_name, group_name, step, "type",
+                         greatest(COALESCE(sum(sz) FILTER (WHERE transport_type <> 'SDMA'), 0),
+                                  COALESCE(sum(sz) FILTER (WHERE transport_type IN ('SDMA', 'RDMA')), 0)) AS b FROM
+                       (SELECT hccl_op_name, group_name, step, "type", transport_type, max(transit_size) AS sz
+                        FROM a_CommAnalyzerBandwidth GROUP BY ALL) GROUP BY ALL) b
+                     ON b.hccl_op_name = t.hccl_op_name AND b.group_name IS NOT DISTINCT FROM t.group_name
+                        AND b.step IS NOT DISTINCT FROM t.step AND b."type" IS NOT DISTINCT FROM t."type" """
+            nbytes = ns("b.b", MB)
+        opt = op_type_sql("t.hccl_op_name")
+        x.write(
+            out,
+            "comm_ops",
+            f"""SELECT {step_num.format("t.step")} AS step, t.hccl_op_name AS name, {opt} AS op_type,
+                t.group_name, COALESCE(t."type", {kind_sql(opt)}) AS kind,
+                COALESCE({op_start}, {ns("t.start_timestamp", US)}) AS ts_ns, {ns("t.elapse_time", MS)} AS dur_ns,
+                {ns("t.transit_time", MS)} AS transit_ns, {ns("t.wait_time", MS)} AS wait_ns,
+                {ns("t.synchronization_time", MS)} AS sync_ns, {ns("t.idle_time", MS)} AS idle_ns,
+                {nbytes} AS bytes, 'analysis.db:CommAnalyzerTime' AS source
+            FROM a_CommAnalyzerTime t {join} {bw}
+            WHERE t.hccl_op_name IS DISTINCT FROM 'Total Op Info' ORDER BY ts_ns""",
+        )
+    if loaded["CommAnalyzerBandwidth"]:
+        x.write(
+            out,
+            "comm_bandwidth",
+            f"""SELECT {step_num.format("step")} AS step, hccl_op_name AS name, group_name, transport_type AS transport,
+                {ns("max(transit_size)", MB)} AS bytes, {ns("max(transit_time)", MS)} AS transit_ns,
+                max(bandwidth) * {GB_PER_S!r} AS bandwidth_bps, max(large_packet_ratio) AS large_packet_ratio,
+                map_from_entries(list({{'k': CAST({ns("package_size", MB)} AS VARCHAR), 'v': CAST("count" AS DOUBLE)}})
+                                 FILTER (WHERE "count" > 0 AND package_size IS NOT NULL)) AS packet_sizes
+            FROM a_CommAnalyzerBandwidth GROUP BY step, hccl_op_name, group_name, transport_type, "type"
+            ORDER BY step, hccl_op_name, transport_type""",
+        )
+    if loaded["CommAnalyzerMatrix"]:
+        x.write(
+            out,
+            "comm_matrix",
+            f"""SELECT {step_num.format("step")} AS step, hccl_op_name AS name, op_name, group_name,
+                TRY_CAST(src_rank AS INTEGER) AS src_rank, TRY_CAST(dst_rank AS INTEGER) AS dst_rank,
+                transport_type AS transport, {ns("transit_size", MB)} AS bytes, {ns("transit_time", MS)} AS transit_ns,
+                bandwidth * {GB_PER_S!r} AS bandwidth_bps
+            FROM a_CommAnalyzerMatrix ORDER BY step, hccl_op_name, TRY_CAST(src_rank AS INTEGER), TRY_CAST(dst_rank AS INTEGER)""",
+        )
+    if loaded["StepTraceTime"]:
+        cols = set(loaded["StepTraceTime"])
+        us = lambda c: ns(f"s.{q(c)}", US) if c in cols else "NULL::BIGINT"  # noqa: E731
+        win_join, ts, dur = "", "NULL::BIGINT", "NULL::BIGINT"
+        if with_main and x.has("STEP_TIME", "id", "startNs", "endNs") and x.load("STEP_TIME"):
+            win_join = f'LEFT JOIN "STEP_TIME" w ON w."id" = {step_num.format("s.step")}'
+            ts, dur = 'w."startNs"', 'w."endNs" - w."startNs"'
+        parts = [us(c) for c in ("computing", "communication_not_overlapped", "free")]
+        x.write(
+            out,
+            "steps",
+            f"""SELECT {step_num.format("s.step")} AS step, {ts} AS ts_ns,
+                COALESCE({dur}, {" + ".join(parts)}) AS dur_ns,
+                {us("computing")} AS computing_ns, {us("communication_not_overlapped")} AS comm_not_overlapped_ns,
+                {us("overlapped")} AS overlapped_ns, {us("communication")} AS comm_ns, {us("free")} AS free_ns,
+                {us("stage")} AS stage_ns, {us("bubble")} AS bubble_ns,
+                {us("communication_not_overlapped_and_exclude_receive")} AS comm_not_overlapped_excl_recv_ns,
+                {us("preparing")} AS preparing_ns,
+                {lit("analysis.db:StepTraceTime" + ("+STEP_TIME" if win_join else ""))} AS source
+            FROM a_StepTraceTime s {win_join} ORDER BY step""",
+        )
+    elif with_main:
+        write_step_windows(x, out)
+
+
+PARSERS = [TorchNpuDbParser()]
