@@ -1,0 +1,336 @@
+-- _helpers.sql: macros shared by the queries in this folder (not a query itself: files starting with `_`
+-- are helpers). traceql loads every helper before running a query; in the stock duckdb shell run
+-- `.read views.sql` in the store directory, then `.read <repo>/queries/_helpers.sql`, then the query.
+--
+-- Definitions used by several queries (written once, here):
+--
+-- * Compute vs communication kernels: a kernel is communication when kernels.is_comm is true; when a parser
+--   left is_comm null, HCCL task types and hcom*/nccl* names count as communication. Everything else that
+--   runs on the device (AI Core/Vector/CPU tasks, CUDA kernels, memcpy/memset) is compute.
+--
+-- * Per-kernel HBM bytes and where they came from (`hbm_bytes_source`), best first:
+--     pmu      kernels.hbm_read_bytes / hbm_write_bytes (measured per task by the profiler).
+--     sampled  the device HBM counters (counters.track 'HBM', metric read_bw / write_bw, unit bytes/s, one
+--              series per channel; a sample holds until the next sample of the same series, the last sample
+--              of a series holds for no time). All channels are summed into one device read and one device
+--              write bandwidth step function per rank. Each constant piece ("window") carries
+--              bandwidth x length bytes; those bytes are split among the kernels that overlap the window in
+--              proportion to each kernel's overlap time with it (two kernels overlapping the same 2 ms of a
+--              window get equal shares; a window no kernel overlaps keeps its bytes unattributed). Kernels are
+--              matched to windows with ASOF joins on their start and end, then an equi-join on the window
+--              index range they span: linear in kernels + windows, never a range join.
+--     modeled  input + output tensor bytes from shapes x dtype sizes (a lower bound: no re-reads, no
+--              workspace). Reads = inputs, writes = outputs.
+--   A kernel uses its best available source; a kernel outside the counter span and without shapes has none.
+--
+-- * Device HBM bandwidth at an instant (for utilisation and saturation) = sum over the kernels running at that
+--   instant of (kernel HBM bytes / kernel duration): each kernel's bytes are spread evenly over its run time.
+--   Utilisation = that bandwidth / the device peak (peak_hbm_bps, from traceql/devices.py or a param).
+--
+-- * Step windows (per run, rank, step): when the steps table has start times for a rank, its rows
+--   [ts_ns, ts_ns + dur_ns) are the windows; otherwise each kernels.step value (null = one window for the
+--   whole dump) spans from its first kernel start to its last kernel end, which is how the profiler's
+--   step_trace_time.csv measures a step (Computing + Communication(Not Overlapped) + Free; Preparing is before
+--   it). A window is cut at the start of the next one so windows never overlap.
+
+-- Bytes per element of a dtype as Ascend (FLOAT, DT_BF16...) or PyTorch (float, c10::Half...) write it.
+CREATE OR REPLACE MACRO _dtype_bytes(t) AS (
+    CASE regexp_replace(lower(trim(t)), '^(dt_|torch\.|c10::|acl_)', '')
+        WHEN 'float' THEN 4 WHEN 'float32' THEN 4 WHEN 'fp32' THEN 4 WHEN 'single' THEN 4 WHEN 'tf32' THEN 4
+        WHEN 'float16' THEN 2 WHEN 'fp16' THEN 2 WHEN 'half' THEN 2
+        WHEN 'bf16' THEN 2 WHEN 'bfloat16' THEN 2
+        WHEN 'double' THEN 8 WHEN 'float64' THEN 8 WHEN 'fp64' THEN 8
+        WHEN 'int8' THEN 1 WHEN 'uint8' THEN 1 WHEN 'bool' THEN 1 WHEN 'char' THEN 1
+        WHEN 'signed char' THEN 1 WHEN 'unsigned char' THEN 1 WHEN 'byte' THEN 1
+        WHEN 'qint8' THEN 1 WHEN 'quint8' THEN 1 WHEN 'hifloat8' THEN 1
+        WHEN 'float8_e4m3fn' THEN 1 WHEN 'float8_e5m2' THEN 1 WHEN 'fp8' THEN 1
+        WHEN 'int16' THEN 2 WHEN 'uint16' THEN 2 WHEN 'short' THEN 2 WHEN 'short int' THEN 2
+        WHEN 'int32' THEN 4 WHEN 'uint32' THEN 4 WHEN 'int' THEN 4 WHEN 'unsigned int' THEN 4 WHEN 'qint32' THEN 4
+        WHEN 'int64' THEN 8 WHEN 'uint64' THEN 8 WHEN 'long' THEN 8 WHEN 'long int' THEN 8
+        WHEN 'long long' THEN 8 WHEN 'long long int' THEN 8
+        WHEN 'complex32' THEN 4 WHEN 'complex64' THEN 8 WHEN 'complex128' THEN 16
+        WHEN 'int4' THEN 0.5 WHEN 'uint4' THEN 0.5
+    END
+);
+
+-- Dimensions of one shape text ("32,3,224,224"; "" = scalar); null entries mark unknown dims.
+CREATE OR REPLACE MACRO _shape_dims(s) AS (
+    CASE WHEN trim(s, ' "[]()') = '' THEN []::BIGINT[]
+         ELSE list_transform(string_split(trim(s, ' "[]()'), ','), lambda d: TRY_CAST(trim(d) AS BIGINT)) END
+);
+
+-- Elements of one shape; null when a dim is unknown or negative (dynamic), 1 for a scalar.
+CREATE OR REPLACE MACRO _shape_elems(s) AS (
+    CASE WHEN s IS NULL OR upper(trim(s)) = 'N/A' THEN NULL
+         WHEN len(_shape_dims(s)) = 0 THEN 1::DOUBLE
+         WHEN list_count(_shape_dims(s)) < len(_shape_dims(s)) OR list_min(_shape_dims(s)) < 0 THEN NULL
+         ELSE list_aggregate(_shape_dims(s), 'product')::DOUBLE END
+);
+
+-- Total bytes of `;`-separated shapes with matching `;`-separated dtypes (one dtype applies to all shapes).
+-- Null when anything is unknown, so a partial sum never passes for the whole.
+CREATE OR REPLACE MACRO _tensors_bytes(shapes, dtypes) AS (
+    CASE WHEN shapes IS NULL OR dtypes IS NULL OR upper(trim(shapes)) IN ('', 'N/A') THEN NULL
+    ELSE (
+        SELECT CASE WHEN list_count(b) = len(b) AND len(b) > 0 THEN round(list_sum(b))::BIGINT END
+        FROM (SELECT list_transform(
+                  string_split(shapes, ';'),
+                  lambda s, i: _shape_elems(s) * _dtype_bytes(
+                      string_split(dtypes, ';')[CASE WHEN len(string_split(dtypes, ';')) = 1 THEN 1 ELSE i END])
+              ) AS b)
+    ) END
+);
+
+-- Communication test used when kernels.is_comm is null.
+CREATE OR REPLACE MACRO _is_comm(is_comm, task_type, name) AS (
+    coalesce(is_comm, upper(task_type) = 'HCCL' OR name ILIKE 'hcom%' OR name ILIKE '%nccl%', false)
+);
+
+-- Device HBM read/write bandwidth per rank as a step function: one row per constant window.
+CREATE OR REPLACE MACRO _hbm_windows() AS TABLE
+WITH s AS (
+    SELECT run_id, rank, channel, metric, ts_ns, value,
+           value - coalesce(lag(value) OVER w, 0) AS d,
+           lead(ts_ns) OVER w AS next_ts
+    FROM counters
+    WHERE upper(track) = 'HBM' AND metric IN ('read_bw', 'write_bw') AND unit = 'bytes/s'
+      AND ts_ns IS NOT NULL AND value IS NOT NULL
+      AND NOT (coalesce(channel, '') ILIKE '%avg%' OR coalesce(channel, '') ILIKE '%average%'
+               OR coalesce(channel, '') ILIKE '%total%')
+    WINDOW w AS (PARTITION BY run_id, rank, channel, metric ORDER BY ts_ns)
+), deltas AS (
+    -- value changes of every series; a series stops contributing at its last sample
+    SELECT run_id, rank, metric, ts_ns, d FROM s
+    UNION ALL
+    SELECT run_id, rank, metric, ts_ns, -value FROM s WHERE next_ts IS NULL
+), pts AS (
+    SELECT run_id, rank, ts_ns,
+           sum(CASE WHEN metric = 'read_bw' THEN d ELSE 0 END) AS d_read,
+           sum(CASE WHEN metric = 'write_bw' THEN d ELSE 0 END) AS d_write
+    FROM deltas GROUP BY run_id, rank, ts_ns
+), cum AS (
+    SELECT run_id, rank, ts_ns AS win_start,
+           lead(ts_ns) OVER (PARTITION BY run_id, rank ORDER BY ts_ns) AS win_end,
+           greatest(sum(d_read) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) AS read_bps,
+           greatest(sum(d_write) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) AS write_bps
+    FROM pts
+)
+SELECT run_id, rank, win_start, win_end, read_bps, write_bps,
+       row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start) AS wi
+FROM cum WHERE win_end > win_start;
+
+-- One row per kernel with its HBM bytes from every source and the chosen one (see the header).
+CREATE OR REPLACE MACRO _kernel_bytes() AS TABLE
+WITH k AS MATERIALIZED (
+    SELECT row_number() OVER () AS kid, run_id, rank, step, name, op_type, task_type,
+           _is_comm(is_comm, task_type, name) AS is_comm,
+           ts_ns, greatest(coalesce(dur_ns, 0), 0) AS dur_ns, ts_ns + greatest(coalesce(dur_ns, 0), 0) AS end_ns,
+           hbm_read_bytes AS pmu_read, hbm_write_bytes AS pmu_write,
+           _tensors_bytes(input_shapes, input_dtypes) AS modeled_read,
+           _tensors_bytes(output_shapes, output_dtypes) AS modeled_write,
+           input_shapes, input_dtypes, input_formats, output_shapes, output_dtypes, output_formats,
+           flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id
+    FROM kernels WHERE ts_ns IS NOT NULL
+), w AS MATERIALIZED (
+    SELECT * FROM _hbm_windows()
+), span AS (
+    -- window index of the kernel's start and end (ASOF: the last window starting at or before the instant)
+    SELECT k.kid, k.run_id, k.rank, k.ts_ns, k.end_ns, coalesce(a.wi, 1) AS wi0, b.wi AS wi1
+    FROM k
+    ASOF LEFT JOIN w a ON k.run_id = a.run_id AND k.rank = a.rank AND k.ts_ns >= a.win_start
+    ASOF LEFT JOIN w b ON k.run_id = b.run_id AND k.rank = b.rank AND k.end_ns >= b.win_start
+), ov AS (
+    SELECT s.kid, w.run_id, w.rank, w.wi, w.read_bps, w.write_bps, w.win_end - w.win_start AS win_ns,
+           greatest(least(s.end_ns, w.win_end) - greatest(s.ts_ns, w.win_start), 0) AS ov_ns
+    FROM (SELECT kid, run_id, rank, ts_ns, end_ns, unnest(range(wi0, wi1 + 1)) AS wi FROM span WHERE wi1 IS NOT NULL) s
+    JOIN w ON s.run_id = w.run_id AND s.rank = w.rank AND s.wi = w.wi
+    WHERE s.end_ns > w.win_start AND s.ts_ns < w.win_end
+       OR (s.ts_ns = s.end_ns AND s.ts_ns >= w.win_start AND s.ts_ns < w.win_end)
+), shares AS (
+    SELECT kid,
+           read_bps * win_ns / 1e9 * CASE WHEN tot_ns > 0 THEN ov_ns / tot_ns ELSE 0 END AS r,
+           write_bps * win_ns / 1e9 * CASE WHEN tot_ns > 0 THEN ov_ns / tot_ns ELSE 0 END AS wr
+    FROM (SELECT *, sum(ov_ns) OVER (PARTITION BY run_id, rank, wi) AS tot_ns FROM ov)
+), sampled AS (
+    SELECT kid, round(sum(r))::BIGINT AS sampled_read, round(sum(wr))::BIGINT AS sampled_write
+    FROM shares GROUP BY kid
+), b AS (
+    SELECT k.*, s.sampled_read, s.sampled_write,
+           CASE WHEN k.pmu_read IS NOT NULL OR k.pmu_write IS NOT NULL THEN 'pmu'
+                WHEN s.sampled_read IS NOT NULL THEN 'sampled'
+                WHEN k.modeled_read IS NOT NULL OR k.modeled_write IS NOT NULL THEN 'modeled' END AS hbm_bytes_source
+    FROM k LEFT JOIN sampled s USING (kid)
+)
+SELECT *,
+       CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) WHEN 'sampled' THEN sampled_read
+            WHEN 'modeled' THEN coalesce(modeled_read, 0) END AS read_bytes,
+       CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_write, 0) WHEN 'sampled' THEN sampled_write
+            WHEN 'modeled' THEN coalesce(modeled_write, 0) END AS write_bytes,
+       CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) + coalesce(pmu_write, 0)
+            WHEN 'sampled' THEN sampled_read + sampled_write
+            WHEN 'modeled' THEN coalesce(modeled_read, 0) + coalesce(modeled_write, 0) END AS hbm_bytes
+FROM b;
+
+-- Step windows per run/rank/step (see the header).
+CREATE OR REPLACE MACRO _step_windows() AS TABLE
+WITH st AS (
+    SELECT run_id, rank, step, ts_ns AS win_start, ts_ns + dur_ns AS win_end, 'steps' AS window_source
+    FROM steps WHERE ts_ns IS NOT NULL AND dur_ns IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY run_id, rank, step ORDER BY source, ts_ns) = 1  -- one row per step
+), ks AS (
+    SELECT run_id, rank, step, min(ts_ns) AS win_start, max(ts_ns + greatest(coalesce(dur_ns, 0), 0)) AS win_end,
+           'kernels' AS window_source
+    FROM kernels
+    WHERE ts_ns IS NOT NULL AND NOT EXISTS (SELECT 1 FROM st WHERE st.run_id = kernels.run_id AND st.rank = kernels.rank)
+    GROUP BY run_id, rank, step
+), u AS (
+    SELECT * FROM st UNION ALL SELECT * FROM ks
+)
+SELECT run_id, rank, step, win_start,
+       least(win_end, coalesce(lead(win_start) OVER (PARTITION BY run_id, rank ORDER BY win_start, step), win_end)) AS win_end,
+       window_source
+FROM u;
+
+-- The device bandwidth timeline per rank, cut into constant pieces inside the step windows: one row per piece
+-- with the number of compute kernels (n_comp) and of all kernels (n_kernels) running, and the device HBM
+-- bandwidth (bw_bps: every running kernel's bytes / duration, communication kernels included).
+-- A sweep: +/- events at kernel starts/ends, running sums in time order; window edges are extra cut points.
+CREATE OR REPLACE MACRO _bw_segments() AS TABLE
+WITH kb AS MATERIALIZED (
+    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw
+    FROM _kernel_bytes() WHERE dur_ns > 0
+), win AS MATERIALIZED (
+    SELECT * FROM _step_windows()
+), ev AS (
+    SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw FROM kb
+    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw FROM kb
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0 FROM win
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0 FROM win
+), pts AS (
+    SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw FROM ev GROUP BY run_id, rank, t
+), seg AS (
+    SELECT run_id, rank, t AS seg_start,
+           lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
+           sum(dc) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_comp,
+           sum(dk) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_kernels,
+           sum(dbw) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS bw_sum
+    FROM pts
+)
+SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
+       seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
+       seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels,
+       CASE WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps
+FROM seg
+ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.seg_start >= win.win_start
+WHERE seg.seg_end IS NOT NULL AND seg.seg_end > seg.seg_start AND seg.seg_start < win.win_end;
+
+-- Communication ops per rank, matched across ranks (one row per op and rank).
+-- Source: comm_ops (the profiler's communication analysis, with transit time) for every rank that has rows
+-- there, otherwise the rank's communication kernels (no transit split). Duplicate comm_ops rows for the same op
+-- (same rank, name and start) from several files are kept once, preferring a row with transit time.
+-- Matching: a collective is issued in the same order by every member of its group, so the k-th collective of
+-- group G on one rank is the k-th collective of G on every other rank (`ordinal`; ops without a group name
+-- form one group). The match is trusted only when all members agree on the op type (types_agree).
+-- p2p ops (kind p2p, or send/receive names) are not matched. last_rank is the member that started last.
+CREATE OR REPLACE MACRO _comm_events() AS TABLE
+WITH co AS MATERIALIZED (
+    SELECT run_id, rank, step, name, lower(op_type) AS op_type, group_name, kind, ts_ns,
+           greatest(dur_ns, 0) AS dur_ns, transit_ns, 'comm_ops' AS comm_source
+    FROM comm_ops
+    WHERE ts_ns IS NOT NULL AND dur_ns IS NOT NULL AND coalesce(name, '') <> 'Total Op Info'
+    QUALIFY row_number() OVER (PARTITION BY run_id, rank, name, ts_ns ORDER BY transit_ns IS NULL, source) = 1
+), ck AS (
+    SELECT k.run_id, k.rank, k.step, k.name, lower(k.op_type) AS op_type, NULL::VARCHAR AS group_name,
+           NULL::VARCHAR AS kind, k.ts_ns, greatest(coalesce(k.dur_ns, 0), 0) AS dur_ns, NULL::BIGINT AS transit_ns,
+           'kernels' AS comm_source
+    FROM kernels k
+    ANTI JOIN (SELECT DISTINCT run_id, rank FROM co) c ON k.run_id = c.run_id AND k.rank = c.rank
+    WHERE k.ts_ns IS NOT NULL AND _is_comm(k.is_comm, k.task_type, k.name)
+), m AS (
+    SELECT *, coalesce(group_name, '') AS group_key,
+           coalesce(kind = 'p2p', false) OR name ILIKE '%send%' OR name ILIKE '%receive%' OR name ILIKE '%recv%' AS is_p2p
+    FROM (SELECT * FROM co UNION ALL SELECT * FROM ck)
+), o AS (
+    SELECT *, row_number() OVER (PARTITION BY run_id, rank, group_key, is_p2p ORDER BY ts_ns, name) AS ordinal FROM m
+)
+SELECT run_id, rank, step, name, op_type, group_name, kind, is_p2p, comm_source, group_key, ordinal,
+       ts_ns, dur_ns, ts_ns + dur_ns AS end_ns, transit_ns,
+       count(*) OVER inst AS n_ranks,
+       min(ts_ns) OVER inst AS first_arrival_ns,
+       max(ts_ns) OVER inst AS last_arrival_ns,
+       arg_max(rank, ts_ns) OVER inst AS last_rank,
+       coalesce(min(op_type) OVER inst = max(op_type) OVER inst, true) AS types_agree
+FROM o
+WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal);
+
+-- Saturated compute: an instant where a compute kernel runs and the device HBM bandwidth is at least
+-- sat_threshold x peak_hbm_bps. Each bandwidth piece with its saturated flag and the saturated time before it
+-- (a prefix sum), so saturated time in any interval is two ASOF look-ups.
+CREATE OR REPLACE MACRO _sat_segments(sat_threshold, peak_hbm_bps) AS TABLE
+SELECT *, sum(CASE WHEN sat THEN dur_ns ELSE 0 END)
+              OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+          AS sat_before_ns
+FROM (SELECT *, coalesce(n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps, false) AS sat FROM _bw_segments());
+
+-- Each communication op split in two parts:
+--   peer wait [ts_ns, wait_end_ns): from this rank's start until the last member of the collective started
+--     (empty when this rank started last, for p2p, or when the match is not trusted); peer_sat_frac is the
+--     share of that interval the late member (last_rank) spent in saturated compute;
+--   rest [wait_end_ns, end_ns): transit_frac of it moves data: the profiler's transit time / the rest's length
+--     (capped at 1), or 1 when the dump has no transit split (communication kernels only).
+CREATE OR REPLACE MACRO _comm_parts(sat_threshold, peak_hbm_bps) AS TABLE
+WITH ss AS MATERIALIZED (
+    SELECT run_id, rank, seg_start, seg_end, sat, sat_before_ns FROM _sat_segments(sat_threshold, peak_hbm_bps)
+), ce AS MATERIALIZED (
+    SELECT *, CASE WHEN NOT is_p2p AND types_agree AND n_ranks > 1 AND last_rank <> rank AND last_arrival_ns > ts_ns
+                   THEN least(last_arrival_ns, end_ns) ELSE ts_ns END AS wait_end_ns
+    FROM _comm_events()
+), q AS (
+    SELECT ce.*,
+           coalesce(pa.sat_before_ns, 0) + CASE WHEN pa.sat THEN least(ce.ts_ns, pa.seg_end) - pa.seg_start ELSE 0 END AS sat_a,
+           coalesce(pb.sat_before_ns, 0) + CASE WHEN pb.sat THEN least(ce.wait_end_ns, pb.seg_end) - pb.seg_start ELSE 0 END AS sat_b
+    FROM ce
+    ASOF LEFT JOIN ss pa ON pa.run_id = ce.run_id AND pa.rank = ce.last_rank AND ce.ts_ns >= pa.seg_start
+    ASOF LEFT JOIN ss pb ON pb.run_id = ce.run_id AND pb.rank = ce.last_rank AND ce.wait_end_ns >= pb.seg_start
+)
+SELECT * EXCLUDE (sat_a, sat_b),
+       CASE WHEN wait_end_ns > ts_ns THEN least(greatest((coalesce(sat_b, 0) - coalesce(sat_a, 0)) / (wait_end_ns - ts_ns), 0), 1)
+            ELSE 0 END AS peer_sat_frac,
+       CASE WHEN end_ns > wait_end_ns
+            THEN CASE WHEN transit_ns IS NULL THEN 1.0 ELSE least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
+            ELSE 0 END AS transit_frac
+FROM q;
+
+-- The full per-rank timeline inside the step windows, cut wherever anything changes: compute state and
+-- bandwidth (from _bw_segments) plus the communication parts running (n_comm), how many are in peer wait
+-- (n_peer_wait), and the sums of their peer_sat_frac and transit_frac. Segments tile every step window.
+CREATE OR REPLACE MACRO _timeline(sat_threshold, peak_hbm_bps) AS TABLE
+WITH ss AS MATERIALIZED (
+    SELECT * FROM _sat_segments(sat_threshold, peak_hbm_bps)
+), cp AS MATERIALIZED (
+    SELECT * FROM _comm_parts(sat_threshold, peak_hbm_bps)
+), ev AS (
+    SELECT run_id, rank, ts_ns AS t, 1 AS dm, 1 AS dpw, peer_sat_frac AS dpsf, 0.0 AS dtf FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, -1, -1, -peer_sat_frac, 0.0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 1, 0, 0.0, transit_frac FROM cp WHERE end_ns > wait_end_ns
+    UNION ALL SELECT run_id, rank, end_ns, -1, 0, 0.0, -transit_frac FROM cp WHERE end_ns > wait_end_ns
+    UNION ALL SELECT run_id, rank, seg_start, 0, 0, 0.0, 0.0 FROM ss
+    UNION ALL SELECT run_id, rank, seg_end, 0, 0, 0.0, 0.0 FROM ss
+), pts AS (
+    SELECT run_id, rank, t, sum(dm) AS dm, sum(dpw) AS dpw, sum(dpsf) AS dpsf, sum(dtf) AS dtf
+    FROM ev GROUP BY run_id, rank, t
+), seg AS (
+    SELECT run_id, rank, t AS t0, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS t1,
+           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dpsf) OVER c AS peer_sat_sum,
+           sum(dtf) OVER c AS transit_sum
+    FROM pts
+    WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
+)
+SELECT seg.run_id, seg.rank, ss.step, ss.window_source, ss.win_start, ss.win_end, seg.t0, seg.t1,
+       seg.t1 - seg.t0 AS dur_ns, ss.n_comp, ss.bw_bps, ss.sat,
+       seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait,
+       CASE WHEN seg.n_comm > 0 THEN seg.peer_sat_sum / seg.n_comm ELSE 0 END AS peer_hbm_share,
+       CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
+FROM seg
+ASOF JOIN ss ON seg.run_id = ss.run_id AND seg.rank = ss.rank AND seg.t0 >= ss.seg_start
+WHERE seg.t1 IS NOT NULL AND seg.t1 > seg.t0 AND seg.t0 < ss.seg_end;

@@ -1,0 +1,44 @@
+-- name: layout_transforms
+-- description: Layout/format conversions (TransData, Transpose, format casts): time, share of compute time and HBM bytes per conversion, with source and target formats (the article's memory-layout optimisation).
+-- param: top_n INTEGER = 20            -- rows to return (by device time)
+-- column: run_id VARCHAR               -- run
+-- column: op_type VARCHAR              -- TransData, Transpose, ...
+-- column: src_format VARCHAR           -- input formats as written (NCHW, ND...; `;` between inputs)
+-- column: dst_format VARCHAR           -- output formats (NC1HWC0, FRACTAL_Z...)
+-- column: src_dtype VARCHAR            -- input dtypes
+-- column: dst_dtype VARCHAR            -- output dtypes
+-- column: calls BIGINT                 -- kernel launches
+-- column: dur_ns BIGINT                -- total device time, ns
+-- column: share_of_compute DOUBLE      -- dur_ns / all compute kernels' device time in the run, 0..1
+-- column: hbm_bytes BIGINT             -- HBM bytes moved (chosen source, see hbm_bytes_source)
+-- column: hbm_bytes_source VARCHAR     -- pmu | sampled | modeled | mixed (definitions in _helpers.sql)
+-- column: example_name VARCHAR         -- one operator name of the group
+-- column: example_input_shape VARCHAR  -- input shapes of the longest call
+-- column: example_output_shape VARCHAR -- output shapes of the longest call
+--
+-- Definitions: a layout transform is a compute kernel whose op_type starts with TransData or Transpose, or
+-- contains FormatCast, or whose name contains transdata, transpose, format_cast or permute (case-insensitive).
+-- Groups are (op_type, input formats, output formats, input dtypes, output dtypes).
+WITH kb AS MATERIALIZED (
+    SELECT * FROM _kernel_bytes() WHERE NOT is_comm
+), t AS (
+    SELECT * FROM kb
+    WHERE op_type ILIKE 'TransData%' OR op_type ILIKE 'Transpose%' OR op_type ILIKE '%FormatCast%'
+       OR name ILIKE '%transdata%' OR name ILIKE '%transpose%' OR name ILIKE '%format_cast%' OR name ILIKE '%permute%'
+), tot AS (
+    SELECT run_id, sum(dur_ns) AS compute_ns FROM kb GROUP BY run_id
+)
+SELECT t.run_id, coalesce(t.op_type, t.name) AS op_type, t.input_formats AS src_format, t.output_formats AS dst_format,
+       t.input_dtypes AS src_dtype, t.output_dtypes AS dst_dtype,
+       count(*) AS calls, sum(t.dur_ns)::BIGINT AS dur_ns,
+       sum(t.dur_ns) / nullif(any_value(tot.compute_ns), 0) AS share_of_compute,
+       sum(t.hbm_bytes)::BIGINT AS hbm_bytes,
+       CASE WHEN min(t.hbm_bytes_source) = max(t.hbm_bytes_source) THEN min(t.hbm_bytes_source)
+            WHEN count(t.hbm_bytes_source) > 0 THEN 'mixed' END AS hbm_bytes_source,
+       min(t.name) AS example_name,
+       arg_max(t.input_shapes, t.dur_ns) AS example_input_shape,
+       arg_max(t.output_shapes, t.dur_ns) AS example_output_shape
+FROM t JOIN tot USING (run_id)
+GROUP BY t.run_id, coalesce(t.op_type, t.name), t.input_formats, t.output_formats, t.input_dtypes, t.output_dtypes
+ORDER BY dur_ns DESC, op_type, src_format, dst_format
+LIMIT $top_n;

@@ -1,0 +1,60 @@
+-- name: op_hbm_bytes
+-- description: Operators ranked by HBM traffic (the article's "top 10 operators by HBM bytes"): calls, device time, read/write bytes, share of the run's HBM bytes, achieved bandwidth vs the device peak, and where the bytes came from.
+-- param: top_n INTEGER = 10            -- rows to return (top N operators by HBM bytes)
+-- param: peak_hbm_bps DOUBLE = NULL    -- device HBM peak, bytes/s (traceql fills it from the device preset)
+-- column: run_id VARCHAR               -- run
+-- column: name VARCHAR                 -- operator (kernel) name as the profiler wrote it
+-- column: op_type VARCHAR              -- operator type (MatMulV2, TransData...)
+-- column: calls BIGINT                 -- kernel launches of this operator (all ranks in scope)
+-- column: calls_with_bytes BIGINT      -- calls that have HBM bytes from some source (the byte columns sum these)
+-- column: dur_ns BIGINT                -- total device time, ns
+-- column: hbm_read_bytes BIGINT        -- HBM bytes read (chosen source, see hbm_bytes_source)
+-- column: hbm_write_bytes BIGINT       -- HBM bytes written
+-- column: hbm_bytes BIGINT             -- read + write bytes
+-- column: hbm_gb DOUBLE                -- hbm_bytes / 1e9 (the article's GB column)
+-- column: share DOUBLE                 -- hbm_bytes / all operators' HBM bytes in the run, 0..1
+-- column: achieved_bw_bps DOUBLE       -- hbm_bytes / device time of the calls that have bytes, bytes/s
+-- column: bw_utilization DOUBLE        -- achieved_bw_bps / peak_hbm_bps, 0..1 (null when the peak is unknown)
+-- column: hbm_bytes_source VARCHAR     -- pmu | sampled | modeled when every call with bytes has that source; mixed otherwise
+-- column: pmu_bytes BIGINT             -- bytes from per-task PMU counters (calls that have them), else null
+-- column: sampled_bytes BIGINT         -- bytes apportioned from the HBM counter samples, else null
+-- column: modeled_bytes BIGINT         -- input + output tensor bytes from shapes x dtypes, else null
+-- column: measured_over_modeled DOUBLE -- (pmu or sampled bytes) / modeled bytes over calls having both: >1 means re-reads (no UB reuse)
+--
+-- Definitions: per-kernel bytes and their sources are defined in _helpers.sql (_kernel_bytes): pmu when the
+-- kernel has hbm_read/write_bytes; sampled when the rank has HBM counters (device bandwidth samples split
+-- among the kernels overlapping each sample window by overlap time); modeled from tensor shapes otherwise.
+-- Communication kernels are included (HCCL/NCCL move data through HBM too).
+WITH kb AS MATERIALIZED (
+    SELECT * FROM _kernel_bytes()
+), ops AS (
+    SELECT run_id, name, op_type,
+           count(*) AS calls,
+           count(hbm_bytes) AS calls_with_bytes,
+           sum(dur_ns)::BIGINT AS dur_ns,
+           sum(read_bytes)::BIGINT AS hbm_read_bytes,
+           sum(write_bytes)::BIGINT AS hbm_write_bytes,
+           sum(hbm_bytes)::BIGINT AS hbm_bytes,
+           sum(dur_ns) FILTER (WHERE hbm_bytes IS NOT NULL) AS bytes_dur_ns,
+           CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
+                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS hbm_bytes_source,
+           sum(coalesce(pmu_read, 0) + coalesce(pmu_write, 0)) FILTER (WHERE pmu_read IS NOT NULL OR pmu_write IS NOT NULL)::BIGINT AS pmu_bytes,
+           sum(sampled_read + sampled_write)::BIGINT AS sampled_bytes,
+           sum(coalesce(modeled_read, 0) + coalesce(modeled_write, 0)) FILTER (WHERE modeled_read IS NOT NULL OR modeled_write IS NOT NULL)::BIGINT AS modeled_bytes,
+           sum(CASE WHEN hbm_bytes_source IN ('pmu', 'sampled') THEN hbm_bytes END)
+               FILTER (WHERE modeled_read IS NOT NULL AND modeled_write IS NOT NULL) AS measured_both,
+           sum(modeled_read + modeled_write)
+               FILTER (WHERE hbm_bytes_source IN ('pmu', 'sampled') AND modeled_read IS NOT NULL AND modeled_write IS NOT NULL) AS modeled_both
+    FROM kb
+    GROUP BY run_id, name, op_type
+)
+SELECT run_id, name, op_type, calls, calls_with_bytes, dur_ns, hbm_read_bytes, hbm_write_bytes, hbm_bytes,
+       hbm_bytes / 1e9 AS hbm_gb,
+       hbm_bytes / nullif(sum(hbm_bytes) OVER (PARTITION BY run_id), 0) AS share,
+       hbm_bytes * 1e9 / nullif(bytes_dur_ns, 0) AS achieved_bw_bps,
+       hbm_bytes * 1e9 / nullif(bytes_dur_ns, 0) / $peak_hbm_bps::DOUBLE AS bw_utilization,
+       hbm_bytes_source, pmu_bytes, sampled_bytes, modeled_bytes,
+       measured_both / nullif(modeled_both, 0) AS measured_over_modeled
+FROM ops
+ORDER BY hbm_bytes DESC NULLS LAST, dur_ns DESC, name
+LIMIT $top_n;

@@ -1,0 +1,390 @@
+"""The metric library: find queries/*.sql, parse their headers, bind exactly the declared params, run them.
+
+A query file is plain DuckDB SQL with a comment header (design.md):
+
+    -- name: op_hbm_bytes                         (must equal the file stem)
+    -- description: one line
+    -- param: top_n INTEGER = 10  -- doc          (no `= default`: the param is required)
+    -- column: name VARCHAR       -- doc          (every output column, in order, with its DuckDB type)
+    -- rank_filter: output                        (optional: --rank filters result rows, not the input)
+
+Files starting with `_` are helpers (macros) loaded before every query. To scope a query to one run (and
+rank) the runner shadows each canonical view with a TEMP view of the same name on its own cursor, so the SQL
+names plain tables and still runs unchanged in the stock duckdb shell (where it sees every run).
+Device peaks (`peak_hbm_bps`, ...) are ordinary params that the runner fills from traceql.devices.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import schema
+from .errors import QueryError, StoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import pyarrow as pa
+
+TYPES = ("INTEGER", "BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN")
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: Any  # typed default; None for NULL; _REQUIRED when the header gives none
+    doc: str
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def signature(self) -> str:
+        if self.required:
+            return f"{self.name} {self.type} (required)"
+        d = "NULL" if self.default is None else repr(self.default) if self.type == "VARCHAR" else self.default
+        return f"{self.name} {self.type} = {d}"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    name: str
+    description: str
+    params: list[Param]
+    columns: list[Column]
+    sql: str
+    path: Path
+    rank_filter: str = "input"  # "input": --rank scopes the data; "output": --rank filters result rows
+    definitions: str = field(default="", repr=False)  # the header's free-text comment lines
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def signature(self) -> str:
+        return ", ".join(p.signature() for p in self.params) or "(no params)"
+
+
+# ---- locating and parsing ---------------------------------------------------------------------------------
+def queries_dir() -> Path:
+    """queries/ as packaged into the wheel (traceql/_queries), else the repo's queries/ (editable installs)."""
+    here = Path(__file__).resolve().parent
+    for d in (here / "_queries", here.parent / "queries"):
+        if d.is_dir():
+            return d
+    raise QueryError(f"no queries folder found (looked in {here / '_queries'} and {here.parent / 'queries'})")
+
+
+_LINE = re.compile(r"^--\s*(name|description|param|column|rank_filter)\s*:\s*(.*)$")
+_PARAM = re.compile(r"^(\w+)\s+([A-Za-z]+)\s*(?:=\s*(.*?))?\s*(?:--\s*(.*))?$")
+_COLUMN = re.compile(r"^(\w+)\s+([A-Za-z]+(?:\[\])?)\s*(?:--\s*(.*))?$")
+
+
+def _parse_default(text: str, type_: str, where: str) -> Any:
+    t = text.strip()
+    if t.upper() == "NULL":
+        return None
+    if type_ == "VARCHAR":
+        if len(t) >= 2 and t[0] == t[-1] == "'":
+            return t[1:-1].replace("''", "'")
+        raise QueryError(f"{where}: VARCHAR default must be quoted: {text!r}")
+    try:
+        return convert(t, type_)
+    except QueryError as e:
+        raise QueryError(f"{where}: bad default {text!r}: {e}") from None
+
+
+def parse_file(path: Path) -> QuerySpec:
+    text = path.read_text(encoding="utf-8")
+    fields: dict[str, str] = {}
+    params: list[Param] = []
+    columns: list[Column] = []
+    definitions: list[str] = []
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s:
+            continue
+        if not s.startswith("--"):
+            break  # the header ends at the first SQL line
+        where = f"{path.name}:{i}"
+        m = _LINE.match(s)
+        if not m:
+            definitions.append(s[2:].strip())
+            continue
+        key, rest = m.group(1), m.group(2).strip()
+        if key == "param":
+            pm = _PARAM.match(rest)
+            if not pm or pm.group(2).upper() not in TYPES:
+                raise QueryError(f"{where}: bad param line (want `-- param: name TYPE [= default] -- doc`, TYPE in {', '.join(TYPES)})")
+            type_ = pm.group(2).upper()
+            default = _REQUIRED if pm.group(3) is None else _parse_default(pm.group(3), type_, where)
+            params.append(Param(pm.group(1), type_, default, (pm.group(4) or "").strip()))
+        elif key == "column":
+            cm = _COLUMN.match(rest)
+            if not cm:
+                raise QueryError(f"{where}: bad column line (want `-- column: name TYPE -- doc`)")
+            columns.append(Column(cm.group(1), cm.group(2).upper(), (cm.group(3) or "").strip()))
+        else:
+            fields[key] = rest
+    name = fields.get("name", "")
+    if name != path.stem:
+        raise QueryError(f"{path}: header name {name!r} must equal the file stem {path.stem!r}")
+    if not fields.get("description"):
+        raise QueryError(f"{path}: missing `-- description:` line")
+    rank_filter = fields.get("rank_filter", "input")
+    if rank_filter not in ("input", "output"):
+        raise QueryError(f"{path}: rank_filter must be input or output")
+    return QuerySpec(name, fields["description"], params, columns, text, path, rank_filter, "\n".join(definitions))
+
+
+@lru_cache(maxsize=4)
+def _load(qdir: str) -> tuple[dict[str, QuerySpec], tuple[str, ...]]:
+    specs: dict[str, QuerySpec] = {}
+    helpers: list[str] = []
+    for p in sorted(Path(qdir).glob("*.sql")):
+        if p.name.startswith("_"):
+            helpers.append(p.read_text(encoding="utf-8"))
+        else:
+            specs[p.stem] = parse_file(p)
+    return specs, tuple(helpers)
+
+
+def list_queries() -> list[QuerySpec]:
+    return list(_load(str(queries_dir()))[0].values())
+
+
+def get(name: str) -> QuerySpec:
+    specs = _load(str(queries_dir()))[0]
+    if name not in specs:
+        raise QueryError(f"unknown query {name!r}; queries: {', '.join(specs)}")
+    return specs[name]
+
+
+def helper_sql() -> list[str]:
+    """The helper files' text (macros every query may use)."""
+    return list(_load(str(queries_dir()))[1])
+
+
+# ---- params -------------------------------------------------------------------------------------------------
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def convert(value: Any, type_: str) -> Any:
+    """A CLI string or a Python value as the declared type (strings 'null'/'NULL' mean NULL)."""
+    if value is None or (isinstance(value, str) and value.strip().upper() == "NULL" and type_ != "VARCHAR"):
+        return None
+    try:
+        if type_ in ("INTEGER", "BIGINT"):
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value.strip()) if isinstance(value, str) else int(value)
+        if type_ == "DOUBLE":
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if type_ == "BOOLEAN":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+                return value.strip().lower() in _TRUE
+            raise ValueError
+        if type_ == "VARCHAR":
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+    except (ValueError, TypeError):
+        raise QueryError(f"{value!r} is not a valid {type_}") from None
+    raise QueryError(f"unsupported parameter type {type_}")
+
+
+def bind_params(spec: QuerySpec, given: dict[str, Any] | None, fill: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Exactly the declared params: given (converted) > fill (runner-provided, e.g. peaks) > header default."""
+    given = dict(given or {})
+    declared = ", ".join(p.signature() for p in spec.params) or "none"
+    extra = sorted(set(given) - {p.name for p in spec.params})
+    if extra:
+        raise QueryError(f"{spec.name}: unknown parameter {', '.join(map(repr, extra))} (declared: {declared})")
+    out: dict[str, Any] = {}
+    for p in spec.params:
+        if p.name in given:
+            try:
+                out[p.name] = convert(given[p.name], p.type)
+            except QueryError as e:
+                raise QueryError(f"{spec.name}: parameter {p.name}: {e} (declared: {declared})") from None
+        elif fill and p.name in fill and fill[p.name] is not None:
+            out[p.name] = convert(fill[p.name], p.type)
+        elif p.required:
+            raise QueryError(f"{spec.name}: missing parameter {p.name!r} (declared: {declared})")
+        else:
+            out[p.name] = p.default
+    return out
+
+
+# ---- running ------------------------------------------------------------------------------------------------
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _duck_error(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _load_helpers(cur: duckdb.DuckDBPyConnection) -> None:
+    import duckdb
+
+    for text in helper_sql():
+        for stmt in duckdb.extract_statements(text):
+            q = stmt.query
+            # helpers are session-local here so they never change the caller's database
+            q = re.sub(r"^\s*CREATE\s+OR\s+REPLACE\s+MACRO", "CREATE OR REPLACE TEMP MACRO", q, count=1, flags=re.I)
+            cur.execute(q)
+
+
+def _scope_views(cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None) -> None:
+    db = cur.execute("SELECT current_database()").fetchone()[0]
+    base = '"' + str(db).replace('"', '""') + '".main'
+    for table in [*schema.TABLE_NAMES, "runs"]:
+        cond = f"run_id = {_sql_str(run_id)}"
+        if rank is not None and table != "runs":
+            cond += f" AND rank = {int(rank)}"
+        cur.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM {base}.{table} WHERE {cond}")
+
+
+def _pick_run(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> str:
+    rows = cur.execute("SELECT run_id FROM runs ORDER BY ingested_at DESC, run_id").fetchall()
+    runs = [r[0] for r in rows]
+    if run_id is None:
+        if not runs:
+            raise StoreError("no runs in the store (run `traceql ingest PATH` first, or pass --store)")
+        return str(runs[0])
+    if run_id not in runs:
+        raise StoreError(f"no run {run_id!r} in the store (runs: {', '.join(runs) or 'none'})")
+    return run_id
+
+
+def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
+    """Device names the (scoped) run carries: runs.device, then run_meta values that name a device."""
+    names = [r[0] for r in cur.execute("SELECT device FROM runs WHERE device IS NOT NULL").fetchall()]
+    names += [
+        r[0]
+        for r in cur.execute(
+            "SELECT DISTINCT value FROM run_meta WHERE (key ILIKE '%device%' OR key ILIKE '%npu%' OR key ILIKE '%name%')"
+            " AND (value ILIKE 'ascend%' OR value ILIKE 'nvidia%' OR value ILIKE '%a100%' OR value ILIKE '%h100%'"
+            " OR value ILIKE '%h200%') AND length(value) < 64 ORDER BY 1 LIMIT 8"
+        ).fetchall()
+    ]
+    return names
+
+
+def run(
+    name: str,
+    store: Any = None,
+    *,
+    run_id: str | None = None,
+    rank: int | None = None,
+    params: dict[str, Any] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+    device: str | None = None,
+    peaks: Any = None,
+) -> pa.Table:
+    """Run query `name` over one run (default: the most recently ingested) and return an Arrow table.
+
+    params: values as strings (CLI) or Python values, converted by the declared types. device: a preset name
+    (traceql.devices) overriding detection. peaks: a devices.Device, or a mapping of peak params
+    ({"peak_hbm_bps": 1.6e12}) overriding single peaks. The result's schema metadata carries the run, the
+    peaks used and how they were chosen (b"traceql.peaks", b"traceql.peaks_note").
+    """
+    import duckdb
+
+    from . import devices
+    from ._duck import arrow_table
+
+    spec = get(name)
+    bind_params(spec, params, fill={p.name: 0 for p in spec.params if p.name in devices.PEAK_PARAMS})  # fail fast
+    own = con is None
+    if own:
+        from . import engine
+
+        con = engine.connect(store)
+    assert con is not None
+    cur = con.cursor()
+    try:
+        rid = _pick_run(cur, run_id)
+        _scope_views(cur, rid, rank if spec.rank_filter == "input" else None)
+        if isinstance(peaks, devices.Device):
+            choice = devices.PeakChoice(peaks, peaks.peaks(), f"device preset {peaks.key}")
+        else:
+            choice = devices.resolve(device=device, detected=detected_device_names(cur), overrides=dict(peaks or {}))
+        bound = bind_params(spec, params, fill=choice.peaks)
+        _load_helpers(cur)
+        try:
+            table = arrow_table(cur.sql(spec.sql, params=bound))
+        except duckdb.Error as e:
+            raise QueryError(f"{name}: {_duck_error(e)}") from e
+    finally:
+        cur.close()
+        if own:
+            con.close()
+    if rank is not None and spec.rank_filter == "output" and "rank" in table.column_names:
+        import pyarrow.compute as pc
+
+        table = table.filter(pc.equal(table["rank"], rank))
+    meta = {
+        b"traceql.query": name.encode(),
+        b"traceql.run_id": rid.encode(),
+        b"traceql.peaks": json.dumps({k: bound.get(k, v) for k, v in choice.peaks.items()}).encode(),
+        b"traceql.peaks_note": choice.note.encode(),
+        b"traceql.params": json.dumps(bound, default=str).encode(),
+    }
+    return table.replace_schema_metadata(meta)
+
+
+def baseline_step_ns(store: Any = None, run_id: str | None = None, con: duckdb.DuckDBPyConnection | None = None) -> float:
+    """Mean step wall time (ns) of a run over its ranks and steps: the `baseline_step_ns` of wait_attribution."""
+    t = run("step_breakdown", store, run_id=run_id, con=con)
+    walls = [w for w in t.column("wall_ns").to_pylist() if w]
+    if not walls:
+        raise QueryError(f"baseline run {run_id!r} has no steps or kernels to time")
+    return sum(walls) / len(walls)
+
+
+def shell_script(name: str, params: dict[str, Any] | None = None, peaks: dict[str, float | None] | None = None) -> str:
+    """A script for the stock duckdb shell (run it in the store directory): views, helpers, the query, its params.
+
+    Unset params get their header defaults, peaks from `peaks`; the query sees every run in the store.
+    """
+    spec = get(name)
+    bound = bind_params(spec, params, fill=peaks)
+    lines = [".read views.sql"]
+    lines += [h.strip() for h in helper_sql()]
+    body = spec.sql.strip().rstrip(";")
+    if not spec.params:
+        lines.append(body + ";")
+        return "\n".join(lines) + "\n"
+    lines.append(f"PREPARE {name} AS\n{body};")
+    args = ", ".join(f"{k} := {_literal(v, spec.param(k).type)}" for k, v in bound.items())  # type: ignore[union-attr]
+    lines.append(f"EXECUTE {name}({args});")
+    return "\n".join(lines) + "\n"
+
+
+def _literal(v: Any, type_: str) -> str:
+    if v is None:
+        return f"NULL::{type_}"
+    if type_ == "VARCHAR":
+        return _sql_str(str(v))
+    if type_ == "BOOLEAN":
+        return "true" if v else "false"
+    return repr(v) if type_ == "DOUBLE" else str(int(v))
