@@ -3,7 +3,7 @@
 large_trace_view(path, target_bytes, seed): a standalone torch_npu trace_view.json (array root, string ts)
 with a realistic event mix (~55% X events with args, ~30% HBM/LLC counters, the rest flows and metadata).
 write_cluster(out_dir, n_ranks, bytes_per_rank, seed): an N-rank cluster folder of full torch_npu dumps
-(kernel_details.csv, trace_view.json, communication*.json, ...) of about `bytes_per_rank` each, built from
+(kernel_details.csv, trace_view.json, communication*.json, ...) of at least `bytes_per_rank` each, built from
 the article scenario so the data stays meaningful (slow rank HBM-saturated, fast ranks wait in all-reduce).
 Both are deterministic for a given seed.
 """
@@ -64,7 +64,8 @@ def cluster_scenario(n_ranks: int, *, steps_per_second: int = 50) -> Scenario:
 
 def write_cluster(out_dir: str | Path, n_ranks: int, bytes_per_rank: int, seed: int = 0, *,
                   aic_metrics: str = "Memory", steps_per_second: int = 50) -> dict[str, object]:
-    """An N-rank cluster folder (rank{r}_ascend_pt/...) of about bytes_per_rank per rank.
+    """An N-rank cluster folder (rank{r}_ascend_pt/...) of at least bytes_per_rank per rank (one more second
+    of timeline at most).
 
     The article scenario fills one second and is replayed `repetitions` times. `seed` shifts the base time
     (so two clusters with different seeds do not collide) while the content stays the same pattern.
@@ -73,9 +74,7 @@ def write_cluster(out_dir: str | Path, n_ranks: int, bytes_per_rank: int, seed: 
     sc = cluster_scenario(n_ranks, steps_per_second=steps_per_second)
     sc.base_ns += seed * 3600 * NS_PER_S
     sc.finalize()
-    probe = RankWriter(sc, sc.ranks[-1], WriteOptions(aic_metrics=aic_metrics), repeat=2)
-    per_rep = len(probe.trace_events()) + len(probe.kernel_rows()) + len(probe.communication_steps()) \
-        + len(probe.matrix_steps()) + len(probe.step_rows()) + len(probe.memory_rows())
+    per_rep = min(_rep_bytes(RankWriter(sc, rt, WriteOptions(aic_metrics=aic_metrics), repeat=2)) for rt in sc.ranks)
     reps = max(1, -(-bytes_per_rank // per_rep))
     sc.repeat = reps
     paths = write_torch_npu_dump(sc, out_dir, aic_metrics=aic_metrics)
@@ -83,3 +82,9 @@ def write_cluster(out_dir: str | Path, n_ranks: int, bytes_per_rank: int, seed: 
     dt = time.perf_counter() - t0
     return {"paths": paths, "bytes": total, "seconds": dt, "mb_per_s": total / 1e6 / dt if dt else 0.0,
             "repetitions": reps}
+
+
+def _rep_bytes(rw: RankWriter) -> int:
+    """Bytes one repetition adds to a rank's files (the smallest rank sets the repetition count)."""
+    return (len(rw.trace_events()) + len(rw.kernel_rows()) + len(rw.communication_steps()) + len(rw.matrix_steps())
+            + len(rw.step_rows()) + len(rw.memory_rows()))
