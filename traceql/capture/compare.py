@@ -6,7 +6,9 @@ memory) through SQL, so it works on any Kineto/torch_npu run. Counts are per pro
 "Operators" are the outermost aten:: ops on each thread (an aten op not inside another aten op): what the
 framework dispatched, whatever wrappers (autograd engine, user annotations) sit above them. View/metadata ops
 move no data and are left out. "Modeled bytes" of an operator = the sizes of its tensor inputs from the
-recorded shapes and dtypes (Kineto records no output shapes): a lower bound on the memory it touches.
+recorded shapes and dtypes (Kineto records no output shapes; 0-d tensors, i.e. wrapped Python scalars, are
+not counted): a lower bound on the memory it touches. "Modeled FLOPs" = 2*M*N*K for matmul-family ops and one
+FLOP per input element for every other op (Kineto's chrome trace carries no FLOP counts in torch 2.13).
 """
 
 from __future__ import annotations
@@ -81,22 +83,50 @@ def _dims(item: Any) -> list[int] | None:
         return None
 
 
-def input_bytes(shapes: Any, dtypes: Any) -> int:
-    """Bytes of the tensor inputs: numel x element size for each input whose type is a tensor dtype."""
-    total = 0
+def _tensor_inputs(shapes: Any, dtypes: Any) -> list[tuple[list[int], int]]:
+    """(dims, element size) of each tensor input of at least one dimension."""
+    out = []
     dims_list, types = _parse_list(shapes), _parse_list(dtypes)
     for i, t in enumerate(types):
         size = DTYPE_BYTES.get(str(t).strip())
         if size is None or i >= len(dims_list):
             continue
         dims = _dims(dims_list[i])
-        if dims is None:
-            continue
-        n = 1
-        for d in dims:
-            n *= d
-        total += n * size
-    return total
+        if dims:  # None: a TensorList; []: a 0-d tensor (a wrapped Python scalar)
+            out.append((dims, size))
+    return out
+
+
+def _numel(dims: list[int]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def input_bytes(shapes: Any, dtypes: Any) -> int:
+    """Bytes of the tensor inputs: numel x element size for each input whose type is a tensor dtype."""
+    return sum(_numel(d) * size for d, size in _tensor_inputs(shapes, dtypes))
+
+
+MATMUL_OPS = {"aten::mm", "aten::matmul", "aten::bmm", "aten::addmm", "aten::linear", "aten::baddbmm"}
+
+
+def modeled_flops(name: str, shapes: Any, dtypes: Any) -> int:
+    """2*M*N*K for matmul-family ops (batch dims multiplied in), else one FLOP per element of the first input."""
+    ins = [d for d, _ in _tensor_inputs(shapes, dtypes)]
+    if not ins:
+        return 0
+    if name in MATMUL_OPS:
+        if name in ("aten::addmm", "aten::baddbmm") and len(ins) >= 3:
+            ins = ins[1:]  # (bias, a, b)
+        if name == "aten::linear" and len(ins) >= 2:  # input [..., K], weight [N, K]
+            a, w = ins[0], ins[1]
+            return 2 * _numel(a[:-1]) * a[-1] * (w[0] if len(w) == 2 else 1)
+        if len(ins) >= 2 and len(ins[0]) >= 2 and len(ins[1]) >= 2:
+            a, b = ins[0], ins[1]
+            return 2 * _numel(a[:-1]) * a[-1] * b[-1]
+    return _numel(ins[0])
 
 
 def _extra(extra: Any, key: str) -> Any:
@@ -170,16 +200,21 @@ def run_metrics(con: Any, run: str) -> dict[str, Any]:
     ]
     counts: Counter[str] = Counter(o["name"] for o in ops)
     op_bytes = [input_bytes(o["shapes"], o["dtypes"]) for o in ops]
+    flops = sum(modeled_flops(o["name"], o["shapes"], o["dtypes"]) for o in ops)
     dtype_bytes: Counter[str] = Counter()
     for o, b in zip(ops, op_bytes, strict=True):
         types = [t for t in _parse_list(o["dtypes"]) if str(t) in DTYPE_BYTES]
         if types:
             dtype_bytes[str(types[0])] += b
-    flops = [float(f) for o in ops if (f := _extra(o["extra"], "flops")) not in (None, "")]
     # layouts: a 4-D conv input is channels-last when its channel stride is 1 (NHWC in memory)
     conv = _outermost_ops([r for r in rows if r[0] in CONV_OPS])  # aten::conv2d, or the op below it
     conv_cl = sum(1 for o in conv if _is_channels_last(o))
-    # copies vs compute, across threads (CPU prefetch thread) — device streams are in `device` below
+    # copies vs compute across threads (the CPU prefetch thread); device streams are under "device"
+    compute_ns: Counter[Any] = Counter()
+    for o in ops:
+        if o["name"] not in COPY_OPS:
+            compute_ns[o["tid"]] += o["end"] - o["ts"]
+    main_tid = compute_ns.most_common(1)[0][0] if compute_ns else None
     copy_iv = [(o["ts"], o["end"], o["tid"]) for o in ops if o["name"] in COPY_OPS]
     compute_iv = [(o["ts"], o["end"], o["tid"]) for o in ops if o["name"] not in COPY_OPS]
     copy_ns = sum(e - s for s, e, _ in copy_iv)
@@ -188,26 +223,38 @@ def run_metrics(con: Any, run: str) -> dict[str, Any]:
         "SELECT max(allocated_bytes) - min(allocated_bytes) FROM memory WHERE run_id = ? AND allocated_bytes IS NOT NULL",
         [run],
     ).fetchone()[0]
+    total_bytes = sum(op_bytes)
     out = {
         "run": run,
         "steps": steps,
         "ops_per_step": len(ops) / steps,
         "op_counts": dict(counts.most_common(12)),
-        "modeled_bytes_per_step": sum(op_bytes) / steps,
+        "modeled_bytes_per_step": total_bytes / steps,
         "max_op_modeled_bytes": max(op_bytes, default=0),
+        # the op size the typical byte moves with: half of all modeled bytes move in ops at most this big
+        "median_op_bytes_weighted": _weighted_median(op_bytes),
         "modeled_bytes_by_dtype": {k: v / steps for k, v in dtype_bytes.items()},
-        "flops_per_step": sum(flops) / steps if flops else None,
+        "modeled_flops_per_step": flops / steps,
+        "flops_per_modeled_byte": flops / total_bytes if total_bytes else None,
         "conv_ops": len(conv),
         "conv_channels_last": conv_cl,
         "copy_ops_per_step": len(copy_iv) / steps,
-        "copy_threads": len({t for _, _, t in copy_iv}),
+        "copy_off_main_thread_ratio": sum(1 for *_, t in copy_iv if t != main_tid) / len(copy_iv) if copy_iv else None,
         "copy_overlap_ratio": overlapped / copy_ns if copy_ns else None,
         "memory_rise_bytes": int(mem) if mem is not None else None,
         "device": _device_metrics(con, run, steps),
     }
-    if out["flops_per_step"] and out["modeled_bytes_per_step"]:
-        out["flops_per_modeled_byte"] = out["flops_per_step"] / out["modeled_bytes_per_step"]
     return out
+
+
+def _weighted_median(values: list[int]) -> int:
+    total = sum(values)
+    acc = 0
+    for v in sorted(values):
+        acc += v
+        if 2 * acc >= total:
+            return v
+    return 0
 
 
 def _is_channels_last(op: dict[str, Any]) -> bool:

@@ -189,7 +189,9 @@ def _peak(torch: Any, kind: str) -> int | None:
     return None
 
 
-def open_profiler(backend: Backend, dump: Path, worker: str, schedule: Schedule | None, npu: NpuOptions, use_gzip: bool) -> tuple[Any, str, dict[str, Any]]:
+def open_profiler(
+    backend: Backend, dump: Path, worker: str, schedule: Schedule | None, npu: NpuOptions, use_gzip: bool, all_threads: bool = False
+) -> tuple[Any, str, dict[str, Any]]:
     """(profiler context, profiler name, options used) for the backend; schedule None records start to stop."""
     sched = schedule.as_dict() if schedule else None
     if backend.kind == "npu":
@@ -199,7 +201,7 @@ def open_profiler(backend: Backend, dump: Path, worker: str, schedule: Schedule 
         return prof, "torch_npu.profiler", opts
     from . import torch_driver
 
-    prof, opts = torch_driver.open_profiler(backend.kind, dump, worker, sched, use_gzip)
+    prof, opts = torch_driver.open_profiler(backend.kind, dump, worker, sched, use_gzip, all_threads)
     return prof, "torch.profiler", opts
 
 
@@ -226,7 +228,8 @@ def capture_workload(
     dump = new_dump_dir(out, wl.name)
     ctx = workloads.Ctx(device=torch.device(tensor_device(backend)), kind=backend.kind, size=size, params=wl.sizes[size])
     step = wl.build(ctx)
-    prof, prof_name, options = open_profiler(backend, dump, wl.name, schedule, npu, use_gzip)
+    all_threads = wl.all_threads_on_cpu and backend.kind == "cpu"
+    prof, prof_name, options = open_profiler(backend, dump, wl.name, schedule, npu, use_gzip, all_threads)
     walls: list[float] = []
     with prof:
         for i in range(schedule.total):

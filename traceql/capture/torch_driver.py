@@ -38,7 +38,9 @@ def _experimental_config(**wanted: Any) -> tuple[Any, dict[str, Any]]:
         return cls(), {}
 
 
-def open_profiler(kind: str, trace_dir: Path, worker_name: str, schedule: dict[str, int] | None, use_gzip: bool) -> tuple[Any, dict[str, Any]]:
+def open_profiler(
+    kind: str, trace_dir: Path, worker_name: str, schedule: dict[str, int] | None, use_gzip: bool, all_threads: bool = False
+) -> tuple[Any, dict[str, Any]]:
     """A torch.profiler.profile (not started) writing one Kineto trace into trace_dir, and the options used.
 
     schedule None: record from start() to stop() (the trace is written on stop).
@@ -47,8 +49,9 @@ def open_profiler(kind: str, trace_dir: Path, worker_name: str, schedule: dict[s
     from torch.profiler import ProfilerActivity, profile, tensorboard_trace_handler
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if kind == "cuda" else [])
-    # profile_all_threads: ops on loader/prefetch threads are recorded too (torch >= 2.6)
-    exp, exp_used = _experimental_config(profile_all_threads=True)
+    # profile_all_threads: ops on loader/prefetch threads are recorded too (torch >= 2.6), but with torch 2.13 the
+    # trace then has no [memory] events, so only the workloads that compute on a second thread ask for it
+    exp, exp_used = _experimental_config(profile_all_threads=True) if all_threads else _experimental_config()
     sched = None
     if schedule is not None:
         sched = torch.profiler.schedule(wait=schedule["wait"], warmup=schedule["warmup"], active=schedule["active"], repeat=1)
