@@ -419,17 +419,18 @@ def test_npu_mem_counters_when_no_json(sample: Path, tmp_path: Path) -> None:
     src = _read(_mpo(prof) / f"npu_mem_{FILE_TS}.csv")
     rows = _q(
         con,
-        "SELECT channel, ts_ns, value FROM counters WHERE track = 'NPU MEM' AND metric = 'used' AND unit = 'bytes'",
+        "SELECT channel, ts_ns, value FROM counters WHERE track = 'NPU MEM' AND metric = 'hbm_used' AND unit = 'bytes'",
     )
     want = {
         (
-            f"{'APP' if r['event'] == 'app' else 'Device'}/HBM",
+            "APP" if r["event"] == "app" else "Device",
             _ns(r["timestamp(us)"]),
             float(int(r["hbm(KB)"]) * 1024),
         )
         for r in src
     }
-    assert want <= set(rows) and len(rows) == 3 * len(src)
+    assert set(rows) == want and len(rows) == len(src)
+    assert _q(con, "SELECT count(*) FROM counters WHERE track = 'NPU MEM'") == [(3 * len(src),)]
 
 
 def test_op_stats_and_hbm_summary(sample: Path, con) -> None:  # type: ignore[no-untyped-def]
@@ -622,3 +623,41 @@ def test_cli_ingest_sample(cli, sample: Path, tmp_path: Path) -> None:  # type: 
     r = cli("ingest", sample, "--store", tmp_path / "st", "-q", "--name", "ms")
     assert r.code == 0, r
     assert "msprof_text" in r.out and "kernels 27" in r.out
+
+
+def test_msprof_json_through_trace_view(sample: Path, con) -> None:  # type: ignore[no-untyped-def]
+    """The JSON adds host ops, counters and collectives, but no second copy of the op_summary kernels."""
+    import json
+
+    pytest.importorskip(
+        "traceql.parsers.trace_view", reason="the shared chrome-trace reader is not written yet"
+    )
+    ev = json.loads((_mpo(sample) / f"msprof_{FILE_TS}.json").read_text())
+    cann_x = sum(1 for e in ev if e["ph"] == "X" and e["pid"] == 3170820320)
+    hbm_c = sum(1 for e in ev if e["ph"] == "C" and e["pid"] == 3170820640)
+    mem_c = sum(1 for e in ev if e["ph"] == "C" and e["pid"] == 3170820704)
+    assert _q(con, "SELECT count(*) FROM kernels") == [(27,)]
+    assert _q(con, "SELECT count(*) FROM host_ops") == [(cann_x,)]
+    assert _q(con, "SELECT count(*) FROM counters WHERE track = 'HBM'") == [(hbm_c,)]
+    # NPU MEM counters come from the JSON only (npu_mem_*.csv goes to `memory` then): no duplicates
+    assert _q(con, "SELECT count(*) FROM counters WHERE track = 'NPU MEM'") == [(mem_c,)]
+    # the msprof track is called `Communication` (torch_npu: `HCCL`): its 3 allReduce ops are collectives
+    assert _q(con, "SELECT count(*) FROM comm_ops") == [(3,)]
+
+
+def test_npu_mem_csv_counters_equal_the_json_counters(sample: Path, con, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Without the JSON, npu_mem_*.csv yields the same NPU MEM series trace_view reads from the JSON."""
+    import traceql
+
+    pytest.importorskip(
+        "traceql.parsers.trace_view", reason="the shared chrome-trace reader is not written yet"
+    )
+    prof = tmp_path / sample.name
+    shutil.copytree(sample, prof)
+    (_mpo(prof) / f"msprof_{FILE_TS}.json").unlink()
+    ingest_run(prof, store=tmp_path / "st")
+    sql = (
+        "SELECT channel, metric, unit, name, ts_ns, value FROM counters WHERE track = 'NPU MEM' ORDER BY ALL"
+    )
+    from_csv = _q(traceql.connect(tmp_path / "st"), sql)
+    assert from_csv == _q(con, sql) and len(from_csv) == 36

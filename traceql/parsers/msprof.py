@@ -20,7 +20,7 @@ a device suffix (`op_summary_0_1.csv`): all files of one module are parts of one
 | op_statistic_* / api_statistic_* / communication_statistic_* | op_stats (source = module name) | µs -> ns, % -> 0..1 |
 | memory_record_* / operator_memory_* / npu_module_mem_* | memory kind record / op / module | **KB** x 1024 (§9 item 9) |
 | npu_mem_* | memory kind 'npu_mem', component `APP/HBM`, `APP/DDR`, `APP/Memory`, `Device/...` | KB x 1024 |
-|          | + counters track 'NPU MEM' (same channel names, metric 'used', unit bytes) only when no msprof_*.json was parsed (the JSON carries the same samples as `NPU MEM` counters) | |
+|          | + counters track 'NPU MEM' (channel APP/Device, metric hbm_used/ddr_used/memory_used, unit bytes: trace_view's naming) only when no msprof_*.json was parsed (the JSON carries the same samples as `NPU MEM` counters) | |
 | hbm_* / ddr_* | run_meta `msprof.hbm.<device>.<Metric>.read_bps` / `.write_bps`: a per-run summary (one average per HBM unit), not a time series, so not counters | MB/s x 1e6 |
 | l2_cache_* | l2_cache | ratio as written |
 | step_trace_*.csv | steps source='step_trace' (ts = Iteration End - Iteration Time) | µs -> ns |
@@ -583,10 +583,11 @@ def _parse_npu_mem(path: Path, out: RankWriter, counters: bool) -> None:
             },
         )
         if counters:
+            # named exactly like parsers.trace_view names the JSON's `NPU MEM` counters (`APP/HBM` {KB: ...})
             exprs = {
                 "track": "'NPU MEM'",
-                "channel": channel,
-                "metric": "'used'",
+                "channel": label,
+                "metric": f"'{kind.lower()}_used'",
                 "unit": "'bytes'",
                 "name": channel,
                 "ts_ns": ts,
