@@ -9,17 +9,18 @@
 -- column: rank INTEGER                 -- rank (null for scope run)
 -- column: step BIGINT                  -- step (scope step only)
 -- column: steps BIGINT                 -- rank-steps aggregated in the row
--- column: wall_ns BIGINT               -- wall time of the step windows; the six parts below add up to it
+-- column: wall_ns BIGINT               -- wall time of the step windows; the seven parts below add up to it
 -- column: compute_hbm_saturated_ns BIGINT -- compute while device HBM bandwidth >= sat_threshold x peak
 -- column: compute_other_ns BIGINT      -- the rest of the compute time
 -- column: comm_transit_ns BIGINT       -- communication not hidden by compute, moving data
 -- column: comm_wait_peer_hbm_ns BIGINT -- communication waiting for a late peer while that peer was in HBM-saturated compute
 -- column: comm_wait_other_ns BIGINT    -- other communication waiting (late peer not saturated, peers not in the dump, sync, HCCL idle)
--- column: idle_ns BIGINT               -- no kernel and no communication: host-bound, data loading, launch gaps
+-- column: idle_ns BIGINT               -- no kernel and no communication between the step's first and last device op: launch gaps, host stalls
+-- column: host_ns BIGINT               -- step time before the first and after the last device op (data loading, Python, the profiler's Preparing)
 -- column: memory_share DOUBLE          -- (compute_hbm_saturated + comm_wait_peer_hbm) / wall, 0..1
 -- column: communication_share DOUBLE   -- (comm_transit + comm_wait_other) / wall, 0..1
 -- column: compute_share DOUBLE         -- compute_other / wall, 0..1
--- column: idle_share DOUBLE            -- idle / wall, 0..1
+-- column: idle_host_share DOUBLE       -- (idle + host) / wall, 0..1
 -- column: compute_hbm_utilization DOUBLE -- time-weighted HBM utilisation while computing, 0..1 (null without a peak)
 -- column: compute_fraction DOUBLE      -- (all compute) / wall: the scaling-efficiency estimate without a baseline
 -- column: mean_step_ns DOUBLE          -- wall_ns / steps
@@ -28,8 +29,10 @@
 -- column: verdict_reason VARCHAR       -- the shares behind the verdict, in words
 --
 -- Definitions (the timeline is built in _helpers.sql: _bw_segments, _comm_events, _comm_parts, _timeline):
--- * Wall time = the step windows of each rank; every instant in them gets exactly one category, so the six
---   parts add up to wall_ns (up to rounding of fractional shares to whole ns).
+-- * Wall time = the step windows of each rank (the host step when the steps table has its start, else first
+--   to last kernel); every instant in them gets exactly one category, so the seven parts add up to wall_ns
+--   (up to rounding of fractional shares to whole ns). Time with neither compute nor communication is host
+--   before the step's first / after its last device op, idle in between.
 -- * Compute wins: an instant with a compute kernel running is compute, even when communication overlaps it.
 --   It is HBM-saturated when the device HBM bandwidth then (every running kernel's bytes / duration, summed)
 --   is at least sat_threshold x peak_hbm_bps.
@@ -40,13 +43,18 @@
 --   (capped at the rest's length; all of it when the dump has no transit split) is comm_transit, the remainder
 --   (HCCL idle/sync, peers outside the dump) is comm_wait_other. Concurrent ops share an instant equally.
 -- * Verdict: memory = compute_hbm_saturated + comm_wait_peer_hbm, communication = comm_transit +
---   comm_wait_other, compute = compute_other, host/idle = idle; the largest share wins (ties in that order).
+--   comm_wait_other, compute = compute_other, host/idle = idle + host; the largest share wins (ties in that
+--   order).
 --   This tells the article's case (ranks wait in all-reduce while a peer computes at >= 80% HBM: memory)
 --   from a truly communication-bound one (time spent moving data or waiting with HBM not saturated).
 -- * Scaling: compute_fraction = compute / wall (1.0 = no communication or idle exposed); with a baseline run,
 --   scaling_vs_baseline = baseline mean step time / this run's mean step time (the article's 0.58).
 WITH tl AS MATERIALIZED (
-    SELECT * FROM _timeline($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
+    SELECT *,
+           min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,
+           max(t1) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS last_busy
+    FROM _timeline($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
+    WINDOW w AS (PARTITION BY run_id, rank, step)
 ), parts AS (
     SELECT run_id, rank, step, dur_ns,
            CASE WHEN n_comp > 0 AND sat THEN dur_ns ELSE 0 END AS c_sat,
@@ -54,7 +62,8 @@ WITH tl AS MATERIALIZED (
            CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * transit_share ELSE 0 END AS m_transit,
            CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * peer_hbm_share ELSE 0 END AS m_peer,
            CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * (1 - transit_share - peer_hbm_share) ELSE 0 END AS m_other,
-           CASE WHEN n_comp = 0 AND n_comm = 0 THEN dur_ns ELSE 0 END AS idle,
+           CASE WHEN n_comp = 0 AND n_comm = 0 AND t0 >= first_busy AND t1 <= last_busy THEN dur_ns ELSE 0 END AS idle,
+           CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false) THEN dur_ns ELSE 0 END AS host,
            CASE WHEN n_comp > 0 THEN bw_bps * dur_ns ELSE 0 END AS comp_bw_ns
     FROM tl
 ), agg AS (
@@ -68,6 +77,7 @@ WITH tl AS MATERIALIZED (
            round(sum(m_peer))::BIGINT AS comm_wait_peer_hbm_ns,
            round(sum(m_other))::BIGINT AS comm_wait_other_ns,
            sum(idle)::BIGINT AS idle_ns,
+           sum(host)::BIGINT AS host_ns,
            sum(comp_bw_ns) AS comp_bw_ns
     FROM parts
     GROUP BY GROUPING SETS ((run_id), (run_id, rank), (run_id, rank, step))
@@ -76,26 +86,27 @@ WITH tl AS MATERIALIZED (
            (compute_hbm_saturated_ns + comm_wait_peer_hbm_ns) / nullif(wall_ns, 0) AS memory_share,
            (comm_transit_ns + comm_wait_other_ns) / nullif(wall_ns, 0) AS communication_share,
            compute_other_ns / nullif(wall_ns, 0) AS compute_share,
-           idle_ns / nullif(wall_ns, 0) AS idle_share,
+           (idle_ns + host_ns) / nullif(wall_ns, 0) AS idle_host_share,
            comp_bw_ns / nullif(compute_hbm_saturated_ns + compute_other_ns, 0) / $peak_hbm_bps::DOUBLE AS compute_hbm_utilization,
            (compute_hbm_saturated_ns + compute_other_ns) / nullif(wall_ns, 0) AS compute_fraction,
            wall_ns / nullif(steps, 0) AS mean_step_ns
     FROM agg
 )
 SELECT run_id, scope, rank, step, steps, wall_ns, compute_hbm_saturated_ns, compute_other_ns, comm_transit_ns,
-       comm_wait_peer_hbm_ns, comm_wait_other_ns, idle_ns, memory_share, communication_share, compute_share, idle_share,
+       comm_wait_peer_hbm_ns, comm_wait_other_ns, idle_ns, host_ns, memory_share, communication_share, compute_share,
+       idle_host_share,
        compute_hbm_utilization, compute_fraction, mean_step_ns,
        $baseline_step_ns::DOUBLE / nullif(mean_step_ns, 0) AS scaling_vs_baseline,
        CASE WHEN coalesce(wall_ns, 0) = 0 THEN NULL
-            WHEN memory_share >= greatest(communication_share, compute_share, idle_share) THEN 'memory-bound'
-            WHEN communication_share >= greatest(compute_share, idle_share) THEN 'communication-bound'
-            WHEN compute_share >= idle_share THEN 'compute-bound'
+            WHEN memory_share >= greatest(communication_share, compute_share, idle_host_share) THEN 'memory-bound'
+            WHEN communication_share >= greatest(compute_share, idle_host_share) THEN 'communication-bound'
+            WHEN compute_share >= idle_host_share THEN 'compute-bound'
             ELSE 'host/idle-bound' END AS verdict,
        CASE WHEN coalesce(wall_ns, 0) > 0 THEN printf(
-            'memory %.0f%% (HBM-saturated compute %.0f%% + waiting on HBM-saturated peers %.0f%%), communication %.0f%% (transit %.0f%% + other waiting %.0f%%), other compute %.0f%%, idle/host %.0f%%%s',
+            'memory %.0f%% (HBM-saturated compute %.0f%% + waiting on HBM-saturated peers %.0f%%), communication %.0f%% (transit %.0f%% + other waiting %.0f%%), other compute %.0f%%, idle/host %.0f%% (idle %.0f%% + host %.0f%%)%s',
             100 * memory_share, 100 * compute_hbm_saturated_ns / wall_ns, 100 * comm_wait_peer_hbm_ns / wall_ns,
             100 * communication_share, 100 * comm_transit_ns / wall_ns, 100 * comm_wait_other_ns / wall_ns,
-            100 * compute_share, 100 * idle_share,
+            100 * compute_share, 100 * idle_host_share, 100 * idle_ns / wall_ns, 100 * host_ns / wall_ns,
             CASE WHEN $peak_hbm_bps::DOUBLE IS NULL THEN '; HBM peak unknown, so no compute counts as saturated' ELSE '' END)
        END AS verdict_reason
 FROM shares

@@ -229,14 +229,14 @@ def resolve(
                 note = f"device {nm!r} detected in the dump -> preset {dev.key}"
                 break
         else:
-            note = (
-                f"device {names[0]!r} has no preset" if names else "no device name in the dump"
-            ) + f": peaks unknown (pass --device one of {', '.join(_BY_KEY)}, or --peak-hbm-gbps)"
+            note = f"device {names[0]!r} has no preset" if names else "no device name in the dump"
     peaks: dict[str, float | None] = dev.peaks() if dev else dict.fromkeys(PEAK_PARAMS)
     for k, v in (overrides or {}).items():
         if k not in PEAK_PARAMS:
             raise QueryError(f"unknown peak {k!r}; expected one of {', '.join(PEAK_PARAMS)}")
         if v is not None:
             peaks[k] = float(v)
-            note += f"; {k} overridden to {float(v):.6g}"
+            note += f"; {k} set to {float(v):.6g}"
+    if peaks["peak_hbm_bps"] is None:
+        note += f": HBM peak unknown (pass --device one of {', '.join(_BY_KEY)}, or --peak-hbm-gbps)"
     return PeakChoice(dev, peaks, note)

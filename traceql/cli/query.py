@@ -1,0 +1,129 @@
+"""`traceql query`: run a documented metric query (queries/*.sql) over one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ._common import RankOpt, RunOpt, StoreOpt, resolve_run
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    from ..errors import QueryError
+
+    out: dict[str, str] = {}
+    for it in items:
+        if "=" not in it:
+            raise QueryError(f"--param {it!r}: expected NAME=VALUE")
+        k, v = it.split("=", 1)
+        k = k.strip()
+        if k in out:
+            raise QueryError(f"--param {k} given twice")
+        out[k] = v
+    return out
+
+
+def _list(fmt: str, output: Path | None) -> None:
+    import pyarrow as pa
+
+    from .. import queries
+    from ._output import emit
+
+    specs = queries.list_queries()
+    if fmt == "json":
+        import json
+        import sys
+
+        data = [
+            {
+                "name": s.name,
+                "description": s.description,
+                "params": [{"name": p.name, "type": p.type, "default": None if p.required else p.default,
+                            "required": p.required, "doc": p.doc} for p in s.params],
+                "columns": [{"name": c.name, "type": c.type, "doc": c.doc} for c in s.columns],
+            }
+            for s in specs
+        ]
+        text = json.dumps(data, indent=1)
+        if output:
+            output.write_text(text + "\n", encoding="utf-8")
+        else:
+            sys.stdout.write(text + "\n")
+        return
+    table = pa.table(
+        {
+            "name": [s.name for s in specs],
+            "description": [s.description for s in specs],
+            "params": [s.signature() for s in specs],
+        }
+    )
+    emit(table, fmt, output)
+
+
+def query_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="Query to run (see --list).")] = None,
+    list_: Annotated[bool, typer.Option("--list", "-l", help="List every query with its description and params.")] = False,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="Query parameter NAME=VALUE (repeatable).")] = None,
+    store: StoreOpt = None,
+    run: RunOpt = None,
+    rank: RankOpt = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.")] = None,
+    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Baseline run (e.g. 1 card) for wait_attribution's scaling_vs_baseline.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table|csv|json|parquet")] = "table",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")] = None,
+    show_sql: Annotated[bool, typer.Option("--show-sql", help="Print a script for the stock duckdb shell instead of running.")] = False,
+) -> None:
+    """Run a metric query (HBM bytes per operator, HBM utilisation, wait attribution...) over a run.
+
+    Examples:
+      traceql query --list
+      traceql query op_hbm_bytes --param top_n=10
+      traceql query wait_attribution --run resnet-8card --baseline resnet-1card
+      traceql query hbm_utilization --device ascend910b --format csv
+    """
+    from .. import queries
+    from ..errors import QueryError
+    from . import _console
+    from ._output import emit
+
+    if list_ or name is None:
+        _list(fmt, output)
+        return
+    spec = queries.get(name)
+    params: dict[str, Any] = _parse_params(param or [])
+    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
+    if show_sql:
+        from .. import devices
+
+        choice = devices.resolve(device=device, overrides=peaks) if (device or peaks) else None
+        import sys
+
+        sys.stdout.write(queries.shell_script(name, params, choice.peaks if choice else None))
+        return
+    run_id = resolve_run(store, run)
+    if baseline is not None:
+        if spec.param("baseline_step_ns") is None:
+            raise QueryError(f"--baseline applies to queries with a baseline_step_ns param (wait_attribution), not {name}")
+        if "baseline_step_ns" in params:
+            raise QueryError("give either --baseline RUN or --param baseline_step_ns=NS, not both")
+        resolve_run(store, baseline)
+        params["baseline_step_ns"] = queries.baseline_step_ns(store, baseline)
+    table = queries.run(name, store, run_id=run_id, rank=rank, params=params, device=device, peaks=peaks)
+    meta = table.schema.metadata or {}
+    if any(p.name.startswith("peak_") for p in spec.params):
+        import json
+
+        note = meta.get(b"traceql.peaks_note", b"").decode()
+        used = json.loads(meta.get(b"traceql.peaks", b"{}"))
+        if used.get("peak_hbm_bps") is None:
+            _console.warn(f"run {run_id}: {note}; HBM utilisation columns are null")
+        elif note:
+            _console.info(f"run {run_id}: {note}")
+    emit(table, fmt, output)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("query")(query_cmd)
