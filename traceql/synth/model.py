@@ -407,14 +407,15 @@ class RankTrace:
     def step_breakdown(self, step: Step) -> dict[str, float]:
         """step_trace_time.csv values (µs) computed from the op intervals inside the step window.
 
-        Computing = union of compute-task time; Communication = union of collective time; Overlapped = their
+        Computing = union of compute-task time (kernel_details tasks; H2D copies are not computing);
+        Communication = union of collective time; Overlapped = their
         intersection; Communication(Not Overlapped) = Communication - Overlapped; Preparing = step start to
         the first device task; Free = the rest of the step after Preparing; Stage = step - Preparing
         (no receive ops, so Bubble = 0)."""
         if step.breakdown is not None:
             return dict(step.breakdown)
         lo, hi = step.start_ns, step.end_ns
-        comp = _clip([(o.start_ns, o.end_ns) for o in self.ops] + [(m.start_ns, m.end_ns) for m in self.memcpys], lo, hi)
+        comp = _clip([(o.start_ns, o.end_ns) for o in self.ops], lo, hi)
         comm = _clip([(c.start_ns, c.end_ns) for c in self.comms], lo, hi)
         comp_u, comm_u = union(comp), union(comm)
         computing = total(comp_u)
@@ -440,7 +441,7 @@ class RankTrace:
     def overlap_intervals(self, lo: int, hi: int) -> dict[str, list[tuple[int, int]]]:
         """Intervals of the Overlap Analysis track inside [lo, hi): Computing, Communication,
         Communication(Not Overlapped), Free (gaps between the first and last device activity)."""
-        comp = union(_clip([(o.start_ns, o.end_ns) for o in self.ops] + [(m.start_ns, m.end_ns) for m in self.memcpys], lo, hi))
+        comp = union(_clip([(o.start_ns, o.end_ns) for o in self.ops], lo, hi))
         comm = union(_clip([(c.start_ns, c.end_ns) for c in self.comms], lo, hi))
         not_ov = subtract(comm, comp)
         busy = union(comp + comm)
