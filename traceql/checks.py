@@ -101,29 +101,17 @@ def hbm_limit_bps(device: str | None) -> tuple[float, str]:
 
 
 def _device_peak_hbm_bps(device: str | None) -> float | None:
-    """Peak HBM bytes/s from traceql.devices (written by another module; probed defensively until it settles)."""
+    """Peak HBM bytes/s of the preset matching the dump's device name (traceql.devices), or None."""
     if not device:
         return None
     try:
-        from . import devices  # type: ignore[attr-defined]
-    except ImportError:
+        from . import devices
+    except ImportError:  # devices.py is optional for the checks: fall back to the absolute bound
         return None
-    preset: Any = None
-    for fn_name in ("lookup", "get", "preset", "find", "detect", "for_name"):
-        fn = getattr(devices, fn_name, None)
-        if callable(fn):
-            try:
-                preset = fn(device)
-            except Exception:  # an unknown device is not an error here
-                preset = None
-            if preset is not None:
-                break
-    if preset is None:
-        return None
-    for attr in ("hbm_peak_bps", "peak_hbm_bps", "hbm_bw_bps", "hbm_bandwidth_bps", "hbm_bps"):
-        v = preset.get(attr) if isinstance(preset, dict) else getattr(preset, attr, None)
-        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
-            return float(v)
+    preset = devices.detect(device)
+    peak = getattr(preset, "peak_hbm_bps", None)
+    if isinstance(peak, (int, float)) and math.isfinite(peak) and peak > 0:
+        return float(peak)
     return None
 
 

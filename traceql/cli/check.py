@@ -48,7 +48,7 @@ def check_cmd(
         for rid, res in report.items():
             for r in res:
                 status = "ERROR" if r["error"] else ("ok" if not r["failures"] else f"{r['failures']} row(s)")
-                rows.append((rid, r["name"], status, r["error"] or r["description"]))
+                rows.append((rid, r["name"], status, r["error"] or r["description"].split(": ")[0]))
         _console.print_table(["run", "check", "result", "what it looks for"], rows)
         for rid, res in report.items():
             for r in res:
