@@ -124,6 +124,21 @@ def test_memory_access_group_and_renamed_columns(tmp_path: Path):
     assert info["config"]["experimental_config"]["_aic_metrics"] == "ACL_AICORE_MEMORY_ACCESS"
 
 
+def test_l2cache_group_and_l2_cache_csv(tmp_path: Path):
+    sc = one_op_scenario(l2_read_hits=300, l2_read_misses=101, l2_write_hits=7, l2_write_misses=3)
+    write_torch_npu_dump(sc, tmp_path, aic_metrics="L2Cache", l2_cache=True)
+    out = tmp_path / "rank0_ascend_pt" / OUT
+    row = read_csv(out / "kernel_details.csv")[0]
+    # vector op: everything on aiv; r0 gets half (floored), r1 the rest
+    assert [row[f"aiv_{c}"] for c in ("write_cache_hit", "write_cache_miss_allocate", "r0_read_cache_hit",
+                                      "r0_read_cache_miss_allocate", "r1_read_cache_hit",
+                                      "r1_read_cache_miss_allocate")] == ["7", "3", "150", "50", "150", "51"]
+    assert float(row["aic_r0_read_cache_hit"]) == 0
+    (l2,) = read_csv(out / "l2_cache.csv")
+    assert list(l2) == ["Stream Id", "Task Id", "Hit Rate", "Victim Rate", "Op Name"]
+    assert float(l2["Hit Rate"]) == pytest.approx(300 / 401, abs=1e-6) and l2["Op Name"] == "Tanh_1"
+
+
 def test_pipe_utilization_header_matches_real_dump(tmp_path: Path):
     write_torch_npu_dump(one_op_scenario(task_type="AI_CORE"), tmp_path)
     head = (tmp_path / "rank0_ascend_pt" / OUT / "kernel_details.csv").read_text().splitlines()[0]
@@ -384,3 +399,10 @@ def test_ingest_counters_from_sample(tmp_path: Path):
         assert len(got) == len(series.samples)
         for (ts, v), s in zip(got, series.samples, strict=True):
             assert ts == sc.base_ns + s.ts_ns and v == pytest.approx(s.read_bps, rel=1e-9)
+    # every task (kernel, copy, collective) has a torch_to_npu and a HostToDevice flow and two host events
+    # (its cpu_op and its CANN launch); plus one ProfilerStep#N per step
+    tasks = {0: 45 + 3 + 3, 1: 69 + 3 + 3}  # rank 0: 15 ops/step fused, rank 1: 23 ops/step unfused; x3 steps
+    for r, n in tasks.items():
+        (nf,) = con.execute(f"SELECT count(*) FROM flows WHERE rank = {r}").fetchall()[0]
+        (nh,) = con.execute(f"SELECT count(*) FROM host_ops WHERE rank = {r}").fetchall()[0]
+        assert (nf, nh) == (2 * n, 2 * n + 3)
