@@ -393,11 +393,9 @@ def _kernel_exprs(csv: CsvFile) -> dict[str, str]:
     # typed PMU columns + `metrics`: the derivation shared with msprof op_summary (parsers/_pmu.py)
     pmu, consumed = pmu_exprs(csv, dur_cols=("Duration(us)",))
     exprs.update(pmu)
-    # kept verbatim in `extra`: columns with no canonical home (HF32 Eligible...), and metric cells that are
-    # not numbers (N/A is dropped: it means "not measured")
-    extra = [(c, csv.txt(c)) for c in csv.header if c not in _KERNEL_BASE and c not in consumed]
-    extra += [(c, f"CASE WHEN {csv.num(c)} IS NULL THEN {csv.txt(c)} END") for c in consumed]
-    exprs["extra"] = _text_map(extra)
+    # `extra`: the columns with no canonical home that are not PMU metrics (HF32 Eligible...), verbatim. PMU
+    # columns go to `metrics` only; their N/A cells mean "not measured" and are left out.
+    exprs["extra"] = csv.text_map([c for c in csv.header if c not in _KERNEL_BASE and c not in consumed])
     return exprs
 
 
