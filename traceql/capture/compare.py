@@ -165,6 +165,14 @@ def _outermost_ops(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     return out
 
 
+def data_ops(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The outermost aten ops that move data: views/metadata and no-op conversions left out."""
+    return [
+        o for o in _outermost_ops(rows)
+        if o["name"] not in NO_DATA_OPS and not (o["name"] in MAYBE_NOOP_OPS and not o["has_child"])
+    ]
+
+
 def _overlap_ns(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
     """Total length of the intervals in a that is covered by the union of the intervals in b."""
     merged: list[list[int]] = []
@@ -194,10 +202,7 @@ def run_metrics(con: Any, run: str) -> dict[str, Any]:
         "WHERE run_id = ? AND name LIKE 'aten::%' AND ts_ns IS NOT NULL",
         [run],
     ).fetchall()
-    ops = [
-        o for o in _outermost_ops(rows)
-        if o["name"] not in NO_DATA_OPS and not (o["name"] in MAYBE_NOOP_OPS and not o["has_child"])
-    ]
+    ops = data_ops(rows)
     counts: Counter[str] = Counter(o["name"] for o in ops)
     op_bytes = [input_bytes(o["shapes"], o["dtypes"]) for o in ops]
     flops = sum(modeled_flops(o["name"], o["shapes"], o["dtypes"]) for o in ops)
