@@ -166,6 +166,9 @@ class MsprofTextParser:
 # folder
 # ---------------------------------------------------------------------------------------------------------
 def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[str, Any]:
+    import duckdb
+
+    con = duckdb.connect(":memory:")  # one connection for every CSV of the folder
     groups = _group_files(dirs)
     csvs = {mod: files for (mod, ext), files in groups.items() if ext == "csv"}
     jsons = {mod: files for (mod, ext), files in groups.items() if ext == "json"}
@@ -181,11 +184,11 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
     l2 = csvs.get("l2_cache", [])
     have_kernels = False
     if "op_summary" in csvs:
-        _, group = parse_op_summary(csvs["op_summary"], out, device=device, l2_cache=l2)
+        _, group = parse_op_summary(csvs["op_summary"], out, device=device, l2_cache=l2, con=con)
         done(csvs["op_summary"])
         have_kernels = True
     for p in csvs.get("task_time", []):
-        csv = CsvFile(p)
+        csv = CsvFile(p, con=con)
         if csv.has("kernel_name"):
             if have_kernels and "op_summary" in csvs:
                 skipped.append(f"{p.name}: the same tasks as op_summary")
@@ -194,7 +197,9 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
         else:
             _write(out, "op_stats", csv, _task_time_stats_exprs(csv))
         done([p])
-    have_kernels = have_kernels or any(CsvFile(p).has("kernel_name") for p in csvs.get("task_time", []))
+    have_kernels = have_kernels or any(
+        CsvFile(p, con=con).has("kernel_name") for p in csvs.get("task_time", [])
+    )
 
     json_parsed = False
     for p in jsons.get("msprof", []):
@@ -218,14 +223,14 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
     ]
     for mod, fn, table in simple:
         for p in csvs.get(mod, []):
-            _write(out, table, CsvFile(p), fn)
+            _write(out, table, CsvFile(p, con=con), fn)
             done([p])
     for p in csvs.get("npu_mem", []):
-        _parse_npu_mem(p, out, counters=not json_parsed)
+        _parse_npu_mem(p, out, counters=not json_parsed, con=con)
         done([p])
     for mod in ("hbm", "ddr"):
         for p in csvs.get(mod, []):
-            meta += _bandwidth_summary(p, mod)
+            meta += _bandwidth_summary(p, mod, con)
             done([p])
 
     not_parsed = sorted(
@@ -383,12 +388,15 @@ def _register_l2_hits(con: Any, l2_files: list[Path]) -> bool:
 
 
 def parse_op_summary(
-    files: list[Path], out: RankWriter, device: int | None, l2_cache: list[Path] | None = None
+    files: list[Path],
+    out: RankWriter,
+    device: int | None,
+    l2_cache: list[Path] | None = None,
+    con: Any = None,
 ) -> tuple[int, str | None]:
     """All parts (slices) of one op_summary table -> kernels. Returns (rows, aic-metrics group)."""
     total = 0
     group = None
-    con = None
     joined: bool | None = None
     for p in files:
         csv = _OpSummaryCsv(p, con=con)
@@ -556,11 +564,11 @@ def _npu_module_mem_exprs(csv: CsvFile) -> dict[str, str]:
     }
 
 
-def _parse_npu_mem(path: Path, out: RankWriter, counters: bool) -> None:
+def _parse_npu_mem(path: Path, out: RankWriter, counters: bool, con: Any = None) -> None:
     """`Device_id,event,ddr(KB),hbm(KB),memory(KB),timestamp(us)` -> memory kind 'npu_mem', one row per
     (event, DDR/HBM/Memory), named like the JSON's NPU MEM counters (`APP/HBM`); and the counters themselves
     when the JSON was not parsed."""
-    csv = CsvFile(path)
+    csv = CsvFile(path, con=con)
     csv.require("event", "timestamp(us)")
     event = csv.txt("event")
     label = f"CASE lower({event}) WHEN 'app' THEN 'APP' WHEN 'device' THEN 'Device' ELSE {event} END"
@@ -620,9 +628,9 @@ def _step_trace_exprs(csv: CsvFile) -> dict[str, str]:
     }
 
 
-def _bandwidth_summary(path: Path, mod: str) -> list[dict[str, Any]]:
+def _bandwidth_summary(path: Path, mod: str, con: Any = None) -> list[dict[str, Any]]:
     """hbm_*/ddr_*.csv `Device_id,Metric,Read(MB/s),Write(MB/s)` -> run_meta rows (bytes/s as text)."""
-    csv = CsvFile(path)
+    csv = CsvFile(path, con=con)
     csv.require("Metric")
     exprs = {
         "dev": csv.txt("Device_id") if csv.has("Device_id") else "'0'",
