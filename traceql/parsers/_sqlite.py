@@ -112,7 +112,7 @@ class SqliteDb:
                 return conn
             except sqlite3.DatabaseError as e:
                 last = e
-        raise BadTraceError(self.path, f"cannot open as SQLite ({last}); expected {self.what}")
+        raise BadTraceError(self.path, f"{_describe(last)}; expected {self.what}")
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -130,10 +130,7 @@ class SqliteDb:
         try:
             yield
         except sqlite3.DatabaseError as e:
-            msg = str(e).strip() or type(e).__name__
-            if "malformed" in msg or "not a database" in msg or "disk I/O" in msg:
-                msg = f"corrupt or truncated SQLite database ({msg})"
-            raise BadTraceError(self.path, f"{msg}; expected {self.what}") from e
+            raise BadTraceError(self.path, f"{_describe(e)}; expected {self.what}") from e
 
     # ---- schema -----------------------------------------------------------------------------------
     def has(self, table: str, *cols: str) -> bool:
@@ -166,15 +163,6 @@ class SqliteDb:
     def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self.errors():
             return self.conn.execute(sql, params).fetchall()
-
-    def count(self, table: str) -> int:
-        return int(self.rows(f"SELECT count(*) FROM {q(table)}")[0][0]) if table in self.schema else 0
-
-    def enum(self, table: str) -> dict[int, str]:
-        """An ENUM_* table (id -> name); {} when absent."""
-        if not self.has(table, "id", "name"):
-            return {}
-        return {int(i): str(n) for i, n in self.rows(f"SELECT id, name FROM {q(table)}") if i is not None}
 
     # ---- SQL expressions for load() ----------------------------------------------------------------
     def string_expr(self, col: str) -> str:
@@ -303,8 +291,8 @@ class SqliteDb:
         return cols
 
 
-def split_global_tid(gtid: int | None) -> tuple[int | None, int | None]:
-    """globalTid: high 32 bits pid, low 32 bits tid (MSPROF-DB-DOC)."""
-    if gtid is None:
-        return None, None
-    return gtid >> 32, gtid & 0xFFFFFFFF
+def _describe(e: Exception | None) -> str:
+    msg = (str(e).strip() or type(e).__name__) if e is not None else "unknown error"
+    if any(k in msg for k in ("malformed", "not a database", "disk I/O", "file is not")):
+        return f"corrupt or truncated SQLite database ({msg})"
+    return f"SQLite error: {msg}"

@@ -220,7 +220,9 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
     step_num = "TRY_CAST(regexp_extract({0}, '(\\d+)\\s*$', 1) AS BIGINT)"
 
     def ns(col: str, scale: int) -> str:
-        return f"CAST(round({col} * {scale}) AS BIGINT)"
+        # via the double's shortest decimal text, then DECIMAL: a µs epoch timestamp x 1000 exceeds a double's
+        # integer precision (2^53), and DuckDB's direct DOUBLE->DECIMAL cast is not exact either
+        return f"CAST(round(TRY_CAST(CAST({col} AS VARCHAR) AS DECIMAL(38, 9)) * {scale}) AS BIGINT)"
 
     if loaded["CommAnalyzerTime"]:
         op_start = "NULL::BIGINT"
