@@ -335,6 +335,9 @@ def test_single_arithmetic_utilization_csv(tmp_path: Path) -> None:
     (z,) = _q(store, "SELECT * FROM kernels WHERE name = 'ZerosLike46'")
     assert z["flops"] == 137176320.0  # aiv_vector_fops; the other three are 0
     assert z["ts_ns"] == 1699529622790614800 and z["op_state"] is None
+    assert _q(store, "SELECT key, value FROM run_meta") == [
+        {"key": "traceql.aic_metrics", "value": "ArithmeticUtilization"}
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -752,6 +752,8 @@ class TorchNpuTextParser:
         path = Path(unit.path)
         if path.is_file():
             res = parse_kernel_details(path, out)
+            if res["aic_metrics"]:
+                write_rows(out, "run_meta", [{"key": "traceql.aic_metrics", "value": res["aic_metrics"]}])
             return {"device": None, "aic_metrics": res["aic_metrics"], "files": [path.name], "warnings": []}
         lay = _layout(path)
         if lay is None:
@@ -830,6 +832,10 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         "aic_metrics": facts.get("aic_metrics"),
         "profiler_level": facts.get("profiler_level"),
         "files": parsed,
+        # present but not read (task_time.csv, data_preprocess.csv, static_op_mem.csv, hccs.csv, *.db...)
+        "skipped_files": sorted(
+            p.name for p in outdir.iterdir() if p.is_file() and p.name not in KNOWN_FILES
+        ),
         "warnings": warnings,
     }
 
