@@ -227,18 +227,24 @@ def capture_workload(
     torch = require_torch()
     dump = new_dump_dir(out, wl.name)
     ctx = workloads.Ctx(device=torch.device(tensor_device(backend)), kind=backend.kind, size=size, params=wl.sizes[size])
-    step = wl.build(ctx)
-    all_threads = wl.all_threads_on_cpu and backend.kind == "cpu"
-    prof, prof_name, options = open_profiler(backend, dump, wl.name, schedule, npu, use_gzip, all_threads)
     walls: list[float] = []
-    with prof:
-        for i in range(schedule.total):
-            if i == schedule.wait + schedule.warmup:
-                _reset_peak(torch, backend.kind)
-            t0 = time.perf_counter()
-            step()
-            walls.append(time.perf_counter() - t0)
-            prof.step()
+    try:
+        step = wl.build(ctx)
+        all_threads = wl.all_threads_on_cpu and backend.kind == "cpu"
+        prof, prof_name, options = open_profiler(backend, dump, wl.name, schedule, npu, use_gzip, all_threads)
+        with prof:
+            for i in range(schedule.total):
+                if i == schedule.wait + schedule.warmup:
+                    _reset_peak(torch, backend.kind)
+                t0 = time.perf_counter()
+                step()
+                walls.append(time.perf_counter() - t0)
+                prof.step()
+    except (RuntimeError, MemoryError) as e:
+        # torch reports device trouble (out of memory, no kernel for a dtype) as RuntimeError: one line, no dump
+        shutil.rmtree(dump, ignore_errors=True)
+        hint = " (try --size small)" if size == "full" else ""
+        raise CaptureError(f"workload {wl.name} failed on {backend.kind}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}{hint}") from e
     meta = _base_meta(backend)
     meta.update(
         run_name=wl.name,
