@@ -32,24 +32,30 @@ def _empty_select(table: str) -> str:
     return f"SELECT {cols} WHERE false"
 
 
-def _table_select(table: str, files: list[Path] | list[str], glob: bool = False) -> str:
+def _table_select(table: str, files: list[Path] | list[str], present: set[str] | None = None) -> str:
+    """SELECT of the canonical columns over `files`. `present`: the columns the files hold when some were
+    written by an older schema (union_by_name fills a column missing from some files; one missing from all
+    files is filled here with a typed NULL)."""
     if not files:
         return _empty_select(table)
-    # union_by_name: stores written by older traceql versions may lack newer columns.
-    cols = ", ".join(c.name for c in schema.columns(table))
+    cols = ", ".join(
+        c.name if present is None or c.name in present else f"CAST(NULL AS {c.type}) AS {c.name}"
+        for c in schema.columns(table)
+    )
     return f"SELECT {cols} FROM read_parquet({_sql_path_list(files)}, union_by_name=true)"
 
 
-def views_sql(store: Store, relative: bool = False) -> str:
-    """SQL that recreates the views in the stock duckdb shell. With relative=True, run it from the store dir."""
-    lines = ["-- traceql views: cd into the store directory, then `duckdb -c '.read views.sql'` or `.read views.sql`"]
+def _present_columns(files: list[str]) -> set[str]:
+    import duckdb
+
+    rows = duckdb.connect(":memory:").execute(
+        f"DESCRIBE SELECT * FROM read_parquet({_sql_path_list(files)}, union_by_name=true)"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _runs_view(store: Store) -> str:
     runs = store.runs()
-    for table in schema.TABLE_NAMES:
-        if relative:
-            files = [f"runs/{r}/{rel}" for r, info in sorted(runs.items()) for rel in info.get("files", {}).get(table, [])]
-        else:
-            files = [str(p) for p in store.table_files(table)]
-        lines.append(f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files)};")
     rows = []
     for run_id, info in sorted(runs.items()):
         rows.append(
@@ -70,9 +76,24 @@ def views_sql(store: Store, relative: bool = False) -> str:
         )
     names = ", ".join(c.name for c in schema.RUNS_COLUMNS)
     if rows:
-        lines.append(f"CREATE OR REPLACE VIEW runs AS SELECT * FROM (VALUES {', '.join(rows)}) AS t({names});")
+        return f"CREATE OR REPLACE VIEW runs AS SELECT * FROM (VALUES {', '.join(rows)}) AS t({names})"
+    return f"CREATE OR REPLACE VIEW runs AS {_empty_select('runs')}"
+
+
+def _view(store: Store, table: str, relative: bool, present: set[str] | None = None) -> str:
+    runs = store.runs()
+    if relative:
+        files: list[str] = [f"runs/{r}/{rel}" for r, info in sorted(runs.items()) for rel in info.get("files", {}).get(table, [])]
     else:
-        lines.append(f"CREATE OR REPLACE VIEW runs AS {_empty_select('runs')};")
+        files = [str(p) for p in store.table_files(table)]
+    return f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files, present)}"
+
+
+def views_sql(store: Store, relative: bool = False) -> str:
+    """SQL that recreates the views in the stock duckdb shell. With relative=True, run it from the store dir."""
+    lines = ["-- traceql views: cd into the store directory, then `duckdb -c '.read views.sql'` or `.read views.sql`"]
+    lines += [_view(store, t, relative) + ";" for t in schema.TABLE_NAMES]
+    lines.append(_runs_view(store) + ";")
     return "\n".join(lines) + "\n"
 
 
@@ -88,10 +109,14 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
     con = duckdb.connect(":memory:")
     if threads:
         con.execute(f"SET threads={int(threads)}")
-    for stmt in views_sql(st, relative=False).split(";\n"):
-        if stmt.strip() and not stmt.strip().startswith("--"):
-            con.execute(stmt)
-        elif "CREATE" in stmt:
-            # first chunk carries the comment line
-            con.execute(stmt.split("\n", 1)[1])
+    for table in schema.TABLE_NAMES:
+        try:
+            con.execute(_view(st, table, relative=False))
+        except duckdb.BinderException:
+            # files written by an older schema lack a column: read their footers once, fill it with NULLs
+            present = _present_columns([str(p) for p in st.table_files(table)])
+            con.execute(_view(st, table, relative=False, present=present))
+        except duckdb.IOException as e:
+            raise StoreError(f"store {st.root} is damaged: {str(e).splitlines()[0]}") from e
+    con.execute(_runs_view(st))
     return con

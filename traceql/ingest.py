@@ -31,6 +31,16 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str) -> d
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}
 
 
+def _abort_pool(ex: ProcessPoolExecutor) -> None:
+    procs = list(getattr(ex, "_processes", {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+
+
 def _assign_ranks(units: list[Unit]) -> list[tuple[Unit, int]]:
     out: list[tuple[Unit, int]] = []
     used = {u.rank for u in units if u.rank is not None}
@@ -81,13 +91,19 @@ def ingest(
                 if on_unit_done:
                     on_unit_done(job[0], r)
         else:
-            with ProcessPoolExecutor(max_workers=n_workers) as ex:
+            ex = ProcessPoolExecutor(max_workers=n_workers)
+            try:
                 futs = {ex.submit(_parse_unit, *job): job[0] for job in jobs}
                 for fut in as_completed(futs):
                     r = fut.result()
                     results.append(r)
                     if on_unit_done:
                         on_unit_done(futs[fut], r)
+            except BaseException:
+                # Ctrl-C or a failed unit: don't wait for queued units; stop the workers now.
+                _abort_pool(ex)
+                raise
+            ex.shutdown(wait=True)
         info = _run_info(p, results)
         st.commit(staging, run_id, info, replace=replace)
     except BaseException:

@@ -147,6 +147,10 @@ class Store:
             m = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise StoreError(f"{self.manifest_path}: unreadable manifest ({e}); the store is damaged") from e
+        if not isinstance(m, dict) or not isinstance(m.get("runs", {}), dict) or not all(
+            isinstance(v, dict) for v in m.get("runs", {}).values()
+        ):
+            raise StoreError(f"{self.manifest_path}: manifest is damaged (expected an object with a 'runs' object of runs)")
         fmt = m.get("store_format")
         if fmt != STORE_FORMAT:
             raise StoreError(
@@ -214,7 +218,7 @@ class Store:
             os.replace(staging, final)
             for p in final.rglob("*.parquet"):
                 p.chmod(0o444)  # traceql never rewrites data in place
-            info = dict(info, ingested_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+            info = dict(info, schema_version=schema.SCHEMA_VERSION, ingested_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
             m["runs"][run_id] = info
             m["store_format"] = STORE_FORMAT
             m["traceql_version"] = __version__

@@ -69,12 +69,11 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as e:  # click usage errors arrive here with standalone_mode=False
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
+        # typer >= 0.29 vendors click (typer._click), older typer uses click: duck-type its exceptions.
+        if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
             e.show()
             sys.exit(e.exit_code)
-        if isinstance(e, click.exceptions.Abort):
+        if type(e).__name__ == "Abort":
             sys.exit(1)
         if os.environ.get("TRACEQL_DEBUG"):
             raise
