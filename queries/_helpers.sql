@@ -67,18 +67,19 @@ CREATE OR REPLACE MACRO _shape_elems(s) AS (
          ELSE list_aggregate(_shape_dims(s), 'product')::DOUBLE END
 );
 
--- Total bytes of `;`-separated shapes with matching `;`-separated dtypes (one dtype applies to all shapes).
--- Null when anything is unknown, so a partial sum never passes for the whole.
+-- Bytes of each `;`-separated shape with its `;`-separated dtype (one dtype applies to all shapes).
+CREATE OR REPLACE MACRO _tensors_list(shapes, dtypes) AS (
+    list_transform(
+        string_split(shapes, ';'),
+        lambda s, i: _shape_elems(s) * _dtype_bytes(
+            string_split(dtypes, ';')[CASE WHEN len(string_split(dtypes, ';')) = 1 THEN 1 ELSE i END]))
+);
+
+-- Total bytes of the tensors; null when anything is unknown, so a partial sum never passes for the whole.
 CREATE OR REPLACE MACRO _tensors_bytes(shapes, dtypes) AS (
     CASE WHEN shapes IS NULL OR dtypes IS NULL OR upper(trim(shapes)) IN ('', 'N/A') THEN NULL
-    ELSE (
-        SELECT CASE WHEN list_count(b) = len(b) AND len(b) > 0 THEN round(list_sum(b))::BIGINT END
-        FROM (SELECT list_transform(
-                  string_split(shapes, ';'),
-                  lambda s, i: _shape_elems(s) * _dtype_bytes(
-                      string_split(dtypes, ';')[CASE WHEN len(string_split(dtypes, ';')) = 1 THEN 1 ELSE i END])
-              ) AS b)
-    ) END
+         WHEN list_count(_tensors_list(shapes, dtypes)) = len(_tensors_list(shapes, dtypes))
+         THEN round(list_sum(_tensors_list(shapes, dtypes)))::BIGINT END
 );
 
 -- Communication test used when kernels.is_comm is null.

@@ -242,6 +242,9 @@ def _duck_error(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
+_CREATE_MACRO = re.compile(r"^((?:\s*--[^\n]*\n)*\s*)CREATE\s+OR\s+REPLACE\s+MACRO", re.I)
+
+
 def _load_helpers(cur: duckdb.DuckDBPyConnection) -> None:
     import duckdb
 
@@ -249,7 +252,7 @@ def _load_helpers(cur: duckdb.DuckDBPyConnection) -> None:
         for stmt in duckdb.extract_statements(text):
             q = stmt.query
             # helpers are session-local here so they never change the caller's database
-            q = re.sub(r"^\s*CREATE\s+OR\s+REPLACE\s+MACRO", "CREATE OR REPLACE TEMP MACRO", q, count=1, flags=re.I)
+            q = _CREATE_MACRO.sub(r"\1CREATE OR REPLACE TEMP MACRO", q, count=1)
             cur.execute(q)
 
 
@@ -353,9 +356,10 @@ def run(
 
 
 def baseline_step_ns(store: Any = None, run_id: str | None = None, con: duckdb.DuckDBPyConnection | None = None) -> float:
-    """Mean step wall time (ns) of a run over its ranks and steps: the `baseline_step_ns` of wait_attribution."""
+    """Mean step time (ns) of a run over its ranks and steps, measured like wait_attribution's mean_step_ns
+    (the step windows): the `baseline_step_ns` that makes scaling_vs_baseline comparable."""
     t = run("step_breakdown", store, run_id=run_id, con=con)
-    walls = [w for w in t.column("wall_ns").to_pylist() if w]
+    walls = [w for w in t.column("window_ns").to_pylist() if w]
     if not walls:
         raise QueryError(f"baseline run {run_id!r} has no steps or kernels to time")
     return sum(walls) / len(walls)

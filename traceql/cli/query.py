@@ -78,6 +78,7 @@ def query_cmd(
 ) -> None:
     """Run a metric query (HBM bytes per operator, HBM utilisation, wait attribution...) over a run.
 
+    \b
     Examples:
       traceql query --list
       traceql query op_hbm_bytes --param top_n=10

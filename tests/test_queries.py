@@ -1,0 +1,276 @@
+"""The query library itself: every header is valid and matches what DuckDB returns; params bind exactly;
+the CLI lists, runs and refuses bad input with one clear line; every query runs as-is in a plain DuckDB
+session (the stock-shell recipe); device presets and detection."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _canon import MS, build_store
+
+from traceql import devices, queries
+from traceql.errors import QueryError, StoreError
+
+REQUIRED_QUERIES = {
+    "op_hbm_bytes", "hbm_utilization", "hbm_timeline", "ub_l2_rates", "wait_attribution", "top_ops",
+    "step_breakdown", "layout_transforms", "roofline",
+}
+_ARROW_TO_DUCK = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR",
+                  "large_string": "VARCHAR", "string_view": "VARCHAR", "bool": "BOOLEAN"}
+
+
+def _k(name: str, t0: int, t1: int, **kw: Any) -> dict[str, Any]:
+    return dict(name=name, op_type=kw.pop("op_type", name), ts_ns=t0, dur_ns=t1 - t0, is_comm=False,
+                task_type="AI_CORE", step=1, **kw)
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two ranks with something for every query (values are not asserted here, only shapes and types)."""
+    root = tmp_path_factory.mktemp("q") / "store"
+    ranks = {}
+    for rank in (0, 1):
+        off = rank * MS
+        ranks[rank] = {
+            "kernels": [
+                _k("trans_TransData_0", off, off + MS, op_type="TransData", input_shapes="8,3,4,4", input_dtypes="FLOAT",
+                   input_formats="NCHW", output_shapes="8,1,4,4,16", output_dtypes="FLOAT", output_formats="NC1HWC0",
+                   hbm_read_bytes=1000, hbm_write_bytes=2000, ub_read_bytes=10, l2_hit_rate=0.5, stream_id=1, task_id=1),
+                _k("MatMul", off + MS, off + 3 * MS, op_type="MatMulV2", input_shapes="64,128;128,256",
+                   input_dtypes="FLOAT16", output_shapes="64,256", output_dtypes="FLOAT16", stream_id=1, task_id=2),
+                dict(name="hcom_allReduce__1", op_type="hcom_allReduce_", ts_ns=off + 3 * MS, dur_ns=2 * MS,
+                     is_comm=True, task_type="HCCL", step=1),
+            ],
+            "comm_ops": [dict(name="hcom_allReduce__1", op_type="allreduce", group_name="g", kind="collective",
+                              ts_ns=off + 3 * MS, dur_ns=2 * MS, transit_ns=MS, step=1, source="t")],
+            "steps": [dict(step=1, ts_ns=0, dur_ns=7 * MS, computing_ns=3 * MS, source="t")],
+            "counters": [dict(track="HBM", channel="0", metric="read_bw", unit="bytes/s", ts_ns=t, value=1e9)
+                         for t in (0, 2 * MS, 4 * MS)],
+            "l2_cache": [dict(stream_id=1, task_id=2, op_name="MatMul", hit_rate=0.7)],
+        }
+    build_store(root, "small", ranks, device="Ascend910B")
+    return root
+
+
+# ---- headers ---------------------------------------------------------------------------------------------
+def test_the_required_queries_exist() -> None:
+    names = {s.name for s in queries.list_queries()}
+    assert REQUIRED_QUERIES <= names
+
+
+@pytest.mark.parametrize("spec", queries.list_queries(), ids=lambda s: s.name)
+def test_header_is_complete(spec: queries.QuerySpec) -> None:
+    assert spec.name == spec.path.stem
+    assert len(spec.description) > 20 and spec.description[0].isupper()
+    assert spec.columns, "every query declares its columns"
+    for p in spec.params:
+        assert p.type in queries.TYPES and p.doc, p
+        assert p.required or p.default is None or isinstance(p.default, (int, float, str, bool))
+        assert f"${p.name}" in spec.sql, f"declared param {p.name} is never used"
+    used = set(re.findall(r"\$([A-Za-z_]\w*)", spec.sql))
+    assert used <= {p.name for p in spec.params}, f"undeclared params {used - {p.name for p in spec.params}}"
+    for c in spec.columns:
+        assert c.doc, f"column {c.name} has no doc"
+    assert len({c.name for c in spec.columns}) == len(spec.columns)
+
+
+@pytest.mark.parametrize("spec", queries.list_queries(), ids=lambda s: s.name)
+def test_declared_columns_equal_what_duckdb_returns(spec: queries.QuerySpec, small_store: Path) -> None:
+    params = {p.name: "MatMul" for p in spec.params if p.required}  # op_calls' op
+    t = queries.run(spec.name, small_store, params=params, device="ascend910b")
+    got = [(f.name, _ARROW_TO_DUCK.get(str(f.type), str(f.type))) for f in t.schema]
+    assert got == [(c.name, c.type) for c in spec.columns]
+    assert t.num_rows > 0, f"{spec.name} returned nothing on a store built to exercise it"
+
+
+def test_header_parser_rejects_bad_headers(tmp_path: Path) -> None:
+    bad = {
+        "wrong.sql": "-- name: other\n-- description: x\nSELECT 1;\n",
+        "nodesc.sql": "-- name: nodesc\nSELECT 1;\n",
+        "badparam.sql": "-- name: badparam\n-- description: x\n-- param: n FLOATY = 1 -- doc\nSELECT $n;\n",
+        "unquoted.sql": "-- name: unquoted\n-- description: x\n-- param: s VARCHAR = abc -- doc\nSELECT $s;\n",
+        "baddefault.sql": "-- name: baddefault\n-- description: x\n-- param: n INTEGER = abc -- doc\nSELECT $n;\n",
+    }
+    for fname, text in bad.items():
+        p = tmp_path / fname
+        p.write_text(text)
+        with pytest.raises(QueryError):
+            queries.parse_file(p)
+    ok = tmp_path / "ok.sql"
+    ok.write_text("-- name: ok\n-- description: fine\n-- param: s VARCHAR = 'a''b' -- doc\n-- param: r INTEGER -- required\n"
+                  "-- column: x VARCHAR -- doc\nSELECT $s AS x;\n")
+    spec = queries.parse_file(ok)
+    assert spec.params[0].default == "a'b" and spec.params[1].required
+
+
+# ---- params ------------------------------------------------------------------------------------------------
+def test_params_are_converted_by_declared_type() -> None:
+    spec = queries.get("hbm_timeline")
+    b = queries.bind_params(spec, {"bin_ns": "1000", "peak_hbm_bps": "1.5e12"})
+    assert b == {"bin_ns": 1000, "max_bins": 200, "top_k": 3, "peak_hbm_bps": 1.5e12}
+    assert queries.bind_params(spec, {"bin_ns": 7})["bin_ns"] == 7
+    assert queries.bind_params(spec, {"peak_hbm_bps": "null"})["peak_hbm_bps"] is None
+    with pytest.raises(QueryError, match="not a valid BIGINT"):
+        queries.bind_params(spec, {"bin_ns": "1.5"})
+    with pytest.raises(QueryError, match="not a valid BIGINT"):
+        queries.bind_params(spec, {"bin_ns": True})
+    assert queries.convert("yes", "BOOLEAN") is True and queries.convert("0", "BOOLEAN") is False
+    with pytest.raises(QueryError):
+        queries.convert(3, "VARCHAR")
+
+
+def test_unknown_missing_extra_params_list_the_declared_ones(small_store: Path) -> None:
+    with pytest.raises(QueryError, match=r"unknown query 'nope'; queries: .*op_hbm_bytes"):
+        queries.run("nope", small_store)
+    with pytest.raises(QueryError, match=r"op_calls: missing parameter 'op' \(declared: op VARCHAR \(required\), limit_n INTEGER = 1000"):
+        queries.run("op_calls", small_store)
+    with pytest.raises(QueryError, match=r"top_ops: unknown parameter 'topn' \(declared: top_n INTEGER = 20, by VARCHAR = 'op_type'\)"):
+        queries.run("top_ops", small_store, params={"topn": 3})
+    with pytest.raises(StoreError, match="no run 'ghost'"):
+        queries.run("top_ops", small_store, run_id="ghost")
+
+
+def test_run_reuses_a_connection_without_changing_it(small_store: Path) -> None:
+    from traceql import engine
+
+    con = engine.connect(small_store)
+    t = queries.run("top_ops", con=con, rank=1)
+    assert t.num_rows > 0
+    # the caller's views still see every rank and no helper macro leaked into its session
+    assert con.execute("SELECT count(DISTINCT rank) FROM kernels").fetchone()[0] == 2
+    assert con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = '_kernel_bytes'").fetchone()[0] == 0
+
+
+def test_result_metadata_says_which_peaks(small_store: Path) -> None:
+    t = queries.run("op_hbm_bytes", small_store)
+    meta = t.schema.metadata
+    assert b"Ascend910B" in meta[b"traceql.peaks_note"] and b"ascend910b" in meta[b"traceql.peaks_note"]
+    assert meta[b"traceql.run_id"] == b"small"
+
+
+# ---- every query runs as plain SQL in a DuckDB session (the stock duckdb shell recipe) -----------------------
+@pytest.mark.parametrize("spec", queries.list_queries(), ids=lambda s: s.name)
+def test_runs_as_plain_sql_like_the_duckdb_shell(spec: queries.QuerySpec, small_store: Path) -> None:
+    import duckdb
+
+    params = {p.name: "MatMul" for p in spec.params if p.required}
+    script = queries.shell_script(spec.name, params, devices.preset("ascend910b").peaks())
+    con = duckdb.connect()
+    # what `.read views.sql` does in the shell, run from the store directory (paths are relative)
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(small_store)
+    try:
+        # `.read views.sql` in the store directory (its paths are relative), then the rest of the script
+        for stmt in duckdb.extract_statements((small_store / "views.sql").read_text()):
+            con.execute(stmt.query)
+        assert script.splitlines()[0] == ".read views.sql"
+        last = None
+        for stmt in duckdb.extract_statements(script.split("\n", 1)[1]):
+            last = con.execute(stmt.query)
+        got = last.fetchall() if last is not None else []
+    finally:
+        os.chdir(cwd)
+    lib = queries.run(spec.name, small_store, params=params, device="ascend910b")
+    assert len(got) == lib.num_rows  # one run in the store: the unscoped shell sees the same rows
+
+
+# ---- CLI -----------------------------------------------------------------------------------------------------
+def test_cli_help_has_an_example(cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("query", "--help")
+    assert r.code == 0 and "traceql query op_hbm_bytes --param top_n=10" in r.out
+
+
+def test_cli_list(cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("query", "--list", "--format", "csv")
+    assert r.code == 0
+    for name in REQUIRED_QUERIES:
+        assert name in r.out
+    assert "top_n INTEGER = 10" in r.out
+    r = cli("query", "--list", "--format", "json")
+    assert r.code == 0 and '"columns"' in r.out
+
+
+def test_cli_happy_path(cli, small_store: Path) -> None:  # type: ignore[no-untyped-def]
+    r = cli("query", "op_hbm_bytes", "--store", small_store, "--param", "top_n=1", "--format", "csv")
+    assert r.code == 0, r
+    lines = r.out.strip().splitlines()
+    assert lines[0].startswith('"run_id","name","op_type"') and len(lines) == 2
+    assert "preset ascend910b" in r.err  # which peaks were used goes to stderr
+    r = cli("query", "wait_attribution", "--store", small_store, "--run", "small", "--rank", "1", "--format", "json")
+    assert r.code == 0 and '"verdict"' in r.out and '"rank": 0' not in r.out
+    r = cli("query", "hbm_utilization", "--store", small_store, "--peak-hbm-gbps", "1000", "--format", "csv")
+    assert r.code == 0 and "1000000000000" in r.out.replace(".0", "").replace("e+12", "000000000000")
+
+
+def test_cli_baseline_fills_scaling(cli, small_store: Path) -> None:  # type: ignore[no-untyped-def]
+    r = cli("query", "wait_attribution", "--store", small_store, "--baseline", "small", "--format", "json")
+    assert r.code == 0, r
+    import json
+
+    run_row = json.loads(r.out)[0]
+    assert run_row["scope"] == "run" and run_row["scaling_vs_baseline"] == pytest.approx(1.0)
+    r = cli("query", "top_ops", "--store", small_store, "--baseline", "small")
+    assert r.code == 1 and "baseline_step_ns" in r.err
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["query", "nope"], "unknown query 'nope'; queries:"),
+        (["query", "op_calls"], "op_calls: missing parameter 'op' (declared: op VARCHAR (required)"),
+        (["query", "top_ops", "--param", "x=1"], "top_ops: unknown parameter 'x' (declared: top_n INTEGER = 20"),
+        (["query", "top_ops", "--param", "top_n"], "--param 'top_n': expected NAME=VALUE"),
+        (["query", "top_ops", "--param", "top_n=abc"], "'abc' is not a valid INTEGER"),
+        (["query", "top_ops", "--param", "by=size"], "param by must be op_type or name"),
+        (["query", "top_ops", "--run", "ghost"], "no run 'ghost'"),
+        (["query", "hbm_utilization", "--device", "tpu9"], "unknown device 'tpu9'; presets:"),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_1(cli, small_store: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli(*args, "--store", small_store)
+    assert r.code == 1, r
+    assert message in r.err
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+
+
+def test_cli_show_sql(cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("query", "op_hbm_bytes", "--show-sql", "--device", "h200", "--param", "top_n=3")
+    assert r.code == 0
+    assert r.out.startswith(".read views.sql") and "EXECUTE op_hbm_bytes(top_n := 3, peak_hbm_bps := 4800000000000.0);" in r.out
+
+
+# ---- devices -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name,key",
+    [
+        ("Ascend910B", "ascend910b"), ("Ascend910B3", "ascend910b3"), ("Ascend910B4", "ascend910b4"),
+        ("Ascend910A", "ascend910"), ("Ascend910ProB", "ascend910"), ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
+        ("Tesla V100-SXM2-16GB", None), ("Ascend910_9391", None), ("", None),
+    ],
+)
+def test_device_detection(name: str, key: str | None) -> None:
+    d = devices.detect(name)
+    assert (d.key if d else None) == key
+
+
+def test_device_presets_and_overrides() -> None:
+    keys = {d.key for d in devices.PRESETS}
+    assert {"ascend910", "ascend910b", "a100-40gb", "a100-80gb", "h100-sxm", "h200"} <= keys
+    art = devices.preset("ascend910")  # the article's table
+    assert (art.peak_hbm_bps, art.peak_l2_bps, art.peak_ub_bps) == (1.23e12, 1.2e12, 16e12)
+    assert art.ub_bytes == 2 * 2**20 and art.l2_bytes == 8 * 2**20 and art.hbm_bytes == 64 * 2**30
+    assert devices.preset("h200").peak_hbm_bps == 4.8e12 and devices.preset("A100-40GB").peak_hbm_bps == 1555e9
+    assert all(d.source for d in devices.PRESETS)
+    c = devices.resolve(detected=["Ascend910B"], overrides={"peak_hbm_bps": 1.8e12})
+    assert c.device is not None and c.device.key == "ascend910b" and c.peaks["peak_hbm_bps"] == 1.8e12
+    c = devices.resolve(detected=["mystery chip"])
+    assert c.device is None and c.peaks["peak_hbm_bps"] is None and "HBM peak unknown" in c.note
+    with pytest.raises(QueryError, match="unknown device"):
+        devices.preset("tpu9")
