@@ -45,6 +45,18 @@ def make_progress(quiet: bool) -> Any:
 def print_table(columns: list[str], rows: list[tuple[Any, ...]], title: str | None = None) -> None:
     from rich.table import Table
 
+    width = out.size.width if out.is_terminal else 160
+    if len(columns) * 12 > width:
+        # too wide for columns: one block per row, `column  value` lines (like psql's expanded mode)
+        if title:
+            out.print(title, markup=False)
+        pad = max(len(str(c)) for c in columns)
+        for i, r in enumerate(rows):
+            out.print(f"-[ row {i + 1} ]" + "-" * 20, markup=False)
+            for c, v in zip(columns, r):
+                out.print(f"{str(c).ljust(pad)}  {'' if v is None else v}", markup=False)
+        return
+
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(str(c), overflow="fold")
