@@ -211,39 +211,59 @@ def _enclosing_object(buf: bytes, pos: int, limit: int = 1 << 16) -> tuple[int, 
     return None
 
 
-def scan_objects(sn: Sniff, needles: Sequence[bytes]) -> Iterator[dict[str, Any]]:
-    """Yield the JSON objects that enclose each occurrence of any needle (e.g. b'"process_name"').
-
-    A fast byte search (bytes.find runs at memory speed) plus json.loads of the small enclosing slice; hits
-    that do not parse (the needle inside some longer string) are skipped. Reads in 8 MiB chunks with an
-    overlap so objects straddling a chunk boundary are still found, and each is reported once.
-    """
+def _object_at(buf: bytes, pos: int) -> dict[str, Any] | None:
     import json
 
-    overlap = 1 << 16
+    span = _enclosing_object(buf, pos)
+    if span is None:
+        return None
+    try:
+        obj = json.loads(buf[span[0] : span[1]])
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def scan_objects(
+    sn: Sniff, needle: bytes, near: Sequence[bytes] = (), window: int = 1 << 18
+) -> Iterator[dict[str, Any]]:
+    """Yield the JSON objects enclosing each occurrence of `needle` (e.g. b'process_name'), and of the
+    `near` needles within `window` bytes of such a hit (e.g. b'thread_name': profilers write a process's
+    thread-name events next to its process-name event).
+
+    One fast byte search over the file (bytes.find runs at ~1.5 GB/s; a second full-file needle would cost
+    as much again, hence `near`), plus json.loads of each small enclosing slice; hits that do not parse
+    (the needle inside some longer string) are skipped. Reads 8 MiB chunks with an overlap so objects
+    straddling a chunk boundary are still found; each object is reported once.
+    """
+    overlap = window + (1 << 16)
     carry = b""
     carry_start = 0  # absolute offset of carry[0]
-    seen_upto = 0  # absolute offset before which hits were already handled
+    seen_upto = 0  # hits before this absolute offset were already handled
+    near_done: set[int] = set()  # absolute offsets of `near` hits already reported
     chunks = _raw_chunks(sn)
     pending = next(chunks, None)
     while pending is not None:
         nxt = next(chunks, None)
         buf = carry + pending
         last = nxt is None
-        # hits in [seen_upto, safe_end) are complete in this buffer (unless at EOF: all of it)
-        safe_end = carry_start + len(buf) - (0 if last else overlap)
-        for needle in needles:
-            i = buf.find(needle, max(0, seen_upto - carry_start))
-            while i != -1 and carry_start + i < safe_end:
-                span = _enclosing_object(buf, i)
-                if span is not None:
-                    try:
-                        obj = json.loads(buf[span[0] : span[1]])
-                    except ValueError:
-                        obj = None
-                    if isinstance(obj, dict):
-                        yield obj
-                i = buf.find(needle, i + 1)
+        safe_end = carry_start + len(buf) - (0 if last else overlap)  # hits before this have full context
+        i = buf.find(needle, max(0, seen_upto - carry_start))
+        while i != -1 and carry_start + i < safe_end:
+            obj = _object_at(buf, i)
+            if obj is not None:
+                yield obj
+            lo, hi = max(0, i - window), min(len(buf), i + window)
+            for nd in near:
+                j = buf.find(nd, lo, hi)
+                while j != -1:
+                    if carry_start + j not in near_done:
+                        near_done.add(carry_start + j)
+                        o = _object_at(buf, j)
+                        if o is not None:
+                            yield o
+                    j = buf.find(nd, j + 1, hi)
+            i = buf.find(needle, i + 1)
         seen_upto = max(seen_upto, safe_end)
         keep = min(len(buf), 2 * overlap)
         carry = buf[-keep:]
@@ -286,17 +306,56 @@ def duck_source(path: Path, columns: dict[str, str]) -> str:
     return f"read_json({lit(str(path))}, format='array', columns={{{cols}}}, maximum_object_size={MAX_EVENT_BYTES})"
 
 
-def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024) -> Iterator[Any]:
-    """Run `sql` (which reads `path` via duck_source) and stream Arrow record batches; errors -> BadTraceError."""
+def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3) -> Iterator[Any]:
+    """Run `sql` (which reads `path` via duck_source) and stream Arrow record batches; errors -> BadTraceError.
+
+    DuckDB runs a streaming query in the thread that fetches from it, so the fetching happens in a
+    producer thread (DuckDB releases the GIL) while the caller maps and writes the previous batches: the
+    JSON parse and the Python/Arrow side overlap on two cores. At most `prefetch` batches wait in the queue.
+    """
+    import queue
+    import threading
+
     import duckdb
 
     from .._duck import arrow_reader
 
+    q: queue.Queue[Any] = queue.Queue(maxsize=max(1, prefetch))
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for b in arrow_reader(con.sql(sql), batch_rows):
+                while not stop.is_set():
+                    try:
+                        q.put(b, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(done)
+        except BaseException as e:  # handed to the consumer, which raises it
+            q.put(e)
+
+    t = threading.Thread(target=produce, name="traceql-duckdb-reader", daemon=True)
+    t.start()
     try:
-        reader = arrow_reader(con.sql(sql), batch_rows)
-        yield from reader
-    except duckdb.Error as e:
-        raise _duck_error(path, e) from e
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, duckdb.Error):
+                raise _duck_error(path, item) from item
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        if t.is_alive():
+            con.interrupt()
+        t.join()
 
 
 def _duck_error(path: Path, e: Exception) -> BadTraceError:
@@ -461,6 +520,146 @@ def tail_bytes(sn: Sniff, n: int = 1 << 16) -> bytes:
     for chunk in _raw_chunks(sn):
         tail = (tail + chunk)[-n:]
     return tail
+
+
+# ---- writing off the parsing thread -----------------------------------------------------------------
+
+
+class BackgroundWriter:
+    """Feeds a RankWriter from one background thread, so Parquet encoding/compression (which releases
+    the GIL) overlaps with mapping the next batch. Bounded queue; the first error is re-raised on the
+    next write() or on close(). The RankWriter is only ever touched by this thread until close() returns.
+    """
+
+    def __init__(self, out: Any, depth: int = 4) -> None:
+        import queue
+        import threading
+
+        self.out = out
+        self._q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._err: BaseException | None = None
+        self._t = threading.Thread(target=self._run, name="traceql-parquet-writer", daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            if self._err is None:
+                try:
+                    self.out.write(*item)
+                except BaseException as e:  # re-raised in the parsing thread
+                    self._err = e
+
+    def write(self, table: str, data: Any) -> None:
+        if self._err is not None:
+            raise self._err
+        self._q.put((table, data))
+
+    def close(self) -> None:
+        """Wait for every queued write; raise the first error."""
+        if self._t.is_alive():
+            self._q.put(None)
+            self._t.join()
+        if self._err is not None:
+            raise self._err
+
+
+# ---- args as parallel key/value lists, vectorised ----------------------------------------------------
+
+
+class ArgsKV:
+    """Per-event `args` given as two parallel list columns (keys, values as text), read column-wise.
+
+    Both readers produce args this way (DuckDB: json_keys(args) and json_extract_string(args, '$.*');
+    ijson: the dict's keys and values), so canonical columns are pulled out by key with Arrow kernels and
+    everything else becomes the `extra` map, with no per-row Python.
+    """
+
+    def __init__(self, keys: Any, vals: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        vals = vals.combine_chunks() if isinstance(vals, pa.ChunkedArray) else vals
+        self.n = len(keys)
+        klen = pc.fill_null(pc.list_value_length(keys), 0)
+        vlen = pc.fill_null(pc.list_value_length(vals), 0)
+        if not pc.all(pc.equal(klen, vlen)).as_py():  # args that were not an object: drop them
+            ok = pc.equal(klen, vlen)
+            keys = pc.if_else(ok, keys, pa.scalar(None, keys.type))
+            vals = pc.if_else(ok, vals, pa.scalar(None, vals.type))
+            klen = pc.fill_null(pc.list_value_length(keys), 0)
+        self.lens = klen.cast(pa.int64())
+        self.keys = pc.list_flatten(keys)
+        self.vals = pc.list_flatten(vals)
+        self.parents = pc.list_parent_indices(keys)
+        self._rows: Any = None
+
+    def _row_index(self) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self._rows is None:
+            self._rows = pc.subtract(pc.cumulative_sum(pc.fill_null(pa.nulls(self.n, pa.int64()), 1)), 1)
+        return self._rows
+
+    def get(self, *names: str) -> Any:
+        """The value of the first present key among `names`, per row (text, null when absent)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        out = None
+        for name in names:
+            m = pc.equal(self.keys, name)
+            if not pc.any(m).as_py():
+                continue
+            pos = pc.index_in(self._row_index(), value_set=self.parents.filter(m))
+            col = self.vals.filter(m).take(pos)
+            out = col if out is None else pc.coalesce(out, col)
+        return out if out is not None else pa.nulls(self.n, pa.string())
+
+    def extra(self, canonical: Sequence[str]) -> Any:
+        """MAP(key -> text) of every arg not in `canonical`, in the order written."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        keep = pc.invert(pc.is_in(self.keys, value_set=pa.array(list(canonical), pa.string())))
+        kept_before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(keep.cast(pa.int64()))])
+        old_offsets = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(self.lens)])
+        offsets = kept_before.take(old_offsets).cast(pa.int32())
+        return pa.MapArray.from_arrays(offsets, self.keys.filter(keep), self.vals.filter(keep))
+
+
+def ints(arr: Any) -> Any:
+    """Text -> int64, exact for integers; anything else ('1.5', 'abc') through to_int (null if not integral)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(arr, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([to_int(x) for x in arr.to_pylist()], pa.int64())
+
+
+def floats(arr: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(arr, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([num(x) for x in arr.to_pylist()], pa.float64())
+
+
+def const(value: Any, n: int, type_: Any = None) -> Any:
+    """An Arrow array of n copies of value (without building an n-long Python list)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = type_ or pa.string()
+    return pc.fill_null(pa.nulls(n, t), pa.scalar(value, t))
 
 
 # ---- exact time conversion -------------------------------------------------------------------------

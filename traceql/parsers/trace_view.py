@@ -10,7 +10,7 @@ Event mapping (formats.md §3; tracks are named by `M` process_name events, pids
 |----------------------------|-----|-------------|-------|
 | Python (host pid) / other  | X   | host_ops    | cat as written; seq_num <- `Sequence number`, correlation_id <- `correlation_id` (enqueue/dequeue), input_shapes/dtypes <- `Input Dims`/`Input type` (the `\\r\\n` separators removed), other args -> extra |
 | CANN                       | X   | host_ops    | cat 'cann', level <- args.level, correlation_id <- args.connection_id |
-| Ascend Hardware            | X   | kernels     | when kernels=True. task_type <- `Task Type`, stream_id <- tid (`Stream N`), task_id, model_id, connection_id, context_id <- `Subtask Id` (null when 4294967295); is_comm <- the stream carries HCCL tasks |
+| Ascend Hardware            | X   | kernels     | when kernels=True. task_type <- `Task Type`, stream_id <- tid (`Stream N`), task_id, model_id, connection_id, context_id <- `Subtask Id` (null when 4294967295); is_comm null (the HCCL tasks of the comm stream are not marked in this file: kernel_details.csv has them) |
 | HCCL / Communication, `Group <g> Communication` thread | X | comm_ops | when comm_ops=True. op_type from the name (hcom_allReduce__586_0_1 -> allreduce), group_name <g>, bytes = sum of its plane tasks' `size(Byte)` |
 | HCCL, `Plane <k>` threads  | X   | comm_matrix, comm_bandwidth | when comm_ops=True. These small tasks duplicate the Ascend Hardware tasks of the HCCL stream (same ts/stream/task id), so they are not written as kernels again; they are aggregated per enclosing group op: per (src rank, dst rank, transport) -> comm_matrix, per transport -> comm_bandwidth (bytes, transit time = sum of task durations, bandwidth = bytes / transit time) |
 | Overlap Analysis           | X   | (skipped)   | derived by the profiler from the kernels; its totals are step_trace_time.csv, which the folder parser reads |
@@ -45,30 +45,28 @@ CANN_TRACKS = ("CANN",)
 SKIP_TRACKS = ("Overlap Analysis",)
 NO_CONTEXT = "4294967295"  # Subtask Id meaning "no sub-task"
 
-# args read per destination: the first N_CANON[dest] feed canonical columns, the rest go to `extra` by name.
-# Any other key present in an event's args sends that event's whole args map to `extra` (minus canonical).
-ARG_KEYS: dict[str, list[str]] = {
-    "host": ["Sequence number", "Input Dims", "Input type", "correlation_id",
-             "Fwd thread id", "Call stack", "Python id", "Python parent id", "Python module id"],
-    "cann": ["level", "connection_id", "Thread Id", "Mode", "id", "item_id"],
-    "kernel": ["Task Type", "Task Id", "Model Id", "connection_id", "Subtask Id", "Physic Stream Id", "Batch Id"],
-    "plane": ["src rank", "dst rank", "size(Byte)", "transport type", "link type"],
-}  # fmt: skip
-N_CANON = {"host": 4, "cann": 2, "kernel": 5, "plane": 5}
+# Destinations of the intermediate rows (small ints: cheap to produce in SQL and to compare in Arrow).
+DEST = {"host": 1, "cann": 2, "kernel": 3, "comm": 4, "plane": 5, "counter": 6, "flow": 7}
+# args that feed canonical columns, per destination; every other arg goes to `extra` verbatim
+CANON_ARGS = {
+    "host": ("Sequence number", "Input Dims", "Input type", "correlation_id"),
+    "cann": ("level", "connection_id"),
+    "kernel": ("Task Type", "Task Id", "Model Id", "connection_id", "Subtask Id"),
+}
+WITH_ARGS = ("host", "cann", "kernel", "plane", "counter")
 
 BATCH_ROWS = 128 * 1024
 
 
 def _inter_schema() -> pa.Schema:
-    """The intermediate row both readers produce (one per kept event)."""
+    """The intermediate row both readers produce (one per kept event); args as parallel key/value lists."""
     import pyarrow as pa
 
     s = pa.string()
     return pa.schema(
         [
-            ("dest", s), ("track", s), ("ph", s), ("name", s), ("cat", s),
-            ("pid", pa.int64()), ("tid", pa.int64()), ("ts_ns", pa.int64()), ("dur_ns", pa.int64()),
-            ("fid", s), ("v", pa.list_(s)), ("full", pa.map_(s, s)), ("ck", pa.list_(s)), ("cv", pa.list_(s)),
+            ("dest", pa.int8()), ("ph", s), ("name", s), ("cat", s), ("pid", pa.int64()), ("tid", pa.int64()),
+            ("ts_ns", pa.int64()), ("dur_ns", pa.int64()), ("fid", s), ("k", pa.list_(s)), ("vals", pa.list_(s)),
         ]
     )  # fmt: skip
 
@@ -108,7 +106,8 @@ class Tracks:
 
 def scan_tracks(sn: cj.Sniff) -> Tracks:
     tr = Tracks()
-    for ev in cj.scan_objects(sn, [b'"process_name"', b'"thread_name"', b'"process_labels"']):
+    # one pass for process names; thread names/labels are written next to them (same M-event block)
+    for ev in cj.scan_objects(sn, b"process_name", near=(b"thread_name", b"process_labels")):
         if ev.get("ph") != "M":
             continue
         pid, tid = cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid"))
@@ -124,16 +123,6 @@ def scan_tracks(sn: cj.Sniff) -> Tracks:
     return tr
 
 
-def _hccl_streams(sn: cj.Sniff) -> set[int]:
-    """Stream ids that carry HCCL tasks: the `"stream id": N` arg only HCCL plane tasks have."""
-    out: set[int] = set()
-    pat = re.compile(rb'"stream id"\s*:\s*"?(\d+)')
-    for chunk in cj._raw_chunks(sn):
-        for m in pat.finditer(chunk):
-            out.add(int(m.group(1)))
-    return out
-
-
 # ---------------------------------------------------------------------------------------------------
 # Reader 1: DuckDB over a bare array of string-ts events
 
@@ -144,12 +133,6 @@ def _in(items: tuple[str, ...]) -> str:
     return "(" + ", ".join(lit(x) for x in items) + ")"
 
 
-def _json_paths(keys: list[str]) -> str:
-    from ._csv import lit
-
-    return "[" + ", ".join(lit('$."' + k.replace('"', '\\"') + '"') for k in keys) + "]"
-
-
 def _fast_sql(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> str:
     from ._csv import lit
 
@@ -158,40 +141,36 @@ def _fast_sql(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> str:
         "ts": "VARCHAR", "dur": "DOUBLE", "id": "VARCHAR", "args": "JSON",
     }  # fmt: skip
     src = cj.duck_source(sn.path, columns)
-    if tr.process:
-        whens = " ".join(f"WHEN {lit(str(p))} THEN {lit(n)}" for p, n in tr.process.items())
-        track = f"CASE pid {whens} END"
-    else:
-        track = "NULL::VARCHAR"
-    groups = tr.group_tids()
+
+    def pids(names: tuple[str, ...]) -> str:
+        ps = tr.pids(names)
+        return "(" + (", ".join(lit(str(p)) for p in ps) if ps else "NULL") + ")"
+
     group_cond = " OR ".join(
-        f"(pid = {lit(str(p))} AND tid IN ({', '.join(lit(str(t)) for t in tids)}))" for p, tids in groups.items() if tids
+        f"(pid = {lit(str(p))} AND tid IN ({', '.join(lit(str(t)) for t in tids)}))"
+        for p, tids in tr.group_tids().items()
+        if tids
     ) or "false"
+    d = DEST
     dest = f"""CASE
         WHEN ph = 'X' THEN CASE
-            WHEN track IN {_in(KERNEL_TRACKS)} THEN 'kernel'
-            WHEN track IN {_in(CANN_TRACKS)} THEN 'cann'
-            WHEN track IN {_in(COMM_TRACKS)} THEN CASE WHEN {group_cond} THEN 'comm' ELSE 'plane' END
-            WHEN track IN {_in(SKIP_TRACKS)} THEN NULL
-            ELSE 'host' END
-        WHEN ph = 'C' THEN 'counter'
-        WHEN ph IN ('s', 'f', 't') THEN 'flow'
+            WHEN pid IN {pids(KERNEL_TRACKS)} THEN {d["kernel"]}
+            WHEN pid IN {pids(CANN_TRACKS)} THEN {d["cann"]}
+            WHEN pid IN {pids(COMM_TRACKS)} THEN CASE WHEN {group_cond} THEN {d["comm"]} ELSE {d["plane"]} END
+            WHEN pid IN {pids(SKIP_TRACKS)} THEN NULL
+            ELSE {d["host"]} END
+        WHEN ph = 'C' THEN {d["counter"]}
+        WHEN ph IN ('s', 'f', 't') THEN {d["flow"]}
         END"""
-    v = "CASE dest " + " ".join(f"WHEN {lit(d)} THEN json_extract_string(args, {_json_paths(k)})" for d, k in ARG_KEYS.items()) + " END"
-    keep = ", ".join(lit(d) for d in sorted(dests))
+    keep = ", ".join(str(d[x]) for x in sorted(dests))
+    with_args = ", ".join(str(d[x]) for x in WITH_ARGS)
     return f"""
-    WITH a AS (SELECT ph, name, cat, pid, tid, ts, dur, id, args, {track} AS track FROM {src}),
-    b AS (SELECT *, {dest} AS dest FROM a),
-    c AS (SELECT *, {v} AS v FROM b WHERE dest IN ({keep}))
-    SELECT dest, track, ph, name, cat, TRY_CAST(pid AS BIGINT) AS pid, TRY_CAST(tid AS BIGINT) AS tid,
+    SELECT dest::TINYINT AS dest, ph, name, cat, TRY_CAST(pid AS BIGINT) AS pid, TRY_CAST(tid AS BIGINT) AS tid,
         {cj.ts_ns_sql("ts")} AS ts_ns, CAST(round(dur * 1000) AS BIGINT) AS dur_ns,
-        CASE WHEN dest = 'flow' THEN id END AS fid, v,
-        CASE WHEN dest IN ('host', 'cann', 'kernel')
-              AND len(json_keys(args)) > len(list_filter(v, lambda x: x IS NOT NULL))
-             THEN CAST(args AS MAP(VARCHAR, VARCHAR)) END AS "full",
-        CASE WHEN dest = 'counter' THEN json_keys(args) END AS ck,
-        CASE WHEN dest = 'counter' THEN json_extract_string(args, '$.*') END AS cv
-    FROM c"""
+        CASE WHEN dest = {d["flow"]} THEN id END AS fid,
+        CASE WHEN dest IN ({with_args}) THEN json_keys(args) END AS k,
+        CASE WHEN dest IN ({with_args}) THEN json_extract_string(args, '$.*') END AS vals
+    FROM (SELECT *, {dest} AS dest FROM {src}) WHERE dest IN ({keep})"""
 
 
 def _fast_batches(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> Iterator[pa.RecordBatch]:
@@ -233,35 +212,29 @@ def _ijson_batches(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> Iterator[pa.Rec
     groups = tr.group_tids()
     names = schema.names
     cols: dict[str, list[Any]] = {n: [] for n in names}
-    known = {d: set(k) for d, k in ARG_KEYS.items()}
     n = 0
     for ev in cj.iter_events(sn):
-        track = tr.track(ev.get("pid"))
-        dest = _dest_of(ev, track, groups)
+        dest = _dest_of(ev, tr.track(ev.get("pid")), groups)
         if dest not in dests:
             continue
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else None
-        v = full = ck = cv = None
-        if dest in ARG_KEYS and args is not None:
-            v = [cj.text(args.get(k)) for k in ARG_KEYS[dest]]
-            if dest != "plane" and any(k not in known[dest] for k in args):
-                full = [(str(k), cj.text(x)) for k, x in args.items()]
-        if dest == "counter" and args is not None:
-            ck = [str(k) for k in args]
-            cv = [cj.text(x) for x in args.values()]
+        args = ev.get("args")
+        k = vals = None
+        if dest in WITH_ARGS and isinstance(args, dict):
+            k = [str(x) for x in args]
+            vals = [cj.text(x) for x in args.values()]
         dur = ev.get("dur")
         row = (
-            dest, track, ev.get("ph"), cj.text(ev.get("name")), cj.text(ev.get("cat")),
+            DEST[dest], cj.text(ev.get("ph")), cj.text(ev.get("name")), cj.text(ev.get("cat")),
             cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid")), cj.us_to_ns(ev.get("ts")),
             cj.us_to_ns(dur) if dur is not None else None,
-            cj.text(ev.get("id")) if dest == "flow" else None, v, full, ck, cv,
+            cj.text(ev.get("id")) if dest == "flow" else None, k, vals,
         )  # fmt: skip
         for name, val in zip(names, row, strict=True):
             cols[name].append(val)
         n += 1
         if n >= BATCH_ROWS:
             yield pa.RecordBatch.from_pydict(cols, schema=schema)
-            cols = {k: [] for k in names}
+            cols = {c: [] for c in names}
             n = 0
     if n:
         yield pa.RecordBatch.from_pydict(cols, schema=schema)
@@ -313,7 +286,6 @@ class _Emitter:
     out: RankWriter
     tr: Tracks
     source: str
-    hccl_streams: set[int]
     warnings: list[str] = field(default_factory=list)
     flow_parts: list[Any] = field(default_factory=list)
     comm_parts: list[Any] = field(default_factory=list)
@@ -323,120 +295,53 @@ class _Emitter:
     counts: dict[str, int] = field(default_factory=dict)
     _specs: dict[str, Any] = field(default_factory=dict)
 
-    # -- helpers ------------------------------------------------------------------------------------
-    @staticmethod
-    def _elem(v: Any, i: int) -> Any:
-        import pyarrow.compute as pc
+    def _write(self, table: str, cols: Any) -> None:
+        """Hand the writer an Arrow table (a dict of Arrow arrays would be converted value by value)."""
+        import pyarrow as pa
 
-        return pc.list_element(v, i)
+        t = cols if isinstance(cols, pa.Table) else pa.table(cols)
+        self.out.write(table, t)
+        self.counts[table] = self.counts.get(table, 0) + t.num_rows
 
-    @staticmethod
-    def _ints(arr: Any) -> Any:
-        """string -> int64 (exact); values that are not integers (e.g. '1.0', 'abc') become null/rounded."""
+    def _track(self, pid: Any) -> Any:
+        """pid -> process name, column-wise."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        try:
-            return pc.cast(arr, pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return pa.array([cj.to_int(x) for x in arr.to_pylist()], pa.int64())
-
-    @staticmethod
-    def _floats(arr: Any) -> Any:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        try:
-            return pc.cast(arr, pa.float64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return pa.array([cj.num(x) for x in arr.to_pylist()], pa.float64())
-
-    @staticmethod
-    def _extra(b: Any, dest: str) -> Any:
-        """MAP(name -> text) of the non-canonical args: built column-wise from the extracted list `v`."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        keys = ARG_KEYS[dest][N_CANON[dest] :]
-        n = b.num_rows
-        e = len(keys)
-        v = b.column("v")
-        cols = [pc.list_element(v, N_CANON[dest] + j) for j in range(e)]
-        if n == 0 or e == 0:
-            return pa.array([[] for _ in range(n)], pa.map_(pa.string(), pa.string()))
-        stacked = pa.concat_arrays([c.combine_chunks() if hasattr(c, "combine_chunks") else c for c in cols])
-        # row-major order of the n x e cells: position p -> column j = p % e, row i = p // e
-        p = pc.subtract(pc.cumulative_sum(pc.fill_null(pa.nulls(n * e, pa.int64()), 1)), 1)
-        i = pc.divide(p, e)
-        j = pc.subtract(p, pc.multiply(i, e))
-        src = pc.add(pc.multiply(j, n), i)
-        vals = stacked.take(src)
-        kidx = j
-        valid = pc.is_valid(vals)
-        vals = vals.filter(valid)
-        karr = pa.array(keys, pa.string()).take(kidx.filter(valid))
-        counts = cols[0].is_valid().cast(pa.int32())
-        for c in cols[1:]:
-            counts = pc.add(counts, c.is_valid().cast(pa.int32()))
-        offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(counts).cast(pa.int32())])
-        return pa.MapArray.from_arrays(offsets, karr, vals)
-
-    @staticmethod
-    def _extra_full(b: Any, dest: str) -> Any:
-        """For the (rare) rows with args outside ARG_KEYS: every non-canonical arg, from the full map."""
-        import pyarrow as pa
-
-        canon = set(ARG_KEYS[dest][: N_CANON[dest]])
-        rows = b.column("full").to_pylist()
-        return pa.array([[(k, x) for k, x in (r or []) if k not in canon] for r in rows], pa.map_(pa.string(), pa.string()))
-
-    def _split_full(self, b: Any) -> Iterator[tuple[Any, bool]]:
-        import pyarrow.compute as pc
-
-        has = pc.is_valid(b.column("full"))
-        nfull = pc.sum(has).as_py() or 0
-        if nfull == 0:
-            yield b, False
-            return
-        if nfull < b.num_rows:
-            yield b.filter(pc.invert(has)), False
-        yield b.filter(has), True
+        if not self.tr.process:
+            return pa.nulls(len(pid), pa.string())
+        keys = pa.array(list(self.tr.process), pa.int64())
+        names = pa.array(list(self.tr.process.values()), pa.string())
+        return names.take(pc.index_in(pid, value_set=keys))
 
     # -- per destination ----------------------------------------------------------------------------
     def host(self, b: Any, cann: bool) -> None:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
+        kv = cj.ArgsKV(b.column("k"), b.column("vals"))
         dest = "cann" if cann else "host"
-        for part, full in self._split_full(b):
-            v = part.column("v")
-            cols: dict[str, Any] = {
-                "name": part.column("name"),
-                "pid": part.column("pid"),
-                "tid": part.column("tid"),
-                "ts_ns": part.column("ts_ns"),
-                "dur_ns": part.column("dur_ns"),
-                "extra": self._extra_full(part, dest) if full else self._extra(part, dest),
-            }
-            if cann:
-                cols["cat"] = pa.array(["cann"] * part.num_rows, pa.string())
-                cols["level"] = self._elem(v, 0)
-                cols["correlation_id"] = self._ints(self._elem(v, 1))
-            else:
-                cols["cat"] = pc.coalesce(part.column("cat"), part.column("track"))
-                cols["seq_num"] = self._ints(self._elem(v, 0))
-                cols["input_shapes"] = pc.replace_substring(self._elem(v, 1), "\r\n", "")
-                cols["input_dtypes"] = pc.replace_substring(self._elem(v, 2), "\r\n", "")
-                cols["correlation_id"] = self._ints(self._elem(v, 3))
-                self._steps(part)
-            self.out.write("host_ops", cols)
-            self.counts["host_ops"] = self.counts.get("host_ops", 0) + part.num_rows
+        cols: dict[str, Any] = {
+            "name": b.column("name"), "pid": b.column("pid"), "tid": b.column("tid"),
+            "ts_ns": b.column("ts_ns"), "dur_ns": b.column("dur_ns"), "extra": kv.extra(CANON_ARGS[dest]),
+        }  # fmt: skip
+        if cann:
+            cols["cat"] = cj.const("cann", b.num_rows)
+            cols["level"] = kv.get("level")
+            cols["correlation_id"] = cj.ints(kv.get("connection_id"))
+        else:
+            cat = b.column("cat")
+            cols["cat"] = pc.coalesce(cat, self._track(b.column("pid"))) if cat.null_count else cat
+            cols["seq_num"] = cj.ints(kv.get("Sequence number"))
+            cols["input_shapes"] = pc.replace_substring(kv.get("Input Dims"), "\r\n", "")
+            cols["input_dtypes"] = pc.replace_substring(kv.get("Input type"), "\r\n", "")
+            cols["correlation_id"] = cj.ints(kv.get("correlation_id"))
+            self._steps(b)
+        self._write("host_ops", cols)
 
     def _steps(self, b: Any) -> None:
         import pyarrow.compute as pc
 
-        names = b.column("name")
-        mask = pc.fill_null(pc.starts_with(names, "ProfilerStep#"), False)
+        mask = pc.fill_null(pc.starts_with(b.column("name"), "ProfilerStep#"), False)
         if not pc.any(mask).as_py():
             return
         for r in b.filter(mask).select(["name", "ts_ns", "dur_ns"]).to_pylist():
@@ -455,69 +360,57 @@ class _Emitter:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        for part, full in self._split_full(b):
-            v = part.column("v")
-            ctx = self._elem(v, 4)
-            stream = part.column("tid")
-            cols = {
-                "name": part.column("name"),
-                "task_type": self._elem(v, 0),
-                "task_id": self._ints(self._elem(v, 1)),
-                "model_id": self._ints(self._elem(v, 2)),
-                "connection_id": self._ints(self._elem(v, 3)),
+        kv = cj.ArgsKV(b.column("k"), b.column("vals"))
+        ctx = kv.get("Subtask Id")
+        self._write(
+            "kernels",
+            {
+                "name": b.column("name"),
+                "task_type": kv.get("Task Type"),
+                "task_id": cj.ints(kv.get("Task Id")),
+                "model_id": cj.ints(kv.get("Model Id")),
+                "connection_id": cj.ints(kv.get("connection_id")),
                 "context_id": pc.if_else(pc.equal(ctx, NO_CONTEXT), pa.scalar(None, pa.string()), ctx),
-                "stream_id": stream,
-                "ts_ns": part.column("ts_ns"),
-                "dur_ns": part.column("dur_ns"),
-                "extra": self._extra_full(part, "kernel") if full else self._extra(part, "kernel"),
-            }
-            if self.hccl_streams:
-                cols["is_comm"] = pc.fill_null(pc.is_in(stream, pa.array(sorted(self.hccl_streams), pa.int64())), False)
-            self.out.write("kernels", cols)
-            self.counts["kernels"] = self.counts.get("kernels", 0) + part.num_rows
+                "stream_id": b.column("tid"),
+                "ts_ns": b.column("ts_ns"),
+                "dur_ns": b.column("dur_ns"),
+                "extra": kv.extra(CANON_ARGS["kernel"]),
+            },
+        )
 
     def counters(self, b: Any) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        ck, cv = b.column("ck"), b.column("cv")
-        parents = pc.list_parent_indices(ck)
-        keys = pc.list_flatten(ck)
-        vals = pc.list_flatten(cv)
+        kv = cj.ArgsKV(b.column("k"), b.column("vals"))
+        keys, vals, parents = kv.keys, kv.vals, kv.parents
         if len(keys) == 0:
             return
-        track = pc.fill_null(b.column("track").take(parents), "")
+        track = pc.fill_null(self._track(b.column("pid")).take(parents), "")
         name = pc.fill_null(b.column("name").take(parents), "")
-        ts = b.column("ts_ns").take(parents)
         combo = pc.binary_join_element_wise(track, name, keys, "\x1f")
         enc = pc.dictionary_encode(combo)
-        dictionary, idx = enc.dictionary.to_pylist(), enc.indices
+        idx = enc.indices
         specs = []
-        for s in dictionary:
+        for s in enc.dictionary.to_pylist():
             if s not in self._specs:
-                t, nm, k = s.split("\x1f")
-                self._specs[s] = _counter_spec(t, nm, k)
-            specs.append(self._specs[s])
-        keep_d = pa.array([sp is not None for sp in specs])
-        ok = lambda i: specs[i] if specs[i] is not None else ("", "", "", 1.0, False)  # noqa: E731
-        chan_d = pa.array([ok(i)[0] for i in range(len(specs))], pa.string())
-        metric_d = pa.array([ok(i)[1] for i in range(len(specs))], pa.string())
-        unit_d = pa.array([ok(i)[2] for i in range(len(specs))], pa.string())
-        factor_d = pa.array([ok(i)[3] for i in range(len(specs))], pa.float64())
-        pct_d = pa.array([ok(i)[4] for i in range(len(specs))])
+                self._specs[s] = _counter_spec(*s.split("\x1f"))
+            specs.append(self._specs[s] or ("", "", "", 1.0, False))
+        keep_d = pa.array([self._specs[s] is not None for s in enc.dictionary.to_pylist()])
+        chan_d, metric_d, unit_d, factor_d, pct_d = (
+            pa.array([sp[i] for sp in specs], t)
+            for i, t in enumerate((pa.string(), pa.string(), pa.string(), pa.float64(), pa.bool_()))
+        )
         channel = chan_d.take(idx)
-        # Acc PMU: {"value": v, "acc_id": n} -> channel n
-        is_acc = pc.equal(keys, "acc_id")
+        is_acc = pc.equal(keys, "acc_id")  # Acc PMU: {"value": v, "acc_id": n} -> channel n
         if pc.any(is_acc).as_py():
-            acc_parent = parents.filter(is_acc)
-            acc_val = vals.filter(is_acc)
-            pos = pc.index_in(parents, value_set=acc_parent)
-            channel = pc.coalesce(acc_val.take(pos), channel)
-        value = pc.multiply(self._floats(vals), factor_d.take(idx))
+            pos = pc.index_in(parents, value_set=parents.filter(is_acc))
+            channel = pc.coalesce(vals.filter(is_acc).take(pos), channel)
         t = pa.table(
             {
                 "track": track, "channel": channel, "metric": metric_d.take(idx), "unit": unit_d.take(idx),
-                "name": name, "ts_ns": ts, "value": value,
+                "name": name, "ts_ns": b.column("ts_ns").take(parents),
+                "value": pc.multiply(cj.floats(vals), factor_d.take(idx)),
             }
         )  # fmt: skip
         keep = keep_d.take(idx)
@@ -525,9 +418,7 @@ class _Emitter:
         if pc.any(pct).as_py():
             self.pct_parts.append(t.filter(pct).append_column("key", keys.filter(pct)))
             keep = pc.and_(keep, pc.invert(pct))
-        t = t.filter(keep)
-        self.out.write("counters", t)
-        self.counts["counters"] = self.counts.get("counters", 0) + t.num_rows
+        self._write("counters", t.filter(keep))
 
     def flows(self, b: Any) -> None:
         self.flow_parts.append(b.select(["cat", "name", "fid", "ph", "pid", "tid", "ts_ns"]))
@@ -536,39 +427,46 @@ class _Emitter:
         self.comm_parts.append(b.select(["name", "pid", "tid", "ts_ns", "dur_ns"]))
 
     def plane(self, b: Any) -> None:
-        import pyarrow.compute as pc
+        import pyarrow as pa
 
-        v = b.column("v")
+        kv = cj.ArgsKV(b.column("k"), b.column("vals"))
         self.plane_parts.append(
-            b.select(["pid", "ts_ns", "dur_ns"])
-            .append_column("src", self._ints(pc.list_element(v, 0)))
-            .append_column("dst", self._ints(pc.list_element(v, 1)))
-            .append_column("size", self._floats(pc.list_element(v, 2)))
-            .append_column("transport", pc.list_element(v, 3))
-            .append_column("link", pc.list_element(v, 4))
+            pa.table(
+                {
+                    "pid": b.column("pid"), "ts_ns": b.column("ts_ns"), "dur_ns": b.column("dur_ns"),
+                    "src": cj.ints(kv.get("src rank")), "dst": cj.ints(kv.get("dst rank")),
+                    "size": cj.floats(kv.get("size(Byte)")), "transport": kv.get("transport type"),
+                    "link": kv.get("link type"),
+                }
+            )  # fmt: skip
         )
 
+    _COLS = {
+        "host": ["name", "cat", "pid", "tid", "ts_ns", "dur_ns", "k", "vals"],
+        "cann": ["name", "pid", "tid", "ts_ns", "dur_ns", "k", "vals"],
+        "kernel": ["name", "tid", "ts_ns", "dur_ns", "k", "vals"],
+        "counter": ["name", "pid", "ts_ns", "k", "vals"],
+        "flow": ["cat", "name", "fid", "ph", "pid", "tid", "ts_ns"],
+        "comm": ["name", "pid", "tid", "ts_ns", "dur_ns"],
+        "plane": ["pid", "ts_ns", "dur_ns", "k", "vals"],
+    }
+
     def batch(self, b: Any) -> None:
+        """Split one intermediate batch by destination (selecting each one's columns before filtering)."""
         import pyarrow.compute as pc
 
         dest = b.column("dest")
-        for d in ("host", "cann", "kernel", "counter", "flow", "comm", "plane"):
-            mask = pc.equal(dest, d)
-            sub = b.filter(mask)
-            if sub.num_rows == 0:
+        present = set(pc.unique(dest).to_pylist())
+        for name, code in DEST.items():
+            if code not in present:
                 continue
-            if d in ("host", "cann"):
-                self.host(sub, cann=d == "cann")
-            elif d == "kernel":
-                self.kernels(sub)
-            elif d == "counter":
-                self.counters(sub)
-            elif d == "flow":
-                self.flows(sub)
-            elif d == "comm":
-                self.comm(sub)
+            sub = b.select(self._COLS[name])
+            if len(present) > 1:
+                sub = sub.filter(pc.equal(dest, code))
+            if name in ("host", "cann"):
+                self.host(sub, cann=name == "cann")
             else:
-                self.plane(sub)
+                getattr(self, {"kernel": "kernels", "counter": "counters", "flow": "flows"}.get(name, name))(sub)
 
     # -- at the end ---------------------------------------------------------------------------------
     def finish(self, *, comm_ops: bool, write_steps: bool) -> None:
@@ -608,9 +506,7 @@ class _Emitter:
                 part = part.set_column(part.schema.get_field_index("value"), "value", pc.divide(part.column("value"), 100.0))
                 self.warnings.append(f"counter {s.replace(chr(31), ' / ')!r} holds values above 1: read as percent and divided by 100")
             out.append(part.drop_columns(["key"]))
-        t2 = pa.concat_tables(out)
-        self.out.write("counters", t2)
-        self.counts["counters"] = self.counts.get("counters", 0) + t2.num_rows
+        self._write("counters", pa.concat_tables(out))
 
     def _finish_flows(self) -> None:
         import pyarrow as pa
@@ -632,8 +528,7 @@ class _Emitter:
         }
         for c in ("src_pid", "src_tid", "src_ts_ns", "dst_pid", "dst_tid", "dst_ts_ns"):
             rows[c] = j.column(c)
-        self.out.write("flows", rows)
-        self.counts["flows"] = j.num_rows
+        self._write("flows", rows)
         unpaired = pc.sum(pc.or_(pc.is_null(j.column("src_ts_ns")), pc.is_null(j.column("dst_ts_ns")))).as_py() or 0
         if unpaired:
             self.warnings.append(f"{unpaired} flow events have no partner (kept with the missing end null)")
@@ -648,7 +543,7 @@ class _Emitter:
         self.comm_parts.clear()
         ops.sort(key=lambda o: (o["pid"], o["ts_ns"] or 0))
         planes = (
-            pa.concat_tables([pa.Table.from_batches([b]) if not isinstance(b, pa.Table) else b for b in self.plane_parts])
+            pa.concat_tables(self.plane_parts)
             .sort_by([("pid", "ascending"), ("ts_ns", "ascending")])
             .to_pylist()
             if self.plane_parts
@@ -785,14 +680,17 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
         dests.add("kernel")
     if comm_ops:
         dests |= {"comm", "plane"}
-    hccl_streams = _hccl_streams(sn) if kernels and tr.pids(COMM_TRACKS) else set()
-    em = _Emitter(out, tr, path.name, hccl_streams)
+    bg = cj.BackgroundWriter(out)
+    em = _Emitter(bg, tr, path.name)  # type: ignore[arg-type]
     batches = _fast_batches(sn, tr, dests) if sn.fast_path else _ijson_batches(sn, tr, dests)
     n_events = 0
-    for b in batches:
-        n_events += b.num_rows
-        em.batch(b)
-    em.finish(comm_ops=comm_ops, write_steps=write_steps)
+    try:
+        for b in batches:
+            n_events += b.num_rows
+            em.batch(b)
+        em.finish(comm_ops=comm_ops, write_steps=write_steps)
+    finally:
+        bg.close()
     if n_events == 0 and not tr.process:
         raise BadTraceError(path, "no trace events found (an empty event array?)")
     meta: dict[str, Any] = {
