@@ -417,7 +417,7 @@ class _FakeNpu:
 
 
 def _args(loc: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in loc.items() if k not in ("self", "__class__")}
+    return {k: v for k, v in loc.items() if k not in ("self", "__class__", "rec")}
 
 
 def test_npu_path_passes_the_memory_options_to_torch_npu(cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
