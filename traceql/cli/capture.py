@@ -12,6 +12,7 @@ from ._common import StoreOpt
 _HELP = """Run a workload under the right profiler (torch_npu on an Ascend NPU, torch.profiler on CUDA/CPU) with the
 memory counters on, and write a dump traceql ingests (plus capture_meta.json beside it).
 
+\b
 Examples:
   traceql capture --workload layernorm-naive --ingest
   traceql capture --all --size full --ingest
