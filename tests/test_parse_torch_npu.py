@@ -521,6 +521,7 @@ def test_bad_kernel_details_inside_folder_names_the_file(tmp_path: Path) -> None
     [
         ("communication.json", "{not json", "invalid JSON"),
         ("communication.json", "[1, 2]", "keyed by step"),
+        ("communication.json", '{"step1": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
         ("communication_matrix.json", '{"step1": {"collective": {"op@g": {"0x1": {}}}}}', "'src-dst'"),
         ("step_trace_time.csv", "Computing,Free\n1,2\n", "'Step'"),
         ("memory_record.csv", "", "empty file"),

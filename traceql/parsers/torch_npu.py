@@ -108,6 +108,10 @@ def read_json(path: Path, expected: str) -> Any:
         ) from e
     except ValueError as e:
         raise BadTraceError(path, f"invalid JSON ({e}); expected {expected}") from e
+    except RecursionError:
+        raise BadTraceError(
+            path, f"JSON nested too deeply to be a profiler file; expected {expected}"
+        ) from None
 
 
 def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
