@@ -27,7 +27,7 @@ import re
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -233,7 +233,8 @@ def scan_objects(
 
     One fast byte search over the file (bytes.find runs at ~1.5 GB/s; a second full-file needle would cost
     as much again, hence `near`), plus json.loads of each small enclosing slice; hits that do not parse
-    (the needle inside some longer string) are skipped. Reads 8 MiB chunks with an overlap so objects
+    are skipped. A needle inside a string yields whatever object encloses that string (e.g. an args
+    dict): callers check what they got (M events: ph == "M"). Reads 8 MiB chunks with an overlap so objects
     straddling a chunk boundary are still found; each object is reported once.
     """
     overlap = window + (1 << 16)
@@ -278,11 +279,26 @@ def ts_ns_sql(col: str = "ts") -> str:
     """SQL: µs text ('1736408883688177.930') -> exact int64 ns.
 
     The common 3-decimal form is done by deleting the dot (exact, and faster than a DECIMAL cast); any other
-    form goes through DECIMAL(38,9) (exact for up to 9 decimals), rounded to whole ns.
+    form goes through DECIMAL(38,9), rounded half away from zero to whole ns (as `us_to_ns` does).
     """
     return (
         f"CASE WHEN {col}[-4] = '.' AND length({col}) <= 23 THEN TRY_CAST(replace({col}, '.', '') AS BIGINT) "
         f"ELSE TRY_CAST(round(TRY_CAST(trim({col}) AS DECIMAL(38,9)) * 1000) AS BIGINT) END"
+    )
+
+
+def dur_ns_sql(col: str = "dur") -> str:
+    """SQL: a µs duration read as VARCHAR -> exact int64 ns (rounded half away from zero, as `us_to_ns`).
+
+    DuckDB reads a JSON number as VARCHAR in its shortest round-trip form, which for any duration a profiler
+    prints (< 16 significant digits) is the text as written. Up to 6 decimals and 12 integer digits fit
+    DECIMAL(18,6) (64-bit, cheap); anything else goes through DECIMAL(38,12).
+    """
+    small = f"TRY_CAST({col} AS DECIMAL(18,6))"
+    return (
+        f"CAST(round(CASE WHEN strpos({col}, 'e') = 0 AND strpos({col}, 'E') = 0 "
+        f"AND length({col}) - strpos({col}, '.') <= 6 AND {small} IS NOT NULL THEN {small} "
+        f"ELSE TRY_CAST({col} AS DECIMAL(38,12)) END * 1000) AS BIGINT)"
     )
 
 
@@ -687,7 +703,7 @@ def us_to_ns(v: Any, scale: int = 1000) -> int | None:
             return None
     if not d.is_finite():
         return None
-    out = int((d * scale).to_integral_value())
+    out = int((d * scale).to_integral_value(rounding=ROUND_HALF_UP))
     return out if -(2**63) <= out < 2**63 else None
 
 
@@ -710,10 +726,17 @@ def to_int(v: Any) -> int | None:
         return v if -(2**63) <= v < 2**63 else None
     if isinstance(v, Decimal):
         return int(v) if v.is_finite() and v == v.to_integral_value() else None
+    t = str(v).strip()
     try:
-        i = int(str(v).strip())
+        i = int(t)
     except ValueError:
-        return None
+        try:  # '1.0', '1e3': integral values written as decimals
+            d = Decimal(t)
+        except InvalidOperation:
+            return None
+        if not d.is_finite() or d != d.to_integral_value():
+            return None
+        i = int(d)
     return i if -(2**63) <= i < 2**63 else None
 
 

@@ -138,7 +138,7 @@ def _fast_sql(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> str:
 
     columns = {
         "ph": "VARCHAR", "name": "VARCHAR", "cat": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR",
-        "ts": "VARCHAR", "dur": "DOUBLE", "id": "VARCHAR", "args": "JSON",
+        "ts": "VARCHAR", "dur": "VARCHAR", "id": "VARCHAR", "args": "JSON",
     }  # fmt: skip
     src = cj.duck_source(sn.path, columns)
 
@@ -166,7 +166,7 @@ def _fast_sql(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> str:
     with_args = ", ".join(str(d[x]) for x in WITH_ARGS)
     return f"""
     SELECT dest::TINYINT AS dest, ph, name, cat, TRY_CAST(pid AS BIGINT) AS pid, TRY_CAST(tid AS BIGINT) AS tid,
-        {cj.ts_ns_sql("ts")} AS ts_ns, CAST(round(dur * 1000) AS BIGINT) AS dur_ns,
+        {cj.ts_ns_sql("ts")} AS ts_ns, {cj.dur_ns_sql("dur")} AS dur_ns,
         CASE WHEN dest = {d["flow"]} THEN id END AS fid,
         CASE WHEN dest IN ({with_args}) THEN json_keys(args) END AS k,
         CASE WHEN dest IN ({with_args}) THEN json_extract_string(args, '$.*') END AS vals

@@ -1,0 +1,243 @@
+"""The shared Chrome-trace JSON reader: sniffing, exact time conversion, byte scans, bad input, helpers."""
+
+from __future__ import annotations
+
+import gzip
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from traceql.errors import BadTraceError
+from traceql.parsers import _chrome_json as cj
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+# ---- sniff ----------------------------------------------------------------------------------------
+
+
+def test_sniff_array_with_string_ts_takes_the_duckdb_path(tmp_path: Path) -> None:
+    p = _write(tmp_path, "t.json", b'  [{"ph": "X", "ts": "1736408883704643.212", "dur": 1.5}]')
+    sn = cj.sniff(p)
+    assert (sn.root, sn.ts_kind, sn.gzip, sn.fast_path) == ("array", "string", False, True)
+
+
+def test_sniff_numeric_ts_object_and_gzip_take_the_ijson_path(tmp_path: Path) -> None:
+    num = cj.sniff(_write(tmp_path, "a.json", b'[{"ts": 1695835535123456.789}]'))
+    assert (num.root, num.ts_kind, num.fast_path) == ("array", "number", False)
+    obj = cj.sniff(_write(tmp_path, "b.json", b'{"schemaVersion": 1, "traceEvents": [{"ts": 5}]}'))
+    assert (obj.root, obj.trace_events, obj.fast_path) == ("object", True, False)
+    gz = cj.sniff(_write(tmp_path, "c.json.gz", gzip.compress(b'[{"ts": "1.000"}]')))
+    assert (gz.gzip, gz.root, gz.ts_kind, gz.fast_path) == (True, "array", "string", False)
+
+
+def test_sniff_skips_a_utf8_bom(tmp_path: Path) -> None:
+    sn = cj.sniff(_write(tmp_path, "bom.json", b'\xef\xbb\xbf[{"ts": "1.0"}]'))
+    assert sn.root == "array"
+
+
+# ---- exact time conversion ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        # expected values written out by hand: µs * 1000, digits moved three places
+        ("1736408883704643.212", 1736408883704643212),
+        (Decimal("1736408883704643.212"), 1736408883704643212),
+        (Decimal("1695835535123456.789"), 1695835535123456789),
+        (1695835542514261, 1695835542514261000),
+        ("198093488368.463", 198093488368463),
+        ("0.60003125", 600),  # sub-ns part rounded: 600.03125 -> 600
+        ("24.4205", 24421),  # an exact .5 ns tie rounds away from zero (as DuckDB's DECIMAL round)
+        (" 12 ", 12000),
+        ("", None),
+        ("N/A", None),
+        (None, None),
+        (True, None),
+    ],
+)
+def test_us_to_ns_is_exact(value: object, expected: int | None) -> None:
+    assert cj.us_to_ns(value) == expected
+
+
+def test_dur_ns_sql_matches_us_to_ns() -> None:
+    """Durations read as VARCHAR from JSON numbers, converted in SQL == the exact Python conversion."""
+    import duckdb
+
+    texts = ["0.00001", "24.4205", "79089.52021875", "1e-07", "155985.8", "3", "12345678901234.5", "0.0004996"]
+    con = duckdb.connect()
+    for t in texts:
+        got = con.execute(f"SELECT {cj.dur_ns_sql('d')} FROM (SELECT ?::VARCHAR AS d)", [t]).fetchall()
+        assert got == [(cj.us_to_ns(Decimal(t)),)], t
+
+
+def test_us_to_ns_scale_one_keeps_ns() -> None:
+    assert cj.us_to_ns(Decimal("1736408883704643212"), scale=1) == 1736408883704643212
+
+
+def test_ts_ns_sql_is_exact_in_duckdb() -> None:
+    """The SQL conversion used on the DuckDB path gives the same exact integers (no double in between)."""
+    import duckdb
+
+    cases = {
+        "1736408883704643.212": 1736408883704643212,
+        "1736408883688177.930": 1736408883688177930,
+        "1736408883704643.2": 1736408883704643200,  # 1 decimal: the DECIMAL branch
+        "1736408883704643": 1736408883704643000,
+        "1736408883704643.2129": 1736408883704643213,  # 4 decimals: rounded to whole ns
+    }
+    con = duckdb.connect()
+    for text, want in cases.items():
+        got = con.execute(f"SELECT {cj.ts_ns_sql('ts')} FROM (SELECT ?::VARCHAR AS ts)", [text]).fetchall()
+        assert got == [(want,)], text
+
+
+# ---- truncation / roots ------------------------------------------------------------------------------
+
+
+def test_check_complete_names_the_byte_offset_of_a_cut_file(tmp_path: Path) -> None:
+    data = b'[{"ph": "X", "ts": "1.000"}, {"ph": "X", "ts": "2.0'
+    sn = cj.sniff(_write(tmp_path, "cut.json", data))
+    with pytest.raises(BadTraceError) as ei:
+        cj.check_complete(sn)
+    msg = str(ei.value)
+    assert "truncated" in msg and f"byte {len(data)}" in msg and "cut.json" in msg
+
+
+def test_check_complete_accepts_trailing_whitespace(tmp_path: Path) -> None:
+    cj.check_complete(cj.sniff(_write(tmp_path, "ok.json", b'[{"ts": "1.0"}]\n\n  ')))
+
+
+@pytest.mark.parametrize(
+    ("data", "want"),
+    [
+        (b"", "empty file"),
+        (b"   \n", "empty file"),
+        (b'{"a": [1, 2]}', 'without a "traceEvents" key'),
+        (b'"just a string"', "expected a Chrome trace"),
+    ],
+)
+def test_require_root_rejects_what_is_not_a_trace(tmp_path: Path, data: bytes, want: str) -> None:
+    sn = cj.sniff(_write(tmp_path, "x.json", data))
+    with pytest.raises(BadTraceError, match=want):
+        cj.require_root(sn, want="events")
+
+
+# ---- ijson path --------------------------------------------------------------------------------------
+
+
+def test_iter_events_gives_exact_numbers(tmp_path: Path) -> None:
+    p = _write(tmp_path, "k.json", b'{"traceEvents": [{"ts": 1695835535123456.789, "id": 1736408883700059821}]}')
+    (ev,) = list(cj.iter_events(cj.sniff(p)))
+    assert ev["ts"] == Decimal("1695835535123456.789") and ev["id"] == 1736408883700059821
+
+
+def test_iter_events_truncated_gzip_fails_fast(tmp_path: Path) -> None:
+    full = gzip.compress(b'{"traceEvents": [' + b'{"ph": "X", "ts": 1, "name": "a"}, ' * 5000 + b'{"ts": 2}]}')
+    p = _write(tmp_path, "t.json.gz", full[: len(full) // 2])
+    with pytest.raises(BadTraceError, match="truncated gzip") as ei:
+        list(cj.iter_events(cj.sniff(p)))
+    assert "t.json.gz" in str(ei.value)
+
+
+def test_iter_events_truncated_json_inside_complete_gzip(tmp_path: Path) -> None:
+    """The gzip stream is whole but the JSON inside was cut: reported as truncated JSON with the offset."""
+    body = b'{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": "X", "ts'
+    p = _write(tmp_path, "t.json.gz", gzip.compress(body))
+    with pytest.raises(BadTraceError, match=rf"truncated JSON.*decompressed byte {len(body)}"):
+        list(cj.iter_events(cj.sniff(p)))
+
+
+def test_iter_events_non_utf8_names_the_offset(tmp_path: Path) -> None:
+    p = _write(tmp_path, "bad.json", b'{"traceEvents": [{"ts": 1, "name": "a\xff\xfe"}]}')
+    with pytest.raises(BadTraceError, match="not UTF-8"):
+        list(cj.iter_events(cj.sniff(p)))
+
+
+def test_iter_events_malformed_json(tmp_path: Path) -> None:
+    p = _write(tmp_path, "bad.json", b'{"traceEvents": [{"ts": 1,, "name": "a"}]}')
+    with pytest.raises(BadTraceError, match="malformed JSON"):
+        list(cj.iter_events(cj.sniff(p)))
+
+
+def test_read_header_stops_at_trace_events(tmp_path: Path) -> None:
+    p = _write(
+        tmp_path,
+        "h.json",
+        b'{"schemaVersion": 1, "distributedInfo": {"rank": 3, "world_size": 8}, "deviceProperties": [{"id": 0, '
+        b'"name": "GPU"}], "baseTimeNanoseconds": 1743521598000000000, "traceEvents": [{"ts": 1}], "traceName": "x"}',
+    )
+    h = cj.read_header(cj.sniff(p))
+    assert h == {
+        "schemaVersion": 1,
+        "distributedInfo": {"rank": 3, "world_size": 8},
+        "deviceProperties": [{"id": 0, "name": "GPU"}],
+        "baseTimeNanoseconds": 1743521598000000000,
+    }
+
+
+def test_tail_bytes_of_gzip_is_the_decompressed_end(tmp_path: Path) -> None:
+    data = b"x" * 300000 + b"END"
+    p = _write(tmp_path, "t.json.gz", gzip.compress(data))
+    assert cj.tail_bytes(cj.sniff(p), 10) == data[-10:]
+
+
+# ---- byte scan for metadata events -------------------------------------------------------------------
+
+
+def test_scan_objects_across_chunk_boundaries_and_near_hits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cj, "CHUNK", 4096)  # many small chunks: objects straddle boundaries
+    events = [b'{"ph": "X", "name": "a", "ts": "1.0", "args": {"Call stack": "process_name in a string"}}'] * 200
+    meta = [
+        b'{"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "args": {"name": "HCCL"}}',
+        b'{"ph": "M", "name": "thread_name", "pid": 7, "tid": 0, "args": {"name": "Group 5 Communication"}}',
+    ]
+    data = b"[" + b", ".join(events[:100] + meta + events[100:] + [meta[0].replace(b"7", b"9")]) + b"]"
+    p = _write(tmp_path, "m.json", data)
+    found = [o for o in cj.scan_objects(cj.sniff(p), b"process_name", near=(b"thread_name",)) if o.get("ph") == "M"]
+    # each M event exactly once, wherever the 4 KiB chunks cut the file
+    assert sorted((o["name"], o["pid"]) for o in found) == [("process_name", 7), ("process_name", 9), ("thread_name", 7)]
+
+
+# ---- vectorised args ---------------------------------------------------------------------------------
+
+
+def test_args_kv_get_and_extra() -> None:
+    s = pa.string()
+    keys = pa.array([["a", "b", "c"], None, ["c"], ["b", "x"]], pa.list_(s))
+    vals = pa.array([["1", "2", "3"], None, ["30"], ["20", None]], pa.list_(s))
+    kv = cj.ArgsKV(keys, vals)
+    assert kv.get("b").to_pylist() == ["2", None, None, "20"]
+    assert kv.get("z", "c").to_pylist() == ["3", None, "30", None]
+    assert kv.extra(["b"]).to_pylist() == [[("a", "1"), ("c", "3")], [], [("c", "30")], [("x", None)]]
+
+
+def test_args_kv_drops_args_whose_keys_and_values_do_not_pair() -> None:
+    s = pa.string()
+    kv = cj.ArgsKV(pa.array([["a"], None], pa.list_(s)), pa.array([["1"], ["x", "y"]], pa.list_(s)))
+    assert kv.get("a").to_pylist() == ["1", None]
+    assert kv.extra([]).to_pylist() == [[("a", "1")], []]
+
+
+def test_ints_and_floats_fall_back_for_odd_text() -> None:
+    assert cj.ints(pa.array(["1", None, "4294967295"])).to_pylist() == [1, None, 4294967295]
+    assert cj.ints(pa.array(["1", "1.0", "x"])).to_pylist() == [1, 1, None]
+    assert cj.floats(pa.array(["1.5", "N/A"])).to_pylist() == [1.5, None]
+
+
+def test_background_writer_reraises_the_writer_error() -> None:
+    class Boom:
+        def write(self, table: str, data: object) -> None:
+            raise ValueError("disk full")
+
+    bw = cj.BackgroundWriter(Boom())
+    bw.write("kernels", {})
+    with pytest.raises(ValueError, match="disk full"):
+        bw.close()
