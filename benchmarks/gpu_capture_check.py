@@ -2,7 +2,9 @@
 
 Run on the lent GPU machine, from the repository root, as ONE command (it needs only python3 + torch there):
 
-    PYTHONUNBUFFERED=1 python3 benchmarks/gpu_capture_check.py            # writes $OUT (or ./gpu_check_out)
+    set -o pipefail; PYTHONUNBUFFERED=1 timeout 560 python3 benchmarks/gpu_capture_check.py 2>&1 | tee $OUT/log.txt
+
+(device tool: timeout_s 600; it writes $OUT, else ./gpu_check_out; ncu runs stop starting after --budget-s 420).
 
 What it does, per workload (problem and fix of each of the article's experiments):
   1. traceql.capture.capture_workload(size="full", device="cuda", gzip): a Kineto trace with shapes + memory,
@@ -319,6 +321,7 @@ def check(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     dumps: list[Path] = []
     t_all = time.time()
+    ncu_broken: str | None = None
     for name in names:
         wl = workloads.get(name)
         t0 = time.time()
@@ -336,7 +339,15 @@ def check(args: argparse.Namespace) -> int:
         gc.collect()
         torch.cuda.empty_cache()
         if not args.no_ncu and name in NCU_WORKLOADS and not r.get("error"):
-            r["ncu"] = run_ncu(name, args.size)
+            left = args.budget_s - (time.time() - t_all)
+            if ncu_broken:
+                r["ncu"] = {"available": False, "reason": ncu_broken}
+            elif left < 90:
+                r["ncu"] = {"available": False, "reason": f"skipped: {left:.0f} s of the --budget-s left"}
+            else:
+                r["ncu"] = run_ncu(name, args.size, timeout=int(min(120, left - 60)))
+                if not r["ncu"]["available"] and not str(r["ncu"]["reason"]).startswith("ncu timed out"):
+                    ncu_broken = r["ncu"]["reason"]  # same machine, same answer: do not pay for it again
         r["seconds"] = round(time.time() - t0, 1)
         log(f"{name}: {r['seconds']} s" + (f" ERROR {r['error']}" if r.get("error") else f", kernel {r['trace']['kernel_ms_per_step']:.3f} ms/step"))
         results.append(r)
@@ -385,6 +396,7 @@ def main() -> int:
     ap.add_argument("--dump-root", help="where the dumps are written before packing (default /tmp/traceql_gpu_dumps)")
     ap.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute DRAM measurement")
     ap.add_argument("--no-cupti", action="store_true", help="skip the CUPTI range-profiler pass")
+    ap.add_argument("--budget-s", type=float, default=420, help="no new ncu run once this many seconds have passed")
     ap.add_argument("--ncu-target", help=argparse.SUPPRESS)
     ap.add_argument("--analyse", type=Path, help="CPU machine: folder with the returned results/dumps-*.tar.gz")
     ap.add_argument("--store", type=Path, default=Path("gpu_check_store/.traceql"), help="store for --analyse")
