@@ -353,11 +353,19 @@ def capture_script(
     }
     cfg_path = dump / ".runner_config.json"
     cfg_path.write_text(json.dumps(config))
-    # The runner is traceql.capture.runner, imported from this traceql in the user's interpreter
-    # (only stdlib + torch are needed there).
-    pkg_root = str(Path(__file__).resolve().parents[2])
+    # The runner is traceql.capture.runner, imported from this traceql in the user's interpreter (only stdlib +
+    # torch are needed there). Only the traceql package goes on its path, through a link: adding the folder
+    # that holds it could be a whole site-packages of another Python.
+    path_dir = dump / ".runner_path"
+    path_dir.mkdir()
+    pkg = Path(__file__).resolve().parents[1]
+    try:
+        (path_dir / "traceql").symlink_to(pkg, target_is_directory=True)
+        py_path = str(path_dir.resolve())
+    except OSError:  # no symlinks here: fall back to the folder holding traceql
+        py_path = str(pkg.parent)
     env = dict(os.environ)
-    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = py_path + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = [exe, *flags, "-m", "traceql.capture.runner", str(cfg_path.resolve()), "--", *target]
     try:
         proc = subprocess.run(cmd, env=env, check=False)
@@ -367,6 +375,7 @@ def capture_script(
     result = json.loads(result_path.read_text()) if result_path.exists() else {}
     for p in (cfg_path, result_path):
         p.unlink(missing_ok=True)
+    shutil.rmtree(path_dir, ignore_errors=True)
     meta = _base_meta(backend)
     meta.update(
         run_name=re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") or "script",
