@@ -13,7 +13,7 @@ from . import schema
 def conform(table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequence[Any]], run_id: str, rank: int) -> pa.Table:
     """Return `data` as a pa.Table with exactly the canonical columns of `table_name`, in order.
 
-    Missing columns become nulls, `run_id`/`rank` are filled in, values are cast to the canonical type
+    Missing columns become nulls, `run_id` is filled in, and `rank` unless the parser gives one per row (cluster-level files), values are cast to the canonical type
     (safe casts only: a parser must already have converted units and parsed numbers). An unknown column is a
     programming error in the parser, not bad input, so it raises ValueError.
     """
@@ -33,7 +33,7 @@ def conform(table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequ
     for field in target:
         if field.name == "run_id":
             arrays.append(pa.array([run_id] * n, type=pa.string()))
-        elif field.name == "rank":
+        elif field.name == "rank" and "rank" not in cols:
             arrays.append(pa.array([rank] * n, type=pa.int32()))
         elif field.name in cols:
             col = cols[field.name]

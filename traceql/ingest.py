@@ -131,7 +131,11 @@ def _run_info(path: Path, results: list[dict[str, Any]]) -> dict[str, Any]:
         formats.append(r["parser"])
     if not any(rows.values()):
         raise BadTraceError(path, "the dump holds no events, kernels or records (empty or header-only files)")
-    ranks = sorted({r["rank"] for r in results})
+    # rank -1 holds cluster-level rows (msprof-analyze cluster output); a parser may report the real ranks
+    ranks_set = {r["rank"] for r in results if r["rank"] >= 0}
+    for r in results:
+        ranks_set.update(int(x) for x in r["meta"].get("ranks", []) if int(x) >= 0)
+    ranks = sorted(ranks_set)
     return {
         "source": str(path.resolve()),
         "format": "+".join(sorted(set(formats))),

@@ -160,6 +160,7 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
             _c("bandwidth_bps", "DOUBLE", "achieved bandwidth, bytes/s"),
             _c("large_packet_ratio", "DOUBLE", "share of large packets 0..1"),
             _c("packet_sizes", "MAP(VARCHAR, DOUBLE)", "size distribution: packet size (bytes) -> count"),
+            _c("source", "VARCHAR", "which file/table the row came from"),
         ],
     ),
     "comm_matrix": (
@@ -176,6 +177,7 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
             _c("bytes", "BIGINT", "transit size, bytes"),
             _c("transit_ns", "BIGINT", "transit time, ns"),
             _c("bandwidth_bps", "DOUBLE", "bandwidth, bytes/s"),
+            _c("source", "VARCHAR", "which file/table the row came from"),
         ],
     ),
     "steps": (

@@ -9,7 +9,7 @@ Units are parsed in separate processes, so everything here must be picklable by 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -99,7 +99,8 @@ def detect(path: Path) -> list[Unit]:
             # cluster-level outputs (msprof-analyze) ride along with the per-rank dumps
             cao = path / "cluster_analysis_output"
             if cao.is_dir():
-                found.extend(_claim(cao) or [])
+                # the ranks' own files already give per-rank rows: the cluster parser adds only cluster-level ones
+                found.extend(replace(u, options=(*u.options, ("alongside", "rank_dumps"))) for u in _claim(cao) or [])
             return found
         raise UnknownFormatError(
             path,
