@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._sqlite import SqliteDb, q
-from ._units import GB_PER_S
+from ._db_pmu import load_pmu
+from ._sqlite import SqliteDb, lit, q
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
 
+SCRATCH_MEMORY = "1GB"  # per parsing process; DuckDB spills past it
 UINT32_NONE = 4294967295  # "not applicable" in TASK.contextId, COMMUNICATION_TASK_INFO.dstRank...
-GIB = 1024**3  # msprof's DB writer turns "(GB/s)" PMU values into bytes/s with 1024^3 (UnifiedPmuProcessor)
 
 # ---- declared column kinds (only what needs more than the declared SQLite type) ----------------------
 TASK_KINDS = {"taskType": "str"}
@@ -48,7 +49,6 @@ COMM_TASK_KINDS = {
     "transportType": "enum:ENUM_HCCL_TRANSPORT_TYPE", "dataType": "enum:ENUM_HCCL_DATA_TYPE",
     "linkType": "enum:ENUM_HCCL_LINK_TYPE", "size": "int", "bandwidth": "float",
 }  # fmt: skip
-PMU_KINDS = {"globalTaskId": "int", "name": "str", "value": "float", "timestampNs": "int"}
 CANN_KINDS = {"type": "enum:ENUM_API_TYPE", "name": "str"}
 PYTORCH_KINDS = {
     "startNs": "int", "endNs": "int", "name": "str", "inputDtypes": "str", "inputShapes": "str",
@@ -76,6 +76,12 @@ class DbExport:
 
         self.db = db
         self.duck = duckdb.connect(":memory:")
+        # ingest parses ranks in parallel processes, one scratch DuckDB each: cap it and let it spill to disk
+        # (big exports hold tens of millions of TASK_PMU_INFO rows)
+        self._tmp = tempfile.TemporaryDirectory(prefix="traceql-db-")
+        self.duck.execute(f"SET memory_limit = '{SCRATCH_MEMORY}'")
+        self.duck.execute(f"SET temp_directory = {lit(self._tmp.name)}")
+        self.duck.execute("SET preserve_insertion_order = false")
         self._loaded: dict[str, list[str]] = {}
         self.warnings: list[str] = []
         self._dev: int | None = None
@@ -84,6 +90,7 @@ class DbExport:
     def close(self) -> None:
         self.duck.close()
         self.db.close()
+        self._tmp.cleanup()
 
     def load(self, table: str, kinds: dict[str, str] | None = None) -> list[str]:
         if table not in self._loaded:
@@ -124,12 +131,18 @@ class DbExport:
 
 
 # ---- small SQL helpers ------------------------------------------------------------------------------
-def lit(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def col_or_null(cols: list[str], name: str, alias: str, typ: str) -> str:
     return f"{alias}.{q(name)}" if name in cols else f"NULL::{typ}"
+
+
+class Col:
+    """`alias."name"`, or a typed NULL when this db version lacks the column (schemas vary by CANN release)."""
+
+    def __init__(self, cols: list[str], alias: str, default_type: str) -> None:
+        self.cols, self.alias, self.default_type = cols, alias, default_type
+
+    def __call__(self, name: str, typ: str | None = None) -> str:
+        return col_or_null(self.cols, name, self.alias, typ or self.default_type)
 
 
 def text_map(entries: list[tuple[str, str]]) -> str:
@@ -159,200 +172,6 @@ def step_join(x: DbExport, ts: str) -> tuple[str, str]:
 
 
 # ---- kernels -----------------------------------------------------------------------------------------
-def _metric_base(name: str) -> tuple[str, str, str]:
-    """'aic_main_mem_read_bw(GB/s)' -> ('aic_', 'main_mem_read_bw', '(GB/s)')."""
-    m = re.match(r"^(aic_|aiv_)?([^(]*)(\(.*\))?$", name)
-    if not m:
-        return "", name, ""
-    return m.group(1) or "", m.group(2).lower(), m.group(3) or ""
-
-
-class PmuPlan:
-    """How the typed kernel columns are derived from TASK_PMU_INFO metric names (as this db spells them).
-
-    Definitions (per prefix p in aic_, aiv_, '' — the '' form is older chips without prefixes):
-    - core time (ns): p total_time (the DB stores *_time in ns: msprof multiplies the µs values by 1000);
-      aicore_time_ns = aic_total_time (or total_time), aiv_time_ns = aiv_total_time.
-    - X_ratio (X in mac, vec, scalar, mte2, mte3) = max over p of p X_time / p total_time, falling back to the
-      stored p X_ratio (some CANN versions stored truncated integer ratios; the times are exact).
-    - bytes from a bandwidth metric = bandwidth x that prefix's core time, summed over p. Bandwidth unit: a
-      '(GB/s)' suffix means GB/s; with no suffix msprof either converted GB/s to bytes/s with 1024^3 (values
-      > 1e6 across the table) or left GB/s; both are brought back to the profiler's GB/s and multiplied by
-      _units.GB_PER_S so db and CSV give the same bytes.
-    - hbm bytes: p read/write_main_memory_datas (KB, x1024) when present (MemoryAccess), else
-      p main_mem_read/write_bw (Memory). ub: p ub_read/write_bw, else the MemoryUB _mte/_vector/_scalar sum.
-      l2: p l2_read/write_bw. l2_hit_rate: hits / (hits + miss_allocate) over the L2Cache counters.
-      flops: p cube_fops + p vector_fops.
-    """
-
-    PREFIXES = ("aic_", "aiv_", "")
-
-    def __init__(self, names: list[str], bw_max: dict[str, float]) -> None:
-        self.by_key: dict[tuple[str, str], str] = {}
-        for n in names:
-            p, base, _ = _metric_base(n)
-            self.by_key.setdefault((p, base), n)
-        self.bw_max = bw_max
-        self.used: set[str] = set()
-
-    def m(self, p: str, base: str) -> str | None:
-        n = self.by_key.get((p, base))
-        if n is None:
-            return None
-        self.used.add(n)
-        return q("m:" + n)
-
-    def core_ns(self, p: str, fallback_dur: bool = False) -> str | None:
-        """The side's core time in ns; with fallback_dur, the task duration where the time is missing (as the
-        CSV parser does when the time cell is N/A)."""
-        c = self.m(p, "total_time") or (self.m("", "total_time") if p == "aic_" else None)
-        if c is None or not fallback_dur:
-            return c
-        return f'COALESCE({c}, t."endNs" - t."startNs")'
-
-    def bw_bytes_per_s(self, p: str, base: str) -> str | None:
-        col = self.m(p, base)
-        if col is None:
-            return None
-        name = self.by_key[(p, base)]
-        unit = _metric_base(name)[2].lower()
-        if unit == "(gb/s)" or (not unit and self.bw_max.get(name, 0.0) <= 1e6):
-            return f"({col} * {GB_PER_S!r})"
-        if unit == "(mb/s)":
-            return f"({col} * 1e6)"
-        return f"({col} / {float(GIB)!r} * {GB_PER_S!r})"
-
-    def bw_bytes(self, p: str, bases: tuple[str, ...]) -> str | None:
-        core = self.core_ns(p, fallback_dur=True)
-        if core is None:
-            return None
-        terms = [t for t in (self.bw_bytes_per_s(p, b) for b in bases) if t]
-        if not terms:
-            return None
-        return f"({_sum(terms)} * {core} / 1e9)"
-
-    def ratio(self, x: str) -> str | None:
-        terms = []
-        for p in self.PREFIXES:
-            t, core = self.m(p, f"{x}_time"), self.core_ns(p)
-            stored = self.m(p, f"{x}_ratio") or self.m(p, f"{x}_exe_ratio")
-            if t and core:
-                calc = f"{t} / NULLIF({core}, 0)"
-                terms.append(f"COALESCE({calc}, {stored})" if stored else calc)
-            elif stored:
-                terms.append(stored)
-        return f"greatest({', '.join(terms)})" if terms else None
-
-    def bytes_col(self, direction: str, kind: str) -> str | None:
-        terms = []
-        for p in self.PREFIXES:
-            if kind == "hbm":
-                kb = self.m(p, f"{direction}_main_memory_datas")
-                t = f"({kb} * 1024.0)" if kb else self.bw_bytes(p, (f"main_mem_{direction}_bw",))
-            elif kind == "ub":
-                t = self.bw_bytes(p, (f"ub_{direction}_bw",))
-                if t is None:
-                    parts = tuple(f"ub_{direction}_bw_{s}" for s in ("mte", "mte2", "vector", "scalar"))
-                    t = self.bw_bytes(p, parts + (("fixp2ub_write_bw",) if direction == "write" else ()))
-            else:  # l2
-                t = self.bw_bytes(p, (f"l2_{direction}_bw",))
-            if t:
-                terms.append(t)
-        return f"CAST(round({_sum(terms)}) AS BIGINT)" if terms else None
-
-    def l2_hit_rate(self) -> str | None:
-        hit_names = (
-            "write_cache_hit",
-            "r0_read_cache_hit",
-            "r1_read_cache_hit",
-            "read_local_l2_hit",
-            "write_local_l2_hit",
-        )
-        miss_names = ("write_cache_miss_allocate", "r0_read_cache_miss_allocate", "r1_read_cache_miss_allocate",
-                      "read_local_l2_miss", "write_local_l2_miss")  # fmt: skip
-        hits = [c for p in self.PREFIXES for b in hit_names if (c := self.m(p, b))]
-        miss = [c for p in self.PREFIXES for b in miss_names if (c := self.m(p, b))]
-        if not hits or not miss:
-            return None
-        h = _sum(hits)
-        return f"({h} / NULLIF({h} + {_sum(miss)}, 0))"
-
-    def flops(self) -> str | None:
-        terms = [c for p in self.PREFIXES for b in ("cube_fops", "vector_fops") if (c := self.m(p, b))]
-        return _sum(terms) if terms else None
-
-    def typed(self) -> dict[str, str]:
-        out: dict[str, str | None] = {
-            "aicore_time_ns": (f"CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aic_")) else None),
-            "aiv_time_ns": (f"CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aiv_")) else None),
-            "hbm_read_bytes": self.bytes_col("read", "hbm"),
-            "hbm_write_bytes": self.bytes_col("write", "hbm"),
-            "ub_read_bytes": self.bytes_col("read", "ub"),
-            "ub_write_bytes": self.bytes_col("write", "ub"),
-            "l2_read_bytes": self.bytes_col("read", "l2"),
-            "l2_write_bytes": self.bytes_col("write", "l2"),
-            "l2_hit_rate": self.l2_hit_rate(),
-            "mac_ratio": self.ratio("mac"),
-            "vec_ratio": self.ratio("vec"),
-            "scalar_ratio": self.ratio("scalar"),
-            "mte2_ratio": self.ratio("mte2"),
-            "mte3_ratio": self.ratio("mte3"),
-            "flops": self.flops(),
-        }
-        return {k: v for k, v in out.items() if v is not None}
-
-
-def _sum(terms: list[str]) -> str:
-    """Sum of nullable terms: NULL only when every term is NULL."""
-    if len(terms) == 1:
-        return terms[0]
-    all_null = " AND ".join(f"{t} IS NULL" for t in terms)
-    return f"(CASE WHEN {all_null} THEN NULL ELSE {' + '.join(f'COALESCE({t}, 0)' for t in terms)} END)"
-
-
-def _load_pmu(x: DbExport) -> tuple[bool, PmuPlan | None]:
-    """Pivot TASK_PMU_INFO into table pmu(globalTaskId[, timestampNs], metrics MAP, "m:<name>"...)."""
-    if not x.has("TASK_PMU_INFO", "globalTaskId", "name", "value"):
-        return False, None
-    x.load("TASK_PMU_INFO", PMU_KINDS)
-    with_ts = x.has("TASK_PMU_INFO", "timestampNs")
-    keys = '"globalTaskId"' + (', "timestampNs"' if with_ts else "")
-    names = [
-        r[0]
-        for r in x.duck.execute(
-            'SELECT DISTINCT "name" FROM "TASK_PMU_INFO" WHERE "name" IS NOT NULL ORDER BY 1'
-        ).fetchall()
-    ]
-    bw_max = dict(
-        x.duck.execute(
-            """SELECT "name", max(abs("value")) FROM "TASK_PMU_INFO" WHERE "name" LIKE '%bw%' GROUP BY 1"""
-        ).fetchall()
-    )
-    plan = PmuPlan(names, bw_max)
-    plan.typed()  # marks the metric columns the typed columns need (plan.used)
-    dup = x.scalar(
-        f'SELECT count(*) FROM (SELECT {keys}, "name" FROM "TASK_PMU_INFO" GROUP BY ALL HAVING count(*) > 1)'
-    )
-    if dup:
-        x.warnings.append(
-            f"TASK_PMU_INFO: {dup} (task, metric) pairs have several values (globalTaskId reused without timestampNs); "
-            "the largest is kept"
-        )
-    pivots = "".join(
-        f', max("value") FILTER (WHERE "name" = {lit(n)}) AS {q("m:" + n)}' for n in sorted(plan.used)
-    )
-    x.duck.execute(
-        f"""CREATE OR REPLACE TABLE pmu AS
-        WITH one AS (SELECT {keys}, "name", max("value") AS "value" FROM "TASK_PMU_INFO"
-                     WHERE "name" IS NOT NULL GROUP BY ALL)
-        SELECT {keys},
-               map_from_entries(list({{'k': "name", 'v': "value"}}) FILTER (WHERE "value" IS NOT NULL)) AS metrics
-               {pivots}
-        FROM one GROUP BY ALL"""
-    )
-    return with_ts, plan
-
-
 def write_kernels(x: DbExport, out: RankWriter) -> int:
     """kernels: compute tasks (TASK x COMPUTE_TASK_INFO x pivoted TASK_PMU_INFO) + HCCL ops (COMMUNICATION_OP)."""
     db = x.db
@@ -362,7 +181,7 @@ def write_kernels(x: DbExport, out: RankWriter) -> int:
 
     if x.has("COMPUTE_TASK_INFO", "globalTaskId"):
         ccols = x.load("COMPUTE_TASK_INFO", compute_kinds(db))
-        with_ts, plan = _load_pmu(x)
+        with_ts, plan = load_pmu(x)
         typed = plan.typed() if plan else {}
         pmu_join = ""
         if plan:
@@ -373,8 +192,8 @@ def write_kernels(x: DbExport, out: RankWriter) -> int:
         sj, step = step_join(x, 't."startNs"')
         block = db.first("COMPUTE_TASK_INFO", "blockNum", "blockDim", "block_dim")
         mix = db.first("COMPUTE_TASK_INFO", "mixBlockNum", "mixBlockDim")
-        c = lambda n, typ="VARCHAR": col_or_null(ccols, n, "c", typ)  # noqa: E731
-        t = lambda n, typ="BIGINT": col_or_null(tcols, n, "t", typ)  # noqa: E731
+        c = Col(ccols, "c", "VARCHAR")
+        t = Col(tcols, "t", "BIGINT")
         known_c = {"name", "globalTaskId", "taskType", "opType", "inputFormats", "inputDataTypes", "inputShapes",
                    "outputFormats", "outputDataTypes", "outputShapes", "waitNs", "opState", block, mix}  # fmt: skip
         known_t = {
@@ -422,7 +241,7 @@ def write_kernels(x: DbExport, out: RankWriter) -> int:
 
     if x.has("COMMUNICATION_OP", "opName", "startNs", "endNs"):
         ocols = x.load("COMMUNICATION_OP", COMM_OP_KINDS)
-        o = lambda n, typ="VARCHAR": col_or_null(ocols, n, "o", typ)  # noqa: E731
+        o = Col(ocols, "o", "VARCHAR")
         dev = x.default_device()
         sj, step = step_join(x, 'o."startNs"')
         known = {"opName", "startNs", "endNs", "connectionId", "opType", "waitNs", "deviceId"}
@@ -461,7 +280,7 @@ def write_host_ops(x: DbExport, out: RankWriter) -> int:
     n = 0
     if x.has("PYTORCH_API", "startNs", "endNs"):
         pcols = x.load("PYTORCH_API", PYTORCH_KINDS)
-        p = lambda c, typ="BIGINT": col_or_null(pcols, c, "p", typ)  # noqa: E731
+        p = Col(pcols, "p", "BIGINT")
         conn = _conn_list(x)
         join = (
             f'LEFT JOIN {conn} ci ON ci."id" = p."connectionId"' if conn and "connectionId" in pcols else ""
@@ -514,7 +333,7 @@ def write_host_ops(x: DbExport, out: RankWriter) -> int:
         )
     if x.has("CANN_API", "startNs", "endNs", "name"):
         ccols = x.load("CANN_API", CANN_KINDS)
-        c = lambda k, typ="BIGINT": col_or_null(ccols, k, "c", typ)  # noqa: E731
+        c = Col(ccols, "c", "BIGINT")
         lvl = (
             f"CASE WHEN {c('type', 'VARCHAR')} = 'communication' THEN 'hccl' ELSE {c('type', 'VARCHAR')} END"
         )
@@ -535,7 +354,7 @@ def write_host_ops(x: DbExport, out: RankWriter) -> int:
         )
     if x.has("MSTX_EVENTS", "startNs"):
         mcols = x.load("MSTX_EVENTS", MSTX_KINDS)
-        m = lambda k, typ="BIGINT": col_or_null(mcols, k, "m", typ)  # noqa: E731
+        m = Col(mcols, "m", "BIGINT")
         known = {"startNs", "endNs", "message", "globalTid", "connectionId"}
         extra = [(k, f"m.{q(k)}") for k in mcols if k not in known]
         n += x.write(
@@ -611,7 +430,7 @@ def comm_link_sql(x: DbExport) -> str | None:
     if not x.has("COMMUNICATION_TASK_INFO", "globalTaskId", "size") or not x.has("TASK", "globalTaskId"):
         return None
     kcols = x.load("COMMUNICATION_TASK_INFO", COMM_TASK_KINDS)
-    k = lambda n, typ="BIGINT": col_or_null(kcols, n, "k", typ)  # noqa: E731
+    k = Col(kcols, "k", "BIGINT")
     cond = 't."globalTaskId" = k."globalTaskId"'
     if "timestampNs" in kcols:
         cond += ' AND k."timestampNs" BETWEEN t."startNs" AND t."endNs"'
@@ -867,7 +686,7 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
 
     if x.has("MEMORY_RECORD", "timestamp"):
         cols = x.load("MEMORY_RECORD", {"component": "str"})
-        r = lambda c, typ="BIGINT": col_or_null(cols, c, "r", typ)  # noqa: E731
+        r = Col(cols, "r", "BIGINT")
         known = {"component", "timestamp", "totalAllocated", "totalReserved", "totalActive", "deviceId"}
         n += x.write(
             out,
@@ -905,7 +724,7 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
         )
     if x.has("OP_MEMORY", "allocationTime"):
         cols = x.load("OP_MEMORY", {"name": "str"})
-        o = lambda c, typ="BIGINT": col_or_null(cols, c, "o", typ)  # noqa: E731
+        o = Col(cols, "o", "BIGINT")
         known = {"name", "size", "allocationTime", "releaseTime", "duration", "allocationTotalAllocated",
                  "allocationTotalReserved", "allocationTotalActive", "deviceId"}  # fmt: skip
         n += x.write(
@@ -931,7 +750,7 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
         cols = x.load(
             "NPU_OP_MEM", {"operatorName": "str", "type": "word:ENUM_MEMORY:" + MEM_WORDS, "component": "str"}
         )
-        o = lambda c, typ="BIGINT": col_or_null(cols, c, "o", typ)  # noqa: E731
+        o = Col(cols, "o", "BIGINT")
         known = {"operatorName", "timestampNs", "size", "totalAllocate", "totalReserve", "deviceId"}
         n += x.write(
             out,

@@ -62,6 +62,7 @@ class MsprofDbParser:
 
     def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
         db = SqliteDb(Path(unit.path), WHAT)
+        x: DbExport | None = None
         try:
             db.require("TASK", "startNs", "endNs", "globalTaskId")
             x = DbExport(db)
@@ -73,6 +74,8 @@ class MsprofDbParser:
             meta["export"] = "db"
             return meta
         finally:
+            if x is not None:
+                x.close()
             db.close()
 
 

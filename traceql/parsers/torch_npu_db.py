@@ -38,13 +38,12 @@ from ._db_tables import (
     DbExport,
     flatten_json,
     kind_sql,
-    lit,
     op_type_sql,
     write_common,
     write_run_meta,
     write_step_windows,
 )
-from ._sqlite import SqliteDb, looks_like_sqlite, q
+from ._sqlite import SqliteDb, lit, looks_like_sqlite, q
 from ._units import GB_PER_S
 from .base import Unit
 
@@ -148,6 +147,7 @@ class TorchNpuDbParser:
         analysis_path = opts.get("analysis")
         main = None if analysis_path == unit.path else SqliteDb(path, WHAT_MAIN)
         adb = SqliteDb(analysis_path, WHAT_ANALYSIS) if analysis_path else None
+        x: DbExport | None = None
         try:
             if main is None:
                 assert adb is not None
@@ -184,6 +184,8 @@ class TorchNpuDbParser:
             meta["export"] = "db"
             return meta
         finally:
+            if x is not None:
+                x.close()
             if main is not None:
                 main.close()
             if adb is not None:
@@ -280,7 +282,10 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
         )
     if loaded["StepTraceTime"]:
         cols = set(loaded["StepTraceTime"])
-        us = lambda c: ns(f"s.{q(c)}", US) if c in cols else "NULL::BIGINT"  # noqa: E731
+
+        def us(c: str) -> str:
+            return ns(f"s.{q(c)}", US) if c in cols else "NULL::BIGINT"
+
         win_join, ts, dur = "", "NULL::BIGINT", "NULL::BIGINT"
         if with_main and x.has("STEP_TIME", "id", "startNs", "endNs") and x.load("STEP_TIME"):
             win_join = f'LEFT JOIN "STEP_TIME" w ON w."id" = {step_num.format("s.step")}'
