@@ -151,6 +151,11 @@ def _ingest(meta: dict[str, Any], store: Path | None, run: str, replace: bool) -
     _console.out.print(f"stored run {info['run_id']!r}: {info['format']}; rows: {rows}", markup=False)
     for w in info.get("warnings", [])[:10]:
         _console.warn(w)
+    from ..checks import run_checks  # the same data-fidelity checks `traceql ingest` runs
+
+    for r in run_checks(store, info["run_id"]):
+        if r["failures"]:
+            _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']}")
 
 
 def register(app: typer.Typer) -> None:
