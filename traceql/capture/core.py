@@ -111,7 +111,7 @@ def choose_backend(requested: str = "auto") -> Backend:
             import torch_npu
 
             versions["torch_npu"] = getattr(torch_npu, "__version__", None)
-            name = _safe(lambda: torch.npu.get_device_name(0)) or "Ascend NPU"  # type: ignore[attr-defined]
+            name = _safe(lambda: torch.npu.get_device_name(0)) or "Ascend NPU"
             return Backend("npu", "npu:0", name, versions)
         if requested == "npu":
             raise CaptureError(f"--device npu: {why}")
@@ -178,14 +178,14 @@ def _reset_peak(torch: Any, kind: str) -> None:
     if kind == "cuda":
         torch.cuda.reset_peak_memory_stats()
     elif kind == "npu":
-        torch.npu.reset_peak_memory_stats()  # type: ignore[attr-defined]
+        torch.npu.reset_peak_memory_stats()
 
 
 def _peak(torch: Any, kind: str) -> int | None:
     if kind == "cuda":
         return int(torch.cuda.max_memory_allocated())
     if kind == "npu":
-        return int(torch.npu.max_memory_allocated())  # type: ignore[attr-defined]
+        return int(torch.npu.max_memory_allocated())
     return None
 
 
@@ -371,7 +371,7 @@ def capture_script(
         proc = subprocess.run(cmd, env=env, check=False)
     except OSError as e:
         raise CaptureError(f"could not start {exe}: {e.strerror or e}") from None
-    result_path = Path(config["result"])
+    result_path = dump / ".runner_result.json"
     result = json.loads(result_path.read_text()) if result_path.exists() else {}
     for p in (cfg_path, result_path):
         p.unlink(missing_ok=True)

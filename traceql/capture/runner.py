@@ -17,6 +17,7 @@ import runpy
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,7 @@ class _Session:
 
 def _run_target(target: list[str]) -> int:
     """Run the script/module as __main__; return its exit code (SystemExit honoured, exceptions -> 1)."""
+    runner: Callable[..., Any]
     if target[0] == "-m":
         sys.argv = [target[1], *target[2:]]
         runner, arg = runpy.run_module, target[1]

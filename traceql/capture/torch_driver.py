@@ -25,9 +25,8 @@ CUPTI_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_dur
 
 def _experimental_config(**wanted: Any) -> tuple[Any, dict[str, Any]]:
     """torch.profiler._ExperimentalConfig with the options this torch accepts; returns (config, used options)."""
-    import torch
+    from torch._C._profiler import _ExperimentalConfig as cls  # = torch.profiler._ExperimentalConfig
 
-    cls = torch.profiler._ExperimentalConfig
     # A pybind class: its __init__ docstring is the signature. Keep the keywords it names (an older torch lacks
     # e.g. profile_all_threads); a TypeError would not say which keyword was wrong.
     doc = cls.__init__.__doc__ or ""
@@ -84,7 +83,7 @@ def trace_files(trace_dir: Path) -> list[Path]:
 
 def _load_trace(path: Path) -> dict[str, Any]:
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)  # type: ignore[no-any-return]
 
 

@@ -92,7 +92,7 @@ def capture_cmd(
             raise typer.Exit(code)
         return
 
-    names = [w["name"] for w in cap.list_workloads()] if all_workloads else [workload]
+    names = [str(w["name"]) for w in cap.list_workloads()] if all_workloads else [str(workload)]
     for wl in names:
         meta = cap.capture_workload(wl, size=size, out=out, device=device, schedule=schedule, npu=npu, cupti=cupti, use_gzip=use_gzip)
         _report(meta)
