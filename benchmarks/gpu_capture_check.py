@@ -332,7 +332,7 @@ def check(args: argparse.Namespace) -> int:
             trace = analyse_trace(dump / meta["ingest_path"], 2, env["peak_hbm_bps"])
             r = {"workload": name, "role": wl.role, "experiment": wl.experiment, "params": wl.sizes[args.size],
                  "active_step_wall_s": meta["measured"]["active_step_wall_s"], "peak_device_memory_bytes": meta["measured"]["peak_device_memory_bytes"],
-                 "trace": trace, "cupti": cupti_summary(dump, meta, 2)}  # fmt: skip
+                 "trace": trace, "cupti": cupti_summary(dump, meta, 1)}  # fmt: skip
         except Exception as e:  # noqa: BLE001 - one workload failing (OOM...) must not lose the others
             traceback.print_exc()
             r = {"workload": name, "role": wl.role, "error": f"{type(e).__name__}: {e}"}

@@ -275,7 +275,8 @@ def _cupti(backend: Backend, step: Any, schedule: Schedule, dump: Path, enabled:
         return {"attempted": False, "available": False, "reason": "disabled with --no-cupti"}
     from .torch_driver import cupti_pass
 
-    return cupti_pass(step, schedule.active, dump / "cupti_counters.json", dump / ".cupti_scratch")
+    # one step: per-kernel counters replay every kernel, which can be slow on a step of thousands of kernels
+    return cupti_pass(step, 1, dump / "cupti_counters.json", dump / ".cupti_scratch")
 
 
 def _finish(dump: Path, backend: Backend, meta: dict[str, Any]) -> dict[str, Any]:
