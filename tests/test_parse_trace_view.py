@@ -289,6 +289,24 @@ def test_gzip_and_numeric_ts_take_ijson_and_agree_with_duckdb(tmp_path: Path) ->
     assert got == fast
 
 
+def test_numeric_ts_later_in_the_file_switches_to_ijson(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """String ts at the head but numeric ones further down: the pre-scan notices, ijson keeps them exact."""
+    from traceql.parsers import _chrome_json as cj
+
+    src = real(TV1)
+    fast = _tables(src, tmp_path / "fast")
+    text = src.read_text()
+    half = len(text) // 2
+    mixed = tmp_path / "mixed" / "trace_view.json"
+    mixed.parent.mkdir()
+    mixed.write_text(text[:half] + re.sub(r'"ts": "([0-9.]+)"', r'"ts": \1', text[half:]))
+    monkeypatch.setattr(cj, "CHUNK", 1 << 16)  # the probe looks at the ends of each chunk
+    w = RankWriter(tmp_path / "m", "r", 0)
+    assert parse_trace_view(mixed, w, kernels=True, comm_ops=True, write_steps=True)["reader"] == "ijson"
+    w.close(sort=False)
+    assert _tables(mixed, tmp_path / "mixed2") == fast
+
+
 # ---- claim / detection -------------------------------------------------------------------------------
 
 

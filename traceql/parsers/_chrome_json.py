@@ -25,7 +25,7 @@ import gzip
 import io
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
@@ -225,7 +225,11 @@ def _object_at(buf: bytes, pos: int) -> dict[str, Any] | None:
 
 
 def scan_objects(
-    sn: Sniff, needle: bytes, near: Sequence[bytes] = (), window: int = 1 << 18
+    sn: Sniff,
+    needle: bytes,
+    near: Sequence[bytes] = (),
+    window: int = 1 << 18,
+    probe: Callable[[bytes], None] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield the JSON objects enclosing each occurrence of `needle` (e.g. b'process_name'), and of the
     `near` needles within `window` bytes of such a hit (e.g. b'thread_name': profilers write a process's
@@ -235,7 +239,8 @@ def scan_objects(
     as much again, hence `near`), plus json.loads of each small enclosing slice; hits that do not parse
     are skipped. A needle inside a string yields whatever object encloses that string (e.g. an args
     dict): callers check what they got (M events: ph == "M"). Reads 8 MiB chunks with an overlap so objects
-    straddling a chunk boundary are still found; each object is reported once.
+    straddling a chunk boundary are still found; each object is reported once. `probe`, if given, sees
+    every chunk (for cheap checks riding on the same read).
     """
     overlap = window + (1 << 16)
     carry = b""
@@ -246,6 +251,8 @@ def scan_objects(
     pending = next(chunks, None)
     while pending is not None:
         nxt = next(chunks, None)
+        if probe is not None:
+            probe(pending)
         buf = carry + pending
         last = nxt is None
         safe_end = carry_start + len(buf) - (0 if last else overlap)  # hits before this have full context

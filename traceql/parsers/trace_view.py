@@ -80,6 +80,7 @@ class Tracks:
     process: dict[int, str] = field(default_factory=dict)  # pid -> process_name
     thread: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> thread_name
     labels: dict[int, str] = field(default_factory=dict)  # pid -> process_labels
+    numeric_ts: bool = False  # a numeric `ts` was seen somewhere (the DuckDB path would not be exact)
 
     def pids(self, names: tuple[str, ...]) -> list[int]:
         return [p for p, n in self.process.items() if n in names]
@@ -104,10 +105,25 @@ class Tracks:
         return None if p is None else self.process.get(p)
 
 
+_NUM_TS = re.compile(rb'"ts"\s*:\s*-?\d')
+_PROBE = 1 << 14
+
+
 def scan_tracks(sn: cj.Sniff) -> Tracks:
+    """Process/thread names from the M events, in one byte-search pass over the file.
+
+    Riding on the same read, a few KB of every 8 MiB chunk are checked for a numeric `ts`: the DuckDB path
+    reads `ts` as text, which is exact only for string timestamps, so a file that switches to numeric ones
+    somewhere is read with ijson instead (`Tracks.numeric_ts`).
+    """
     tr = Tracks()
-    # one pass for process names; thread names/labels are written next to them (same M-event block)
-    for ev in cj.scan_objects(sn, b"process_name", near=(b"thread_name", b"process_labels")):
+
+    def probe(chunk: bytes) -> None:
+        if not tr.numeric_ts and (_NUM_TS.search(chunk, 0, _PROBE) or _NUM_TS.search(chunk, max(0, len(chunk) - _PROBE))):
+            tr.numeric_ts = True
+
+    # thread names / labels are written next to their process name (the same M-event block)
+    for ev in cj.scan_objects(sn, b"process_name", near=(b"thread_name", b"process_labels"), probe=probe):
         if ev.get("ph") != "M":
             continue
         pid, tid = cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid"))
@@ -682,7 +698,8 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
         dests |= {"comm", "plane"}
     bg = cj.BackgroundWriter(out)
     em = _Emitter(bg, tr, path.name)  # type: ignore[arg-type]
-    batches = _fast_batches(sn, tr, dests) if sn.fast_path else _ijson_batches(sn, tr, dests)
+    fast = sn.fast_path and not tr.numeric_ts
+    batches = _fast_batches(sn, tr, dests) if fast else _ijson_batches(sn, tr, dests)
     n_events = 0
     try:
         for b in batches:
@@ -696,7 +713,7 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
     meta: dict[str, Any] = {
         "step_windows": dict(sorted(em.step_windows.items())),
         "warnings": em.warnings,
-        "reader": "duckdb" if sn.fast_path else "ijson",
+        "reader": "duckdb" if fast else "ijson",
         "tracks": sorted(set(tr.process.values())),
         "rows": em.counts,
     }
