@@ -661,3 +661,13 @@ def test_npu_mem_csv_counters_equal_the_json_counters(sample: Path, con, tmp_pat
     )
     from_csv = _q(traceql.connect(tmp_path / "st"), sql)
     assert from_csv == _q(con, sql) and len(from_csv) == 36
+
+
+def test_empty_side_files_are_skipped_with_a_warning(sample: Path, tmp_path: Path) -> None:
+    prof = tmp_path / sample.name
+    shutil.copytree(sample, prof)
+    for name in (f"npu_mem_{FILE_TS}.csv", f"msprof_{FILE_TS}.json"):
+        (_mpo(prof) / name).write_bytes(b"")
+    info = ingest_run(prof, store=tmp_path / "st")
+    assert info["rows"]["kernels"] == 27 and "counters" not in info["rows"]
+    assert sum("empty file, skipped" in w for w in info["warnings"]) == 2

@@ -102,6 +102,14 @@ def _group_files(dirs: list[Path]) -> dict[tuple[str, str], list[Path]]:
     return {k: [p for _, _, p in sorted(v)] for k, v in found.items()}
 
 
+def _is_blank(p: Path) -> bool:
+    try:
+        with open(p, "rb") as fh:
+            return not fh.read(4096).strip()
+    except OSError:
+        return False  # unreadable: let the reader say so, naming the file
+
+
 def _has_text_output(d: Path) -> bool:
     return d.is_dir() and any(p.is_file() and split_name(p.name) for p in d.iterdir())
 
@@ -170,10 +178,17 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
 
     con = duckdb.connect(":memory:")  # one connection for every CSV of the folder
     groups = _group_files(dirs)
-    csvs = {mod: files for (mod, ext), files in groups.items() if ext == "csv"}
-    jsons = {mod: files for (mod, ext), files in groups.items() if ext == "json"}
-    parsed: list[str] = []
     warnings: list[str] = []
+    # A 0-byte side file (an interrupted export, or the placeholders some test sets hold) costs only that
+    # table: warn and go on. op_summary is the run's core: an empty one is an error (parse_op_summary).
+    for key, files in groups.items():
+        if key[0] != "op_summary":
+            for p in [p for p in files if _is_blank(p)]:
+                warnings.append(f"{p}: empty file, skipped")
+                files.remove(p)
+    csvs = {mod: files for (mod, ext), files in groups.items() if ext == "csv" and files}
+    jsons = {mod: files for (mod, ext), files in groups.items() if ext == "json" and files}
+    parsed: list[str] = []
     skipped: list[str] = []  # files deliberately not read, and why
     meta: list[dict[str, Any]] = []
     group = None
