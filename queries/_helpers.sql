@@ -53,18 +53,15 @@ CREATE OR REPLACE MACRO _dtype_bytes(t) AS (
     END
 );
 
--- Dimensions of one shape text ("32,3,224,224"; "" = scalar); null entries mark unknown dims.
-CREATE OR REPLACE MACRO _shape_dims(s) AS (
-    CASE WHEN trim(s, ' "[]()') = '' THEN []::BIGINT[]
-         ELSE list_transform(string_split(trim(s, ' "[]()'), ','), lambda d: TRY_CAST(trim(d) AS BIGINT)) END
-);
-
--- Elements of one shape; null when a dim is unknown or negative (dynamic), 1 for a scalar.
+-- Elements of one shape text ("32,3,224,224"; "" = scalar = 1); null when a dim is unknown or negative
+-- (dynamic). list_reduce propagates a null dim to the product.
 CREATE OR REPLACE MACRO _shape_elems(s) AS (
     CASE WHEN s IS NULL OR upper(trim(s)) = 'N/A' THEN NULL
-         WHEN len(_shape_dims(s)) = 0 THEN 1::DOUBLE
-         WHEN list_count(_shape_dims(s)) < len(_shape_dims(s)) OR list_min(_shape_dims(s)) < 0 THEN NULL
-         ELSE list_aggregate(_shape_dims(s), 'product')::DOUBLE END
+         ELSE list_reduce(
+             list_transform(string_split(trim(s, ' "[]()'), ','),
+                            lambda d: CASE WHEN trim(d) = '' THEN 1::DOUBLE
+                                           WHEN TRY_CAST(trim(d) AS BIGINT) >= 0 THEN TRY_CAST(trim(d) AS BIGINT)::DOUBLE END),
+             lambda a, b: a * b, 1::DOUBLE) END
 );
 
 -- Bytes of each `;`-separated shape with its `;`-separated dtype (one dtype applies to all shapes).
@@ -75,11 +72,15 @@ CREATE OR REPLACE MACRO _tensors_list(shapes, dtypes) AS (
             string_split(dtypes, ';')[CASE WHEN len(string_split(dtypes, ';')) = 1 THEN 1 ELSE i END]))
 );
 
--- Total bytes of the tensors; null when anything is unknown, so a partial sum never passes for the whole.
+-- Sum of a _tensors_list; null when anything is unknown, so a partial sum never passes for the whole.
+CREATE OR REPLACE MACRO _list_total(b) AS (
+    CASE WHEN len(b) > 0 AND list_count(b) = len(b) THEN round(list_sum(b))::BIGINT END
+);
+
+-- Total tensor bytes (for ad hoc use; _kernel_bytes computes the list once per kernel instead).
 CREATE OR REPLACE MACRO _tensors_bytes(shapes, dtypes) AS (
-    CASE WHEN shapes IS NULL OR dtypes IS NULL OR upper(trim(shapes)) IN ('', 'N/A') THEN NULL
-         WHEN list_count(_tensors_list(shapes, dtypes)) = len(_tensors_list(shapes, dtypes))
-         THEN round(list_sum(_tensors_list(shapes, dtypes)))::BIGINT END
+    CASE WHEN shapes IS NOT NULL AND dtypes IS NOT NULL AND upper(trim(shapes)) NOT IN ('', 'N/A')
+         THEN _list_total(_tensors_list(shapes, dtypes)) END
 );
 
 -- Communication test used when kernels.is_comm is null.
@@ -122,16 +123,44 @@ FROM cum WHERE win_end > win_start;
 
 -- One row per kernel with its HBM bytes from every source and the chosen one (see the header).
 CREATE OR REPLACE MACRO _kernel_bytes() AS TABLE
-WITH k AS MATERIALIZED (
+WITH k0 AS MATERIALIZED (
     SELECT row_number() OVER () AS kid, run_id, rank, step, name, op_type, task_type,
            _is_comm(is_comm, task_type, name) AS is_comm,
            ts_ns, greatest(coalesce(dur_ns, 0), 0) AS dur_ns, ts_ns + greatest(coalesce(dur_ns, 0), 0) AS end_ns,
            hbm_read_bytes AS pmu_read, hbm_write_bytes AS pmu_write,
-           _tensors_bytes(input_shapes, input_dtypes) AS modeled_read,
-           _tensors_bytes(output_shapes, output_dtypes) AS modeled_write,
            input_shapes, input_dtypes, input_formats, output_shapes, output_dtypes, output_formats,
            flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id
     FROM kernels WHERE ts_ns IS NOT NULL
+), tens AS (
+    -- modeled bytes, relationally (unnest + aggregates: lambdas over nested lists cost ~100 us per kernel):
+    -- one row per tensor (side 0 = input, 1 = output; i = position), then one row per dimension
+    SELECT kid, 0 AS side, unnest(string_split(input_shapes, ';')) AS shape,
+           generate_subscripts(string_split(input_shapes, ';'), 1) AS i, string_split(input_dtypes, ';') AS dl
+    FROM k0 WHERE upper(trim(input_shapes)) NOT IN ('', 'N/A') AND input_dtypes IS NOT NULL
+    UNION ALL
+    SELECT kid, 1, unnest(string_split(output_shapes, ';')),
+           generate_subscripts(string_split(output_shapes, ';'), 1), string_split(output_dtypes, ';')
+    FROM k0 WHERE upper(trim(output_shapes)) NOT IN ('', 'N/A') AND output_dtypes IS NOT NULL
+), dims AS (
+    SELECT kid, side, i, dl, trim(unnest(string_split(trim(shape, ' "[]()'), ','))) AS dim FROM tens
+), tb AS (
+    -- bytes of one tensor: product of its dims (an empty shape is a scalar; a negative or unparsable dim makes
+    -- it unknown) x the size of its dtype (one dtype given for several tensors applies to all)
+    SELECT kid, side,
+           CASE WHEN bool_and(dim = '' OR TRY_CAST(dim AS BIGINT) >= 0)
+                THEN product(CASE WHEN dim = '' THEN 1 ELSE TRY_CAST(dim AS BIGINT) END) END
+           * _dtype_bytes(any_value(dl)[CASE WHEN len(any_value(dl)) = 1 THEN 1 ELSE i END]) AS b
+    FROM dims GROUP BY kid, side, i
+), modeled AS (
+    -- a side's total is null when any of its tensors is unknown: a partial sum never passes for the whole
+    SELECT kid,
+           max(total) FILTER (WHERE side = 0) AS modeled_read,
+           max(total) FILTER (WHERE side = 1) AS modeled_write
+    FROM (SELECT kid, side, CASE WHEN count(b) = count(*) THEN round(sum(b))::BIGINT END AS total
+          FROM tb GROUP BY kid, side)
+    GROUP BY kid
+), k AS MATERIALIZED (
+    SELECT k0.*, m.modeled_read, m.modeled_write FROM k0 LEFT JOIN modeled m USING (kid)
 ), w AS MATERIALIZED (
     SELECT * FROM _hbm_windows()
 ), span AS (
@@ -279,9 +308,11 @@ FROM (SELECT *, coalesce(n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps, 
 --     share of that interval the late member (last_rank) spent in saturated compute;
 --   rest [wait_end_ns, end_ns): transit_frac of it moves data: the profiler's transit time / the rest's length
 --     (capped at 1), or 1 when the dump has no transit split (communication kernels only).
-CREATE OR REPLACE MACRO _comm_parts(sat_threshold, peak_hbm_bps) AS TABLE
+-- Implementation of _comm_parts. With with_segments = true it also returns the saturated-segment rows
+-- (part = 'seg') so _timeline expands the bandwidth sweep once instead of twice.
+CREATE OR REPLACE MACRO _comm_split(sat_threshold, peak_hbm_bps, with_segments) AS TABLE
 WITH ss AS MATERIALIZED (
-    SELECT run_id, rank, seg_start, seg_end, sat, sat_before_ns FROM _sat_segments(sat_threshold, peak_hbm_bps)
+    SELECT * FROM _sat_segments(sat_threshold, peak_hbm_bps)
 ), ce AS MATERIALIZED (
     SELECT *, CASE WHEN NOT is_p2p AND types_agree AND n_ranks > 1 AND last_rank <> rank AND last_arrival_ns > ts_ns
                    THEN least(last_arrival_ns, end_ns) ELSE ts_ns END AS wait_end_ns
@@ -293,23 +324,33 @@ WITH ss AS MATERIALIZED (
     FROM ce
     ASOF LEFT JOIN ss pa ON pa.run_id = ce.run_id AND pa.rank = ce.last_rank AND ce.ts_ns >= pa.seg_start
     ASOF LEFT JOIN ss pb ON pb.run_id = ce.run_id AND pb.rank = ce.last_rank AND ce.wait_end_ns >= pb.seg_start
+), parts AS (
+    SELECT * EXCLUDE (sat_a, sat_b), 'comm' AS part,
+           CASE WHEN wait_end_ns > ts_ns THEN least(greatest((coalesce(sat_b, 0) - coalesce(sat_a, 0)) / (wait_end_ns - ts_ns), 0), 1)
+                ELSE 0 END AS peer_sat_frac,
+           CASE WHEN end_ns > wait_end_ns
+                THEN CASE WHEN transit_ns IS NULL THEN 1.0 ELSE least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
+                ELSE 0 END AS transit_frac
+    FROM q
 )
-SELECT * EXCLUDE (sat_a, sat_b),
-       CASE WHEN wait_end_ns > ts_ns THEN least(greatest((coalesce(sat_b, 0) - coalesce(sat_a, 0)) / (wait_end_ns - ts_ns), 0), 1)
-            ELSE 0 END AS peer_sat_frac,
-       CASE WHEN end_ns > wait_end_ns
-            THEN CASE WHEN transit_ns IS NULL THEN 1.0 ELSE least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
-            ELSE 0 END AS transit_frac
-FROM q;
+SELECT * FROM parts
+UNION ALL BY NAME
+SELECT run_id, rank, step, 'seg' AS part, seg_start, seg_end, dur_ns, n_comp, bw_bps, sat, window_source, win_start, win_end
+FROM ss WHERE with_segments;
+
+CREATE OR REPLACE MACRO _comm_parts(sat_threshold, peak_hbm_bps) AS TABLE
+SELECT * FROM _comm_split(sat_threshold, peak_hbm_bps, false);
 
 -- The full per-rank timeline inside the step windows, cut wherever anything changes: compute state and
 -- bandwidth (from _bw_segments) plus the communication parts running (n_comm), how many are in peer wait
 -- (n_peer_wait), and the sums of their peer_sat_frac and transit_frac. Segments tile every step window.
 CREATE OR REPLACE MACRO _timeline(sat_threshold, peak_hbm_bps) AS TABLE
-WITH ss AS MATERIALIZED (
-    SELECT * FROM _sat_segments(sat_threshold, peak_hbm_bps)
-), cp AS MATERIALIZED (
-    SELECT * FROM _comm_parts(sat_threshold, peak_hbm_bps)
+WITH sc AS MATERIALIZED (
+    SELECT * FROM _comm_split(sat_threshold, peak_hbm_bps, true)
+), ss AS (
+    SELECT * FROM sc WHERE part = 'seg'
+), cp AS (
+    SELECT * FROM sc WHERE part = 'comm'
 ), ev AS (
     SELECT run_id, rank, ts_ns AS t, 1 AS dm, 1 AS dpw, peer_sat_frac AS dpsf, 0.0 AS dtf FROM cp WHERE wait_end_ns > ts_ns
     UNION ALL SELECT run_id, rank, wait_end_ns, -1, -1, -peer_sat_frac, 0.0 FROM cp WHERE wait_end_ns > ts_ns

@@ -37,7 +37,7 @@ WITH kb AS MATERIALIZED (
                 THEN 2 * _shape_elems(string_split(output_shapes, ';')[1]) * sqrt(
                        _shape_elems(ins[1]) * _shape_elems(ins[2])
                        / (_shape_elems(string_split(output_shapes, ';')[1])
-                          * coalesce(list_aggregate(_shape_dims(ins[2])[1:-3], 'product'), 1)))
+                          * _shape_elems(array_to_string(string_split(ins[2], ',')[1:-3], ','))))
                 WHEN lower(coalesce(op_type, '')) IN ('add', 'adds', 'addv2', 'sub', 'mul', 'muls', 'div', 'realdiv',
                      'relu', 'relugrad', 'gelu', 'gelugrad', 'fastgelu', 'fastgelugrad', 'tanh', 'tanhgrad',
                      'sigmoid', 'sigmoidgrad', 'exp', 'log', 'sqrt', 'rsqrt', 'neg', 'abs', 'maximum', 'minimum',
