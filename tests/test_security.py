@@ -24,11 +24,6 @@ from hypothesis import strategies as st
 
 from traceql.store import Store, check_run_name, run_name_from_path
 
-CLI_CLICK_BUG = (
-    "BUG (cli/__init__.py): main()'s catch-all does `import click` (not installed: typer 0.29 vendors it as "
-    "typer._click), so an unexpected exception ends in a ModuleNotFoundError traceback"
-)
-
 # Jan 2025 torch_npu layout (formats.md §2.1, trimmed to the base columns): trailing TAB after the start time.
 KD = (
     "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Dim\n"
@@ -369,11 +364,6 @@ def test_a_bad_store_path_is_refused_cleanly(cli, tmp_path: Path) -> None:  # ty
     assert r.code == 1 and "no traceql store" in r.err and "Traceback" not in r.err, r
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG (store.py): ingest into a --store that is a file raises FileExistsError from mkdir (not a "
-    "StoreError), and then " + CLI_CLICK_BUG + "; fix: Store should raise StoreError('<path> is not a directory')",
-)
 def test_ingest_into_a_store_path_that_is_a_file_is_one_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     f = tmp_path / "not_a_dir"
     f.write_text("x")
