@@ -18,8 +18,10 @@ Two parts:
        CRLF, column order, JSON whitespace, extra unknown column) the stored data equals the unmutated seed's
        (per-table row counts and per-column sums/hashes); for truncation, no table gains rows;
      - wall time < PER_INPUT_TIMEOUT_S and peak RSS of the process tree < RSS_LIMIT_MB (else killed).
-   Knobs: TRACEQL_FUZZ_PER_SEED (mutations per seed, default 3), TRACEQL_FUZZ_SEED (default 1). A long
-   local run: `TRACEQL_FUZZ_PER_SEED=40 pytest tests/test_fuzz_parsers.py -q`.
+   Knobs: TRACEQL_FUZZ_PER_SEED (mutations per seed, default 3), TRACEQL_FUZZ_SEED (default 1),
+   TRACEQL_FUZZ_EXAMPLES (hypothesis examples per property, default 40), TRACEQL_FUZZ_RANDOM=1 (new hypothesis
+   examples each run). A long local run: `TRACEQL_FUZZ_PER_SEED=40 TRACEQL_FUZZ_EXAMPLES=500
+   TRACEQL_FUZZ_RANDOM=1 pytest tests/test_fuzz_parsers.py -q`.
 
 2. Hypothesis property tests in-process (`test_hypothesis_*`): generated kernel_details.csv and trace_view.json
    contents through `traceql.ingest.ingest`: it returns or raises TraceQLError naming the file, and cells that
@@ -59,6 +61,9 @@ from conftest import ROOT, SAMPLES, SHARED
 
 PER_SEED = int(os.environ.get("TRACEQL_FUZZ_PER_SEED", "3"))
 FUZZ_SEED = int(os.environ.get("TRACEQL_FUZZ_SEED", "1"))
+# hypothesis: examples per property, and derandomize (same examples every run) unless TRACEQL_FUZZ_RANDOM=1
+EXAMPLES = int(os.environ.get("TRACEQL_FUZZ_EXAMPLES", "40"))
+DERANDOMIZE = os.environ.get("TRACEQL_FUZZ_RANDOM") != "1"
 PER_INPUT_TIMEOUT_S = 45.0
 RSS_LIMIT_MB = 1500
 LINE_KINDS = ("detected ", "warning: ", "error: ")
@@ -1220,7 +1225,7 @@ def test_hypothesis_kernel_details(tmp_path_factory: pytest.TempPathFactory) -> 
         return cols, rows
 
     @given(kernel_csv())
-    @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=list(HealthCheck), database=None)
     def prop(data: tuple[list[str], list[list[str]]]) -> None:
         cols, rows = data
         counter["n"] += 1
@@ -1276,12 +1281,69 @@ def test_hypothesis_trace_view_json(tmp_path_factory: pytest.TempPathFactory) ->
     )
 
     @given(st.lists(event, max_size=25), st.booleans())
-    @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=list(HealthCheck), database=None)
     def prop(events: list[dict[str, Any]], as_object: bool) -> None:
         counter["n"] += 1
         d = tmp_path_factory.mktemp("tv")
         p = d / "trace_view.json"
         p.write_text(json.dumps({"traceEvents": events} if as_object else events, allow_nan=True))
+        ok, err = _ingest_inproc(p, d / "store")
+        if not ok:
+            assert str(p) in err or p.name in err, err
+        else:
+            counter["ok"] += 1
+
+    prop()
+    TALLY.inputs += counter["n"]
+    TALLY.ingested += counter["ok"]
+    TALLY.refused += counter["n"] - counter["ok"]
+
+
+def test_hypothesis_kineto_json(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """torch.profiler / Kineto traces: object root with traceEvents, numeric µs (or ns) ts, optional
+    baseTimeNanoseconds, distributedInfo and deviceProperties of any shape, plain or gzip."""
+    from hypothesis import HealthCheck, given, settings
+
+    st, valid_us, junk, cell = _hypothesis_strategies()
+    counter = {"n": 0, "ok": 0}
+    scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.text(max_size=12))
+    anyjson = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)), max_leaves=8)
+    num_ts = st.one_of(st.integers(0, 2**63 + 5), st.floats(allow_nan=True, allow_infinity=True), st.integers(1_679_055_451_545_746, 1_679_055_463_390_908))
+    event = st.fixed_dictionaries(
+        {"ph": st.sampled_from(["X", "i", "s", "f", "M", "C", "q"])},
+        optional={
+            "name": st.one_of(st.sampled_from(["aten::mm", "cudaLaunchKernel", "void at::native::vectorized_elementwise_kernel<4>", "Memcpy HtoD", "</script>"]), st.text(max_size=8)),
+            "cat": st.sampled_from(["kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cpu_op", "python_function", "ac2g", "user_annotation", "cuda_profiler_range"]),
+            "ts": st.one_of(num_ts, junk, anyjson),
+            "dur": st.one_of(st.integers(-10, 10**7), st.floats(allow_nan=True), junk),
+            "pid": st.one_of(st.integers(-1, 2**40), st.text(max_size=4)),
+            "tid": st.one_of(st.integers(-1, 2**40), st.text(max_size=4)),
+            "id": st.one_of(st.integers(), st.text(max_size=4)),
+            "args": st.one_of(
+                st.dictionaries(st.sampled_from(["correlation", "External id", "grid", "block", "stream", "device", "registers per thread", "Input Dims", "bytes"]), anyjson, max_size=5),
+                anyjson,
+            ),
+        },
+    )
+    root_extra = st.fixed_dictionaries(
+        {},
+        optional={
+            "schemaVersion": anyjson,
+            "baseTimeNanoseconds": st.one_of(st.integers(-5, 2**64), st.text(max_size=5), anyjson),
+            "displayTimeUnit": st.sampled_from(["ms", "ns", "us", "weird"]),
+            "distributedInfo": st.one_of(st.fixed_dictionaries({"rank": st.one_of(st.integers(-3, 2**40), st.text(max_size=3))}), anyjson),
+            "deviceProperties": st.one_of(st.lists(st.dictionaries(st.sampled_from(["id", "name", "totalGlobalMem", "computeMajor"]), anyjson, max_size=4), max_size=2), anyjson),
+        },
+    )
+
+    @given(st.lists(event, max_size=25), root_extra, st.booleans())
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=list(HealthCheck), database=None)
+    def prop(events: list[dict[str, Any]], extra: dict[str, Any], gz: bool) -> None:
+        counter["n"] += 1
+        d = tmp_path_factory.mktemp("kineto")
+        doc = json.dumps({"schemaVersion": 1, **extra, "traceEvents": events}, allow_nan=True).encode()
+        p = d / ("worker0.pt.trace.json.gz" if gz else "worker0.pt.trace.json")
+        p.write_bytes(gzip.compress(doc) if gz else doc)
         ok, err = _ingest_inproc(p, d / "store")
         if not ok:
             assert str(p) in err or p.name in err, err
