@@ -1,0 +1,67 @@
+-- name: cube_efficiency
+-- description: MatMul/Conv-class operators against the device peaks: FLOP/s and HBM bandwidth achieved, cube (MAC) pipe busy ratio and block dim against the most cores any kernel of the run used - operators far below both roofs or on few cores are tiling suspects (the article's checklist step 3).
+-- param: top_n INTEGER = 20            -- operator rows to return (by device time)
+-- param: cube_regex VARCHAR = '(?i)^(matmul|matmulv2|matmulv3|batchmatmul|batchmatmulv2|batchmatmulv3|gemm|gemmv2|fullyconnection|conv2d|conv2dv2|conv3d|conv2dbackpropinput|conv2dbackpropfilter|conv3dbackpropinput|conv3dbackpropfilter|quantbatchmatmul.*|weightquantbatchmatmul.*|grouped_?matmul.*)$' -- operator types that run on the cube unit
+-- param: peak_hbm_bps DOUBLE = NULL    -- device HBM peak, bytes/s (traceql fills it from the device preset)
+-- param: peak_flops DOUBLE = NULL      -- device peak FLOP/s, dense fp16/bf16 (traceql fills it from the device preset)
+-- column: run_id VARCHAR               -- run
+-- column: name VARCHAR                 -- operator name
+-- column: op_type VARCHAR              -- operator type
+-- column: input_shapes VARCHAR         -- input shapes of the longest call
+-- column: input_dtypes VARCHAR         -- input dtypes of the longest call
+-- column: calls BIGINT                 -- kernel launches
+-- column: dur_ns BIGINT                -- device time, ns
+-- column: share_of_compute DOUBLE      -- dur_ns / all compute kernels' device time, 0..1
+-- column: flops DOUBLE                 -- FLOPs (measured, else modeled for MatMul types as in the roofline query)
+-- column: flops_utilization DOUBLE     -- flops / dur / peak_flops, 0..1 (null when either is unknown)
+-- column: hbm_bytes BIGINT             -- HBM bytes (chosen source)
+-- column: bw_utilization DOUBLE        -- hbm_bytes / dur / peak_hbm_bps, 0..1
+-- column: mac_ratio DOUBLE             -- cube (MAC) pipe busy ratio, time-weighted over calls that have it (PipeUtilization), 0..1
+-- column: block_dim DOUBLE             -- mean block dim (cores used) over the calls
+-- column: max_block_dim BIGINT         -- the largest block dim any cube-class kernel of the run used (the cube cores available, as far as the dump shows)
+-- column: block_dim_ratio DOUBLE       -- block_dim / max_block_dim, 0..1
+--
+-- Definitions: modeled MatMul FLOPs = 2 x elements(output) x K with K = sqrt(elements(A) x elements(B) /
+-- (elements(output) x batch(B))) (roofline.sql); convolutions have no modeled FLOPs (null) unless the dump
+-- measured them. Utilisations are over the calls that have the numerator.
+WITH kb AS MATERIALIZED (
+    SELECT *, string_split(coalesce(input_shapes, ''), ';') AS ins, string_split(coalesce(output_shapes, ''), ';')[1] AS out1
+    FROM _kernel_bytes() WHERE NOT is_comm
+), kx AS (
+    SELECT kb.*, k.mac_ratio, k.block_dim AS bd
+    FROM kb
+    JOIN (SELECT row_number() OVER () AS kid, mac_ratio, block_dim FROM kernels WHERE ts_ns IS NOT NULL) k USING (kid)
+), f AS (
+    SELECT *,
+           CASE WHEN flops IS NOT NULL THEN flops
+                WHEN regexp_matches(lower(coalesce(op_type, '')), '^(batch)?matmul|gemm|^bmm|^linear')
+                     AND len(ins) >= 2 AND _shape_elems(ins[1]) > 0 AND _shape_elems(ins[2]) > 0 AND _shape_elems(out1) > 0
+                THEN 2 * _shape_elems(out1) * sqrt(_shape_elems(ins[1]) * _shape_elems(ins[2])
+                     / (_shape_elems(out1) * coalesce(nullif(list_reduce(list_transform(
+                           string_split(trim(ins[2], ' "[]()'), ',')[1:-3], lambda d: TRY_CAST(trim(d) AS DOUBLE)),
+                           lambda a, b: a * b, 1::DOUBLE), 0), 1)))
+           END AS fl
+    FROM kx
+), tot AS (
+    SELECT run_id, sum(dur_ns) AS compute_ns,
+           max(bd) FILTER (WHERE regexp_matches(coalesce(nullif(op_type, 'N/A'), name), $cube_regex)) AS max_bd
+    FROM f GROUP BY run_id
+), g AS (
+    SELECT f.run_id, f.name, coalesce(nullif(f.op_type, 'N/A'), f.name) AS op_type,
+           arg_max(f.input_shapes, f.dur_ns) AS input_shapes, arg_max(f.input_dtypes, f.dur_ns) AS input_dtypes,
+           count(*) AS calls, sum(f.dur_ns)::BIGINT AS dur_ns,
+           sum(f.dur_ns) / nullif(any_value(t.compute_ns), 0) AS share_of_compute,
+           sum(f.fl) AS flops,
+           sum(f.fl) * 1e9 / nullif(sum(f.dur_ns) FILTER (WHERE f.fl IS NOT NULL), 0) / $peak_flops::DOUBLE AS flops_utilization,
+           round(sum(f.hbm_bytes))::BIGINT AS hbm_bytes,
+           sum(f.hbm_bytes) * 1e9 / nullif(sum(f.dur_ns) FILTER (WHERE f.hbm_bytes IS NOT NULL), 0) / $peak_hbm_bps::DOUBLE AS bw_utilization,
+           sum(f.mac_ratio * f.dur_ns) / nullif(sum(f.dur_ns) FILTER (WHERE f.mac_ratio IS NOT NULL), 0) AS mac_ratio,
+           avg(f.bd) AS block_dim, any_value(t.max_bd)::BIGINT AS max_block_dim
+    FROM f JOIN tot t USING (run_id)
+    WHERE regexp_matches(coalesce(nullif(f.op_type, 'N/A'), f.name), $cube_regex)
+    GROUP BY f.run_id, f.name, coalesce(nullif(f.op_type, 'N/A'), f.name)
+)
+SELECT *, block_dim / nullif(max_block_dim, 0) AS block_dim_ratio
+FROM g
+ORDER BY dur_ns DESC, name
+LIMIT $top_n;

@@ -1,0 +1,75 @@
+-- name: layout_forcers
+-- description: Which operators force the layout conversions: each TransData/Transpose/format cast with the compute kernel before and after it on the same stream, grouped by (conversion, neighbours), with time, bytes and the operator that needs the converted layout (the article's memory layout: keep one layout end to end).
+-- param: top_n INTEGER = 20            -- rows to return (by device time)
+-- column: run_id VARCHAR               -- run
+-- column: op_type VARCHAR              -- TransData, Transpose, ...
+-- column: src_format VARCHAR           -- the conversion's input formats
+-- column: dst_format VARCHAR           -- its output formats
+-- column: prev_op VARCHAR              -- operator type of the kernel just before it on the stream
+-- column: next_op VARCHAR              -- operator type of the kernel just after it
+-- column: forced_by VARCHAR            -- the operator tied to the conversion: the first of the next 4 kernels that reads the converted tensor, else the nearest of the previous 4 whose output it converts, else null
+-- column: role VARCHAR                 -- weight (FRACTAL_Z on either side: a conv/matmul weight re-converted every step) | feeds_next | drains_prev | unknown
+-- column: calls BIGINT                 -- conversions in the group
+-- column: dur_ns BIGINT                -- their device time, ns
+-- column: hbm_bytes BIGINT             -- their HBM bytes (chosen source)
+-- column: share_of_compute DOUBLE      -- dur_ns / all compute kernels' device time, 0..1
+-- column: example_name VARCHAR         -- one conversion's kernel name
+-- column: example_shapes VARCHAR       -- input -> output shape of the longest call
+--
+-- Definitions: conversions as in layout_transforms (op_type TransData*/Transpose*/*FormatCast*, or name with
+-- transdata/transpose/format_cast/permute). Neighbours are the compute kernels just before and after on the same
+-- (rank, stream), conversions included. A conversion feeds a consumer when one of the next 4 kernels has an input
+-- with the conversion's first output shape and dtype (e.g. a weight converted two kernels before its Conv); it
+-- drains a producer when it reads the first output of one of the previous 4 kernels.
+-- role weight: FRACTAL_Z (the cube unit's weight format) on either side: weights kept in NCHW are converted to
+-- FRACTAL_Z for every forward/backward and their gradients converted back.
+WITH kb AS MATERIALIZED (
+    SELECT kid, run_id, rank, stream_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns, hbm_bytes,
+           input_formats, output_formats, input_shapes, output_shapes,
+           string_split(coalesce(input_shapes, ''), ';') AS in_s,
+           string_split(coalesce(input_dtypes, ''), ';') AS in_d,
+           trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
+           trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d,
+           op_type ILIKE 'TransData%' OR op_type ILIKE 'Transpose%' OR op_type ILIKE '%FormatCast%'
+               OR name ILIKE '%transdata%' OR name ILIKE '%transpose%' OR name ILIKE '%format_cast%' OR name ILIKE '%permute%'
+               AS is_conv
+    FROM _kernel_bytes() WHERE NOT is_comm
+), keyed AS (
+    SELECT *, list_transform(in_s, lambda s, i: trim(s) || '|' || trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])) AS in_keys,
+           out_s || '|' || out_d AS out_key
+    FROM kb
+), nb AS (
+    SELECT *,
+           lag(op) OVER w AS prev_op, lead(op) OVER w AS next_op,
+           -- the next 4 kernels' (op, inputs) and the previous ones' (op, first output)
+           [lead({'op': op, 'ins': in_keys}, 1) OVER w, lead({'op': op, 'ins': in_keys}, 2) OVER w,
+            lead({'op': op, 'ins': in_keys}, 3) OVER w, lead({'op': op, 'ins': in_keys}, 4) OVER w] AS nexts,
+           [lag({'op': op, 'out': out_key}, 1) OVER w, lag({'op': op, 'out': out_key}, 2) OVER w,
+            lag({'op': op, 'out': out_key}, 3) OVER w, lag({'op': op, 'out': out_key}, 4) OVER w] AS prevs
+    FROM keyed
+    WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
+), conv AS (
+    SELECT *,
+           list_filter(nexts, lambda n: n IS NOT NULL AND list_contains(n.ins, out_key))[1].op AS consumer,
+           list_filter(prevs, lambda p: p IS NOT NULL AND list_contains(in_keys, p.out))[1].op AS producer
+    FROM nb WHERE is_conv
+), conv2 AS (
+    SELECT *, consumer IS NOT NULL AS feeds_next, producer IS NOT NULL AS drains_prev FROM conv
+), tot AS (
+    SELECT run_id, sum(dur_ns) AS compute_ns FROM kb GROUP BY run_id
+), g AS (
+    SELECT c.run_id, c.op AS op_type, c.input_formats AS src_format, c.output_formats AS dst_format,
+           c.prev_op, c.next_op,
+           CASE WHEN c.feeds_next THEN c.consumer WHEN c.drains_prev THEN c.producer END AS forced_by,
+           CASE WHEN c.output_formats ILIKE '%FRACTAL_Z%' OR c.input_formats ILIKE '%FRACTAL_Z%' THEN 'weight'
+                WHEN c.feeds_next THEN 'feeds_next' WHEN c.drains_prev THEN 'drains_prev' ELSE 'unknown' END AS role,
+           count(*) AS calls, sum(c.dur_ns)::BIGINT AS dur_ns, round(sum(c.hbm_bytes))::BIGINT AS hbm_bytes,
+           sum(c.dur_ns) / nullif(any_value(t.compute_ns), 0) AS share_of_compute,
+           min(c.name) AS example_name,
+           arg_max(c.input_shapes || ' -> ' || c.output_shapes, c.dur_ns) AS example_shapes
+    FROM conv2 c JOIN tot t USING (run_id)
+    GROUP BY ALL
+)
+SELECT * FROM g
+ORDER BY dur_ns DESC, op_type, src_format, dst_format, prev_op, next_op
+LIMIT $top_n;

@@ -1,0 +1,104 @@
+"""`traceql findings`: the article's checklist over one run, each check with its numbers and saving (traceql.findings)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import RunOpt, StoreOpt
+
+FORMATS = ("table", "json", "markdown")
+FAIL_EXIT = 3  # --fail-on threshold reached (1 = error, 2 = usage error)
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _safe(text: str) -> str:
+    """Dump-derived text for a terminal: no control characters (escape sequences), no rich markup."""
+    return _CTRL.sub("?", text).replace("[", "\\[")
+
+
+def findings_cmd(
+    run: RunOpt = None,
+    store: StoreOpt = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.")] = None,
+    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Baseline run (e.g. 1 card) for the scaling efficiency.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json|markdown (json always lists every check).")] = "table",
+    fail_on: Annotated[Optional[str], typer.Option("--fail-on", help=f"Exit {FAIL_EXIT} when a finding at or above this severity fires (low|medium|high|critical), for CI gates.")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show the checks that did not fire, with why.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to FILE instead of stdout.")] = None,
+) -> None:
+    """Walk the seed article's checklist over a run: is it bandwidth-bound, which operators move the HBM bytes,
+    and which of the six optimisations (fusion, UB reuse, layout, prefetch, mixed precision, checkpointing)
+    apply, each with evidence, an estimated saving and the `traceql query` that reproduces it; plus Ascend
+    advisor parity checks (slow rank and why, slow link, packet sizes, AI CPU, dynamic shapes, free time).
+
+    Exit codes: 0 ok, 1 error, 2 usage error, 3 a finding at or above --fail-on fired.
+
+    \b
+    Examples:
+      traceql findings --run resnet-8card --device ascend910b
+      traceql findings --all --format markdown -o findings.md
+      traceql findings --format json --fail-on high      # CI gate
+    """
+    import sys
+
+    from .. import findings
+    from ..errors import TraceQLError
+    from . import _console
+    from ._common import resolve_run
+
+    if fmt not in FORMATS:
+        raise TraceQLError(f"unknown --format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fail_on is not None and (fail_on not in findings.SEVERITIES or fail_on == "info"):
+        raise typer.BadParameter(f"{fail_on!r} is not one of low, medium, high, critical", param_hint="--fail-on")
+    run_id = resolve_run(store, run)
+    if baseline is not None:
+        resolve_run(store, baseline)
+    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
+    rep = findings.evaluate(store, run_id, device=device, peaks=peaks, baseline=baseline)
+    note = rep.device.get("note") or ""
+    if note:
+        (_console.warn if rep.device.get("peaks", {}).get("peak_hbm_bps") is None else _console.info)(f"run {run_id}: {note}")
+
+    if fmt == "json":
+        text = rep.to_json() + "\n"
+    elif fmt == "markdown":
+        text = _CTRL.sub("?", rep.to_markdown(include_silent=show_all))
+    else:
+        text = None
+    if text is not None:
+        if output:
+            output.write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+    else:
+        if output:
+            raise TraceQLError("--output needs --format json or markdown")
+        _console.out.print(_safe(rep.verdict.get("headline", "")), style="bold")
+        rows = []
+        for f in rep.findings:
+            if not (f.fired or show_all):
+                continue
+            sv = f.saving.get("value")
+            saving = f"{sv:.3g} {f.saving.get('unit')}" if sv is not None else ""
+            rows.append((str(f.checklist_step), f.id, f.severity if f.fired else "-", saving, _safe(f.message)))
+        if rows:
+            _console.print_table(["step", "check", "severity", "saving", "finding"], rows)
+        hidden = len(rep.findings) - len(rep.fired)
+        _console.info(f"{len(rep.fired)} of {len(rep.findings)} checks fired"
+                      + (f"; {hidden} did not (--all shows why)" if hidden and not show_all else "")
+                      + "; --format markdown adds evidence, top operators and the query behind each finding")
+    if fail_on is not None:
+        hits = rep.at_least(fail_on)
+        if hits:
+            _console.err.print(f"--fail-on {fail_on}: {len(hits)} finding(s) at or above it: "
+                               + ", ".join(f"{f.id} ({f.severity})" for f in hits), markup=False)
+            raise typer.Exit(FAIL_EXIT)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("findings")(findings_cmd)
