@@ -749,3 +749,29 @@ def test_bad_analysis_db_next_to_a_good_db(cli, tmp_path: Path, store: Path) -> 
     (out / "analysis.db").write_text("not a db", encoding="utf-8")
     r = cli("ingest", str(out.parent), "--store", str(store), "-q")
     assert r.code == 1 and str(out / "analysis.db") in r.err and "not an SQLite database" in r.err, r
+
+
+def test_damaged_values_do_not_stop_the_ingest(tmp_path: Path) -> None:
+    """A name that is not UTF-8 (a damaged page) and a link size beyond int64 are data problems in one cell,
+    not reasons to lose the run: the name reads with U+FFFD, the unconvertible byte total is null."""
+    db = _make_db(
+        tmp_path / "msprof_7.db",
+        {
+            "STRING_IDS": ("id INTEGER PRIMARY KEY, value TEXT", [(1, b"Mat\xffMul".decode("latin-1")), (2, "AI_CORE")]),
+            "TASK": ("startNs INTEGER, endNs INTEGER, deviceId INTEGER, globalTaskId INTEGER, connectionId INTEGER",
+                     [(10**18, 10**18 + 5, 0, 1, 1), (10**18 + 10, 10**18 + 20, 0, 2, 2), (10**18 + 30, 10**18 + 40, 0, 3, 2)]),
+            "COMPUTE_TASK_INFO": ("name INTEGER, globalTaskId INTEGER, taskType INTEGER", [(1, 1, 2)]),
+            "COMMUNICATION_TASK_INFO": ("globalTaskId INTEGER, srcRank INTEGER, dstRank INTEGER, size NUMERIC, opId INTEGER",
+                                        [(2, 0, 1, 9.9e300, 5), (3, 0, 1, 9.9e300, 5)]),
+        },
+    )  # fmt: skip
+    con = sqlite3.connect(db)  # store raw non-UTF-8 bytes in a TEXT cell, as a flipped bit would
+    con.execute("UPDATE STRING_IDS SET value = CAST(X'4d6174ff4d756c' AS TEXT) WHERE id = 1")
+    con.commit()
+    con.close()
+    store = tmp_path / "s"
+    _ingest(db, store, "damaged")
+    (k,) = _q(store, "SELECT name, task_type FROM kernels")
+    assert k == {"name": "Mat\ufffdMul", "task_type": "AI_CORE"}
+    (m,) = _q(store, "SELECT bytes, transit_ns FROM comm_matrix")
+    assert m == {"bytes": None, "transit_ns": 20}  # two 10 ns link tasks; 2 x 9.9e300 bytes do not fit int64

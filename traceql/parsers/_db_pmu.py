@@ -119,7 +119,7 @@ class PmuPlan:
                 t = self.bw_bytes(p, (f"l2_{direction}_bw",))
             if t:
                 terms.append(t)
-        return f"CAST(round({_sum(terms)}) AS BIGINT)" if terms else None
+        return f"TRY_CAST(round({_sum(terms)}) AS BIGINT)" if terms else None
 
     def l2_hit_rate(self) -> str | None:
         hit_names = (
@@ -144,8 +144,8 @@ class PmuPlan:
 
     def typed(self) -> dict[str, str]:
         out: dict[str, str | None] = {
-            "aicore_time_ns": (f"CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aic_")) else None),
-            "aiv_time_ns": (f"CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aiv_")) else None),
+            "aicore_time_ns": (f"TRY_CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aic_")) else None),
+            "aiv_time_ns": (f"TRY_CAST(round({c}) AS BIGINT)" if (c := self.core_ns("aiv_")) else None),
             "hbm_read_bytes": self.bytes_col("read", "hbm"),
             "hbm_write_bytes": self.bytes_col("write", "hbm"),
             "ub_read_bytes": self.bytes_col("read", "ub"),

@@ -18,12 +18,15 @@ the same (name, accelerator core) multiset as the text export's kernel_details.c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import BadTraceError
 from ._db_pmu import load_pmu
 from ._sqlite import SqliteDb, lit, q
 
@@ -91,6 +94,21 @@ class DbExport:
         self.duck.close()
         self.db.close()
         self._tmp.cleanup()
+
+    @contextlib.contextmanager
+    def errors(self, path: Path | None = None) -> Iterator[None]:
+        """sqlite3 and DuckDB errors -> one BadTraceError naming the db (a value DuckDB cannot convert, a
+        damaged page...): the shapes a hostile or broken export can take are too many to foresee one by one."""
+        import duckdb
+
+        with self.db.errors():
+            try:
+                yield
+            except duckdb.Error as e:
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+                raise BadTraceError(
+                    path or self.db.path, f"cannot map this export ({first}); expected {self.db.what}"
+                ) from e
 
     def load(self, table: str, kinds: dict[str, str] | None = None) -> list[str]:
         if table not in self._loaded:
@@ -493,7 +511,7 @@ def write_comm_from_db(
             f"""SELECT {step} AS step, o."opName" AS name, {opt} AS op_type,
                 {col_or_null(ocols, "groupName", "o", "VARCHAR")} AS group_name, {kind_sql(opt)} AS kind,
                 o."startNs" AS ts_ns, o."endNs" - o."startNs" AS dur_ns,
-                {col_or_null(ocols, "waitNs", "o", "BIGINT")} AS wait_ns, CAST({nbytes} AS BIGINT) AS bytes,
+                {col_or_null(ocols, "waitNs", "o", "BIGINT")} AS wait_ns, TRY_CAST({nbytes} AS BIGINT) AS bytes,
                 'db:COMMUNICATION_OP' AS source
             FROM "COMMUNICATION_OP" o {bytes_join} {sj} ORDER BY o."startNs" """,
         )
@@ -503,7 +521,7 @@ def write_comm_from_db(
             out,
             "comm_matrix",
             f"""SELECT any_value({step}) AS step, l.op_name AS name, l.op_name AS op_name, any_value(l.group_name) AS group_name,
-                l.src_rank, l.dst_rank, l.transport, sum(l.size)::BIGINT AS bytes, sum(l.dur_ns)::BIGINT AS transit_ns,
+                l.src_rank, l.dst_rank, l.transport, TRY_CAST(sum(l.size) AS BIGINT) AS bytes, TRY_CAST(sum(l.dur_ns) AS BIGINT) AS transit_ns,
                 sum(l.size) / NULLIF(sum(l.dur_ns), 0) * 1e9 AS bandwidth_bps
             FROM comm_links l {sj} WHERE l.size > 0 GROUP BY l.op_name, l.op_id, l.src_rank, l.dst_rank, l.transport
             ORDER BY min(l.op_start), l.src_rank, l.dst_rank""",
@@ -523,7 +541,7 @@ def write_comm_from_db(
                        min(l.op_start) AS op_start, l.size, count(*) AS cnt, sum(l.dur_ns) AS dur
                      FROM src l GROUP BY ALL)
             SELECT any_value({step}) AS step, l.op_name AS name, any_value(l.group_name) AS group_name, l.transport,
-                sum(l.size * l.cnt)::BIGINT AS bytes, sum(l.dur)::BIGINT AS transit_ns,
+                TRY_CAST(sum(l.size * l.cnt) AS BIGINT) AS bytes, TRY_CAST(sum(l.dur) AS BIGINT) AS transit_ns,
                 sum(l.size * l.cnt) / NULLIF(sum(l.dur), 0) * 1e9 AS bandwidth_bps,
                 map_from_entries(list({{'k': CAST(l.size AS VARCHAR), 'v': CAST(l.cnt AS DOUBLE)}})) AS packet_sizes
             FROM per l {sj} GROUP BY l.op_name, l.op_id, l.transport
@@ -709,7 +727,7 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
                 out,
                 "memory",
                 f"""SELECT 'npu_mem' AS kind, {who} || '/{k}' AS component, {dev(cols, "m")} AS device,
-                    m."timestampNs" AS ts_ns, CAST(round({v}) AS BIGINT) AS allocated_bytes
+                    m."timestampNs" AS ts_ns, TRY_CAST(round({v}) AS BIGINT) AS allocated_bytes
                 FROM "NPU_MEM" m ORDER BY m."timestampNs" """,
             )
     if flavor == "torch_npu" and x.has("NPU_MEM", "timestampNs", "type", "hbm"):
@@ -718,8 +736,8 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
             out,
             "memory",
             f"""SELECT 'record' AS kind, 'APP' AS component, {dev(cols, "m")} AS device, m."timestampNs" AS ts_ns,
-                CAST(round(m."hbm") AS BIGINT) AS reserved_bytes,
-                {text_map([("ddr_bytes", 'CAST(round(m."ddr") AS BIGINT)')] if "ddr" in cols else [])} AS extra
+                TRY_CAST(round(m."hbm") AS BIGINT) AS reserved_bytes,
+                {text_map([("ddr_bytes", 'TRY_CAST(round(m."ddr") AS BIGINT)')] if "ddr" in cols else [])} AS extra
             FROM "NPU_MEM" m WHERE lower(m."type") = 'app' ORDER BY m."timestampNs" """,
         )
     if x.has("OP_MEMORY", "allocationTime"):
@@ -738,7 +756,9 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
         )
     if x.has("NPU_MODULE_MEM", "timestampNs", "moduleId"):
         cols = x.load("NPU_MODULE_MEM", {"moduleId": "enum:ENUM_MODULE"})
-        reserved = 'CAST(round(m."totalReserved") AS BIGINT)' if "totalReserved" in cols else "NULL::BIGINT"
+        reserved = (
+            'TRY_CAST(round(m."totalReserved") AS BIGINT)' if "totalReserved" in cols else "NULL::BIGINT"
+        )
         n += x.write(
             out,
             "memory",
@@ -757,8 +777,8 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
             "memory",
             f"""SELECT 'npu_op' AS kind, {o("operatorName", "VARCHAR")} AS component, {dev(cols, "o")} AS device,
                 o."timestampNs" AS ts_ns, {o("size")} AS size_bytes,
-                CAST(round({o("totalAllocate", "DOUBLE")}) AS BIGINT) AS allocated_bytes,
-                CAST(round({o("totalReserve", "DOUBLE")}) AS BIGINT) AS reserved_bytes, {extra_of(cols, "o", known)} AS extra
+                TRY_CAST(round({o("totalAllocate", "DOUBLE")}) AS BIGINT) AS allocated_bytes,
+                TRY_CAST(round({o("totalReserve", "DOUBLE")}) AS BIGINT) AS reserved_bytes, {extra_of(cols, "o", known)} AS extra
             FROM "NPU_OP_MEM" o ORDER BY o."timestampNs" """,
         )
     return n
@@ -831,7 +851,7 @@ def write_common(
     comm_bandwidth: bool = True,
 ) -> dict[str, Any]:
     """Everything both exports share. The comm_* flags are False where analysis.db supplies that table."""
-    with x.db.errors():
+    with x.errors():
         write_kernels(x, out)
         write_host_ops(x, out)
         write_flows(x, out)

@@ -63,6 +63,11 @@ def lit(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+def decode_text(b: bytes) -> str:
+    """TEXT cells as str; bytes that are not UTF-8 (a damaged page) become U+FFFD instead of failing the run."""
+    return b.decode("utf-8", "replace")
+
+
 def looks_like_sqlite(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
@@ -113,7 +118,8 @@ class SqliteDb:
         for opts in ("?mode=ro", "?mode=ro&immutable=1"):
             try:
                 conn = sqlite3.connect(uri + opts, uri=True, check_same_thread=False)
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                conn.text_factory = decode_text
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
                 return conn
             except sqlite3.DatabaseError as e:
                 last = e
@@ -134,7 +140,7 @@ class SqliteDb:
         """sqlite3 errors (corrupt page, truncated file, locked) -> one BadTraceError naming this file."""
         try:
             yield
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError, OverflowError) as e:
             raise BadTraceError(self.path, f"{_describe(e)}; expected {self.what}") from e
 
     # ---- schema -----------------------------------------------------------------------------------

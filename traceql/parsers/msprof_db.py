@@ -67,7 +67,7 @@ class MsprofDbParser:
             db.require("TASK", "startNs", "endNs", "globalTaskId")
             x = DbExport(db)
             meta = write_common(x, out, "msprof")
-            with db.errors():
+            with x.errors():
                 write_step_windows(x, out)
             write_run_meta(out, meta.pop("rows"))
             meta["warnings"] = x.warnings

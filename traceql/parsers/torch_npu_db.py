@@ -43,7 +43,7 @@ from ._db_tables import (
     write_run_meta,
     write_step_windows,
 )
-from ._sqlite import SqliteDb, lit, looks_like_sqlite, q
+from ._sqlite import SqliteDb, decode_text, lit, looks_like_sqlite, q
 from ._units import GB_PER_S
 from .base import Unit
 
@@ -92,13 +92,19 @@ def _rank_from_db(db_path: Path) -> int | None:
 
     if not looks_like_sqlite(db_path):
         return None
-    try:
+    conn = None
+    try:  # claim() must never fail: a damaged db is reported by parse(), naming the file
         uri = "file:" + urllib.parse.quote(str(db_path.resolve())) + "?mode=ro&immutable=1"
-        with sqlite3.connect(uri, uri=True) as conn:
-            rows = conn.execute("SELECT DISTINCT rankId FROM RANK_DEVICE_MAP WHERE rankId >= 0").fetchall()
-    except sqlite3.Error:
+        conn = sqlite3.connect(uri, uri=True)
+        conn.text_factory = decode_text
+        rows = conn.execute("SELECT DISTINCT rankId FROM RANK_DEVICE_MAP WHERE rankId >= 0").fetchall()
+        rank = int(rows[0][0]) if len(rows) == 1 else None
+    except (sqlite3.Error, UnicodeDecodeError, ValueError, TypeError, OverflowError, OSError):
         return None
-    return int(rows[0][0]) if len(rows) == 1 else None
+    finally:
+        if conn is not None:
+            conn.close()
+    return rank if rank is None or rank < 2**31 else None
 
 
 def _rank(db_path: Path, root: Path | None) -> int | None:
@@ -169,11 +175,11 @@ class TorchNpuDbParser:
                     comm_bandwidth=not (adb and "CommAnalyzerBandwidth" in adb.schema),
                 )
             if adb is not None:
-                with adb.errors():
+                with x.errors(adb.path), adb.errors():
                     write_analysis(x, adb, out, with_main=main is not None)
                 meta["rows"].append(("analysis.path", str(adb.path)))
             else:
-                with x.db.errors():
+                with x.errors():
                     write_step_windows(x, out)
             rows = meta.pop("rows")
             root = opts.get("root")
@@ -224,7 +230,7 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
     def ns(col: str, scale: int) -> str:
         # via the double's shortest decimal text, then DECIMAL: a µs epoch timestamp x 1000 exceeds a double's
         # integer precision (2^53), and DuckDB's direct DOUBLE->DECIMAL cast is not exact either
-        return f"CAST(round(TRY_CAST(CAST({col} AS VARCHAR) AS DECIMAL(38, 9)) * {scale}) AS BIGINT)"
+        return f"TRY_CAST(round(TRY_CAST(CAST({col} AS VARCHAR) AS DECIMAL(38, 9)) * {scale}) AS BIGINT)"
 
     if loaded["CommAnalyzerTime"]:
         op_start = "NULL::BIGINT"
