@@ -1169,7 +1169,7 @@ def _exact_ns(cell: str) -> int | None:
     import re
 
     text = cell.strip(" \t")
-    if not re.fullmatch(r"\d{1,12}(\.\d{1,3})?", text):
+    if not re.fullmatch(r"[0-9]{1,12}(\.[0-9]{1,3})?", text):  # ASCII only: `\d` would accept "１２"
         return None
     return int(Decimal(text) * 1000)
 
