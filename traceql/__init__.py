@@ -12,6 +12,11 @@ from typing import Any
 __version__ = "0.1.0"
 __all__ = ["__version__", "connect", "ingest"]
 
+# Import the submodule traceql.ingest now, so the function defined below (not the module) stays bound to
+# `traceql.ingest` even after `from traceql.ingest import ...` elsewhere (the import system binds a
+# submodule to its parent attribute only when it first loads it). It imports nothing heavy.
+from . import ingest as _ingest_module  # noqa: E402
+
 
 def connect(store: Any = None, read_only: bool = True) -> Any:
     from .engine import connect as _connect
@@ -20,6 +25,4 @@ def connect(store: Any = None, read_only: bool = True) -> Any:
 
 
 def ingest(path: Any, store: Any = None, name: str | None = None, replace: bool = False, **kw: Any) -> dict[str, Any]:
-    from .ingest import ingest as _ingest
-
-    return _ingest(path, store=store, name=name, replace=replace, **kw)
+    return _ingest_module.ingest(path, store=store, name=name, replace=replace, **kw)

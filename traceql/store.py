@@ -30,6 +30,7 @@ from . import __version__, schema
 from .errors import StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
 MANIFEST = "manifest.json"
@@ -72,6 +73,9 @@ class RankWriter:
     rows: dict[str, int] = field(default_factory=dict)
     _writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)
     files: dict[str, list[str]] = field(default_factory=dict)
+    # per table: last ts_ns written, and whether rows so far arrived in time order (then no re-sort is needed)
+    _last_ts: dict[str, int] = field(default_factory=dict)
+    _unsorted: set[str] = field(default_factory=set)
 
     def write(self, table: str, data: Any) -> None:
         import pyarrow.parquet as pq
@@ -90,6 +94,25 @@ class RankWriter:
             self.files.setdefault(table, []).append(rel)
         w.write_table(t, row_group_size=ROW_GROUP)
         self.rows[table] = self.rows.get(table, 0) + t.num_rows
+        if "ts_ns" in t.schema.names and table not in self._unsorted:
+            self._track_order(table, t.column("ts_ns"))
+
+    def _track_order(self, table: str, ts: pa.ChunkedArray) -> None:
+        import pyarrow.compute as pc
+
+        ts = pc.drop_null(ts)
+        if hasattr(ts, "combine_chunks"):
+            ts = ts.combine_chunks()
+        if len(ts) == 0:
+            return
+        first = ts[0].as_py()
+        ordered = first >= self._last_ts.get(table, first) and (
+            len(ts) < 2 or pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py()
+        )
+        if ordered:
+            self._last_ts[table] = ts[len(ts) - 1].as_py()
+        else:
+            self._unsorted.add(table)
 
     def close(self, sort: bool = True) -> None:
         for w in self._writers.values():
@@ -97,7 +120,7 @@ class RankWriter:
         self._writers.clear()
         if sort:
             for table, rels in self.files.items():
-                if any(c.name == "ts_ns" for c in schema.columns(table)):
+                if table in self._unsorted:
                     for rel in rels:
                         sort_parquet_by_time(self.run_dir / rel)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import UnknownFormatError
+from ..errors import BadTraceError, UnknownFormatError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
@@ -75,7 +75,13 @@ def get(name: str) -> Parser:
 
 def _claim(path: Path) -> list[Unit] | None:
     for p in registry().values():
-        units = p.claim(path)
+        try:
+            units = p.claim(path)
+        except BadTraceError:
+            raise
+        except (OSError, ValueError, UnicodeDecodeError, EOFError) as e:
+            # a sniffer tripping over a damaged file still owes the user one line naming it
+            raise BadTraceError(path, f"cannot read it to detect the format ({type(e).__name__}: {e})") from e
         if units:
             return units
     return None
