@@ -131,36 +131,37 @@ WITH k0 AS MATERIALIZED (
            input_shapes, input_dtypes, input_formats, output_shapes, output_dtypes, output_formats,
            flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id
     FROM kernels WHERE ts_ns IS NOT NULL
+), sig AS (
+    -- modeled bytes, relationally (unnest + aggregates: lambdas over nested lists cost ~100 us per kernel),
+    -- once per distinct (shapes, dtypes) text: shapes repeat every step, so this is small on big stores
+    SELECT DISTINCT shapes, dtypes FROM (
+        SELECT input_shapes AS shapes, input_dtypes AS dtypes FROM k0
+        UNION ALL SELECT output_shapes, output_dtypes FROM k0)
+    WHERE upper(trim(shapes)) NOT IN ('', 'N/A') AND dtypes IS NOT NULL
 ), tens AS (
-    -- modeled bytes, relationally (unnest + aggregates: lambdas over nested lists cost ~100 us per kernel):
-    -- one row per tensor (side 0 = input, 1 = output; i = position), then one row per dimension
-    SELECT kid, 0 AS side, unnest(string_split(input_shapes, ';')) AS shape,
-           generate_subscripts(string_split(input_shapes, ';'), 1) AS i, string_split(input_dtypes, ';') AS dl
-    FROM k0 WHERE upper(trim(input_shapes)) NOT IN ('', 'N/A') AND input_dtypes IS NOT NULL
-    UNION ALL
-    SELECT kid, 1, unnest(string_split(output_shapes, ';')),
-           generate_subscripts(string_split(output_shapes, ';'), 1), string_split(output_dtypes, ';')
-    FROM k0 WHERE upper(trim(output_shapes)) NOT IN ('', 'N/A') AND output_dtypes IS NOT NULL
+    -- one row per tensor (i = position), then one row per dimension
+    SELECT shapes, dtypes, unnest(string_split(shapes, ';')) AS shape,
+           generate_subscripts(string_split(shapes, ';'), 1) AS i, string_split(dtypes, ';') AS dl
+    FROM sig
 ), dims AS (
-    SELECT kid, side, i, dl, trim(unnest(string_split(trim(shape, ' "[]()'), ','))) AS dim FROM tens
+    SELECT shapes, dtypes, i, dl, trim(unnest(string_split(trim(shape, ' "[]()'), ','))) AS dim FROM tens
 ), tb AS (
     -- bytes of one tensor: product of its dims (an empty shape is a scalar; a negative or unparsable dim makes
     -- it unknown) x the size of its dtype (one dtype given for several tensors applies to all)
-    SELECT kid, side,
+    SELECT shapes, dtypes,
            CASE WHEN bool_and(dim = '' OR TRY_CAST(dim AS BIGINT) >= 0)
                 THEN product(CASE WHEN dim = '' THEN 1 ELSE TRY_CAST(dim AS BIGINT) END) END
            * _dtype_bytes(any_value(dl)[CASE WHEN len(any_value(dl)) = 1 THEN 1 ELSE i END]) AS b
-    FROM dims GROUP BY kid, side, i
+    FROM dims GROUP BY shapes, dtypes, i
 ), modeled AS (
-    -- a side's total is null when any of its tensors is unknown: a partial sum never passes for the whole
-    SELECT kid,
-           max(total) FILTER (WHERE side = 0) AS modeled_read,
-           max(total) FILTER (WHERE side = 1) AS modeled_write
-    FROM (SELECT kid, side, CASE WHEN count(b) = count(*) THEN round(sum(b))::BIGINT END AS total
-          FROM tb GROUP BY kid, side)
-    GROUP BY kid
+    -- null when any tensor is unknown: a partial sum never passes for the whole
+    SELECT shapes, dtypes, CASE WHEN count(b) = count(*) THEN round(sum(b))::BIGINT END AS total
+    FROM tb GROUP BY shapes, dtypes
 ), k AS MATERIALIZED (
-    SELECT k0.*, m.modeled_read, m.modeled_write FROM k0 LEFT JOIN modeled m USING (kid)
+    SELECT k0.*, mi.total AS modeled_read, mo.total AS modeled_write
+    FROM k0
+    LEFT JOIN modeled mi ON mi.shapes = k0.input_shapes AND mi.dtypes = k0.input_dtypes
+    LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
 ), w AS MATERIALIZED (
     SELECT * FROM _hbm_windows()
 ), span AS (
@@ -222,13 +223,20 @@ SELECT run_id, rank, step, win_start,
 FROM u;
 
 -- The device bandwidth timeline per rank, cut into constant pieces inside the step windows: one row per piece
--- with the number of compute kernels (n_comp) and of all kernels (n_kernels) running, and the device HBM
--- bandwidth (bw_bps: every running kernel's bytes / duration, communication kernels included).
+-- with the number of compute kernels (n_comp) and of all kernels (n_kernels) running, the device HBM
+-- bandwidth (bw_bps: every running kernel's bytes / duration, communication kernels included) and where the
+-- rank's bytes came from (rank_source: pmu | sampled | modeled | mixed).
 -- A sweep: +/- events at kernel starts/ends, running sums in time order; window edges are extra cut points.
 CREATE OR REPLACE MACRO _bw_segments() AS TABLE
 WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw
+    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source
     FROM _kernel_bytes() WHERE dur_ns > 0
+), src AS (
+    -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed
+    SELECT run_id, rank,
+           CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
+                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS rank_source
+    FROM kb GROUP BY run_id, rank
 ), win AS MATERIALIZED (
     SELECT * FROM _step_windows()
 ), ev AS (
@@ -249,9 +257,11 @@ WITH kb AS MATERIALIZED (
 SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
        seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
        seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels,
-       CASE WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps
+       CASE WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
+       src.rank_source
 FROM seg
 ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.seg_start >= win.win_start
+LEFT JOIN src ON src.run_id = seg.run_id AND src.rank = seg.rank
 WHERE seg.seg_end IS NOT NULL AND seg.seg_end > seg.seg_start AND seg.seg_start < win.win_end;
 
 -- Communication ops per rank, matched across ranks (one row per op and rank).

@@ -27,16 +27,11 @@
 -- an instant = that bandwidth / peak_hbm_bps. Time-weighted means each constant piece of that step function
 -- counts by its length. Compute time = instants with at least one non-communication kernel running.
 WITH seg AS MATERIALIZED (
-    SELECT run_id, rank, step, dur_ns, n_comp, bw_bps,
+    SELECT run_id, rank, step, dur_ns, n_comp, bw_bps, rank_source,
            $peak_hbm_bps::DOUBLE AS peak,
            bw_bps >= $sat_threshold::DOUBLE * $peak_hbm_bps::DOUBLE AS above,
            bw_bps < $low_threshold::DOUBLE * $peak_hbm_bps::DOUBLE AS below
     FROM _bw_segments()
-), src AS (
-    SELECT run_id, rank,
-           CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
-                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS src
-    FROM _kernel_bytes() WHERE dur_ns > 0 AND hbm_bytes_source IS NOT NULL GROUP BY run_id, rank
 ), agg AS (
     SELECT run_id, rank, step,
            CASE WHEN grouping(rank) = 1 THEN 'run' WHEN grouping(step) = 1 THEN 'rank' ELSE 'step' END AS scope,
@@ -48,7 +43,9 @@ WITH seg AS MATERIALIZED (
            sum(dur_ns) FILTER (WHERE n_comp > 0 AND above) AS busy_above_ns,
            sum(dur_ns) FILTER (WHERE n_comp > 0 AND below) AS busy_below_ns,
            sum(dur_ns) FILTER (WHERE above) AS above_ns,
-           any_value(peak) AS peak
+           any_value(peak) AS peak,
+           CASE WHEN min(rank_source) = max(rank_source) THEN min(rank_source)
+                WHEN count(rank_source) > 0 THEN 'mixed' END AS hbm_bytes_source
     FROM seg
     GROUP BY GROUPING SETS ((run_id), (run_id, rank), (run_id, rank, step))
 ), res AS (
@@ -63,10 +60,7 @@ WITH seg AS MATERIALIZED (
            CASE WHEN a.peak IS NOT NULL THEN coalesce(a.busy_below_ns, 0) / nullif(a.busy_ns, 0) END AS frac_busy_low,
            CASE WHEN a.peak IS NOT NULL THEN coalesce(a.above_ns, 0) / nullif(a.window_ns, 0) END AS frac_window_saturated,
            a.peak AS peak_hbm_bps,
-           CASE WHEN a.scope = 'run'
-                THEN (SELECT CASE WHEN min(src) = max(src) THEN min(src) WHEN count(src) > 0 THEN 'mixed' END
-                      FROM src WHERE src.run_id = a.run_id)
-                ELSE (SELECT any_value(src) FROM src WHERE src.run_id = a.run_id AND src.rank = a.rank) END AS hbm_bytes_source
+           a.hbm_bytes_source
     FROM agg a
 )
 SELECT *,
