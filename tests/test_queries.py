@@ -24,7 +24,7 @@ _ARROW_TO_DUCK = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "st
 
 def _k(name: str, t0: int, t1: int, **kw: Any) -> dict[str, Any]:
     return dict(name=name, op_type=kw.pop("op_type", name), ts_ns=t0, dur_ns=t1 - t0, is_comm=False,
-                task_type="AI_CORE", step=1, **kw)
+                task_type=kw.pop("task_type", "AI_CORE"), step=1, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -274,3 +274,16 @@ def test_device_presets_and_overrides() -> None:
     assert c.device is None and c.peaks["peak_hbm_bps"] is None and "HBM peak unknown" in c.note
     with pytest.raises(QueryError, match="unknown device"):
         devices.preset("tpu9")
+
+
+def test_device_inferred_from_vector_core_tasks_when_the_dump_names_none(tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "store"
+    st = build_store(root, "vec", {0: {"kernels": [_k("Add", 0, MS, task_type="AI_VECTOR_CORE")]}})
+    build_store(root, "cube", {0: {"kernels": [_k("Add", 0, MS)]}}, store=st)
+    t = queries.run("op_hbm_bytes", root, run_id="vec")
+    assert "inferred" in t.schema.metadata[b"traceql.peaks_note"].decode()
+    assert json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"] == devices.preset("ascend910b").peak_hbm_bps
+    t = queries.run("op_hbm_bytes", root, run_id="cube")  # AI_CORE only: could be any Ascend chip -> unknown
+    assert json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"] is None

@@ -279,7 +279,9 @@ def _pick_run(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> str:
 
 
 def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
-    """Device names the (scoped) run carries: runs.device, then run_meta values that name a device."""
+    """Device names the (scoped) run carries: runs.device, then run_meta values that name a device, then (last
+    resort, labelled as such) the Ascend 910B family when the kernels ran on separate vector cores: only the
+    A2/A3 chips (910B, 910_93) have AI_VECTOR_CORE / MIX tasks and aiv_ PMU columns (formats.md section 2.2)."""
     names = [r[0] for r in cur.execute("SELECT device FROM runs WHERE device IS NOT NULL").fetchall()]
     names += [
         r[0]
@@ -289,6 +291,13 @@ def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
             " OR value ILIKE '%h200%') AND length(value) < 64 ORDER BY 1 LIMIT 8"
         ).fetchall()
     ]
+    if not names:
+        vector = cur.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM kernels WHERE task_type IN ('AI_VECTOR_CORE', 'MIX_AIV', 'MIX_AIC')"
+            " OR aiv_time_ns IS NOT NULL LIMIT 1)"
+        ).fetchone()[0]
+        if vector:
+            names.append("Ascend910B (inferred: the dump names no device, but its AI_VECTOR_CORE tasks exist only on 910B-class chips)")
     return names
 
 
