@@ -67,36 +67,31 @@ def test_us_to_ns_is_exact(value: object, expected: int | None) -> None:
     assert cj.us_to_ns(value) == expected
 
 
-def test_dur_ns_sql_matches_us_to_ns() -> None:
-    """Durations read as VARCHAR from JSON numbers, converted in SQL == the exact Python conversion."""
-    import duckdb
-
-    texts = ["0.00001", "24.4205", "79089.52021875", "1e-07", "155985.8", "3", "12345678901234.5", "0.0004996"]
-    con = duckdb.connect()
-    for t in texts:
-        got = con.execute(f"SELECT {cj.dur_ns_sql('d')} FROM (SELECT ?::VARCHAR AS d)", [t]).fetchall()
-        assert got == [(cj.us_to_ns(Decimal(t)),)], t
+def test_dur_text_to_ns_matches_us_to_ns() -> None:
+    """Durations as DuckDB prints JSON numbers (shortest form), converted column-wise == exact per value."""
+    texts = ["0.00001", "1e-05", "24.4205", "79089.52021875", "1e-07", "155985.8", "3", "0.0004996", None]
+    got = cj.dur_text_to_ns(pa.array(texts, pa.string())).to_pylist()
+    assert got == [cj.us_to_ns(Decimal(t)) if t is not None else None for t in texts]
+    # beyond decimal128(26,12): 16 integer digits -> per-value fallback, still exact
+    assert cj.dur_text_to_ns(pa.array(["1234567890123456.5"])).to_pylist() == [1234567890123456500]
 
 
 def test_us_to_ns_scale_one_keeps_ns() -> None:
     assert cj.us_to_ns(Decimal("1736408883704643212"), scale=1) == 1736408883704643212
 
 
-def test_ts_ns_sql_is_exact_in_duckdb() -> None:
-    """The SQL conversion used on the DuckDB path gives the same exact integers (no double in between)."""
-    import duckdb
-
+def test_ts_text_to_ns_is_exact() -> None:
+    """The column-wise conversion used on the DuckDB path: exact integers (no double in between)."""
     cases = {
         "1736408883704643.212": 1736408883704643212,
         "1736408883688177.930": 1736408883688177930,
-        "1736408883704643.2": 1736408883704643200,  # 1 decimal: the DECIMAL branch
+        "1736408883704643.2": 1736408883704643200,  # 1 decimal: per-value fallback
         "1736408883704643": 1736408883704643000,
         "1736408883704643.2129": 1736408883704643213,  # 4 decimals: rounded to whole ns
     }
-    con = duckdb.connect()
-    for text, want in cases.items():
-        got = con.execute(f"SELECT {cj.ts_ns_sql('ts')} FROM (SELECT ?::VARCHAR AS ts)", [text]).fetchall()
-        assert got == [(want,)], text
+    fast = ["1736408883704643.212", "1736408883688177.930", None]
+    assert cj.ts_text_to_ns(pa.array(fast)).to_pylist() == [1736408883704643212, 1736408883688177930, None]
+    assert cj.ts_text_to_ns(pa.array(list(cases))).to_pylist() == list(cases.values())
 
 
 # ---- truncation / roots ------------------------------------------------------------------------------

@@ -2,11 +2,13 @@
 
 Never `json.load`s a whole file. Two ways in, chosen by sniffing the first bytes (`sniff`):
 
-* **DuckDB fast path** (`duck_batches`) — a plain (not gzip) file whose root is a bare event array and whose
+* **DuckDB fast path** (`DuckStream`) — a plain (not gzip) file whose root is a bare event array and whose
   `ts` values are JSON *strings* (the Ascend form, `"ts": "1736408883688177.930"`). DuckDB's `read_json(...,
-  format='array')` parses it on all cores with bounded memory; `ts` is read as text and turned into int64 ns
-  in SQL without passing through a double (`ts_ns_sql`). DuckDB parses JSON *numbers* with a fractional part
-  as doubles, so this path is only exact for string timestamps (integers up to 2**63 are exact either way).
+  format='array')` parses it in a background thread with bounded memory; `ts`/`dur` come out as text and
+  become int64 ns in Arrow without passing through a double (`ts_text_to_ns`, `dur_text_to_ns`). DuckDB
+  parses JSON *numbers* with a fractional part as doubles, so this path is only exact for string timestamps
+  (a numeric `dur` prints back as written: < 16 significant digits; integers up to 2**63 are exact).
+  Measured: read_json over one array file runs on a single core in this DuckDB (2.0.1), streaming or not.
 * **ijson path** (`iter_events`) — everything else: object roots (`{"traceEvents": [...]}`, Kineto), gzip,
   numeric `ts`. ijson's C backend with `use_float=False` yields `Decimal` for non-integers, so µs values with
   3 decimals convert to ns exactly (`us_to_ns`).
@@ -37,10 +39,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 HEAD_BYTES = 1 << 16
 CHUNK = 8 << 20  # read size for byte scans
-# DuckDB reads one array element at a time; this is the largest single event it accepts. Events with long
-# call stacks are tens of KB; 64 MiB leaves room without making DuckDB reserve huge buffers (it allocates
-# ~2x this per thread up front, so 1 GiB here runs out of memory).
-MAX_EVENT_BYTES = 64 << 20
+# DuckDB reads one array element at a time; this is the largest single event it accepts (default 16 MiB).
+# Events with long call stacks are tens of KB; 32 MiB leaves room without making DuckDB reserve huge
+# buffers (it allocates ~2x this per thread up front: 1 GiB here runs out of memory, 64 MiB costs ~100 MB RSS).
+MAX_EVENT_BYTES = 32 << 20
 DUCK_MEMORY_LIMIT = "512MB"
 
 _TS_RE = re.compile(rb'"ts"\s*:\s*(")?(-?\d)')
@@ -282,33 +284,6 @@ def scan_objects(
 # ---- DuckDB fast path ------------------------------------------------------------------------------
 
 
-def ts_ns_sql(col: str = "ts") -> str:
-    """SQL: µs text ('1736408883688177.930') -> exact int64 ns.
-
-    The common 3-decimal form is done by deleting the dot (exact, and faster than a DECIMAL cast); any other
-    form goes through DECIMAL(38,9), rounded half away from zero to whole ns (as `us_to_ns` does).
-    """
-    return (
-        f"CASE WHEN {col}[-4] = '.' AND length({col}) <= 23 THEN TRY_CAST(replace({col}, '.', '') AS BIGINT) "
-        f"ELSE TRY_CAST(round(TRY_CAST(trim({col}) AS DECIMAL(38,9)) * 1000) AS BIGINT) END"
-    )
-
-
-def dur_ns_sql(col: str = "dur") -> str:
-    """SQL: a µs duration read as VARCHAR -> exact int64 ns (rounded half away from zero, as `us_to_ns`).
-
-    DuckDB reads a JSON number as VARCHAR in its shortest round-trip form, which for any duration a profiler
-    prints (< 16 significant digits) is the text as written. Up to 6 decimals and 12 integer digits fit
-    DECIMAL(18,6) (64-bit, cheap); anything else goes through DECIMAL(38,12).
-    """
-    small = f"TRY_CAST({col} AS DECIMAL(18,6))"
-    return (
-        f"CAST(round(CASE WHEN strpos({col}, 'e') = 0 AND strpos({col}, 'E') = 0 "
-        f"AND length({col}) - strpos({col}, '.') <= 6 AND {small} IS NOT NULL THEN {small} "
-        f"ELSE TRY_CAST({col} AS DECIMAL(38,12)) END * 1000) AS BIGINT)"
-    )
-
-
 def duck_connection(threads: int | None = None) -> Any:
     import os
 
@@ -329,56 +304,80 @@ def duck_source(path: Path, columns: dict[str, str]) -> str:
     return f"read_json({lit(str(path))}, format='array', columns={{{cols}}}, maximum_object_size={MAX_EVENT_BYTES})"
 
 
-def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3) -> Iterator[Any]:
-    """Run `sql` (which reads `path` via duck_source) and stream Arrow record batches; errors -> BadTraceError.
+class DuckStream:
+    """Arrow record batches of a DuckDB query over `path`, produced by a background thread.
 
-    DuckDB runs a streaming query in the thread that fetches from it, so the fetching happens in a
-    producer thread (DuckDB releases the GIL) while the caller maps and writes the previous batches: the
-    JSON parse and the Python/Arrow side overlap on two cores. At most `prefetch` batches wait in the queue.
+    DuckDB runs a streaming query in the thread that fetches from it; fetching from a producer thread
+    (DuckDB releases the GIL) lets the JSON parse overlap with whatever the caller does meanwhile, from the
+    moment this object is created. At most `prefetch` batches wait in the queue. Errors -> BadTraceError
+    (raised where the batches are consumed). close() stops the query early; safe to call twice.
     """
-    import queue
-    import threading
 
-    import duckdb
+    def __init__(self, con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3) -> None:
+        import queue
+        import threading
 
-    from .._duck import arrow_reader
+        self.con, self.path = con, path
+        self._q: queue.Queue[Any] = queue.Queue(maxsize=max(1, prefetch))
+        self._stop = threading.Event()
+        self._done = object()
+        self._t = threading.Thread(target=self._produce, args=(sql, batch_rows), name="traceql-duckdb", daemon=True)
+        self._t.start()
 
-    q: queue.Queue[Any] = queue.Queue(maxsize=max(1, prefetch))
-    stop = threading.Event()
-    done = object()
+    def _produce(self, sql: str, batch_rows: int) -> None:
+        import queue
 
-    def produce() -> None:
+        from .._duck import arrow_reader
+
         try:
-            for b in arrow_reader(con.sql(sql), batch_rows):
-                while not stop.is_set():
+            for b in arrow_reader(self.con.sql(sql), batch_rows):
+                while not self._stop.is_set():
                     try:
-                        q.put(b, timeout=0.1)
+                        self._q.put(b, timeout=0.1)
                         break
                     except queue.Full:
                         continue
-                if stop.is_set():
+                if self._stop.is_set():
                     return
-            q.put(done)
+            self._q.put(self._done)
         except BaseException as e:  # handed to the consumer, which raises it
-            q.put(e)
+            self._q.put(e)
 
-    t = threading.Thread(target=produce, name="traceql-duckdb-reader", daemon=True)
-    t.start()
-    try:
+    def __iter__(self) -> Iterator[Any]:
+        import duckdb
+
         while True:
-            item = q.get()
-            if item is done:
+            item = self._q.get()
+            if item is self._done:
                 return
             if isinstance(item, duckdb.Error):
-                raise _duck_error(path, item) from item
+                raise _duck_error(self.path, item) from item
             if isinstance(item, BaseException):
                 raise item
             yield item
+
+    def close(self) -> None:
+        import queue
+
+        self._stop.set()
+        if self._t.is_alive():
+            self.con.interrupt()
+            while self._t.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    self._q.get_nowait()
+                except queue.Empty:
+                    pass
+                self._t.join(timeout=0.05)
+        self.con.close()
+
+
+def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3) -> Iterator[Any]:
+    """Stream the Arrow batches of `sql` (see DuckStream); the query stops if the consumer stops early."""
+    stream = DuckStream(con, path, sql, batch_rows, prefetch)
+    try:
+        yield from stream
     finally:
-        stop.set()
-        if t.is_alive():
-            con.interrupt()
-        t.join()
+        stream.close()
 
 
 def _duck_error(path: Path, e: Exception) -> BadTraceError:
@@ -589,6 +588,48 @@ class BackgroundWriter:
             raise self._err
 
 
+# ---- spilling to a temporary Parquet file ------------------------------------------------------------
+
+
+class Spill:
+    """Arrow tables appended to a temporary Parquet file, for things that must wait for the end of the
+    file (flow pairing, per-series decisions) without holding them in memory; read back with DuckDB."""
+
+    def __init__(self, directory: str | Path, name: str) -> None:
+        self.path = Path(directory) / f"{name}.parquet"
+        self._w: Any = None
+        self.rows = 0
+
+    def add(self, table: Any) -> None:
+        import pyarrow.parquet as pq
+
+        if table.num_rows == 0:
+            return
+        if self._w is None:
+            self._w = pq.ParquetWriter(self.path, table.schema, compression="lz4")
+        self._w.write_table(table.cast(self._w.schema) if table.schema != self._w.schema else table)
+        self.rows += table.num_rows
+
+    def close(self) -> Path | None:
+        if self._w is not None:
+            self._w.close()
+            self._w = None
+        return self.path if self.rows else None
+
+
+def spill_connection(directory: str | Path) -> Any:
+    """A small DuckDB connection for the end-of-file steps: bounded memory, spills to `directory`."""
+    import duckdb
+
+    from ._csv import lit
+
+    con = duckdb.connect(":memory:")
+    con.execute("SET memory_limit='256MB'")
+    con.execute("SET preserve_insertion_order=false")
+    con.execute(f"SET temp_directory={lit(str(Path(directory) / 'duckdb_tmp'))}")
+    return con
+
+
 # ---- args as parallel key/value lists, vectorised ----------------------------------------------------
 
 
@@ -618,18 +659,23 @@ class ArgsKV:
         self.keys = pc.list_flatten(keys)
         self.vals = pc.list_flatten(vals)
         self.parents = pc.list_parent_indices(keys)
-        self._rows: Any = None
+        # entry range of each row in the flattened arrays: [starts[r], ends[r])
+        self.ends = pc.cumulative_sum(self.lens)
+        self.starts = pc.subtract(self.ends, self.lens)
 
-    def _row_index(self) -> Any:
+    def _before(self, mask: Any) -> Any:
+        """[0] + running count of `mask` over the flattened entries (int64), for per-row counting."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if self._rows is None:
-            self._rows = pc.subtract(pc.cumulative_sum(pc.fill_null(pa.nulls(self.n, pa.int64()), 1)), 1)
-        return self._rows
+        return pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(mask.cast(pa.int64()))])
 
     def get(self, *names: str) -> Any:
-        """The value of the first present key among `names`, per row (text, null when absent)."""
+        """The value of the first present key among `names`, per row (text, null when absent).
+
+        No hashing: with c = running count of matching entries, row r has a match iff c[end_r] > c[start_r],
+        and that match is entry number c[start_r] among the matching ones (JSON keys are unique per row).
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -638,8 +684,10 @@ class ArgsKV:
             m = pc.equal(self.keys, name)
             if not pc.any(m).as_py():
                 continue
-            pos = pc.index_in(self._row_index(), value_set=self.parents.filter(m))
-            col = self.vals.filter(m).take(pos)
+            c = self._before(m)
+            first = c.take(self.starts)
+            has = pc.greater(c.take(self.ends), first)
+            col = self.vals.filter(m).take(pc.if_else(has, first, pa.scalar(None, pa.int64())))
             out = col if out is None else pc.coalesce(out, col)
         return out if out is not None else pa.nulls(self.n, pa.string())
 
@@ -674,6 +722,38 @@ def floats(arr: Any) -> Any:
         return pc.cast(arr, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return pa.array([num(x) for x in arr.to_pylist()], pa.float64())
+
+
+def ts_text_to_ns(arr: Any) -> Any:
+    """µs text column -> exact int64 ns, vectorised for the 3-decimal form ('1736408883688177.930': drop
+    the dot); any other form (other decimals, spaces, exponents) goes through `us_to_ns` per value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if arr.null_count == len(arr):
+        return pa.nulls(len(arr), pa.int64())
+    three = pc.equal(pc.find_substring(arr, "."), pc.subtract(pc.utf8_length(arr), 4))
+    if pc.all(pc.fill_null(three, True)).as_py():
+        try:
+            return pc.cast(pc.replace_substring(arr, ".", "", max_replacements=1), pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return pa.array([us_to_ns(x) for x in arr.to_pylist()], pa.int64())
+
+
+def dur_text_to_ns(arr: Any) -> Any:
+    """µs text column (a JSON number as DuckDB prints it: '145.57', '0.60003125', '1e-05') -> exact int64 ns,
+    rounded half away from zero like `us_to_ns`; through decimal128(26,12), per value if that does not fit."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if arr.null_count == len(arr):
+        return pa.nulls(len(arr), pa.int64())
+    try:
+        d = pc.multiply(pc.cast(arr, pa.decimal128(26, 12)), pa.scalar(1000, pa.decimal128(4, 0)))
+        return pc.cast(pc.round(d, 0, round_mode="half_towards_infinity"), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([us_to_ns(x) for x in arr.to_pylist()], pa.int64())
 
 
 def const(value: Any, n: int, type_: Any = None) -> Any:

@@ -56,16 +56,18 @@ CANON_ARGS = {
 WITH_ARGS = ("host", "cann", "kernel", "plane", "counter")
 
 BATCH_ROWS = 128 * 1024
+WRITE_ROWS = 128 * 1024  # rows per write to the store (= its Parquet row group size)
+PREFETCH = 4  # DuckDB batches parsed ahead (while the pre-scan runs, then while batches are mapped)
 
 
 def _inter_schema() -> pa.Schema:
-    """The intermediate row both readers produce (one per kept event); args as parallel key/value lists."""
+    """The intermediate row both readers produce (one per event); args as parallel key/value lists (X, C)."""
     import pyarrow as pa
 
     s = pa.string()
     return pa.schema(
         [
-            ("dest", pa.int8()), ("ph", s), ("name", s), ("cat", s), ("pid", pa.int64()), ("tid", pa.int64()),
+            ("ph", s), ("name", s), ("cat", s), ("pid", pa.int64()), ("tid", pa.int64()),
             ("ts_ns", pa.int64()), ("dur_ns", pa.int64()), ("fid", s), ("k", pa.list_(s)), ("vals", pa.list_(s)),
         ]
     )  # fmt: skip
@@ -143,107 +145,58 @@ def scan_tracks(sn: cj.Sniff) -> Tracks:
 # Reader 1: DuckDB over a bare array of string-ts events
 
 
-def _in(items: tuple[str, ...]) -> str:
-    from ._csv import lit
+def _fast_sql(sn: cj.Sniff) -> str:
+    """One pass over the file; needs nothing from the pre-scan, so DuckDB starts while it runs.
 
-    return "(" + ", ".join(lit(x) for x in items) + ")"
-
-
-def _fast_sql(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> str:
-    from ._csv import lit
-
+    DuckDB's streaming query runs on one core, so it does only what needs the JSON (parse, args as key and
+    value lists) and hands over text; the int/ns conversions run in Arrow on the consuming thread
+    (`_typed`), which balances the two cores (measured: DuckDB 1.53 -> 1.21 CPU-s per 250 MB, Arrow +0.20).
+    No CASE around id/args: only flow events carry `id` and flows carry no `args`.
+    """
     columns = {
         "ph": "VARCHAR", "name": "VARCHAR", "cat": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR",
         "ts": "VARCHAR", "dur": "VARCHAR", "id": "VARCHAR", "args": "JSON",
     }  # fmt: skip
-    src = cj.duck_source(sn.path, columns)
-
-    def pids(names: tuple[str, ...]) -> str:
-        ps = tr.pids(names)
-        return "(" + (", ".join(lit(str(p)) for p in ps) if ps else "NULL") + ")"
-
-    group_cond = " OR ".join(
-        f"(pid = {lit(str(p))} AND tid IN ({', '.join(lit(str(t)) for t in tids)}))"
-        for p, tids in tr.group_tids().items()
-        if tids
-    ) or "false"
-    d = DEST
-    dest = f"""CASE
-        WHEN ph = 'X' THEN CASE
-            WHEN pid IN {pids(KERNEL_TRACKS)} THEN {d["kernel"]}
-            WHEN pid IN {pids(CANN_TRACKS)} THEN {d["cann"]}
-            WHEN pid IN {pids(COMM_TRACKS)} THEN CASE WHEN {group_cond} THEN {d["comm"]} ELSE {d["plane"]} END
-            WHEN pid IN {pids(SKIP_TRACKS)} THEN NULL
-            ELSE {d["host"]} END
-        WHEN ph = 'C' THEN {d["counter"]}
-        WHEN ph IN ('s', 'f', 't') THEN {d["flow"]}
-        END"""
-    keep = ", ".join(str(d[x]) for x in sorted(dests))
-    with_args = ", ".join(str(d[x]) for x in WITH_ARGS)
     return f"""
-    SELECT dest::TINYINT AS dest, ph, name, cat, TRY_CAST(pid AS BIGINT) AS pid, TRY_CAST(tid AS BIGINT) AS tid,
-        {cj.ts_ns_sql("ts")} AS ts_ns, {cj.dur_ns_sql("dur")} AS dur_ns,
-        CASE WHEN dest = {d["flow"]} THEN id END AS fid,
-        CASE WHEN dest IN ({with_args}) THEN json_keys(args) END AS k,
-        CASE WHEN dest IN ({with_args}) THEN json_extract_string(args, '$.*') END AS vals
-    FROM (SELECT *, {dest} AS dest FROM {src}) WHERE dest IN ({keep})"""
+    SELECT ph, name, cat, pid, tid, ts, dur, id AS fid, json_keys(args) AS k, json_extract_string(args, '$.*') AS vals
+    FROM {cj.duck_source(sn.path, columns)}
+    WHERE ph IN ('X', 'C', 's', 'f', 't')"""
 
 
-def _fast_batches(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> Iterator[pa.RecordBatch]:
-    con = cj.duck_connection()
-    try:
-        yield from cj.duck_batches(con, sn.path, _fast_sql(sn, tr, dests), BATCH_ROWS)
-    finally:
-        con.close()
+def _typed(b: pa.RecordBatch) -> pa.RecordBatch:
+    """A DuckDB text batch -> the intermediate schema (exact ns, int ids)."""
+    import pyarrow as pa
+
+    cols = {
+        "ph": b.column("ph"), "name": b.column("name"), "cat": b.column("cat"),
+        "pid": cj.ints(b.column("pid")), "tid": cj.ints(b.column("tid")),
+        "ts_ns": cj.ts_text_to_ns(b.column("ts")), "dur_ns": cj.dur_text_to_ns(b.column("dur")),
+        "fid": b.column("fid"), "k": b.column("k"), "vals": b.column("vals"),
+    }  # fmt: skip
+    return pa.RecordBatch.from_pydict(cols, schema=_inter_schema())
 
 
-# ---------------------------------------------------------------------------------------------------
-# Reader 2: ijson (gzip, object root, numeric ts) -> the same intermediate batches
-
-
-def _dest_of(ev: dict[str, Any], track: str | None, groups: dict[int, list[int]]) -> str | None:
-    ph = ev.get("ph")
-    if ph == "X":
-        if track in KERNEL_TRACKS:
-            return "kernel"
-        if track in CANN_TRACKS:
-            return "cann"
-        if track in COMM_TRACKS:
-            pid, tid = cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid"))
-            return "comm" if pid in groups and tid in groups[pid] else "plane"
-        if track in SKIP_TRACKS:
-            return None
-        return "host"
-    if ph == "C":
-        return "counter"
-    if ph in ("s", "f", "t"):
-        return "flow"
-    return None
-
-
-def _ijson_batches(sn: cj.Sniff, tr: Tracks, dests: set[str]) -> Iterator[pa.RecordBatch]:
+def _ijson_batches(sn: cj.Sniff) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
 
     schema = _inter_schema()
-    groups = tr.group_tids()
     names = schema.names
     cols: dict[str, list[Any]] = {n: [] for n in names}
     n = 0
     for ev in cj.iter_events(sn):
-        dest = _dest_of(ev, tr.track(ev.get("pid")), groups)
-        if dest not in dests:
+        ph = ev.get("ph")
+        if ph not in ("X", "C", "s", "f", "t"):
             continue
         args = ev.get("args")
         k = vals = None
-        if dest in WITH_ARGS and isinstance(args, dict):
+        if ph in ("X", "C") and isinstance(args, dict):
             k = [str(x) for x in args]
             vals = [cj.text(x) for x in args.values()]
         dur = ev.get("dur")
         row = (
-            DEST[dest], cj.text(ev.get("ph")), cj.text(ev.get("name")), cj.text(ev.get("cat")),
-            cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid")), cj.us_to_ns(ev.get("ts")),
-            cj.us_to_ns(dur) if dur is not None else None,
-            cj.text(ev.get("id")) if dest == "flow" else None, k, vals,
+            ph, cj.text(ev.get("name")), cj.text(ev.get("cat")), cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid")),
+            cj.us_to_ns(ev.get("ts")), cj.us_to_ns(dur) if dur is not None else None,
+            cj.text(ev.get("id")) if ph in ("s", "f", "t") else None, k, vals,
         )  # fmt: skip
         for name, val in zip(names, row, strict=True):
             cols[name].append(val)
@@ -302,22 +255,42 @@ class _Emitter:
     out: RankWriter
     tr: Tracks
     source: str
+    tmp: str = ""  # a private temporary directory (spills)
     warnings: list[str] = field(default_factory=list)
-    flow_parts: list[Any] = field(default_factory=list)
     comm_parts: list[Any] = field(default_factory=list)
     plane_parts: list[Any] = field(default_factory=list)
-    pct_parts: list[Any] = field(default_factory=list)
+    _flows: Any = None  # cj.Spill of flow ends, paired at the end
+    _pct: Any = None  # cj.Spill of `(%)` counter samples, scaled at the end
     step_windows: dict[int, list[int]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     _specs: dict[str, Any] = field(default_factory=dict)
+    _track_codes: Any = None
+    _pending: dict[str, list[Any]] = field(default_factory=dict)
 
     def _write(self, table: str, cols: Any) -> None:
-        """Hand the writer an Arrow table (a dict of Arrow arrays would be converted value by value)."""
+        """Queue rows for `table`; they reach the writer in chunks of >= WRITE_ROWS rows (one Parquet row
+        group per write call, so small per-batch pieces would make many tiny row groups and cost more)."""
         import pyarrow as pa
 
-        t = cols if isinstance(cols, pa.Table) else pa.table(cols)
-        self.out.write(table, t)
+        if isinstance(cols, pa.RecordBatch):
+            t = pa.Table.from_batches([cols])
+        else:
+            t = cols if isinstance(cols, pa.Table) else pa.table(cols)
+        if t.num_rows == 0:
+            return
         self.counts[table] = self.counts.get(table, 0) + t.num_rows
+        parts = self._pending.setdefault(table, [])
+        parts.append(t)
+        if sum(p.num_rows for p in parts) >= WRITE_ROWS:
+            self._flush(table)
+
+    def _flush(self, table: str | None = None) -> None:
+        import pyarrow as pa
+
+        for name in [table] if table else list(self._pending):
+            parts = self._pending.pop(name, [])
+            if parts:
+                self.out.write(name, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
 
     def _track(self, pid: Any) -> Any:
         """pid -> process name, column-wise."""
@@ -432,12 +405,19 @@ class _Emitter:
         keep = keep_d.take(idx)
         pct = pc.and_(keep, pct_d.take(idx))
         if pc.any(pct).as_py():
-            self.pct_parts.append(t.filter(pct).append_column("key", keys.filter(pct)))
+            if self._pct is None:
+                self._pct = cj.Spill(self.tmp, "percent_counters")
+            self._pct.add(t.filter(pct).append_column("key", keys.filter(pct)))
             keep = pc.and_(keep, pc.invert(pct))
         self._write("counters", t.filter(keep))
 
     def flows(self, b: Any) -> None:
-        self.flow_parts.append(b.select(["cat", "name", "fid", "ph", "pid", "tid", "ts_ns"]))
+        """Spilled until the end: an s and its f may be anywhere in the file."""
+        import pyarrow as pa
+
+        if self._flows is None:
+            self._flows = cj.Spill(self.tmp, "flows")
+        self._flows.add(pa.Table.from_batches([b.select(["cat", "name", "fid", "ph", "pid", "tid", "ts_ns"])]))
 
     def comm(self, b: Any) -> None:
         self.comm_parts.append(b.select(["name", "pid", "tid", "ts_ns", "dur_ns"]))
@@ -467,18 +447,48 @@ class _Emitter:
         "plane": ["pid", "ts_ns", "dur_ns", "k", "vals"],
     }
 
-    def batch(self, b: Any) -> None:
+    def classify(self, b: Any) -> Any:
+        """Destination code per event (DEST values; null = not mapped), from ph, the track of pid and,
+        on HCCL tracks, whether tid is a 'Group ... Communication' thread."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self._track_codes is None:
+            codes = {}
+            for pid, name in self.tr.process.items():
+                if name in KERNEL_TRACKS:
+                    codes[pid] = DEST["kernel"]
+                elif name in CANN_TRACKS:
+                    codes[pid] = DEST["cann"]
+                elif name in COMM_TRACKS:
+                    codes[pid] = DEST["plane"]  # group threads are picked out below
+                elif name in SKIP_TRACKS:
+                    codes[pid] = 0
+            self._track_codes = (pa.array(list(codes), pa.int64()), pa.array(list(codes.values()), pa.int8()))
+        pids, codes = self._track_codes
+        ph, pid = b.column("ph"), b.column("pid")
+        x = pc.fill_null(pc.take(codes, pc.index_in(pid, value_set=pids)), DEST["host"])  # unknown pid: host
+        for gpid, tids in self.tr.group_tids().items():
+            is_group = pc.and_(pc.equal(pid, gpid), pc.is_in(b.column("tid"), value_set=pa.array(tids, pa.int64())))
+            x = pc.if_else(pc.fill_null(is_group, False), pa.scalar(DEST["comm"], pa.int8()), x)
+        x = pc.if_else(pc.equal(x, 0), pa.scalar(None, pa.int8()), x)
+        dest = pc.if_else(pc.equal(ph, "X"), x, pa.scalar(None, pa.int8()))
+        dest = pc.if_else(pc.equal(ph, "C"), pa.scalar(DEST["counter"], pa.int8()), dest)
+        is_flow = pc.is_in(ph, value_set=pa.array(["s", "f", "t"]))
+        return pc.if_else(is_flow, pa.scalar(DEST["flow"], pa.int8()), dest)
+
+    def batch(self, b: Any, dests: set[str]) -> None:
         """Split one intermediate batch by destination (selecting each one's columns before filtering)."""
         import pyarrow.compute as pc
 
-        dest = b.column("dest")
+        dest = self.classify(b)
         present = set(pc.unique(dest).to_pylist())
         for name, code in DEST.items():
-            if code not in present:
+            if code not in present or name not in dests:
                 continue
             sub = b.select(self._COLS[name])
             if len(present) > 1:
-                sub = sub.filter(pc.equal(dest, code))
+                sub = sub.filter(pc.fill_null(pc.equal(dest, code), False))
             if name in ("host", "cann"):
                 self.host(sub, cann=name == "cann")
             else:
@@ -486,6 +496,7 @@ class _Emitter:
 
     # -- at the end ---------------------------------------------------------------------------------
     def finish(self, *, comm_ops: bool, write_steps: bool) -> None:
+        self._flush()
         self._finish_percent()
         self._finish_flows()
         if comm_ops:
@@ -501,51 +512,62 @@ class _Emitter:
                     "source": [self.source] * len(steps),
                 },
             )
+        self._flush()
 
     def _finish_percent(self) -> None:
         """`(%)` counters: torch_npu writes LLC `Hit Rate(%)` as a 0..1 fraction despite the label (level1
-        sample: max 0.927, while the DB export of the same job family stores hitRate 71.7..88.5). Decide per
-        series: if any sample exceeds 1 the series is in percent (divide by 100), else it is already a ratio."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        sample: max 0.927, while the DB export of the same job family stores hitRate 71.7..88.5). Decided
+        per series: if any sample exceeds 1 the series is in percent (divided by 100), else it is a ratio."""
+        from .._duck import arrow_reader
+        from ._csv import lit
 
-        if not self.pct_parts:
+        path = self._pct.close() if self._pct is not None else None
+        if path is None:
             return
-        t = pa.concat_tables(self.pct_parts)
-        self.pct_parts.clear()
-        series = pc.binary_join_element_wise(t.column("track"), t.column("name"), t.column("key"), "\x1f")
-        out = []
-        for s in pc.unique(series).to_pylist():
-            part = t.filter(pc.equal(series, s))
-            mx = pc.max(part.column("value")).as_py()
-            if mx is not None and mx > 1.0:
-                part = part.set_column(part.schema.get_field_index("value"), "value", pc.divide(part.column("value"), 100.0))
-                self.warnings.append(f"counter {s.replace(chr(31), ' / ')!r} holds values above 1: read as percent and divided by 100")
-            out.append(part.drop_columns(["key"]))
-        self._write("counters", pa.concat_tables(out))
+        con = cj.spill_connection(self.tmp)
+        try:
+            src = f"read_parquet({lit(str(path))})"
+            pct = con.execute(
+                f"SELECT track, name, key FROM {src} GROUP BY ALL HAVING max(value) > 1 ORDER BY ALL"
+            ).fetchall()
+            for track, name, key in pct:
+                self.warnings.append(f"counter {track} / {name} / {key} holds values above 1: read as percent, divided by 100")
+            sql = f"""SELECT s.track, s.channel, s.metric, s.unit, s.name, s.ts_ns,
+                    CASE WHEN p.track IS NULL THEN s.value ELSE s.value / 100 END AS value
+                FROM {src} s LEFT JOIN (SELECT track, name, key FROM {src} GROUP BY ALL HAVING max(value) > 1) p
+                  ON s.track = p.track AND s.name = p.name AND s.key = p.key"""
+            for b in arrow_reader(con.sql(sql), WRITE_ROWS):
+                self._write("counters", b)
+        finally:
+            con.close()
 
     def _finish_flows(self) -> None:
-        import pyarrow as pa
+        """Pair s with f/t on (cat, id) in DuckDB (bounded memory, spills): one row per f (an s may fan out
+        to several tasks), plus the unpaired ends with the other side null."""
         import pyarrow.compute as pc
 
-        if not self.flow_parts:
+        from .._duck import arrow_reader
+        from ._csv import lit
+
+        path = self._flows.close() if self._flows is not None else None
+        if path is None:
             return
-        t = pa.concat_tables([pa.Table.from_batches([b]) for b in self.flow_parts])
-        self.flow_parts.clear()
-        ph = t.column("ph")
-        t = t.drop_columns(["ph"]).set_column(0, "cat", pc.fill_null(t.column("cat"), ""))
-        s = t.filter(pc.equal(ph, "s")).rename_columns(["cat", "s_name", "fid", "src_pid", "src_tid", "src_ts_ns"])
-        f = t.filter(pc.is_in(ph, pa.array(["f", "t"]))).rename_columns(["cat", "f_name", "fid", "dst_pid", "dst_tid", "dst_ts_ns"])
-        j = s.join(f, keys=["cat", "fid"], join_type="full outer", use_threads=True)
-        rows = {
-            "cat": pc.if_else(pc.equal(j.column("cat"), ""), pa.scalar(None, pa.string()), j.column("cat")),
-            "name": pc.coalesce(j.column("s_name"), j.column("f_name")),
-            "flow_id": j.column("fid"),
-        }
-        for c in ("src_pid", "src_tid", "src_ts_ns", "dst_pid", "dst_tid", "dst_ts_ns"):
-            rows[c] = j.column(c)
-        self._write("flows", rows)
-        unpaired = pc.sum(pc.or_(pc.is_null(j.column("src_ts_ns")), pc.is_null(j.column("dst_ts_ns")))).as_py() or 0
+        con = cj.spill_connection(self.tmp)
+        try:
+            src = f"read_parquet({lit(str(path))})"
+            sql = f"""
+            WITH s AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph = 's'),
+                 f AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph IN ('f', 't'))
+            SELECT nullif(coalesce(s.c, f.c), '') AS cat, coalesce(s.name, f.name) AS name,
+                   coalesce(s.fid, f.fid) AS flow_id, s.pid AS src_pid, s.tid AS src_tid, s.ts_ns AS src_ts_ns,
+                   f.pid AS dst_pid, f.tid AS dst_tid, f.ts_ns AS dst_ts_ns
+            FROM s FULL OUTER JOIN f ON s.c = f.c AND s.fid = f.fid"""
+            unpaired = 0
+            for b in arrow_reader(con.sql(sql), WRITE_ROWS):
+                unpaired += pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py() or 0
+                self._write("flows", b)
+        finally:
+            con.close()
         if unpaired:
             self.warnings.append(f"{unpaired} flow events have no partner (kept with the missing end null)")
 
@@ -690,24 +712,40 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
     sn = cj.sniff(path)
     cj.require_root(sn, want="events")
     cj.check_complete(sn)
-    tr = scan_tracks(sn)
     dests = {"host", "cann", "counter", "flow"}
     if kernels:
         dests.add("kernel")
     if comm_ops:
         dests |= {"comm", "plane"}
+    # DuckDB starts parsing on another core while this thread pre-scans for track names
+    stream = cj.DuckStream(cj.duck_connection(), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH) if sn.fast_path else None
+    try:
+        tr = scan_tracks(sn)
+    except BaseException:
+        if stream is not None:
+            stream.close()
+        raise
+    fast = stream is not None and not tr.numeric_ts
+    if stream is not None and not fast:
+        stream.close()
+    import tempfile
+
     bg = cj.BackgroundWriter(out)
-    em = _Emitter(bg, tr, path.name)  # type: ignore[arg-type]
-    fast = sn.fast_path and not tr.numeric_ts
-    batches = _fast_batches(sn, tr, dests) if fast else _ijson_batches(sn, tr, dests)
+    tmp = tempfile.TemporaryDirectory(prefix="traceql-tv-")
+    em = _Emitter(bg, tr, path.name, tmp.name)  # type: ignore[arg-type]
     n_events = 0
     try:
-        for b in batches:
+        for b in (_typed(x) for x in stream) if fast else _ijson_batches(sn):  # type: ignore[union-attr]
             n_events += b.num_rows
-            em.batch(b)
+            em.batch(b, dests)
         em.finish(comm_ops=comm_ops, write_steps=write_steps)
     finally:
-        bg.close()
+        if stream is not None:
+            stream.close()
+        try:
+            bg.close()
+        finally:
+            tmp.cleanup()
     if n_events == 0 and not tr.process:
         raise BadTraceError(path, "no trace events found (an empty event array?)")
     meta: dict[str, Any] = {
