@@ -150,31 +150,43 @@ def parse_file(path: Path) -> QuerySpec:
 
 
 @lru_cache(maxsize=4)
-def _load(qdir: str) -> tuple[dict[str, QuerySpec], tuple[str, ...]]:
-    specs: dict[str, QuerySpec] = {}
+def _files(qdir: str) -> tuple[dict[str, Path], tuple[str, ...]]:
+    """Query files by name, and the helper files' text."""
+    paths: dict[str, Path] = {}
     helpers: list[str] = []
     for p in sorted(Path(qdir).glob("*.sql")):
         if p.name.startswith("_"):
             helpers.append(p.read_text(encoding="utf-8"))
         else:
-            specs[p.stem] = parse_file(p)
-    return specs, tuple(helpers)
+            paths[p.stem] = p
+    return paths, tuple(helpers)
+
+
+@lru_cache(maxsize=256)
+def _parse_cached(path: str, mtime: float) -> QuerySpec:
+    return parse_file(Path(path))
+
+
+def _spec(path: Path) -> QuerySpec:
+    return _parse_cached(str(path), path.stat().st_mtime)
 
 
 def list_queries() -> list[QuerySpec]:
-    return list(_load(str(queries_dir()))[0].values())
+    """Every query (a file with a bad header raises, naming the file)."""
+    return [_spec(p) for p in _files(str(queries_dir()))[0].values()]
 
 
 def get(name: str) -> QuerySpec:
-    specs = _load(str(queries_dir()))[0]
-    if name not in specs:
-        raise QueryError(f"unknown query {name!r}; queries: {', '.join(specs)}")
-    return specs[name]
+    """One query by name; only its own file is parsed, so another file's bad header cannot break it."""
+    paths = _files(str(queries_dir()))[0]
+    if name not in paths:
+        raise QueryError(f"unknown query {name!r}; queries: {', '.join(paths)}")
+    return _spec(paths[name])
 
 
 def helper_sql() -> list[str]:
     """The helper files' text (macros every query may use)."""
-    return list(_load(str(queries_dir()))[1])
+    return list(_files(str(queries_dir()))[1])
 
 
 # ---- params -------------------------------------------------------------------------------------------------
