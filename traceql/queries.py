@@ -269,7 +269,8 @@ def _load_helpers(cur: duckdb.DuckDBPyConnection) -> None:
 
 
 def _scope_views(cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None) -> None:
-    db = cur.execute("SELECT current_database()").fetchone()[0]
+    row = cur.execute("SELECT current_database()").fetchone()
+    db = row[0] if row else "memory"
     base = '"' + str(db).replace('"', '""') + '".main'
     for table in [*schema.TABLE_NAMES, "runs"]:
         cond = f"run_id = {_sql_str(run_id)}"
@@ -307,8 +308,8 @@ def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
         vector = cur.execute(
             "SELECT count(*) FROM (SELECT 1 FROM kernels WHERE task_type IN ('AI_VECTOR_CORE', 'MIX_AIV', 'MIX_AIC')"
             " OR aiv_time_ns IS NOT NULL LIMIT 1)"
-        ).fetchone()[0]
-        if vector:
+        ).fetchone()
+        if vector and vector[0]:
             names.append("Ascend910B (inferred: the dump names no device, but its AI_VECTOR_CORE tasks exist only on 910B-class chips)")
     return names
 
@@ -380,7 +381,7 @@ def baseline_step_ns(store: Any = None, run_id: str | None = None, con: duckdb.D
     """Mean step time (ns) of a run over its ranks and steps, measured like wait_attribution's mean_step_ns
     (the step windows): the `baseline_step_ns` that makes scaling_vs_baseline comparable."""
     t = run("step_breakdown", store, run_id=run_id, con=con)
-    walls = [w for w in t.column("window_ns").to_pylist() if w]
+    walls: list[int] = [int(w) for w in t.column("window_ns").to_pylist() if w]
     if not walls:
         raise QueryError(f"baseline run {run_id!r} has no steps or kernels to time")
     return sum(walls) / len(walls)

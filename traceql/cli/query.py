@@ -95,7 +95,7 @@ def query_cmd(
         return
     spec = queries.get(name)
     params: dict[str, Any] = _parse_params(param or [])
-    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
+    peaks: dict[str, float | None] | None = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
     if show_sql:
         from .. import devices
 
