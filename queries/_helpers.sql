@@ -22,16 +22,18 @@
 --     modeled  input + output tensor bytes from shapes x dtype sizes (a lower bound: no re-reads, no
 --              workspace). Reads = inputs, writes = outputs.
 --   A kernel uses its best available source; a kernel outside the counter span and without shapes has none.
+--   (Kernels with PMU bytes still take their overlap share of a sampled window; their own PMU bytes are used.)
 --
 -- * Device HBM bandwidth at an instant (for utilisation and saturation) = sum over the kernels running at that
 --   instant of (kernel HBM bytes / kernel duration): each kernel's bytes are spread evenly over its run time.
 --   Utilisation = that bandwidth / the device peak (peak_hbm_bps, from traceql/devices.py or a param).
 --
 -- * Step windows (per run, rank, step): when the steps table has start times for a rank, its rows
---   [ts_ns, ts_ns + dur_ns) are the windows; otherwise each kernels.step value (null = one window for the
---   whole dump) spans from its first kernel start to its last kernel end, which is how the profiler's
---   step_trace_time.csv measures a step (Computing + Communication(Not Overlapped) + Free; Preparing is before
---   it). A window is cut at the start of the next one so windows never overlap.
+--   [ts_ns, ts_ns + dur_ns) are the windows (for torch_npu dumps: the host ProfilerStep#N span); otherwise
+--   each kernels.step value (null = one window for the whole dump) spans from its first kernel start to its
+--   last kernel end. The profiler's step_trace_time.csv step is the device span inside a window (first to last
+--   device op = Computing + Communication(Not Overlapped) + Free; Preparing is before it): step_breakdown
+--   reports both. A window is cut at the start of the next one so windows never overlap.
 
 -- Bytes per element of a dtype as Ascend (FLOAT, DT_BF16...) or PyTorch (float, c10::Half...) write it.
 CREATE OR REPLACE MACRO _dtype_bytes(t) AS (
