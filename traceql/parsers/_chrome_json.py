@@ -23,6 +23,7 @@ and thread names — which Chrome traces may put anywhere, often at the end — 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import re
@@ -630,6 +631,31 @@ def spill_connection(directory: str | Path) -> Any:
     return con
 
 
+FLOW_ENDS = ("cat", "name", "fid", "ph", "pid", "tid", "ts_ns")  # columns of a flows Spill
+
+
+def pair_flows(path: Path, tmp: str | Path, batch_rows: int = 128 * 1024) -> Iterator[Any]:
+    """Canonical `flows` batches from a Spill of flow ends (FLOW_ENDS): s paired with f/t on (cat, id),
+    one row per f (an s may fan out to several tasks), unpaired ends kept with the other side null.
+    Runs in DuckDB with bounded memory (spills to `tmp`)."""
+    from .._duck import arrow_reader
+    from ._csv import lit
+
+    con = spill_connection(tmp)
+    try:
+        src = f"read_parquet({lit(str(path))})"
+        sql = f"""
+        WITH s AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph = 's'),
+             f AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph IN ('f', 't'))
+        SELECT nullif(coalesce(s.c, f.c), '') AS cat, coalesce(s.name, f.name) AS name,
+               coalesce(s.fid, f.fid) AS flow_id, s.pid AS src_pid, s.tid AS src_tid, s.ts_ns AS src_ts_ns,
+               f.pid AS dst_pid, f.tid AS dst_tid, f.ts_ns AS dst_ts_ns
+        FROM s FULL OUTER JOIN f ON s.c = f.c AND s.fid = f.fid"""
+        yield from arrow_reader(con.sql(sql), batch_rows)
+    finally:
+        con.close()
+
+
 # ---- args as parallel key/value lists, vectorised ----------------------------------------------------
 
 
@@ -771,14 +797,17 @@ def const(value: Any, n: int, type_: Any = None) -> Any:
 def us_to_ns(v: Any, scale: int = 1000) -> int | None:
     """A µs value as ijson gives it (int, Decimal, or a numeric string) -> exact int ns (scale=1000).
 
-    scale=1 for values already in ns. Non-integral ns are rounded half-even. Floats never reach here on
-    the ijson path; if one does, its shortest repr is used (exact for what a profiler printed).
+    scale=1 for values already in ns. Non-integral ns are rounded half away from zero (as the Arrow
+    conversion of the DuckDB path does). Floats never reach here on the ijson path; if one does, its
+    shortest repr is used (exact for what a profiler printed).
     """
-    if v is None or isinstance(v, bool):
+    t = type(v)
+    if t is int:
+        r = v * scale
+        return r if -(2**63) <= r < 2**63 else None  # type: ignore[no-any-return]
+    if v is None or t is bool:
         return None
-    if isinstance(v, int):
-        return v * scale
-    if isinstance(v, Decimal):
+    if t is Decimal:
         d = v
     else:
         s = str(v).strip()
@@ -807,10 +836,13 @@ def num(v: Any) -> float | None:
 
 
 def to_int(v: Any) -> int | None:
-    if v is None or isinstance(v, bool):
+    t = type(v)
+    if t is int:
+        return v if -(2**63) <= v < 2**63 else None  # type: ignore[no-any-return]
+    if v is None or t is bool:
         return None
     if isinstance(v, int):
-        return v if -(2**63) <= v < 2**63 else None
+        return int(v)
     if isinstance(v, Decimal):
         return int(v) if v.is_finite() and v == v.to_integral_value() else None
     t = str(v).strip()
@@ -829,16 +861,25 @@ def to_int(v: Any) -> int | None:
 
 def text(v: Any) -> str | None:
     """A JSON value as text: strings verbatim, numbers as written, lists/objects as compact JSON."""
-    import json
-
+    t = type(v)  # exact-type dispatch: this runs for every arg of every event on the ijson path
+    if t is str:
+        return v  # type: ignore[no-any-return]
     if v is None:
         return None
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, Decimal)):
+    if t is int or t is Decimal:
         return str(v)
-    if isinstance(v, float):
+    if t is bool:
+        return "true" if v else "false"
+    if t is list and all(type(x) is int for x in v):
+        return "[" + ",".join(map(str, v)) + "]"  # grid/block dims: same text as json.dumps compact
+    if t is float:
         return repr(v)
-    return json.dumps(v, separators=(",", ":"), default=str, ensure_ascii=False)
+    return _json_encoder().encode(v)
+
+
+@functools.lru_cache(maxsize=1)
+def _json_encoder() -> Any:
+    """One compact encoder (json.dumps with options builds a new encoder per call: 3x slower)."""
+    import json
+
+    return json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False)

@@ -25,6 +25,7 @@ first `ts` exceeds 1e17 is taken to be in ns already (1e17 µs would be the year
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ _KERNEL_CLASSES: list[tuple[str, re.Pattern[str]]] = [
 _FLOP_OPS = {"add": 1, "mul": 1, "fma": 2}
 
 
+@functools.lru_cache(maxsize=65536)
 def kernel_class(name: str | None, cat: str | None = None) -> str:
     """A coarse class for a GPU kernel (gemm, conv, attention, elementwise, reduce, norm, softmax, index,
     copy, nccl, memcpy, memset, other), from its category and mangled name."""
@@ -146,28 +148,25 @@ class _Cols:
 
     def __init__(self, out: Any, table: str, names: list[str]) -> None:
         self.out, self.table, self.names = out, table, names
-        self.cols: dict[str, list[Any]] = {n: [] for n in names}
-        self.n = 0
+        self.rows: list[tuple[Any, ...]] = []
         self.total = 0
 
     def add(self, *values: Any) -> None:
-        for name, v in zip(self.names, values, strict=True):
-            self.cols[name].append(v)
-        self.n += 1
-        if self.n >= FLUSH_ROWS:
+        self.rows.append(values)
+        if len(self.rows) >= FLUSH_ROWS:
             self.flush()
 
     def flush(self) -> None:
-        if self.n:
+        if self.rows:
             import pyarrow as pa
 
             from ..schema import arrow_schema
 
             sch = arrow_schema(self.table)
-            self.out.write(self.table, pa.table({k: pa.array(v, sch.field(k).type) for k, v in self.cols.items()}))
-            self.total += self.n
-            self.cols = {n: [] for n in self.names}
-            self.n = 0
+            cols = zip(*self.rows, strict=True)
+            self.out.write(self.table, pa.table({k: pa.array(c, sch.field(k).type) for k, c in zip(self.names, cols, strict=True)}))
+            self.total += len(self.rows)
+            self.rows = []
 
 
 def _flatten(prefix: str, v: Any, out: list[tuple[str, str]]) -> None:
@@ -208,24 +207,28 @@ def parse_kineto(path: Path, out: RankWriter) -> dict[str, Any]:
         )
     cj.check_complete(sn)
     header = _header(sn)
+    import tempfile
+
     bg = cj.BackgroundWriter(out)
+    tmp = tempfile.TemporaryDirectory(prefix="traceql-kineto-")
     try:
-        meta = _parse_events(sn, header, bg)
+        meta = _parse_events(sn, header, bg, tmp.name)
     finally:
-        bg.close()
+        try:
+            bg.close()
+        finally:
+            tmp.cleanup()
     return meta
 
 
-def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any) -> dict[str, Any]:
+def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> dict[str, Any]:
     import pyarrow as pa
 
     warnings: list[str] = []
     base = cj.to_int(header.get("baseTimeNanoseconds"))
     unit = {"scale": None, "base": 0}  # decided on the first event with a ts
-
-    def ns(v: Any) -> int | None:
-        t = cj.us_to_ns(v, unit["scale"] or 1000)
-        return None if t is None else t + unit["base"]  # type: ignore[operator]
+    scale, offset = 1000, 0
+    text, to_int, us_to_ns = cj.text, cj.to_int, cj.us_to_ns  # locals: this loop runs per event
 
     host = _Cols(out, "host_ops", ["name", "cat", "pid", "tid", "ts_ns", "dur_ns", "correlation_id", "seq_num",
                                    "input_shapes", "input_dtypes", "extra"])  # fmt: skip
@@ -233,8 +236,7 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any) -> dict[str, A
                                   "ts_ns", "dur_ns", "block_dim", "hbm_read_bytes", "hbm_write_bytes", "flops",
                                   "metrics", "extra"])  # fmt: skip
     ctr = _Cols(out, "counters", ["track", "channel", "metric", "unit", "name", "ts_ns", "value"])
-    flow_s: dict[tuple[str, str], list[Any]] = {}
-    flow_f: list[tuple[Any, ...]] = []
+    flows = _FlowEnds(tmp)
     steps: dict[int, list[int]] = {}
     procs: dict[Any, str] = {}
     skipped: dict[str, int] = {}
@@ -254,52 +256,59 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any) -> dict[str, A
                 unit.update(scale=1000, base=base)
             else:
                 unit.update(scale=1000, base=0)
-        cat = cj.text(ev.get("cat"))
-        lcat = (cat or "").lower()
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            scale, offset = unit["scale"], unit["base"]  # type: ignore[assignment]
+        t0 = us_to_ns(ts, scale)
+        if t0 is not None:
+            t0 += offset
+        cat = text(ev.get("cat"))
+        args = ev.get("args")
+        if type(args) is not dict:
+            args = {}
         if ph == "X":
-            if lcat in SKIP_CATS or not isinstance(ev.get("pid"), (int, str)) or cj.to_int(ev.get("pid")) is None:
+            lcat = cat.lower() if cat else ""
+            pid = to_int(ev.get("pid"))
+            if lcat in SKIP_CATS or pid is None:
                 skipped[cat or "?"] = skipped.get(cat or "?", 0) + 1
                 continue
-            name = cj.text(ev.get("name"))
-            t0, dur = ns(ts), cj.us_to_ns(ev.get("dur"), unit["scale"] or 1000)
+            name = text(ev.get("name"))
+            dur = us_to_ns(ev.get("dur"), scale)
             if lcat in KERNEL_CATS or lcat == RANGE_CAT:
                 grid = args.get("grid")
                 block_dim = None
-                if isinstance(grid, list) and grid and all(isinstance(g, int) for g in grid):
+                if type(grid) is list and grid and all(type(g) is int for g in grid):
                     block_dim = 1
                     for g in grid:
                         block_dim *= g
-                dev = cj.to_int(args.get("device"))
+                dev = to_int(args.get("device"))
                 if dev is None and lcat != RANGE_CAT:
-                    dev = cj.to_int(ev.get("pid"))
+                    dev = pid
                 if dev is not None:
                     devices[dev] = devices.get(dev, 0) + 1
                 metrics = None
                 hbm_r = hbm_w = flops = None
-                extra = [(str(k), cj.text(v)) for k, v in args.items() if k not in kern_canon]
+                extra = [(str(k), text(v)) for k, v in args.items() if k not in kern_canon]
                 if lcat == RANGE_CAT:
                     n_ranges += 1
                     metrics = {str(k): float(v) for k, v in args.items() if cj.num(v) is not None and not isinstance(v, str)}
                     extra = [(k, v) for k, v in extra if k not in metrics]
-                    hbm_r = cj.to_int(args.get("dram__bytes_read.sum"))
-                    hbm_w = cj.to_int(args.get("dram__bytes_write.sum"))
+                    hbm_r = to_int(args.get("dram__bytes_read.sum"))
+                    hbm_w = to_int(args.get("dram__bytes_write.sum"))
                     flops = _flops(metrics)
                 kclass = kernel_class(name, cat)
                 kern.add(
-                    dev, name, kclass, cat, kclass == "nccl", cj.to_int(args.get("stream")) if lcat != RANGE_CAT else None,
-                    cj.to_int(args.get("correlation")), t0, dur, block_dim, hbm_r, hbm_w, flops,
+                    dev, name, kclass, cat, kclass == "nccl", to_int(args.get("stream")) if lcat != RANGE_CAT else None,
+                    to_int(args.get("correlation")), t0, dur, block_dim, hbm_r, hbm_w, flops,
                     list(metrics.items()) if metrics is not None else None, extra,
                 )  # fmt: skip
                 continue
             corr = args.get("correlation", args.get("External id"))
             host.add(
-                name, cat, cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid")), t0, dur, cj.to_int(corr),
-                cj.to_int(args.get("Sequence number")), cj.text(args.get("Input Dims")), cj.text(args.get("Input type")),
-                [(str(k), cj.text(v)) for k, v in args.items() if k not in host_canon],
+                name, cat, pid, to_int(ev.get("tid")), t0, dur, to_int(corr),
+                to_int(args.get("Sequence number")), text(args.get("Input Dims")), text(args.get("Input type")),
+                [(str(k), text(v)) for k, v in args.items() if k not in host_canon],
             )  # fmt: skip
-            if name and name.startswith("ProfilerStep#") and t0 is not None:
-                step = cj.to_int(name.split("#", 1)[1])
+            if name and t0 is not None and name.startswith("ProfilerStep#"):
+                step = to_int(name.split("#", 1)[1])
                 if step is not None:
                     end = t0 + (dur or 0)
                     if step in steps:
@@ -307,21 +316,17 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any) -> dict[str, A
                         t0, end = min(s0, t0), max(s0 + d0, end)
                     steps[step] = [t0, end - t0]
         elif ph in ("s", "f", "t"):
-            key = (cat or "", cj.text(ev.get("id")) or "")
-            end = (cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid")), ns(ts), cj.text(ev.get("name")))
-            if ph == "s":
-                flow_s[key] = list(end) + [False]
-            else:
-                flow_f.append((key, end))
+            flows.add(cat, text(ev.get("name")), text(ev.get("id")), ph,
+                      to_int(ev.get("pid")), to_int(ev.get("tid")), t0)  # fmt: skip
         elif ph == "C":
-            track = procs.get(ev.get("pid"), cj.text(ev.get("pid")) or "")
-            name = cj.text(ev.get("name")) or ""
+            track = procs.get(ev.get("pid"), text(ev.get("pid")) or "")
+            name = text(ev.get("name")) or ""
             for k, v in args.items():
                 val = cj.num(v)
                 if val is None or isinstance(v, str):
                     continue
                 m = re.fullmatch(r"(.*?)\s*\(([^)]*)\)", str(k))
-                ctr.add(track, "", (m.group(1) if m else str(k)), (m.group(2) if m else "raw"), name, ns(ts), val)
+                ctr.add(track, "", (m.group(1) if m else str(k)), (m.group(2) if m else "raw"), name, t0, val)
         elif ph == "M":
             if ev.get("name") == "process_name" and isinstance(args.get("name"), str):
                 procs[ev.get("pid")] = args["name"]
@@ -330,7 +335,7 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any) -> dict[str, A
 
     for c in (host, kern, ctr):
         c.flush()
-    n_flows = _write_flows(out, flow_s, flow_f, warnings)
+    n_flows = flows.finish(out, warnings)
     if steps:
         items = sorted(steps.items())
         out.write(
@@ -397,39 +402,42 @@ def _device_name(header: dict[str, Any], devices: dict[int, int]) -> str | None:
     return str(next(iter(names))) if len(names) == 1 else None
 
 
-def _write_flows(out: Any, flow_s: dict[tuple[str, str], list[Any]], flow_f: list[tuple[Any, ...]], warnings: list[str]) -> int:
-    import pyarrow as pa
+class _FlowEnds:
+    """Flow ends spilled to a temporary Parquet file and paired at the end in DuckDB (cj.pair_flows)."""
 
-    rows: dict[str, list[Any]] = {c: [] for c in ("cat", "name", "flow_id", "src_pid", "src_tid", "src_ts_ns",
-                                                  "dst_pid", "dst_tid", "dst_ts_ns")}  # fmt: skip
+    def __init__(self, tmp: str) -> None:
+        self.tmp = tmp
+        self.spill = cj.Spill(tmp, "flows")
+        self.rows: list[tuple[Any, ...]] = []
 
-    def add(key: tuple[str, str], s: list[Any] | None, f: tuple[Any, ...] | None) -> None:
-        rows["cat"].append(key[0] or None)
-        rows["flow_id"].append(key[1])
-        rows["name"].append((s[3] if s else None) or (f[3] if f else None))
-        for side, vals in (("src", s), ("dst", f)):
-            rows[f"{side}_pid"].append(vals[0] if vals else None)
-            rows[f"{side}_tid"].append(vals[1] if vals else None)
-            rows[f"{side}_ts_ns"].append(vals[2] if vals else None)
+    def add(self, *row: Any) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= FLUSH_ROWS:
+            self._flush()
 
-    unpaired = 0
-    for key, end in flow_f:
-        s = flow_s.get(key)
-        if s is not None:
-            s[4] = True
-        else:
-            unpaired += 1
-        add(key, s, end)
-    for key, s in flow_s.items():
-        if not s[4]:
-            unpaired += 1
-            add(key, s, None)
-    if unpaired:
-        warnings.append(f"{unpaired} flow events have no partner (kept with the missing end null)")
-    n = len(rows["cat"])
-    if n:
-        from ..schema import arrow_schema
+    def _flush(self) -> None:
+        import pyarrow as pa
 
-        sch = arrow_schema("flows")
-        out.write("flows", pa.table({k: pa.array(v, sch.field(k).type) for k, v in rows.items()}))
-    return n
+        if self.rows:
+            cols = list(zip(*self.rows, strict=True))
+            s, i = pa.string(), pa.int64()
+            types = (s, s, s, s, i, i, i)
+            self.spill.add(pa.table({n: pa.array(c, t) for n, c, t in zip(cj.FLOW_ENDS, cols, types, strict=True)}))
+            self.rows = []
+
+    def finish(self, out: Any, warnings: list[str]) -> int:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self._flush()
+        path = self.spill.close()
+        if path is None:
+            return 0
+        n = unpaired = 0
+        for b in cj.pair_flows(path, self.tmp):
+            unpaired += pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py() or 0
+            out.write("flows", pa.Table.from_batches([b]))
+            n += b.num_rows
+        if unpaired:
+            warnings.append(f"{unpaired} flow events have no partner (kept with the missing end null)")
+        return n

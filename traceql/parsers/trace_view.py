@@ -417,7 +417,7 @@ class _Emitter:
 
         if self._flows is None:
             self._flows = cj.Spill(self.tmp, "flows")
-        self._flows.add(pa.Table.from_batches([b.select(["cat", "name", "fid", "ph", "pid", "tid", "ts_ns"])]))
+        self._flows.add(pa.Table.from_batches([b.select(list(cj.FLOW_ENDS))]))
 
     def comm(self, b: Any) -> None:
         self.comm_parts.append(b.select(["name", "pid", "tid", "ts_ns", "dur_ns"]))
@@ -542,32 +542,15 @@ class _Emitter:
             con.close()
 
     def _finish_flows(self) -> None:
-        """Pair s with f/t on (cat, id) in DuckDB (bounded memory, spills): one row per f (an s may fan out
-        to several tasks), plus the unpaired ends with the other side null."""
         import pyarrow.compute as pc
-
-        from .._duck import arrow_reader
-        from ._csv import lit
 
         path = self._flows.close() if self._flows is not None else None
         if path is None:
             return
-        con = cj.spill_connection(self.tmp)
-        try:
-            src = f"read_parquet({lit(str(path))})"
-            sql = f"""
-            WITH s AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph = 's'),
-                 f AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph IN ('f', 't'))
-            SELECT nullif(coalesce(s.c, f.c), '') AS cat, coalesce(s.name, f.name) AS name,
-                   coalesce(s.fid, f.fid) AS flow_id, s.pid AS src_pid, s.tid AS src_tid, s.ts_ns AS src_ts_ns,
-                   f.pid AS dst_pid, f.tid AS dst_tid, f.ts_ns AS dst_ts_ns
-            FROM s FULL OUTER JOIN f ON s.c = f.c AND s.fid = f.fid"""
-            unpaired = 0
-            for b in arrow_reader(con.sql(sql), WRITE_ROWS):
-                unpaired += pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py() or 0
-                self._write("flows", b)
-        finally:
-            con.close()
+        unpaired = 0
+        for b in cj.pair_flows(path, self.tmp, WRITE_ROWS):
+            unpaired += pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py() or 0
+            self._write("flows", b)
         if unpaired:
             self.warnings.append(f"{unpaired} flow events have no partner (kept with the missing end null)")
 
