@@ -200,6 +200,29 @@ def test_absolute_us_and_ns_traces(tmp_path: Path) -> None:
     assert _kernel_ts(tmp_path / "ns", ns) == [(1695835535123456789, 2000)]
 
 
+def test_memory_events_become_memory_records(tmp_path: Path) -> None:
+    """torch.profiler(profile_memory=True) writes allocator events as `i` events named [memory]."""
+    import duckdb
+
+    mem = '{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": %d, ' \
+          '"args": {"Total Reserved": %d, "Total Allocated": %d, "Bytes": %d, "Addr": 140737, "Device Id": %d, "Device Type": %d}}'
+    evs = [mem % (10, 0, 256, 256, -1, 0), mem % (20, 2097152, 1048576, 1048576, 0, 1), mem % (30, 2097152, 0, -1048576, 0, 1)]
+    p = _trace(tmp_path, '{"traceEvents": [' + ", ".join(evs) + ']}')
+    w = RankWriter(tmp_path / "w", "r", 0)
+    meta = parse_kineto(p, w)
+    w.close(sort=False)
+    assert meta["rows"]["memory"] == 3
+    rows = duckdb.sql(
+        f"SELECT kind, component, device, ts_ns, size_bytes, allocated_bytes, reserved_bytes, extra['Addr'] "
+        f"FROM read_parquet('{tmp_path}/w/memory/*.parquet') ORDER BY ts_ns"
+    ).fetchall()
+    assert rows == [
+        ("record", "PyTorch", "CPU", 10000, 256, 256, 0, "140737"),
+        ("record", "PyTorch", "CUDA:0", 20000, 1048576, 1048576, 2097152, "140737"),
+        ("record", "PyTorch", "CUDA:0", 30000, -1048576, 0, 2097152, "140737"),
+    ]
+
+
 # ---- claim and bad input -------------------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ Mapping:
 | X ProfilerStep#N                                         | steps     | also kept in host_ops |
 | s / f (ac2g, fwdbwd...)                                  | flows     | paired on (cat, id); unpaired ends kept with the other side null |
 | C                                                        | counters  | track = process name, one row per numeric arg |
-| X cat Trace (pid "Spans"), i, M                          | (skipped) | profiler bookkeeping |
+| i `[memory]` (profile_memory=True)                       | memory    | kind 'record', component 'PyTorch', device 'CPU'/'CUDA:0', size_bytes <- Bytes (negative: a free), allocated/reserved_bytes <- Total Allocated/Reserved; Addr -> extra |
+| X cat Trace (pid "Spans"), other i, M                    | (skipped) | profiler bookkeeping (counted in meta["skipped"]) |
 
 Header: deviceProperties / distributedInfo / versions -> run_meta rows (dotted keys); meta["device"] = the
 GPU name (deviceProperties, the device the kernels ran on); Unit.rank = distributedInfo.rank.
@@ -236,6 +237,8 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> d
                                   "ts_ns", "dur_ns", "block_dim", "hbm_read_bytes", "hbm_write_bytes", "flops",
                                   "metrics", "extra"])  # fmt: skip
     ctr = _Cols(out, "counters", ["track", "channel", "metric", "unit", "name", "ts_ns", "value"])
+    mem = _Cols(out, "memory", ["kind", "component", "device", "ts_ns", "size_bytes", "allocated_bytes",
+                                "reserved_bytes", "extra"])  # fmt: skip
     flows = _FlowEnds(tmp)
     steps: dict[int, list[int]] = {}
     procs: dict[Any, str] = {}
@@ -330,10 +333,17 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> d
         elif ph == "M":
             if ev.get("name") == "process_name" and isinstance(args.get("name"), str):
                 procs[ev.get("pid")] = args["name"]
+        elif ph == "i" and ev.get("name") == "[memory]" and args:
+            dev_type, dev_id = to_int(args.get("Device Type")), to_int(args.get("Device Id"))
+            mem.add(
+                "record", "PyTorch", _device_label(dev_type, dev_id), t0, to_int(args.get("Bytes")),
+                to_int(args.get("Total Allocated")), to_int(args.get("Total Reserved")),
+                [(str(k), text(v)) for k, v in args.items() if k not in _MEM_CANON],
+            )  # fmt: skip
         else:
             skipped[f"ph={ph}"] = skipped.get(f"ph={ph}", 0) + 1
 
-    for c in (host, kern, ctr):
+    for c in (host, kern, ctr, mem):
         c.flush()
     n_flows = flows.finish(out, warnings)
     if steps:
@@ -360,7 +370,7 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> d
         "reader": "ijson",
         "time_unit": _time_rule(unit, base),
         "rows": {"host_ops": host.total, "kernels": kern.total, "counters": ctr.total, "flows": n_flows,
-                 "steps": len(steps)},
+                 "steps": len(steps), "memory": mem.total},
         "step_windows": {s: w for s, w in sorted(steps.items())},
     }  # fmt: skip
     device = _device_name(header, devices)
@@ -376,9 +386,21 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> d
     )
     if skipped:
         meta["skipped"] = skipped
-    if host.total + kern.total + ctr.total + n_flows == 0:
+    if host.total + kern.total + ctr.total + n_flows + mem.total == 0:
         raise BadTraceError(sn.path, "no trace events found (traceEvents is empty)")
     return meta
+
+
+_MEM_CANON = {"Bytes", "Total Allocated", "Total Reserved"}
+_DEVICE_TYPES = {0: "CPU", 1: "CUDA", 20: "PrivateUse1"}  # c10::DeviceType codes in [memory] events
+
+
+def _device_label(dev_type: int | None, dev_id: int | None) -> str | None:
+    """[memory] Device Type/Id -> 'CPU', 'CUDA:0' (the 'NPU:0' style of torch_npu's memory files)."""
+    if dev_type is None:
+        return None
+    name = _DEVICE_TYPES.get(dev_type, f"type{dev_type}")
+    return name if dev_id is None or dev_id < 0 else f"{name}:{dev_id}"
 
 
 def _time_rule(unit: dict[str, Any], base: int | None) -> str:
