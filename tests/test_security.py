@@ -86,12 +86,6 @@ def test_run_name_from_any_dump_path_is_safe(s: str) -> None:
     check_run_name(name)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG (store.py): run_name_from_path keeps a leading '_' (it strips only '-' and '.'), and "
-    "check_run_name refuses it, so `traceql ingest _trace.json` fails with 'invalid run name' although the user "
-    "gave none; fix: .strip('-._') in run_name_from_path",
-)
 def test_dump_named_with_a_leading_underscore_gets_a_valid_run_name() -> None:
     assert check_run_name(run_name_from_path(Path("/data/_trace.json"))) == "trace"
 
@@ -104,13 +98,6 @@ def ingest_ok(cli, dump: Path, store: Path, *args: str) -> None:  # type: ignore
     assert r.code == 0, r
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG (store.py): commit() follows a symlinked <store>/runs (and new_staging() a symlinked "
-    "<store>/.staging), so the run's Parquet is written into the link's target outside the store; fix: refuse "
-    "when runs/ or .staging/ is a symlink (os.path.islink / lstat) or resolves outside root, and create them with "
-    "os.mkdir, not mkdir(exist_ok=True) through links",
-)
 @pytest.mark.parametrize("link", ["runs", ".staging"])
 def test_symlinked_store_dirs_do_not_redirect_writes(cli, tmp_path: Path, link: str) -> None:  # type: ignore[no-untyped-def]
     dump = tiny_dump(tmp_path / "dump")
@@ -157,13 +144,6 @@ def test_replace_or_rm_of_a_symlinked_run_dir_leaves_its_target_alone(cli, tmp_p
     assert tree(outside) == before
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG (store.py): Store.remove() trusts run ids from the manifest and rmtree()s root/runs/<id>, so a "
-    "manifest entry named '../../x' makes `traceql rm` delete a directory outside the store; fix: "
-    "check_run_name(run_id) in remove() (and when reading the manifest), and refuse a path that does not "
-    "resolve under root/runs",
-)
 def test_rm_of_a_traversing_run_id_from_a_tampered_manifest_deletes_nothing_outside(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     store = tmp_path / "store"
     (store / "runs").mkdir(parents=True)
@@ -176,11 +156,6 @@ def test_rm_of_a_traversing_run_id_from_a_tampered_manifest_deletes_nothing_outs
     assert r.code == 1, r
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG (store.py): Store.lock() opens <store>/.lock with open(..., 'a+'), which follows a planted "
-    "symlink and creates/opens its target outside the store; fix: os.open(path, O_RDWR|O_CREAT|O_NOFOLLOW)",
-)
 def test_planted_lock_symlink_is_not_followed(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     dump = tiny_dump(tmp_path / "dump")
     need_csv_parser(dump)
@@ -274,19 +249,11 @@ def test_sql_writes_are_refused_without_write(cli, sql_store: Path, tmp_path: Pa
     assert kernels_parquet(sql_store).read_bytes() == before
 
 
-BYPASS = (
-    "BUG (cli/sql.py): the read-only check allows EXPLAIN, SET and PRAGMA statements, and DuckDB writes files "
-    "through them: `EXPLAIN ANALYZE COPY ... TO` runs the COPY (it can overwrite the store's 0444 Parquet: DuckDB "
-    "writes a temp file and renames it), `SET log_query_path=` and `PRAGMA enable_profiling` + "
-    "`SET profiling_output=` write logs anywhere, and `IMPORT DATABASE 'dir'` (a PRAGMA to the check) runs "
-    "the SQL in dir/schema.sql and dir/load.sql, COPY included; fix: allow only SELECT (and EXPLAIN without ANALYZE, or "
-    "EXPLAIN ANALYZE of a statement that itself passes the check), refuse SET/PRAGMA except a small allow-list "
-    "(threads, memory_limit, read-only pragmas such as table_info/show_tables); defence in depth in "
-    "engine.connect(read_only=True): SET lock_configuration=true after the views are created"
-)
+# Indirect writes DuckDB allows through statements other than COPY: EXPLAIN ANALYZE runs its statement, SET
+# log_query_path / profiling_output write files anywhere, IMPORT DATABASE runs a folder's SQL. `traceql sql`
+# allows only SELECT, plain EXPLAIN and metadata PRAGMAs, then locks the configuration.
 
 
-@pytest.mark.xfail(strict=False, reason=BYPASS)
 @pytest.mark.parametrize(
     "stmt, written",
     [
@@ -310,7 +277,6 @@ def test_sql_indirect_writes_are_refused(cli, sql_store: Path, tmp_path: Path, s
     assert r.code == 1 and "read-only" in r.err, r
 
 
-@pytest.mark.xfail(strict=False, reason=BYPASS)
 def test_sql_cannot_overwrite_the_store_parquet(cli, sql_store: Path) -> None:  # type: ignore[no-untyped-def]
     p = kernels_parquet(sql_store)
     before = p.read_bytes()
@@ -343,13 +309,6 @@ def test_rich_markup_in_a_dump_name_is_printed_literally(cli, tmp_path: Path) ->
     assert r.code == 1 and "[bold red]x[/bold red]" in r.err, r
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG (cli/_console.py): error/warn/info print dump-derived text (file names, column names) with "
-    "terminal escape sequences intact (rich drops BEL/CR but keeps ESC), so a dump can retitle or recolour the "
-    "user's terminal (or worse, e.g. OSC 52 clipboard writes); fix: replace C0/C1 control characters except TAB "
-    "with a visible escape (e.g. msg.translate({c: f'\\\\x{c:02x}' ...})) before printing",
-)
 def test_terminal_escape_sequences_from_a_dump_are_neutralised(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "\x1b]0;pwned\x07\x1b[31mred" / "trace.json"
     r = cli("ingest", p, "--store", tmp_path / "s")

@@ -23,9 +23,10 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str) -> d
         meta = get(unit.parser).parse(unit, writer) or {}
     except TraceQLError:
         raise
-    except (UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError, OSError) as e:
+    except (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError) as e:
         # A parser bug or a dump shape we did not foresee: still one clear line naming the file.
-        raise BadTraceError(unit.path, f"could not parse as {unit.parser}: {type(e).__name__}: {e}") from e
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise BadTraceError(unit.path, f"could not parse as {unit.parser}: {type(e).__name__}: {first}") from e
     finally:
         writer.close()
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}

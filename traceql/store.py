@@ -58,7 +58,7 @@ def run_name_from_path(path: Path) -> str:
     for suffix in (".gz", ".json", ".csv", ".db"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.") or "run"
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._") or "run"
     return cleaned[:128]
 
 
@@ -206,16 +206,37 @@ class Store:
         import fcntl
 
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        # O_NOFOLLOW: a planted .lock symlink must not make traceql create or open a file outside the store
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _own_dir(self, name: str) -> Path:
+        """A store sub-directory (runs/, .staging/), created if missing; refused if it is a symlink, so no
+        write can be redirected outside the store."""
+        d = self.root / name
+        if d.is_symlink():
+            raise StoreError(f"{d} is a symbolic link; refusing to write through it (the store must own it)")
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def _run_dir(self, run_id: str) -> Path:
+        check_run_name(run_id)  # no separators, no leading dot: the path stays directly under runs/
+        runs = self.root / "runs"
+        if runs.is_symlink():
+            raise StoreError(f"{runs} is a symbolic link; refusing to write through it (the store must own it)")
+        # the run dir itself may be a (planted) symlink: callers move or unlink the link, never follow it
+        return runs / run_id
 
     def new_staging(self) -> Path:
-        d = self.root / ".staging" / uuid.uuid4().hex
-        d.mkdir(parents=True)
+        d = self._own_dir(".staging") / uuid.uuid4().hex
+        d.mkdir()
         return d
 
     def check_can_add(self, run_id: str, replace: bool) -> None:
@@ -230,9 +251,8 @@ class Store:
             m = self.manifest()
             if run_id in m["runs"] and not replace:
                 raise StoreError(f"run {run_id!r} already exists in {self.root}; use --replace to overwrite it")
-            runs_dir = self.root / "runs"
-            runs_dir.mkdir(exist_ok=True)
-            final = runs_dir / run_id
+            self._own_dir("runs")
+            final = self._run_dir(run_id)
             trash = None
             if final.exists() or final.is_symlink():
                 # either the run being replaced, or an orphan from a crashed commit: move it aside first
@@ -247,7 +267,10 @@ class Store:
             m["traceql_version"] = __version__
             self._write_manifest(m)
             if trash is not None:
-                shutil.rmtree(trash, ignore_errors=True)
+                if trash.is_symlink():
+                    trash.unlink()  # a planted link: drop the link, leave its target alone
+                else:
+                    shutil.rmtree(trash, ignore_errors=True)
         self.write_views_sql()
 
     def remove(self, run_id: str) -> None:
@@ -255,9 +278,13 @@ class Store:
             m = self.manifest()
             if run_id not in m["runs"]:
                 raise StoreError(f"no run {run_id!r} in store {self.root}")
+            target = self._run_dir(run_id)  # a tampered manifest id like '../../x' is refused here
             del m["runs"][run_id]
             self._write_manifest(m)
-            shutil.rmtree(self.root / "runs" / run_id, ignore_errors=True)
+            if not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink()
         self.write_views_sql()
 
     def _write_manifest(self, m: dict[str, Any]) -> None:
@@ -275,7 +302,7 @@ class Store:
         import time
 
         st = self.root / ".staging"
-        if not st.is_dir():
+        if not st.is_dir() or st.is_symlink():
             return
         for d in st.iterdir():
             with contextlib.suppress(OSError):

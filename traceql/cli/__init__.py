@@ -52,6 +52,10 @@ def main() -> None:
 
     try:
         rv = app(standalone_mode=False)
+        if rv == 130:  # typer turns Ctrl-C into exit code 130 without a word
+            from ._console import error
+
+            error("interrupted; the store is unchanged")
         if isinstance(rv, int) and rv:
             sys.exit(rv)
     except TraceQLError as e:

@@ -11,17 +11,26 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def safe(text: str) -> str:
+    """Neutralise control characters (ESC sequences could retitle/recolour a terminal or write the clipboard):
+    dump-derived text (file names, column names, op names) reaches these messages."""
+    return str(text).translate(_CONTROL)
+
+
 def error(msg: str) -> None:
     # markup=False: messages quote file contents (untrusted) that may contain [brackets]
-    err.print(f"error: {msg}", style="bold red", markup=False)
+    err.print(f"error: {safe(msg)}", style="bold red", markup=False)
 
 
 def warn(msg: str) -> None:
-    err.print(f"warning: {msg}", style="yellow", markup=False)
+    err.print(f"warning: {safe(msg)}", style="yellow", markup=False)
 
 
 def info(msg: str) -> None:
-    err.print(msg, markup=False)
+    err.print(safe(msg), markup=False)
 
 
 def progress_enabled(quiet: bool) -> bool:
@@ -53,7 +62,7 @@ def print_table(columns: list[str], rows: list[tuple[Any, ...]], title: str | No
         pad = max(len(str(c)) for c in columns)
         for i, r in enumerate(rows):
             out.print(f"-[ row {i + 1} ]" + "-" * 20, markup=False)
-            for c, v in zip(columns, r):
+            for c, v in zip(columns, r, strict=False):
                 out.print(f"{str(c).ljust(pad)}  {'' if v is None else v}", markup=False)
         return
 

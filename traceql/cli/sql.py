@@ -9,10 +9,15 @@ import typer
 
 from ._common import StoreOpt
 
-_READ_ONLY_TYPES = {"SELECT", "EXPLAIN", "PRAGMA", "SET", "VARIABLE_SET"}
+# What `traceql sql` runs without --write: queries, plain EXPLAIN, and metadata pragmas. Everything else is
+# refused, SET and most PRAGMAs included: DuckDB can write files through them (query logs, profiler output,
+# IMPORT DATABASE running a folder's SQL), and EXPLAIN ANALYZE executes its statement.
+_READ_ONLY_PRAGMAS = {"table_info", "show_tables", "show_tables_expanded", "show", "database_size", "version", "storage_info"}
 
 
 def _check_read_only(sql: str) -> None:
+    import re
+
     import duckdb
 
     from ..errors import QueryError
@@ -23,10 +28,20 @@ def _check_read_only(sql: str) -> None:
         raise QueryError(f"SQL error: {str(e).splitlines()[0]}") from e
     for s in stmts:
         kind = str(s.type).split(".")[-1]
-        if kind not in _READ_ONLY_TYPES:
-            raise QueryError(
-                f"{kind} statements are refused: traceql sql is read-only over the store (pass --write to allow)"
-            )
+        text = s.query.strip()
+        if kind == "SELECT":
+            continue
+        if kind == "EXPLAIN" and not re.match(r"(?is)^explain\s+analy[sz]e\b", text):
+            inner = re.sub(r"(?is)^explain\s+", "", text)
+            _check_read_only(inner)
+            continue
+        if kind == "PRAGMA":
+            m = re.match(r"(?is)^pragma\s+([a-z_]+)", text)
+            if m and m.group(1).lower() in _READ_ONLY_PRAGMAS:
+                continue
+        raise QueryError(
+            f"{kind} statements are refused: traceql sql is read-only over the store (pass --write to allow)"
+        )
 
 
 def sql_cmd(
@@ -53,6 +68,9 @@ def sql_cmd(
     if not write:
         _check_read_only(query)
     con = engine.connect(store)
+    if not write:
+        # defence in depth: no setting (log paths, profiling output...) can be changed by the user's SQL
+        con.execute("SET lock_configuration = true")
     try:
         from .._duck import arrow_table
 

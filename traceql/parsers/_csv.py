@@ -163,8 +163,9 @@ class CsvFile:
             reader = arrow_reader(self.con.sql(sql), BATCH_ROWS)
             for batch in _prefetch(reader):
                 yield _build_maps(batch, maps) if maps else batch
-        except duckdb.Error as e:
-            msg = str(e).strip().splitlines()[0]
+        except (duckdb.Error, OSError) as e:
+            # DuckDB messages quote the offending line (which may be megabytes): keep the first line, capped
+            msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
             raise BadTraceError(self.path, f"malformed CSV: {msg}") from e
 
     def count(self) -> int:

@@ -79,7 +79,7 @@ def _claim(path: Path) -> list[Unit] | None:
             units = p.claim(path)
         except BadTraceError:
             raise
-        except (OSError, ValueError, UnicodeDecodeError, EOFError) as e:
+        except (OSError, ValueError, EOFError, RecursionError) as e:
             # a sniffer tripping over a damaged file still owes the user one line naming it
             raise BadTraceError(path, f"cannot read it to detect the format ({type(e).__name__}: {e})") from e
         if units:
