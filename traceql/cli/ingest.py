@@ -52,8 +52,10 @@ def ingest_cmd(
         except ModuleNotFoundError:
             return
         for r in run_checks(store, info["run_id"]):
-            if r["failures"]:
-                _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']}")
+            if r.get("error"):
+                _console.warn(f"check {r['name']} could not run: {r['error']}")
+            elif r["failures"]:
+                _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']} (see `traceql check`)")
 
 
 def runs_cmd(
