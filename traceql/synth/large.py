@@ -5,7 +5,9 @@ with a realistic event mix (~55% X events with args, ~30% HBM/LLC counters, the 
 write_cluster(out_dir, n_ranks, bytes_per_rank, seed): an N-rank cluster folder of full torch_npu dumps
 (kernel_details.csv, trace_view.json, communication*.json, ...) of at least `bytes_per_rank` each, built from
 the article scenario so the data stays meaningful (slow rank HBM-saturated, fast ranks wait in all-reduce).
-Both are deterministic for a given seed.
+large_kernel_details(path, n_rows, seed, aic_metrics): a kernel_details.csv of exactly n_rows rows (46 columns
+with PipeUtilization), start times increasing as in the real files (the store then needs no re-sort).
+All are deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from ._text import NS_PER_S, Replay
 from .model import Scenario
 from .scenarios import article_scenario, dense_scenario
-from .torch_npu_writer import RankWriter, WriteOptions, write_torch_npu_dump
+from .torch_npu_writer import RankWriter, WriteOptions, _csv_line, write_torch_npu_dump
 
 _VARIANTS = 3  # distinct one-second templates a large trace cycles through (seeded choice per second)
 
@@ -52,6 +54,38 @@ def large_trace_view(out_path: str | Path, target_bytes: int, seed: int = 0) -> 
         written += fh.write("]")
     dt = time.perf_counter() - t0
     return {"bytes": written, "seconds": dt, "mb_per_s": written / 1e6 / dt if dt else 0.0, "repetitions": k}
+
+
+def large_kernel_details(out_path: str | Path, n_rows: int, seed: int = 0, *,
+                         aic_metrics: str = "PipeUtilization") -> dict[str, float]:
+    """Write a kernel_details.csv of exactly `n_rows` device tasks (a seeded op mix, one second replayed).
+
+    Metric values are printed with 3 decimals, as torch_npu does. Returns {"bytes", "rows", "seconds", "mb_per_s"}.
+    """
+    t0 = time.perf_counter()
+    sc = dense_scenario(seed * 1000, hbm_period_ns=500_000)
+    sc.finalize()
+    rw = RankWriter(sc, sc.ranks[0], WriteOptions(aic_metrics=aic_metrics, metric_decimals=3), repeat=2)
+    header = _csv_line(rw.kernel_header(), "\r\n")
+    template = rw.kernel_rows()
+    per_rep = template.count("\r\n")
+    replay = Replay(sc.base_ns, 2, NS_PER_S, [s.id for s in sc.ranks[0].steps])
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    left = n_rows
+    k = 0
+    with open(out, "w", encoding="utf-8", newline="") as fh:
+        written += fh.write(header)
+        while left > 0:
+            text = replay.rep(template, k)
+            if left < per_rep:  # the last repetition: its first `left` rows
+                text = "\r\n".join(text.split("\r\n", left)[:left]) + "\r\n"
+            written += fh.write(text)
+            left -= min(left, per_rep)
+            k += 1
+    dt = time.perf_counter() - t0
+    return {"bytes": written, "rows": n_rows, "seconds": dt, "mb_per_s": written / 1e6 / dt if dt else 0.0}
 
 
 def cluster_scenario(n_ranks: int, *, steps_per_second: int = 50) -> Scenario:
