@@ -29,7 +29,8 @@ Main names:
 - scenarios: ``article_scenario(n_ranks=2, steps=3, slow_ranks=(1,), ...)`` (the seed article's story),
   ``dense_scenario(seed)`` (random op mix).
 - benchmarks: ``large_trace_view(path, target_bytes, seed)`` (standalone trace_view.json, ~GB at several
-  hundred MB/s), ``write_cluster(out_dir, n_ranks, bytes_per_rank, seed, aic_metrics="Memory")``.
+  hundred MB/s), ``large_kernel_details(path, n_rows, seed)`` (kernel_details.csv, 46 columns, time-sorted),
+  ``write_cluster(out_dir, n_ranks, bytes_per_rank, seed, aic_metrics="Memory")``.
 
 Conventions the parsers must agree with (all from the real dumps, docs/formats.md):
 - µs text has exactly 3 decimals and converts to the exact ns; kernel_details start times end with a TAB.
@@ -42,7 +43,7 @@ Conventions the parsers must agree with (all from the real dumps, docs/formats.m
 
 from __future__ import annotations
 
-from .large import large_trace_view, write_cluster
+from .large import large_kernel_details, large_trace_view, write_cluster
 from .model import (
     BASE_NS,
     CommOp,
@@ -86,5 +87,6 @@ __all__ = [
     "article_scenario",
     "dense_scenario",
     "large_trace_view",
+    "large_kernel_details",
     "write_cluster",
 ]

@@ -1,0 +1,181 @@
+"""Scale properties that hold at any size, checked on small-but-not-tiny synthetic dumps (traceql.synth, the real
+torch_npu formats). Functional assertions only: the timings and memory peaks live in benchmarks/bench_ingest.py.
+
+- a truncated trace fails on the truncation, naming the byte offset, before the body is parsed;
+- re-opening a store and querying it never touches the dump (it may be gone);
+- the store is partitioned by run and rank, and every time-series file is sorted by ts_ns with row-group
+  statistics (what lets DuckDB skip row groups by time and files by run/rank);
+- parallel ingest of a cluster stores exactly what serial ingest stores.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from traceql.synth import write_cluster
+from traceql.synth.large import large_kernel_details
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+TIME_TABLES = ("kernels", "host_ops", "counters", "comm_ops", "steps", "memory")
+
+
+@pytest.fixture(scope="module")
+def cluster_2x6mb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2 ranks of full torch_npu dumps, ~6 MB each (trace_view.json ~5 MB: every event kind, replayed)."""
+    root = tmp_path_factory.mktemp("cluster") / "job"
+    write_cluster(root, 2, 6_000_000, seed=2)
+    return root
+
+
+def _copy_prefix(src: Path, dst: Path, n: int) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with open(src, "rb") as fh:
+        dst.write_bytes(fh.read(n))
+
+
+def _torch_npu_folder(root: Path, trace: bytes) -> Path:
+    folder = root / "x_ascend_pt"
+    (folder / OUT).mkdir(parents=True)
+    (folder / OUT / "trace_view.json").write_bytes(trace)
+    return folder
+
+
+# ---- truncated dumps ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fraction", [0.05, 0.5, 0.999])
+def test_truncated_trace_view_names_the_byte_offset(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path,
+                                                    fraction: float):
+    data = (cluster_2x6mb / "rank0_ascend_pt" / OUT / "trace_view.json").read_bytes()
+    cut = int(len(data) * fraction)
+    while data[cut - 1 : cut] in (b"]", b" ", b"}", b","):  # a cut must not look like a closed array
+        cut -= 1
+    # Garbage early in the body: a reader that parsed the body before checking the end would report this
+    # instead. The message must be about the truncation, found from the end of the file, before parsing.
+    body = bytearray(data[:cut])
+    body[1000:1010] = b"\x00GARBAGE\x00\x00"
+    folder = _torch_npu_folder(tmp_path, bytes(body))
+    res = cli("ingest", folder, "--store", store, "--quiet", "--no-check")
+    assert res.code == 1, res
+    assert "trace_view.json" in res.err and "truncated" in res.err.lower()
+    assert f"byte {cut}" in res.err, res.err  # the offset where the file stops
+    assert "Traceback" not in res.err
+    assert not (store / "manifest.json").exists() or json.loads((store / "manifest.json").read_text())["runs"] == {}
+
+
+def test_truncated_rank_fails_the_cluster_ingest_naming_it(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path):
+    job = tmp_path / "job"
+    shutil.copytree(cluster_2x6mb, job)
+    victim = job / "rank1_ascend_pt" / OUT / "trace_view.json"
+    size = victim.stat().st_size
+    cut = size * 2 // 3
+    _copy_prefix(cluster_2x6mb / "rank1_ascend_pt" / OUT / "trace_view.json", victim, cut)
+    while victim.read_bytes()[-1:] in (b"]", b" ", b"}", b","):
+        cut -= 1
+        _copy_prefix(cluster_2x6mb / "rank1_ascend_pt" / OUT / "trace_view.json", victim, cut)
+    res = cli("ingest", job, "--store", store, "--quiet", "--no-check", "-j", "2")
+    assert res.code == 1, res
+    assert "rank1_ascend_pt" in res.err and f"byte {cut}" in res.err, res.err
+    assert not (store / "runs").exists() or not any((store / "runs").iterdir())  # nothing half-written is visible
+
+
+# ---- re-open without re-parsing ----------------------------------------------------------------------------
+def _snapshot(store: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(store)): (p.stat().st_size, p.stat().st_mtime_ns) for p in store.rglob("*.parquet")}
+
+
+def test_reopen_queries_the_store_without_the_dump(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path):
+    job = tmp_path / "job"
+    shutil.copytree(cluster_2x6mb, job)
+    assert cli("ingest", job, "--store", store, "--name", "r", "--quiet", "--no-check").code == 0
+    sql = ("SELECT rank, count(*) AS n, sum(dur_ns) AS busy, min(ts_ns) AS t0 FROM kernels GROUP BY rank "
+           "UNION ALL SELECT rank, count(*), sum(dur_ns), min(ts_ns) FROM comm_ops GROUP BY rank ORDER BY 1, 2")
+    before = cli("sql", sql, "--store", store, "--format", "csv")
+    metric = cli("query", "op_hbm_bytes", "--store", store, "--run", "r", "--format", "csv")
+    assert before.code == 0 and metric.code == 0, (before, metric)
+    files = _snapshot(store)
+    manifest = (store / "manifest.json").read_bytes()
+
+    shutil.rmtree(job)  # the dump is gone: anything that re-parsed would fail now
+    after = cli("sql", sql, "--store", store, "--format", "csv")
+    metric_after = cli("query", "op_hbm_bytes", "--store", store, "--run", "r", "--format", "csv")
+    assert after.code == 0 and after.out == before.out
+    assert metric_after.code == 0 and metric_after.out == metric.out
+    assert _snapshot(store) == files  # nothing rewritten
+    assert (store / "manifest.json").read_bytes() == manifest
+    rows = list(csv.DictReader(after.out.splitlines()))
+    assert {r["rank"] for r in rows} == {"0", "1"} and all(int(r["n"]) > 0 for r in rows)
+
+
+# ---- layout: partitioned by run and rank, sorted by time ---------------------------------------------------
+def test_store_is_partitioned_by_run_and_rank_and_sorted_by_time(store: Path, cli, cluster_2x6mb: Path):
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    assert cli("ingest", cluster_2x6mb, "--store", store, "--name", "job", "--quiet", "--no-check").code == 0
+    files = sorted((store / "runs").rglob("*.parquet"))
+    assert files
+    seen_time_tables = set()
+    for f in files:
+        rel = f.relative_to(store / "runs")
+        m = re.fullmatch(r"(?P<run>[^/]+)/(?P<table>[a-z_0-9]+)/r(?P<rank>-?\d+)-\w+\.parquet", str(rel))
+        assert m, rel
+        t = pq.read_table(f, columns=None)
+        assert set(t.column("run_id").to_pylist()) == {m["run"]}, rel
+        assert set(t.column("rank").to_pylist()) <= {int(m["rank"])}, rel  # one rank per file
+        if "ts_ns" not in t.schema.names or t.num_rows < 2:
+            continue
+        ts = pc.drop_null(t.column("ts_ns")).combine_chunks()
+        assert t.column("ts_ns").null_count == 0 or pc.all(pc.is_null(t.column("ts_ns").slice(len(ts)))).as_py(), \
+            f"{rel}: null ts_ns must sort last"
+        assert pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py(), f"{rel}: not sorted by ts_ns"
+        md = pq.ParquetFile(f).metadata
+        col = t.schema.get_field_index("ts_ns")
+        for g in range(md.num_row_groups):
+            stats = md.row_group(g).column(col).statistics
+            assert stats is not None and stats.has_min_max, f"{rel}: row group {g} lacks ts_ns min/max"
+        if m["table"] in TIME_TABLES:
+            seen_time_tables.add(m["table"])
+    # a cluster of full dumps fills these, so the sort check above really ran on them
+    assert {"kernels", "host_ops", "counters", "comm_ops", "steps"} <= seen_time_tables
+
+
+# ---- parallel == serial ------------------------------------------------------------------------------------
+def test_parallel_cluster_ingest_stores_what_serial_ingest_stores(tmp_path: Path, cli, cluster_2x6mb: Path):
+    stores = {}
+    for j in ("1", "2"):
+        stores[j] = tmp_path / f"store-j{j}"
+        assert cli("ingest", cluster_2x6mb, "--store", stores[j], "--name", "job", "--quiet", "--no-check",
+                   "-j", j).code == 0
+    # an order-independent digest per table: row count and a hash over the rows (sorted), from DuckDB
+    sql = "SELECT count(*) AS n, sum(hash(t)) AS h FROM {t} t"  # t: the whole row as a struct
+    for table in ("kernels", "host_ops", "counters", "flows", "comm_ops", "comm_matrix", "steps", "memory"):
+        outs = [cli("sql", sql.format(t=table), "--store", stores[j], "--format", "csv") for j in ("1", "2")]
+        assert outs[0].code == 0, outs[0]
+        assert outs[0].out == outs[1].out, table
+        assert int(list(csv.DictReader(outs[0].out.splitlines()))[0]["n"]) > 0, table
+
+
+# ---- the benchmark generators ------------------------------------------------------------------------------
+def test_large_kernel_details_is_exact_sorted_and_deterministic(tmp_path: Path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    info = large_kernel_details(a, 15_001, seed=4)  # one replayed second is 13,771 rows: cut in the second
+    large_kernel_details(b, 15_001, seed=4)
+    assert a.read_bytes() == b.read_bytes()
+    with open(a, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    header, body = rows[0], rows[1:]
+    assert len(header) == 46 and header[8] == "Start Time(us)"
+    assert len(body) == 15_001 == info["rows"] and all(len(r) == 46 for r in body)
+    assert info["bytes"] == os.path.getsize(a)
+    # start times strictly as torch_npu writes them ("<µs>.<3 digits>\t") and non-decreasing across seconds
+    starts = [r[8] for r in body]
+    assert all(re.fullmatch(r"\d{16}\.\d{3}\t", s) for s in starts)
+    ns = [int(s.strip().replace(".", "")) for s in starts]
+    assert all(x <= y for x, y in zip(ns[:-1], ns[1:], strict=True))
+    assert ns[-1] - ns[0] > 1_000_000_000  # two replayed seconds
