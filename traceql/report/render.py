@@ -1,0 +1,387 @@
+"""Render one self-contained HTML file: the verdict, the findings with their evidence charts, per-rank detail,
+operators, run metadata and how to reproduce every number.
+
+Self-contained: Vega, Vega-Lite and vega-embed come from vl-convert-python's bundle
+(`vl_convert.javascript_bundle()`, the same libraries vl-convert renders PNG/SVG with) and are inlined; chart
+data is inlined in the specs. Nothing is fetched: the page's Content-Security-Policy allows no network source
+at all, and only the page's own two scripts run (pinned by their SHA-256 hashes).
+
+Safe with untrusted dumps: every text from a dump (operator names, formats, messages quoting them) goes through
+Jinja2 autoescaping in HTML, and into the chart specs as JSON inside <script type="application/json"> with
+`<`, `>`, `&`, U+2028 and U+2029 written as \\u escapes, so no value can close the script element. Vega draws
+text as SVG text nodes and vega-embed's tooltip escapes HTML. The CSP's script hashes are a second line: an
+injected inline script or event handler would not run even if escaping failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import QueryError, TraceQLError
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+# Which charts back which finding (the rest appear in the per-rank and operator sections).
+FINDING_CHARTS: dict[str, list[str]] = {
+    "bandwidth_bound": ["hbm_timeline"],
+    "comm_waits_on_memory": ["wait_steps"],
+    "top_hbm_ops": ["op_hbm_bytes"],
+    "operator_fusion": ["op_hbm_bytes"],
+    "ub_reuse": ["ub_l2", "op_hbm_bytes"],
+    "memory_layout": ["layout_transforms"],
+    "prefetch_overlap": ["step_breakdown"],
+    "matmul_tiling": ["roofline"],
+    "gradient_checkpointing": ["hbm_ranks"],
+    "slow_rank": ["wait_steps"],
+    "aicpu_ops": ["top_ops"],
+    "free_time": ["step_breakdown"],
+}
+VERDICT_CHARTS = ["wait_attribution", "hbm_ranks"]
+RANK_CHARTS = ["hbm_timeline", "wait_steps", "step_breakdown"]
+OPERATOR_CHARTS = ["op_hbm_bytes", "top_ops", "roofline", "ub_l2", "layout_transforms"]
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+
+
+# ---- safe embedding -----------------------------------------------------------------------------------------
+def script_json(obj: Any) -> str:
+    """JSON for a <script type="application/json"> element: `</script>`, `<!--` and JS line separators in any
+    string are written as \\u escapes, so the data cannot end the element or start markup."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text)
+
+
+def _safe_script(js: str) -> str:
+    """JavaScript for an inline <script>: it must not contain `</script` or `<!--` (which change how the HTML
+    parser reads script text). The vl-convert bundle has neither; escape them anyway if a version adds one
+    (`<\\/` and `\\x3C!--` only occur inside strings/regexes in minified code, where they mean the same)."""
+    js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.I)
+    return js.replace("<!--", "\\x3C!--")
+
+
+@lru_cache(maxsize=2)
+def js_bundle() -> str:
+    """Vega + Vega-Lite + vega-embed as one script, from vl-convert-python (no network, no vendored copy)."""
+    import vl_convert as vlc
+
+    from ..charts import vl_version
+
+    return _safe_script(vlc.javascript_bundle(vl_version=vl_version()))
+
+
+def bundle_versions() -> dict[str, str]:
+    import vl_convert as vlc
+
+    from ..charts import vl_version
+
+    return {"vega": vlc.get_vega_version(), "vega-lite": vl_version() or max(vlc.get_vegalite_versions()),
+            "vega-embed": vlc.get_vega_embed_version(), "vl-convert-python": _dist_version("vl-convert-python")}
+
+
+def _dist_version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return "unknown"
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def _env() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,  # every {{ value }} is HTML-escaped; only script_json/js_bundle output is marked safe
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = fmt_value
+    return env
+
+
+def _page(template: str, **ctx: Any) -> str:
+    """Render a page with the inlined libraries, the chart specs and the CSP pinning the two scripts."""
+    from markupsafe import Markup
+
+    init = (TEMPLATES / "init.js").read_text(encoding="utf-8")
+    bundle = js_bundle()
+    csp = ("default-src 'none'; img-src data: blob:; style-src 'unsafe-inline'; "
+           f"script-src {_sha256(bundle)} {_sha256(init)} 'unsafe-eval'; base-uri 'none'; form-action 'none'")
+    return _env().get_template(template).render(
+        csp=csp, vega_js=Markup(bundle), init_js=Markup(init), **ctx)
+
+
+def chart_html(spec: dict[str, Any], title: str) -> str:
+    """One chart as a self-contained HTML page (`traceql chart NAME -o chart.html`)."""
+    from markupsafe import Markup
+
+    from .. import __version__
+
+    return _page("chart.html.j2", title=title, specs_json=Markup(script_json({"chart": spec})),
+                 version=__version__, libs=bundle_versions())
+
+
+# ---- value formatting (display only) -------------------------------------------------------------------------
+_SHARE_KEYS = ("share", "utilization", "util", "fraction", "frac", "ratio", "rate", "efficiency", "headroom")
+
+
+def fmt_value(v: Any, key: str = "") -> str:
+    """A number for people, by its key's unit convention (findings.py: _ns ns, _bytes bytes, _bps bytes/s,
+    shares and utilisations 0..1)."""
+    k = key.lower()
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, dict):
+        return ", ".join(f"{kk}: {fmt_value(vv, key)}" for kk, vv in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(fmt_value(x, key) for x in v)
+    if isinstance(v, (int, float)):
+        if k.endswith("_ns") or "_ns_" in k:
+            return f"{v / 1e6:,.3f} ms"
+        if k.endswith("_bps"):
+            return f"{v / 1e9:,.1f} GB/s"
+        if k.endswith("_bytes") or "bytes_" in k:
+            return _size(float(v))
+        if k.endswith("_ms") or "_ms_" in k:
+            return f"{v:,.3f} ms"
+        if any(s in k for s in _SHARE_KEYS) and isinstance(v, float) and -0.001 <= v <= 10:
+            return f"{100 * v:.1f}%"
+        if isinstance(v, float):
+            return f"{v:,.4g}"
+        return f"{v:,}"
+    return str(v)
+
+
+def _size(b: float) -> str:
+    for unit, f in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= f:
+            return f"{b / f:,.3g} {unit}"
+    return f"{b:,.0f} B"
+
+
+# ---- the report -----------------------------------------------------------------------------------------------
+@dataclass
+class _Charts:
+    """Chart specs of one report, built once each (a chart shown in several sections shares its spec)."""
+
+    store: Any
+    run_id: str
+    device: str | None
+    peaks: Any
+    con: Any
+    specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    tables: dict[tuple[str, str], Any] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)  # chart -> anchor of its first appearance
+    _n: int = 0
+
+    def table(self, query: str, params: dict[str, Any]) -> Any:
+        from .. import queries
+
+        key = (query, json.dumps(params, sort_keys=True))
+        if key not in self.tables:
+            self.tables[key] = queries.run(query, self.store, run_id=self.run_id, params=params, device=self.device,
+                                           peaks=self.peaks, con=self.con)
+        return self.tables[key]
+
+    def spec(self, name: str) -> None:
+        from .. import charts
+
+        if name in self.specs:
+            return
+        cdef = charts.get(name)
+        try:
+            args = {s.arg: self.table(s.query, dict(s.params)) for s in cdef.sources}
+            chart = cdef.builder(**args)
+        except QueryError as e:  # one failing query must not hide the rest of the report
+            self.problems.append(f"chart {name}: {e}")
+            chart = charts.message_chart(cdef.description, f"This chart could not be drawn: {e}")
+        self.specs[name] = charts.to_spec(chart)
+
+    def place(self, name: str) -> dict[str, Any]:
+        """A container for chart `name` (its spec is built on first use)."""
+        self.spec(name)
+        self._n += 1
+        anchor = f"chart-{name}-{self._n}"
+        first = self.shown.setdefault(name, anchor)
+        return {"name": name, "anchor": anchor, "first": first == anchor, "first_anchor": first}
+
+
+def _finding_view(f: Any) -> dict[str, Any]:
+    cols: list[str] = []
+    for row in f.top_ops[:10]:
+        for k in row:
+            if k not in cols:
+                cols.append(k)
+    rows = [[fmt_value(row.get(c), c) for c in cols] for row in f.top_ops[:10]]
+    evidence = [(k, fmt_value(v, k)) for k, v in f.evidence.items() if k != "outcome"]
+    sv = f.saving or {}
+    saving = None
+    if sv.get("value") is not None:
+        saving = f"{sv['value']:,.3g} {sv.get('unit') or ''}".strip()
+        if sv.get("share_of_step") is not None:
+            saving += f" ({100 * sv['share_of_step']:.1f}% of a step)"
+    return {"id": f.id, "title": f.title, "severity": f.severity, "fired": f.fired, "message": f.message,
+            "optimisation": f.optimisation, "step": f.checklist_step, "suggestion": f.suggestion, "query": f.query,
+            "evidence": evidence, "top_cols": cols, "top_rows": rows, "saving": saving,
+            "saving_method": sv.get("method") or "", "charts": []}
+
+
+def build_context(store: Any = None, run_id: str | None = None, *, device: str | None = None, peaks: Any = None,
+                  baseline: str | None = None) -> dict[str, Any]:
+    """Everything the report template shows, computed through findings.evaluate and the chart registry."""
+    from .. import __version__, charts, engine, findings
+    from ..store import Store
+
+    rep = findings.evaluate(store, run_id, device=device, peaks=peaks, baseline=baseline)
+    rid = rep.run_id
+    st = store if isinstance(store, Store) else Store(store)
+    info = st.run(rid)
+    con = engine.connect(store)
+    try:
+        ch = _Charts(store, rid, device, peaks, con)
+        verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
+        fired = sorted(rep.fired, key=lambda f: (f.checklist_step, -_sev(f.severity)))
+        finding_views = []
+        for f in fired:
+            v = _finding_view(f)
+            v["charts"] = [ch.place(n) for n in FINDING_CHARTS.get(f.id, [])]
+            finding_views.append(v)
+        silent = [_finding_view(f) for f in rep.findings if not f.fired]
+        rank_charts = [ch.place(n) for n in RANK_CHARTS]
+        op_charts = [ch.place(n) for n in OPERATOR_CHARTS]
+        wait = ch.table("wait_attribution", {})
+        util = ch.table("hbm_utilization", {})
+    finally:
+        con.close()
+
+    hbm_by_rank = {r["rank"]: r for r in util.to_pylist() if r["scope"] == "rank"}
+    rank_rows = []
+    for r in wait.to_pylist():
+        if r["scope"] != "rank":
+            continue
+        h = hbm_by_rank.get(r["rank"], {})
+        rank_rows.append({
+            "rank": r["rank"], "steps": r["steps"], "mean_step": fmt_value(r["mean_step_ns"], "mean_step_ns"),
+            "verdict": r["verdict"] or "–", "memory": fmt_value(r["memory_share"], "share"),
+            "communication": fmt_value(r["communication_share"], "share"),
+            "compute": fmt_value(r["compute_share"], "share"), "idle_host": fmt_value(r["idle_host_share"], "share"),
+            "hbm_busy": fmt_value(h.get("busy_utilization"), "utilization"),
+            "hbm_bytes": fmt_value(h.get("hbm_bytes"), "hbm_bytes"), "source": h.get("hbm_bytes_source") or "–",
+        })
+
+    used_peaks = rep.device.get("peaks") or {}
+    hbm_gbps = None
+    if isinstance(peaks, dict) and peaks.get("peak_hbm_bps") is not None:
+        hbm_gbps = float(peaks["peak_hbm_bps"]) / 1e9
+    reproduce = {
+        "ingest": f"traceql ingest {_q(str(info.get('source', 'DUMP')))} --name {_q(rid)}",
+        "findings": _cmd(["traceql", "findings", "--run", rid], store, device, hbm_gbps, baseline),
+        "report": _cmd(["traceql", "report", "--run", rid], store, device, hbm_gbps, baseline) + f" -o {_q(rid)}.html",
+        "charts": [{"name": n, "description": charts.get(n).description,
+                    "chart": _cmd(["traceql", "chart", n, "--run", rid], store, device, hbm_gbps) + f" -o {n}.png",
+                    "queries": charts.reproduce(n, rid, store=store, device=device, peak_hbm_gbps=hbm_gbps)}
+                   for n in charts.CHARTS],
+    }
+    v = rep.verdict
+    tiles = [
+        ("bound", v.get("bound") or "–"),
+        ("HBM utilisation while computing" + (f" (rank {v['hbm_utilization_rank']})" if v.get("hbm_utilization_rank") is not None else ""),
+         fmt_value(v.get("hbm_utilization"), "utilization")),
+        ("scaling efficiency (" + str(v.get("scaling_method") or "–").replace("_", " ") + ")",
+         f"{v['scaling_efficiency']:.2f}" if v.get("scaling_efficiency") is not None else "–"),
+        ("mean step", fmt_value(v.get("mean_step_ms"), "mean_step_ms")),
+    ]
+    shares = [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()]
+    meta = [
+        ("run", rid), ("source", str(info.get("source", "–"))), ("format", str(info.get("format", "–"))),
+        ("parser version", str(info.get("parser_version", "–"))), ("device in the dump", str(info.get("device") or "not recorded")),
+        ("ranks", ", ".join(map(str, info.get("ranks", [])))), ("ingested at", str(info.get("ingested_at", "–"))),
+        ("device preset used", str(rep.device.get("preset") or "detected from the dump")),
+        ("how the peaks were chosen", str(rep.device.get("note") or "–")),
+        ("HBM peak", fmt_value(used_peaks.get("peak_hbm_bps"), "peak_hbm_bps")),
+        ("UB peak", fmt_value(used_peaks.get("peak_ub_bps"), "peak_ub_bps")),
+        ("L2 peak", fmt_value(used_peaks.get("peak_l2_bps"), "peak_l2_bps")),
+        ("peak FLOP/s", f"{used_peaks['peak_flops'] / 1e12:,.0f} TFLOP/s" if used_peaks.get("peak_flops") else "–"),
+        ("baseline run", baseline or "none (scaling efficiency = compute fraction)"),
+        ("rules version", str(rep.rules_version)), ("findings format", findings.FORMAT_ID),
+        ("traceql version", __version__),
+        ("generated at", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()),
+        ("chart libraries (inlined)", ", ".join(f"{k} {x}" for k, x in bundle_versions().items())),
+    ]
+    warnings = [str(w) for w in info.get("warnings", [])][:50]
+    return {
+        "run_id": rid, "version": __version__, "headline": v.get("headline", ""), "bound": v.get("bound"),
+        "tiles": tiles, "shares": shares, "verdict_charts": verdict_charts, "findings": finding_views,
+        "silent": silent, "summary": rep.to_dict()["summary"], "rank_rows": rank_rows, "rank_charts": rank_charts,
+        "op_charts": op_charts, "meta": meta, "warnings": warnings, "problems": ch.problems,
+        "reproduce": reproduce, "specs": ch.specs,
+    }
+
+
+def _sev(level: str) -> int:
+    from ..findings import severity_rank
+
+    return severity_rank(level)
+
+
+def _q(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+def _cmd(parts: list[str], store: Any, device: str | None, hbm_gbps: float | None, baseline: str | None = None) -> str:
+    from ..store import Store, default_store
+
+    root = store.root if isinstance(store, Store) else (Path(store) if store else None)
+    if root is not None and Path(root).resolve() != Path(default_store()).resolve():
+        parts += ["--store", str(root)]
+    if device:
+        parts += ["--device", device]
+    if hbm_gbps is not None:
+        parts += ["--peak-hbm-gbps", f"{hbm_gbps:g}"]
+    if baseline:
+        parts += ["--baseline", baseline]
+    import shlex
+
+    return shlex.join(parts)
+
+
+def render_report(store: Any = None, run_id: str | None = None, *, device: str | None = None, peaks: Any = None,
+                  baseline: str | None = None) -> str:
+    """The report for one run (default: the most recently ingested) as one HTML string."""
+    from markupsafe import Markup
+
+    ctx = build_context(store, run_id, device=device, peaks=peaks, baseline=baseline)
+    specs = ctx.pop("specs")
+    return _page("report.html.j2", specs_json=Markup(script_json(specs)), libs=bundle_versions(), **ctx)
+
+
+def write_report(path: str | Path, store: Any = None, run_id: str | None = None, **kw: Any) -> Path:
+    p = Path(path)
+    if p.suffix.lower() not in (".html", ".htm"):
+        raise TraceQLError(f"{p}: the report is an HTML file; give a path ending in .html")
+    html = render_report(store, run_id, **kw)
+    try:
+        p.write_text(html, encoding="utf-8")
+    except OSError as e:
+        raise TraceQLError(f"{p}: cannot write the report ({e.strerror or e})") from None
+    return p
