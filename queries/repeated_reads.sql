@@ -23,11 +23,11 @@
 -- Definitions: a read is an input of a compute kernel (shape and dtype from the dump; one dtype applies to every
 -- input when the dump gives one) of at least min_bytes, counted once per kernel, and not the first output of the
 -- kernel just before it on the stream (that hand-off is the fusion case, see fusion_chains). Reads of the same
--- (shape, dtype) on one (rank, stream) form a burst while consecutive reads are at most max_distance kernels
--- apart. Same shape and dtype is taken as the same tensor: the dump has no tensor addresses, so this is a
+-- (shape, dtype) on one (rank, stream, step) form a burst while consecutive reads are at most max_distance
+-- kernels apart (the same op in the next step reads the next batch, not the same tensor). Same shape and dtype is taken as the same tensor: the dump has no tensor addresses, so this is a
 -- heuristic (an element-wise op reading two different tensors of one shape counts once per kernel, not twice).
 WITH kb AS MATERIALIZED (
-    SELECT kid, run_id, rank, stream_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns,
+    SELECT kid, run_id, rank, step, stream_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns,
            hbm_bytes,
            string_split(coalesce(input_shapes, ''), ';') AS in_s,
            string_split(coalesce(input_dtypes, ''), ';') AS in_d,
@@ -39,7 +39,7 @@ WITH kb AS MATERIALIZED (
     FROM kb
     WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
 ), rd AS (
-    SELECT DISTINCT kid, run_id, rank, stream_id, name, op, ts_ns, dur_ns, hbm_bytes, seq, t.s AS shape, t.d AS dtype,
+    SELECT DISTINCT kid, run_id, rank, step, stream_id, name, op, ts_ns, dur_ns, hbm_bytes, seq, t.s AS shape, t.d AS dtype,
            _shape_elems(t.s) * _dtype_bytes(t.d) AS tbytes
     FROM (SELECT *, unnest(list_transform(in_s, lambda s, i: {'s': trim(s),
                      'd': trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])})) AS t FROM sq)
@@ -48,10 +48,10 @@ WITH kb AS MATERIALIZED (
     SELECT * FROM rd WHERE tbytes >= $min_bytes::BIGINT
 ), isl AS (
     SELECT *, sum(CASE WHEN seq - coalesce(prev_seq, -1000000) > $max_distance::INTEGER THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY run_id, rank, stream_id, shape, dtype ORDER BY seq ROWS UNBOUNDED PRECEDING) AS burst
-    FROM (SELECT *, lag(seq) OVER (PARTITION BY run_id, rank, stream_id, shape, dtype ORDER BY seq) AS prev_seq FROM big)
+                  OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq ROWS UNBOUNDED PRECEDING) AS burst
+    FROM (SELECT *, lag(seq) OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq) AS prev_seq FROM big)
 ), bursts AS (
-    SELECT run_id, rank, stream_id, shape, dtype, burst, any_value(tbytes) AS tbytes, count(*) AS n,
+    SELECT run_id, rank, stream_id, step, shape, dtype, burst, any_value(tbytes) AS tbytes, count(*) AS n,
            string_agg(op, ' -> ' ORDER BY seq) AS readers, string_agg(name, ' -> ' ORDER BY seq) AS names,
            sum(dur_ns) AS dur, sum(hbm_bytes) AS bytes, min(ts_ns) AS t0
     FROM isl GROUP BY ALL

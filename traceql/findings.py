@@ -229,22 +229,33 @@ class Rule:
 
 
 class _Fmt(string.Formatter):
+    def __init__(self, lenient: bool = False) -> None:
+        self.lenient = lenient
+
     def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
         if isinstance(key, str) and key not in kwargs:
+            if self.lenient:
+                return _Missing()
             raise KeyError(key)
         return super().get_value(key, args, kwargs)
 
 
-def render(template: str, values: dict[str, Any], where: str = "template") -> str:
-    """str.format with named fields; a missing field or a None formatted as a number is a rules bug."""
+class _Missing:
+    def __format__(self, spec: str) -> str:
+        return "..."
+
+
+def render(template: str, values: dict[str, Any], where: str = "template", lenient: bool = False) -> str:
+    """str.format with named fields; a missing field or a None formatted as a number is a rules bug (lenient:
+    a missing field renders as '...', for suggestions of checks that did not fire and lack the numbers)."""
     try:
-        return _Fmt().vformat(template, (), values).strip()
+        return _Fmt(lenient).vformat(template, (), values).strip()
     except (KeyError, ValueError, TypeError, IndexError) as e:
         raise TraceQLError(f"{where}: cannot render with the check's values ({type(e).__name__}: {e})") from None
 
 
-@lru_cache(maxsize=4)
-def _load_rules_cached(path: str) -> dict[str, Any]:
+@lru_cache(maxsize=8)
+def _load_rules_cached(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
     try:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
@@ -261,7 +272,12 @@ def _load_rules_cached(path: str) -> dict[str, Any]:
 
 def load_rules(path: str | Path | None = None) -> dict[str, Any]:
     """The rules file as a dict (default traceql/rules.toml), validated against the checks this module has."""
-    data = _load_rules_cached(str(path or RULES_PATH))
+    p = Path(path or RULES_PATH)
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise TraceQLError(f"{p}: cannot read the findings rules ({e})") from None
+    data = _load_rules_cached(str(p), st.st_mtime_ns, st.st_size)
     rules = data.get("rules", {})
     missing = [c for c in CHECKS if c not in rules]
     unknown = [r for r in rules if r not in CHECKS]
@@ -370,8 +386,15 @@ class _Ctx:
         return float(sum(r["compute_ns"] or 0 for r in self.rows("rank_summary")))
 
     def hbm_ranks(self) -> dict[int, dict[str, Any]]:
+        """hbm_utilization's rank rows; a rank without any byte source gets utilisation None (the query's 0 is
+        arithmetic on missing bytes, not a measurement)."""
         rows = self.rows("hbm_utilization", {"sat_threshold": self.sat, "low_threshold": self.not_bound})
-        return {r["rank"]: r for r in rows if r["scope"] == "rank"}
+        out = {}
+        for r in rows:
+            if r["scope"] == "rank":
+                out[r["rank"]] = r if r.get("hbm_bytes_source") is not None else {**r, "busy_utilization": None,
+                                                                                   "busy_bw_bps": None}
+        return out
 
     def peak(self, key: str = "peak_hbm_bps") -> float | None:
         peaks = json.loads(self.meta.get(b"traceql.peaks", b"{}") or b"{}")
@@ -439,7 +462,7 @@ def _make(ctx: _Ctx, rule: Rule, *, fired: bool, variant: str, values: dict[str,
         top_ops=list(top_ops or []),
         saving=saving or _saving(None, str(rule.get("saving_method", "no estimate")), None),
         query=ctx.command(query or str(rule["query"]), query_params if query_params is not None else rule.params),
-        suggestion=render(str(rule["suggestion"]), values, f"rules.{rule.id}.suggestion"),
+        suggestion=render(str(rule["suggestion"]), values, f"rules.{rule.id}.suggestion", lenient=not fired),
     )
 
 
@@ -564,8 +587,15 @@ def _scaling(ctx: _Ctx) -> tuple[float | None, str]:
     return (float(w["compute_fraction"]) if w.get("compute_fraction") is not None else None), "compute_fraction"
 
 
+def _op_bytes_rows(ctx: _Ctx) -> list[dict[str, Any]]:
+    """op_hbm_bytes once for the whole report: its top rows serve the top-10 and the re-read checks."""
+    n = max(int(ctx.rules["rules"]["top_hbm_ops"].get("params", {}).get("top_n", 10)),
+            int(ctx.rules["rules"]["ub_reuse"]["op_rows"]))
+    return ctx.rows("op_hbm_bytes", {"top_n": n})
+
+
 def check_top_hbm_ops(ctx: _Ctx, rule: Rule) -> Finding:
-    rows = ctx.rows("op_hbm_bytes", rule.params)
+    rows = _op_bytes_rows(ctx)[: int(rule.params.get("top_n", 10))]
     rows = [r for r in rows if r.get("hbm_bytes")]
     if not rows:
         return _make(ctx, rule, fired=False, variant="no_data", values=_values(rule, ctx))
@@ -610,7 +640,8 @@ def check_operator_fusion(ctx: _Ctx, rule: Rule) -> Finding:
 
 
 def check_ub_reuse(ctx: _Ctx, rule: Rule) -> Finding:
-    ops = ctx.rows("op_hbm_bytes", {"top_n": int(rule["op_rows"])})
+    ops = _op_bytes_rows(ctx)
+    qp = {"top_n": int(rule["op_rows"])}
     ratio_min = float(rule["reread_ratio"])
     rereads = []
     for r in ops:
@@ -649,14 +680,14 @@ def check_ub_reuse(ctx: _Ctx, rule: Rule) -> Finding:
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
     low_ub = ub_util is not None and ub_util < rule["ub_low"]
     if _gated(ctx, rule):
-        return _make(ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving)
+        return _make(ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving, query_params=qp)
     if share is not None and share >= rule["min_saving_share"]:
         return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving,
-                     share=share)
+                     share=share, query_params=qp)
     if low_ub and ctx.gate_open:
         return _make(ctx, rule, fired=True, variant="low_ub", values=vals, evidence=ev, top_ops=tops, saving=saving,
-                     share=share)
-    return _make(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving)
+                     share=share, query_params=qp)
+    return _make(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving, query_params=qp)
 
 
 def check_memory_layout(ctx: _Ctx, rule: Rule) -> Finding:

@@ -55,6 +55,8 @@ def findings_cmd(
         raise TraceQLError(f"unknown --format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fail_on is not None and (fail_on not in findings.SEVERITIES or fail_on == "info"):
         raise typer.BadParameter(f"{fail_on!r} is not one of low, medium, high, critical", param_hint="--fail-on")
+    if output is not None and fmt == "table":
+        raise TraceQLError("--output needs --format json or markdown")
     run_id = resolve_run(store, run)
     if baseline is not None:
         resolve_run(store, baseline)
@@ -76,8 +78,6 @@ def findings_cmd(
         else:
             sys.stdout.write(text)
     else:
-        if output:
-            raise TraceQLError("--output needs --format json or markdown")
         _console.out.print(_safe(rep.verdict.get("headline", "")), style="bold")
         rows = []
         for f in rep.findings:
