@@ -443,7 +443,7 @@ def iter_events(sn: Sniff, *, keep_tail: int = 0, tail_out: list[bytes] | None =
     require_root(sn, want="events")
     check_complete(sn)
     prefix = "item" if sn.root == "array" else "traceEvents.item"
-    fh: BinaryIO = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
+    fh: Any = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
     reader = _CountingReader(fh, keep_tail)
     unit = "decompressed byte" if sn.gzip else "byte"
     try:
@@ -482,7 +482,7 @@ def read_header(sn: Sniff, stop_key: str = "traceEvents") -> dict[str, Any]:
 
     if sn.root != "object":
         return {}
-    fh: BinaryIO = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
+    fh: Any = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
     out: dict[str, Any] = {}
     try:
         key = None
@@ -804,7 +804,7 @@ def us_to_ns(v: Any, scale: int = 1000) -> int | None:
     t = type(v)
     if t is int:
         r = v * scale
-        return r if -(2**63) <= r < 2**63 else None  # type: ignore[no-any-return]
+        return r if -(2**63) <= r < 2**63 else None
     if v is None or t is bool:
         return None
     if t is Decimal:
@@ -838,19 +838,19 @@ def num(v: Any) -> float | None:
 def to_int(v: Any) -> int | None:
     t = type(v)
     if t is int:
-        return v if -(2**63) <= v < 2**63 else None  # type: ignore[no-any-return]
+        return v if -(2**63) <= v < 2**63 else None
     if v is None or t is bool:
         return None
     if isinstance(v, int):
         return int(v)
     if isinstance(v, Decimal):
         return int(v) if v.is_finite() and v == v.to_integral_value() else None
-    t = str(v).strip()
+    txt = str(v).strip()
     try:
-        i = int(t)
+        i = int(txt)
     except ValueError:
         try:  # '1.0', '1e3': integral values written as decimals
-            d = Decimal(t)
+            d = Decimal(txt)
         except InvalidOperation:
             return None
         if not d.is_finite() or d != d.to_integral_value():
@@ -874,7 +874,7 @@ def text(v: Any) -> str | None:
         return "[" + ",".join(map(str, v)) + "]"  # grid/block dims: same text as json.dumps compact
     if t is float:
         return repr(v)
-    return _json_encoder().encode(v)
+    return str(_json_encoder().encode(v))
 
 
 @functools.lru_cache(maxsize=1)

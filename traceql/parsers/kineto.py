@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,8 +209,6 @@ def parse_kineto(path: Path, out: RankWriter) -> dict[str, Any]:
         )
     cj.check_complete(sn)
     header = _header(sn)
-    import tempfile
-
     bg = cj.BackgroundWriter(out)
     tmp = tempfile.TemporaryDirectory(prefix="traceql-kineto-")
     try:
