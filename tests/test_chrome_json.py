@@ -162,6 +162,24 @@ def test_iter_events_malformed_json(tmp_path: Path) -> None:
         list(cj.iter_events(cj.sniff(p)))
 
 
+@pytest.mark.parametrize("nest", ["[" * 100_000 + "]" * 100_000, '{"a": ' * 50_000 + "1" + "}" * 50_000])
+def test_absurdly_deep_nesting_is_refused_quickly(tmp_path: Path, nest: str) -> None:
+    """ijson would need O(depth^2) memory (GBs for this 200 KB file); refused with one line instead."""
+    import time
+
+    p = _write(tmp_path, "deep.json", ('{"traceEvents": [{"ph": "X", "ts": 1, "args": {"x": ' + nest + "}}]}").encode())
+    t0 = time.perf_counter()
+    with pytest.raises(BadTraceError, match=f"nested deeper than {cj.MAX_NESTING} levels"):
+        list(cj.iter_events(cj.sniff(p)))
+    assert time.perf_counter() - t0 < 5
+
+
+def test_ordinary_nesting_passes_the_depth_guard(tmp_path: Path) -> None:
+    nest = "[" * 100 + "]" * 100
+    p = _write(tmp_path, "ok.json", ('{"traceEvents": [{"ph": "X", "ts": 1, "args": {"x": ' + nest + "}}]}").encode())
+    assert len(list(cj.iter_events(cj.sniff(p)))) == 1
+
+
 def test_read_header_stops_at_trace_events(tmp_path: Path) -> None:
     p = _write(
         tmp_path,

@@ -307,6 +307,24 @@ def test_numeric_ts_later_in_the_file_switches_to_ijson(tmp_path: Path, monkeypa
     assert _tables(mixed, tmp_path / "mixed2") == fast
 
 
+def test_duckdb_out_of_memory_on_a_huge_event_falls_back_to_ijson(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One event holding a 20 MB string: with too little DuckDB memory the fast reader fails before any row
+    is written, and the file is read with ijson instead (same rows as usual, a warning says so)."""
+    from traceql.parsers import _chrome_json as cj
+
+    evs = _events(real(ADVISOR))
+    evs[5]["args"]["Call stack"] = "x" * 20_000_000
+    p = tmp_path / "trace_view.json"
+    p.write_text(json.dumps(evs))
+    monkeypatch.setattr(cj, "DUCK_MEMORY_LIMIT", "64MB")
+    w = RankWriter(tmp_path / "w", "r", 0)
+    meta = parse_trace_view(p, w, kernels=True, comm_ops=True, write_steps=True)
+    w.close(sort=False)
+    assert meta["reader"] == "ijson" and "ran out of memory" in meta["warnings"][0]
+    procs = _procs(evs)
+    assert w.rows["host_ops"] == sum(1 for e in evs if e["ph"] == "X" and procs.get(e["pid"]) in ("Python", "CANN"))
+
+
 # ---- claim / detection -------------------------------------------------------------------------------
 
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from ..errors import BadTraceError
 
@@ -44,7 +44,9 @@ CHUNK = 8 << 20  # read size for byte scans
 # Events with long call stacks are tens of KB; 32 MiB leaves room without making DuckDB reserve huge
 # buffers (it allocates ~2x this per thread up front: 1 GiB here runs out of memory, 64 MiB costs ~100 MB RSS).
 MAX_EVENT_BYTES = 32 << 20
-DUCK_MEMORY_LIMIT = "512MB"
+# A cap, not a reservation: ordinary traces stay at ~0.5-0.7 GB RSS in all (measured), but one event
+# holding a 30 MB string needs DuckDB buffers of 128 MiB and fails under 512MB.
+DUCK_MEMORY_LIMIT = "1GB"
 
 _TS_RE = re.compile(rb'"ts"\s*:\s*(")?(-?\d)')
 _WS = b" \t\r\n"
@@ -222,7 +224,7 @@ def _object_at(buf: bytes, pos: int) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(buf[span[0] : span[1]])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -346,13 +348,15 @@ class DuckStream:
 
     def __iter__(self) -> Iterator[Any]:
         import duckdb
+        import pyarrow as pa
 
         while True:
             item = self._q.get()
             if item is self._done:
                 return
-            if isinstance(item, duckdb.Error):
-                raise _duck_error(self.path, item) from item
+            # DuckDB's errors come as duckdb.Error, or wrapped by pyarrow's reader as OSError/ArrowException
+            if isinstance(item, (duckdb.Error, OSError, pa.ArrowException)):
+                raise _duck_error(self.path, item) from None
             if isinstance(item, BaseException):
                 raise item
             yield item
@@ -381,35 +385,70 @@ def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, p
         stream.close()
 
 
-def _duck_error(path: Path, e: Exception) -> BadTraceError:
-    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-    msg = re.sub(r'^[A-Za-z ]*Error: ', "", msg)
-    msg = re.sub(r' in file "[^"]*"', "", msg)
-    low = msg.lower()
+class DuckReadError(BadTraceError):
+    """The DuckDB reader failed; `resource` is True when it ran out of memory (not a fault of the file)."""
+
+    def __init__(self, path: str | Path, detail: str, resource: bool = False) -> None:
+        super().__init__(path, detail)
+        self.resource = resource
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (BadTraceError, (self.path, self.detail))
+
+
+def _duck_error(path: Path, e: BaseException) -> DuckReadError:
+    """One line naming the file, from a DuckDB (or pyarrow-wrapped DuckDB) error of any length."""
+    full = str(e)
+    first = full.splitlines()[0] if full else type(e).__name__
+    msg = re.sub(r' in file "[^"]*"', "", re.sub(r"^[A-Za-z ]*Error: ", "", first))
+    low = full.lower()
+    if "out of memory" in low or "failed to allocate" in low or "maximum_object_size" in low:
+        return DuckReadError(
+            path, f"the DuckDB JSON reader ran out of memory (an event of tens of MB?): {msg}", resource=True
+        )
     if "utf-8" in low or "utf8" in low:
-        return BadTraceError(path, f"not UTF-8 text: {msg}")
-    if "out of memory" in low:
-        return BadTraceError(path, f"an event is too large or memory ran out while reading ({msg})")
-    return BadTraceError(path, f"malformed JSON: {msg}")
+        return DuckReadError(path, f"not UTF-8 text: {msg}")
+    return DuckReadError(path, f"malformed JSON: {msg}")
 
 
 # ---- ijson path ------------------------------------------------------------------------------------
 
 
-class _CountingReader(io.RawIOBase):
-    """Wraps a binary stream, counting bytes handed out (the offset reported on errors) and keeping the tail."""
+MAX_NESTING = 512
+# ijson keeps a prefix string per nesting level, so 100k-deep input costs O(depth^2) memory (GBs for a
+# 200 KB file). Guard, on the bytes before ijson parses them: a window whose opening brackets outnumber its
+# closing ones by more than MAX_NESTING (bytes.count: memory speed) is checked with _DEEP, a run of
+# MAX_NESTING containers each opened as the first element/value of the previous one ('[[[[', '{"a": {"b": [').
+# Nesting with siblings before each nested value ('[0, [0, [0, ...') is not caught; no profiler writes either.
+_DEEP = re.compile(rb'(?:[\[{]\s*(?:"(?:[^"\\]|\\.){0,256}"\s*:\s*)?){%d}' % MAX_NESTING)
+_DEEP_OVERLAP = 300 * MAX_NESTING
 
-    def __init__(self, raw: BinaryIO, keep_tail: int = 0) -> None:
+
+class _CountingReader(io.RawIOBase):
+    """Wraps a binary stream for ijson: counts bytes handed out (the offset reported on errors), keeps the
+    tail, and refuses absurdly deep nesting before ijson sees it (see MAX_NESTING)."""
+
+    def __init__(self, raw: Any, keep_tail: int = 0, path: Path | None = None) -> None:
         self.raw = raw
         self.pos = 0
         self.keep_tail = keep_tail
         self.tail = b""
+        self.path = path
+        self._prev = b""
 
     def readable(self) -> bool:
         return True
 
     def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
+        data: bytes = self.raw.read(n)
+        if self.path is not None and data:
+            window = self._prev + data
+            net = window.count(b"[") + window.count(b"{") - window.count(b"]") - window.count(b"}")
+            if net > MAX_NESTING and _DEEP.search(window):
+                raise BadTraceError(
+                    self.path, f"JSON nested deeper than {MAX_NESTING} levels near byte {self.pos}: not a profiler trace"
+                )
+            self._prev = window[-_DEEP_OVERLAP:]
         self.pos += len(data)
         if self.keep_tail:
             self.tail = (self.tail + data)[-self.keep_tail :]
@@ -444,7 +483,7 @@ def iter_events(sn: Sniff, *, keep_tail: int = 0, tail_out: list[bytes] | None =
     check_complete(sn)
     prefix = "item" if sn.root == "array" else "traceEvents.item"
     fh: Any = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
-    reader = _CountingReader(fh, keep_tail)
+    reader = _CountingReader(fh, keep_tail, sn.path)
     unit = "decompressed byte" if sn.gzip else "byte"
     try:
         # ijson reads through our counter, so .pos is the offset it had reached when an error surfaced
@@ -482,7 +521,7 @@ def read_header(sn: Sniff, stop_key: str = "traceEvents") -> dict[str, Any]:
 
     if sn.root != "object":
         return {}
-    fh: Any = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
+    fh: Any = _CountingReader(_open_gzip(sn.path) if sn.gzip else open(sn.path, "rb"), 0, sn.path)  # noqa: SIM115
     out: dict[str, Any] = {}
     try:
         key = None
@@ -508,7 +547,7 @@ def read_header(sn: Sniff, stop_key: str = "traceEvents") -> dict[str, Any]:
     except (ijson.JSONError, EOFError, zlib.error, OSError):
         pass  # the events pass reports these with a byte offset
     finally:
-        fh.close()
+        fh.raw.close()
     return out
 
 

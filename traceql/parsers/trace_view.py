@@ -725,9 +725,21 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
     em = _Emitter(bg, tr, path.name, tmp.name)  # type: ignore[arg-type]
     n_events = 0
     try:
-        for b in (_typed(x) for x in stream) if fast else _ijson_batches(sn):  # type: ignore[union-attr]
-            n_events += b.num_rows
-            em.batch(b, dests)
+        try:
+            for b in (_typed(x) for x in stream) if fast else _ijson_batches(sn):  # type: ignore[union-attr]
+                n_events += b.num_rows
+                em.batch(b, dests)
+        except cj.DuckReadError as e:
+            if n_events:  # rows are already written: report, one line
+                raise
+            # nothing written yet: read the file with ijson instead, which either copes (memory) or
+            # reports the same fault with its byte offset
+            stream.close()  # type: ignore[union-attr]
+            em.warnings.append(f"DuckDB reader failed before the first batch ({e.detail}); read with ijson")
+            fast = False
+            for b in _ijson_batches(sn):
+                n_events += b.num_rows
+                em.batch(b, dests)
         em.finish(comm_ops=comm_ops, write_steps=write_steps)
     finally:
         if stream is not None:
