@@ -18,6 +18,9 @@ Every case starts from the same clean job and changes one thing:
   hbm_wait            rank 1 runs 3 ms more of element-wise kernels at 93% of peak before the all-reduce; rank 0
                       (FlashAttention + LayerNorm only) waits for it there.
   slow_link           the all-reduce moves 24 MiB over HCCS at 2.5 GB/s (10 ms) on both ranks, arriving together.
+  late_host           rank 1 starts computing 3 ms into each step (the host runs a Python function first) and
+                      rank 0 waits for it in the all-reduce: a slow rank whose waiting is *not* memory, so
+                      comm_waits_on_memory must stay silent while slow_rank names host gaps.
 
 EXPECTED says which checks must fire on each case (every other check must stay silent); the memory-bound
 cases also fire bandwidth_bound, because planting a memory problem at realistic bandwidth saturates HBM, and
@@ -36,7 +39,7 @@ FP16, FP32 = "FLOAT16", "FLOAT"
 STEPS = 3
 
 CASES = ("clean", "unfused_chain", "fp32_heavy", "no_ub_reuse", "transdata_heavy", "h2d_not_overlapped",
-         "hbm_wait", "slow_link")
+         "hbm_wait", "slow_link", "late_host")
 
 EXPECTED: dict[str, set[str]] = {
     "clean": set(),
@@ -47,6 +50,7 @@ EXPECTED: dict[str, set[str]] = {
     "h2d_not_overlapped": {"prefetch_overlap"},
     "hbm_wait": {"comm_waits_on_memory", "slow_rank", "bandwidth_bound"},
     "slow_link": {"slow_link"},
+    "late_host": {"slow_rank"},
 }
 
 
@@ -150,6 +154,9 @@ def build(case: str) -> Scenario:
                 rt.add_host_op("aten::_to_copy", start_ns=s0 + 2_030_000, dur_ns=1_000_000)
                 rt.add_memcpy(start_ns=s0 + 2_050_000, dur_ns=950_000, nbytes=24 * MiB)
                 rt._cursor[2] = s0 + 3_100_000
+            elif case == "late_host" and rt.rank == 1:
+                rt.add_host_op("train.py(88): augment", start_ns=s0 + 20_000, dur_ns=2_950_000, cat="python_function")
+                rt._cursor[2] = s0 + 3_000_000
             else:
                 # the next batch loads on the host while this one computes: overlapped
                 # (inside the first kernel of the step: the device is busy the whole time)

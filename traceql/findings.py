@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import string
 from collections.abc import Callable
@@ -123,6 +124,7 @@ class Report:
     findings: list[Finding]
     device: dict[str, Any] = field(default_factory=dict)
     rules_version: int = 1
+    late_queries: list[str] = field(default_factory=list, repr=False)  # diagnostics: queries run outside the plan
 
     @property
     def fired(self) -> list[Finding]:
@@ -298,6 +300,7 @@ class _Ctx:
         self.device, self.peaks, self.baseline, self.baseline_step_ns = device, peaks, baseline, baseline_step_ns
         self.rules = rules
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.late: list[str] = []  # queries the checks ran that prefetch() did not plan (kept empty by a test)
         self.meta: dict[bytes, bytes] = {}
         bb = rules["rules"]["bandwidth_bound"]
         self.sat: float = float(bb["saturated"])
@@ -306,17 +309,57 @@ class _Ctx:
         self.gate_values: dict[str, Any] = {}
 
     # queries ------------------------------------------------------------------------------------------------
-    def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _run(self, name: str, params: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[bytes, bytes]]:
         from . import queries
 
+        t = queries.run(name, self.store, run_id=self.run_id, params=params, con=self.con, device=self.device,
+                        peaks=self.peaks)
+        return t.to_pylist(), dict(t.schema.metadata or {})
+
+    def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         key = (name, json.dumps(params or {}, sort_keys=True, default=str))
         if key not in self._cache:
-            t = queries.run(name, self.store, run_id=self.run_id, params=params, con=self.con, device=self.device,
-                            peaks=self.peaks)
-            if not self.meta:
-                self.meta = dict(t.schema.metadata or {})
-            self._cache[key] = t.to_pylist()
+            self.late.append(f"{name} {key[1]}")
+            self._cache[key], meta = self._run(name, params)
+            self.meta = self.meta or meta
         return self._cache[key]
+
+    def plan(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every (query, params) the checks read, so prefetch() can run them concurrently up front."""
+        r = self.rules["rules"]
+        n_ops = max(int(r["top_hbm_ops"].get("params", {}).get("top_n", 10)), int(r["ub_reuse"]["op_rows"]))
+        return [
+            ("wait_attribution", self.wait_params()),
+            ("hbm_utilization", {"sat_threshold": self.sat, "low_threshold": self.not_bound}),
+            ("rank_summary", {}),
+            ("op_hbm_bytes", {"top_n": n_ops}),
+            ("fusion_chains", dict(r["operator_fusion"].get("params", {}))),
+            ("repeated_reads", dict(r["ub_reuse"].get("params", {}))),
+            ("ub_l2_rates", {"top_n": 10}),
+            ("layout_transforms", {"top_n": 1000}),
+            ("layout_forcers", {"top_n": 200}),
+            ("device_idle", dict(r["prefetch_overlap"].get("params", {}))),
+            ("dtype_traffic", dict(r["mixed_precision"].get("params", {}))),
+            ("activation_memory", {}),
+            ("cube_efficiency", {"top_n": 1000}),
+            ("comm_transport", dict(r["slow_link"].get("params", {}))),
+            ("op_exec_modes", dict(r["aicpu_ops"].get("params", {}))),
+        ]
+
+    def prefetch(self, workers: int) -> None:
+        """Run the planned queries on `workers` threads (DuckDB releases the GIL; each query gets its own
+        cursor), so a report costs about its slowest queries instead of their sum."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        todo = [(n, p) for n, p in self.plan() if (n, json.dumps(p, sort_keys=True, default=str)) not in self._cache]
+        if workers <= 1:
+            results = [self._run(n, p) for n, p in todo]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as ex:
+                results = list(ex.map(lambda np: self._run(*np), todo))
+        for (n, p), (rows, meta) in zip(todo, results, strict=True):
+            self._cache[(n, json.dumps(p, sort_keys=True, default=str))] = rows
+            self.meta = self.meta or meta
 
     def command(self, name: str, params: dict[str, Any] | None = None) -> str:
         """The `traceql query` command that reproduces rows(name, params)."""
@@ -830,7 +873,8 @@ def check_gradient_checkpointing(ctx: _Ctx, rule: Rule) -> Finding:
           "related_queries": [ctx.command("hbm_utilization"), ctx.command("cube_efficiency")]}
     vals = _values(rule, ctx, act=_size(act), util=_pct(util), headroom=_pct(headroom),
                    saving_ms=_ms(traffic_ns) or 0.0, saving_share=share or 0.0, recompute_ms=_ms(recompute_ns) or 0.0,
-                   reason=run.get("reason") or "")
+                   reason=run.get("reason") or "allocated memory does not change inside the steps (no activations "
+                                               "come and go in the allocator records)")
     saving = _saving(_ms(traffic_ns), str(rule["saving_method"]), share)
     if not act:
         return _make(ctx, rule, fired=False, variant="no_data", values=vals, evidence=ev, saving=saving)
@@ -1133,6 +1177,8 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
         "idle_share": (w["idle_ns"] or 0) / wall, "host_share": (w["host_ns"] or 0) / wall,
     }
     variant = {"memory": "memory", "communication": "communication", "compute": "compute", "host/idle": "host_idle"}[bound]
+    if bound == "communication" and util is not None and util >= ctx.not_bound:
+        variant = "communication_busy_hbm"
     cw = next((f for f in findings if f.id == "comm_waits_on_memory" and f.fired), None)
     if cw is not None:
         variant = "memory_waits" if bound == "memory" else variant
@@ -1157,12 +1203,13 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
 
 # ---- entry point ---------------------------------------------------------------------------------------------
 def evaluate(store: Any, run_id: str | None = None, *, device: str | None = None, peaks: Any = None,
-             baseline: str | None = None, rules: str | Path | None = None) -> Report:
+             baseline: str | None = None, rules: str | Path | None = None, workers: int | None = None) -> Report:
     """Run every check of the rules file over one run (default: the most recently ingested) and return a Report.
 
     device: a preset name (traceql.devices) instead of the one detected in the dump; peaks: a devices.Device or
     a mapping of peak params ({"peak_hbm_bps": 1.6e12}); baseline: a run (e.g. 1 card) whose mean step time
-    gives the scaling efficiency. rules: another rules file (tests, site policies)."""
+    gives the scaling efficiency. rules: another rules file (tests, site policies). workers: threads running the
+    metric queries (default: up to 4)."""
     from . import engine, queries
 
     rules_data = load_rules(rules)
@@ -1171,6 +1218,7 @@ def evaluate(store: Any, run_id: str | None = None, *, device: str | None = None
         rid = _resolve_run(store, run_id)
         base_ns = queries.baseline_step_ns(store, baseline, con=con) if baseline else None
         ctx = _Ctx(con, store, rid, device, peaks, baseline, base_ns, rules_data)
+        ctx.prefetch(workers if workers is not None else min(4, os.cpu_count() or 1))
         findings: list[Finding] = []
         order = sorted(rules_data["rules"].items(), key=lambda kv: int(kv[1]["step"]))
         for rid_, rdata in order:
@@ -1185,7 +1233,9 @@ def evaluate(store: Any, run_id: str | None = None, *, device: str | None = None
         meta = ctx.meta
         dev = {"preset": device, "peaks": json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}"),
                "note": meta.get(b"traceql.peaks_note", b"").decode()}
-        return Report(rid, verdict, findings, dev, int(rules_data.get("version", 1)))
+        rep = Report(rid, verdict, findings, dev, int(rules_data.get("version", 1)))
+        rep.late_queries = list(ctx.late)
+        return rep
     finally:
         con.close()
 
