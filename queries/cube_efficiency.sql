@@ -17,7 +17,7 @@
 -- column: hbm_bytes BIGINT             -- HBM bytes (chosen source)
 -- column: bw_utilization DOUBLE        -- hbm_bytes / dur / peak_hbm_bps, 0..1
 -- column: mac_ratio DOUBLE             -- cube (MAC) pipe busy ratio, time-weighted over calls that have it (PipeUtilization), 0..1
--- column: block_dim DOUBLE             -- mean block dim (cores used) over the calls
+-- column: block_dim DOUBLE             -- mean block dim (AI cores used) over the calls; null for non-Ascend kernels (a CUDA grid is not a core count)
 -- column: max_block_dim BIGINT         -- the largest block dim any cube-class kernel of the run used (the cube cores available, as far as the dump shows)
 -- column: block_dim_ratio DOUBLE       -- block_dim / max_block_dim, 0..1
 --
@@ -28,7 +28,9 @@ WITH kb AS MATERIALIZED (
     SELECT *, string_split(coalesce(input_shapes, ''), ';') AS ins, string_split(coalesce(output_shapes, ''), ';')[1] AS out1
     FROM _kernel_bytes() WHERE NOT is_comm
 ), kx AS (
-    SELECT kb.*, k.mac_ratio, k.block_dim AS bd
+    -- block dim counts AI cores on Ascend only (a CUDA grid size is not a core count)
+    SELECT kb.*, k.mac_ratio,
+           CASE WHEN upper(kb.task_type) IN ('AI_CORE', 'AI_VECTOR_CORE', 'MIX_AIC', 'MIX_AIV') THEN k.block_dim END AS bd
     FROM kb
     JOIN (SELECT row_number() OVER () AS kid, mac_ratio, block_dim FROM kernels WHERE ts_ns IS NOT NULL) k USING (kid)
 ), f AS (

@@ -262,7 +262,7 @@ def _load_rules_cached(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib  # type: ignore[no-redef, import-not-found, unused-ignore]
         except ModuleNotFoundError:
             raise TraceQLError("traceql findings needs Python >= 3.11 or the tomli package (pip install tomli)") from None
     try:
@@ -752,7 +752,7 @@ def check_memory_layout(ctx: _Ctx, rule: Rule) -> Finding:
           "related_queries": [ctx.command("layout_forcers"), ctx.command("ub_l2_rates")]}
     if lt:
         t = lt[0]
-        biggest = f"{t['op_type']} {t['src_format']}->{t['dst_format']} ({t['calls']} calls, {_pct(t['share_of_compute'])} of compute)"
+        biggest = f"{t['op_type']} {_conv_text(t['src_format'], t['dst_format'])} ({t['calls']} calls, {_pct(t['share_of_compute'])} of compute)"
     else:
         biggest = "none"
     forced = "; ".join(f["text"] for f in forcers[:3]) or "no neighbour reads or writes them"
@@ -782,19 +782,23 @@ def _forcers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         a["dur_ns"] += r["dur_ns"] or 0
     out = sorted(agg.values(), key=lambda a: -a["dur_ns"])
     for a in out:
-        conv = f"{a['src_format']}->{a['dst_format']}"
+        conv = _conv_text(a["src_format"], a["dst_format"])
         if a["forced_by"] and any(a["forced_by"].lower().startswith(t) for t in ("transdata", "transpose")):
             a["text"] = f"{conv} converted straight back by the next conversion, a round trip ({a['calls']}x)"
         elif a["role"] == "weight":
             a["text"] = f"weights kept in {a['src_format']} are converted {conv} around {a['forced_by'] or 'the cube ops'} every step ({a['calls']}x)"
         elif a["role"] == "feeds_next":
-            a["text"] = f"{a['forced_by']} needs {a['dst_format']} ({conv}, {a['calls']}x)"
+            a["text"] = f"{a['forced_by']} needs {a['dst_format'] or 'another layout'} ({conv}, {a['calls']}x)"
         elif a["role"] == "drains_prev":
-            a["text"] = f"{a['forced_by']} writes {a['src_format']} that the next op cannot use ({conv}, {a['calls']}x)"
+            a["text"] = f"{a['forced_by']} writes {a['src_format'] or 'a layout'} that the next op cannot use ({conv}, {a['calls']}x)"
         else:
             a["text"] = f"{conv} with no neighbour reading or writing it ({a['calls']}x)"
         a["dur_ms"] = _ms(a.pop("dur_ns"))
     return out
+
+
+def _conv_text(src: str | None, dst: str | None) -> str:
+    return f"{src}->{dst}" if src and dst else "(formats not recorded)"
 
 
 def check_prefetch_overlap(ctx: _Ctx, rule: Rule) -> Finding:
@@ -923,8 +927,8 @@ def check_matmul_tiling(ctx: _Ctx, rule: Rule) -> Finding:
     per_step = ctx.per_step(saved)
     ev = {"ops_checked": len(rows), "ops_flagged": len(flagged), "saved_ns_per_step": per_step, "saved_share_of_compute": share_c}
     first = flagged[0] if flagged else {}
-    vals = _values(rule, ctx, n=len(flagged), op=first.get("op_type", ""), shapes=first.get("input_shapes", ""),
-                   dtypes=first.get("input_dtypes", ""), why=first.get("why", ""), op_share=first.get("share_of_compute") or 0.0,
+    vals = _values(rule, ctx, n=len(flagged), op=first.get("op_type", ""), shapes=first.get("input_shapes") or "shapes not recorded",
+                   dtypes=first.get("input_dtypes") or "dtypes not recorded", why=first.get("why", ""), op_share=first.get("share_of_compute") or 0.0,
                    saving_ms=_ms(per_step) or 0.0, saving_share=share_c or 0.0, checked=len(rows))
     for f in flagged:
         f["saved_ms"] = _ms(f.pop("saved_ns"))
