@@ -22,7 +22,10 @@ def conform(table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequ
         n = len(next(iter(data.values()))) if data else 0
         cols: dict[str, pa.Array | pa.ChunkedArray] = {}
         for name, values in data.items():
-            cols[name] = pa.array(values, type=target.field(name).type) if name in target.names else pa.array(values)
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                cols[name] = values  # already Arrow: cast below, never round-trip through Python objects
+            else:
+                cols[name] = pa.array(values, type=target.field(name).type) if name in target.names else pa.array(values)
     else:
         n = data.num_rows
         cols = {name: data.column(name) for name in data.schema.names}
@@ -32,9 +35,9 @@ def conform(table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequ
     arrays = []
     for field in target:
         if field.name == "run_id":
-            arrays.append(pa.array([run_id] * n, type=pa.string()))
+            arrays.append(pa.repeat(pa.scalar(run_id, pa.string()), n))
         elif field.name == "rank" and "rank" not in cols:
-            arrays.append(pa.array([rank] * n, type=pa.int32()))
+            arrays.append(pa.repeat(pa.scalar(rank, pa.int32()), n))
         elif field.name in cols:
             col = cols[field.name]
             arrays.append(col if col.type == field.type else col.cast(field.type))

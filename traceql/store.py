@@ -136,7 +136,8 @@ def sort_parquet_by_time(path: Path) -> None:
     tmp = path.with_suffix(".sorted.tmp")
     con = duckdb.connect(":memory:")
     try:
-        con.execute("SET memory_limit='768MB'")
+        # a low limit: the sort spills to disk rather than lifting the worker's RSS (ingest targets <= 1 GB)
+        con.execute("SET memory_limit='256MB'")
         con.execute("SET preserve_insertion_order=false")
         con.execute(f"SET temp_directory='{str(path.parent).replace(chr(39), chr(39) * 2)}/.sort_tmp'")
         src = str(path).replace("'", "''")
