@@ -70,34 +70,7 @@ LINE_KINDS = ("detected ", "warning: ", "error: ")
 
 # (seed id glob, mutator glob, reason): failures matching one of these become xfail, anything else fails.
 # Remove an entry when its bug is fixed (the input then simply passes).
-KNOWN_BUGS: list[tuple[str, str, str]] = [
-    (
-        "msprof_db",
-        "flip_bytes",
-        "BUG (parsers/torch_npu_db.py _rank_from_db, called from msprof_db.claim): SQL on a corrupted database "
-        "in claim() raises UnicodeDecodeError, and claims run outside _parse_unit's error mapping, so the CLI "
-        "prints 'internal error: UnicodeDecodeError' without the file; fix: catch (sqlite3.Error, "
-        "UnicodeDecodeError) in _rank_from_db, and have base._claim turn any claim exception into BadTraceError",
-    ),
-    (
-        "*",
-        "csv_huge_cell",
-        "BUG (parsers/_csv.py CsvFile.select): iterating the Arrow reader raises OSError (pyarrow's wrapper of "
-        "DuckDB's CSV error), not duckdb.Error, so the first-line trimming is skipped; ingest._parse_unit then "
-        "puts the whole multi-line message (with the 8 MB 'Original Line') on stderr, naming the dump folder "
-        "instead of the CSV; fix: catch OSError/pyarrow.ArrowException around the reader in select(), keep the "
-        "first line (truncated) in _parse_unit too, and consider a larger max_line_size",
-    ),
-    (
-        "*trace_view.json",
-        "json_huge_string",
-        "BUG (parsers/_chrome_json.py DuckDB fast path, line ~333): one 30 MB string in a 2 MB trace_view.json "
-        "exhausts the reader's DuckDB memory_limit ('Out of Memory Error: failed to allocate 128 MiB (363/488 MiB "
-        "used)'); the error arrives as OSError, so ingest._parse_unit prints DuckDB's 8-line message naming the "
-        "dump folder; fix: fall back to the ijson path on a DuckDB out-of-memory/size error (or raise "
-        "BadTraceError with the first line), and keep only the first line in _parse_unit",
-    ),
-]
+KNOWN_BUGS: list[tuple[str, str, str]] = []  # all fixed so far (claim errors, DuckDB OSError, huge JSON strings)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1404,17 +1377,7 @@ def _deep_json_cases(tmp: Path) -> dict[str, Path]:
 
 
 STEP_CSV = "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,Communication(Not Overlapped and Exclude Receive)\n7,1,2,3,4,5,6,0,2\n"
-DEEP_KNOWN = {
-    "kineto .pt.trace.json": "BUG (parsers/_chrome_json.py iter_events): ijson.items builds a prefix string per nesting level, "
-    "so 100k-deep arrays cost O(depth^2) memory: a 220 KB trace took 21.7 GB RSS and 2.5 min before a MemoryError "
-    "(measured by hand: /usr/bin/time -v traceql ingest ...); fix: pre-scan with ijson.basic_parse (C backend, no "
-    "prefixes) counting depth and raise BadTraceError('JSON nested deeper than N levels') above e.g. 256, or read "
-    "args with a depth-limited builder",
-    "profiler_info_0.json": "BUG (parsers/torch_npu.py rank_of, called from TorchNpuTextParser.claim): json.loads of "
-    "profiler_info_*.json raises RecursionError inside claim(), outside any error mapping ('internal error' without "
-    "the file); fix: use read_json there too (or catch ValueError/RecursionError -> rank None), and have "
-    "base._claim turn a claim's exception into BadTraceError naming the path",
-}
+DEEP_KNOWN: dict[str, str] = {}  # fixed: nesting depth is bounded before ijson; claim maps RecursionError
 
 
 @pytest.mark.parametrize("case", ["trace_view.json", "kineto .pt.trace.json", "communication.json", "profiler_info_0.json"])
