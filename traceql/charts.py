@@ -29,8 +29,11 @@ from typing import TYPE_CHECKING, Any
 from .errors import QueryError, TraceQLError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import altair as alt
     import pyarrow as pa
+
+# An Altair top-level chart (alt.Chart, LayerChart, VConcatChart, FacetChart...). Typed Any: Altair's own
+# annotations are partial (untyped Data, Any-returning builders), so a precise type would only add casts.
+ChartT = Any
 
 WIDTH = 680  # px, the plotting area of a full-width chart
 MAX_RANK_PANELS = 8  # hbm_timeline: one panel per rank up to this many ranks, a rank x time heatmap beyond
@@ -60,10 +63,11 @@ STEP_PARTS: list[tuple[str, str | None, str, str]] = [
 
 
 # ---- small helpers ------------------------------------------------------------------------------------------
-def _alt() -> Any:
+def _inline(rows: list[dict[str, Any]]) -> Any:
+    """Small inline data (reference lines, messages) as Vega-Lite `data.values`."""
     import altair as alt
 
-    return alt
+    return alt.Data(values=rows)  # type: ignore[no-untyped-call]
 
 
 def _meta(table: pa.Table, key: str) -> Any:
@@ -111,11 +115,11 @@ def _has_values(table: pa.Table, column: str) -> bool:
     return column in table.column_names and table.num_rows > 0 and table[column].null_count < table.num_rows
 
 
-def message_chart(title: str, text: str, subtitle: str | None = None, width: int = WIDTH) -> alt.Chart:
+def message_chart(title: str, text: str, subtitle: str | None = None, width: int = WIDTH) -> ChartT:
     """A chart that only says why there is nothing to draw (so a report still shows every chart)."""
-    alt = _alt()
+    import altair as alt
     lines = _wrap(text, max(30, width // 7))
-    data = alt.Data(values=[{"i": i, "line": ln} for i, ln in enumerate(lines)])
+    data = _inline([{"i": i, "line": ln} for i, ln in enumerate(lines)])
     return (
         alt.Chart(data, title=_title(title, subtitle))
         .mark_text(align="left", baseline="top", fontSize=13, color="#555")
@@ -139,7 +143,7 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 def _title(text: str, subtitle: str | list[str] | None = None) -> Any:
-    alt = _alt()
+    import altair as alt
     if subtitle:
         return alt.TitleParams(text=text, subtitle=subtitle, anchor="start", subtitleColor="#555")
     return alt.TitleParams(text=text, anchor="start")
@@ -150,10 +154,10 @@ def _fmt_gbps(bps: float) -> str:
 
 
 # ---- builders: HBM ------------------------------------------------------------------------------------------
-def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> alt.TopLevelMixin:
+def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> ChartT:
     """HBM bandwidth over time per rank (hbm_timeline bins) with the peak and the article's 80% / 70% lines,
     steps shaded (step_windows), and the operators dominating each bin on hover."""
-    alt = _alt()
+    import altair as alt
     title = "HBM bandwidth over time"
     if timeline.num_rows == 0:
         return message_chart(title, "No device kernels in this run: nothing to put on a timeline.")
@@ -220,13 +224,13 @@ def _bin_width_ms(timeline: pa.Table) -> float:
     return (int(first["bin_end_ns"]) - int(first["bin_start_ns"])) / 1e6
 
 
-def _peak_rules(peak: float | None) -> alt.Chart | None:
+def _peak_rules(peak: float | None) -> ChartT | None:
     """Horizontal lines: the device peak and the article's 80% / 70% lines, in GB/s."""
-    alt = _alt()
+    import altair as alt
     if not peak:
         return None
     sat, low = _line_threshold("sat_threshold"), _line_threshold("low_threshold")
-    lines = alt.Data(values=[
+    lines = _inline([
         {"line": "peak", "gbps": peak / 1e9, "color": "#d62728"},
         {"line": f"{sat:.0%} of peak (HBM bottleneck)", "gbps": sat * peak / 1e9, "color": "#ff7f0e"},
         {"line": f"{low:.0%} of peak (below: not bandwidth-bound)", "gbps": low * peak / 1e9, "color": "#7f7f7f"},
@@ -235,10 +239,10 @@ def _peak_rules(peak: float | None) -> alt.Chart | None:
         y="gbps:Q", color=alt.Color("color:N", scale=None), tooltip=["line:N", alt.Tooltip("gbps:Q", format=",.0f")])
 
 
-def hbm_ranks_chart(utilization: pa.Table) -> alt.TopLevelMixin:
+def hbm_ranks_chart(utilization: pa.Table) -> ChartT:
     """Per rank: time-weighted HBM utilisation while computing (the article's number) against the 80% / 70%
     lines, with the highest instantaneous utilisation as a tick (hbm_utilization, scope rank)."""
-    alt = _alt()
+    import altair as alt
     title = "HBM utilisation per rank while computing"
     t = _rows(utilization, "scope", "rank")
     if t.num_rows == 0:
@@ -262,7 +266,7 @@ def hbm_ranks_chart(utilization: pa.Table) -> alt.TopLevelMixin:
         color=alt.condition(f"datum.busy_utilization >= {sat}", alt.value("#d62728"), alt.value("#4c78a8")),
         tooltip=tooltip)
     ticks = base.mark_tick(color="black", thickness=2).encode(y="rank:O", x="max_utilization:Q", tooltip=tooltip)
-    lines = alt.Chart(alt.Data(values=[{"v": sat, "c": "#ff7f0e"}, {"v": low, "c": "#7f7f7f"}])).mark_rule(
+    lines = alt.Chart(_inline([{"v": sat, "c": "#ff7f0e"}, {"v": low, "c": "#7f7f7f"}])).mark_rule(
         strokeDash=[4, 3]).encode(x="v:Q", color=alt.Color("c:N", scale=None))
     sub = (f"bars: mean while computing (query hbm_utilization, busy_utilization); tick: highest instant; lines: "
            f"{sat:.0%} bottleneck, {low:.0%} not-bandwidth-bound; peak {_fmt_gbps(peaks_of(utilization).get('peak_hbm_bps') or 0)}")
@@ -270,9 +274,9 @@ def hbm_ranks_chart(utilization: pa.Table) -> alt.TopLevelMixin:
         width=WIDTH, height=max(60, 24 * t.num_rows), title=_title(title, sub))
 
 
-def op_hbm_bytes_chart(ops: pa.Table) -> alt.TopLevelMixin:
+def op_hbm_bytes_chart(ops: pa.Table) -> ChartT:
     """Top operators by HBM bytes, read and write stacked, with each row's byte source and share (op_hbm_bytes)."""
-    alt = _alt()
+    import altair as alt
     title = "Top operators by HBM traffic"
     if ops.num_rows == 0 or not _has_values(ops, "hbm_bytes"):
         return message_chart(title, "No operator has HBM bytes (no PMU memory metrics, HBM counters or tensor shapes).")
@@ -303,10 +307,10 @@ def op_hbm_bytes_chart(ops: pa.Table) -> alt.TopLevelMixin:
                                                title=_title(title, sub))
 
 
-def roofline_chart(roof: pa.Table) -> alt.TopLevelMixin:
+def roofline_chart(roof: pa.Table) -> ChartT:
     """Operators by arithmetic intensity vs achieved FLOP/s under the device roof, sized by device time
     (roofline). Without FLOPs for any operator: achieved bandwidth per operator against the HBM peak."""
-    alt = _alt()
+    import altair as alt
     title = "Roofline: operators against the device roof"
     if roof.num_rows == 0:
         return message_chart(title, "No device kernels in this run.")
@@ -344,7 +348,7 @@ def roofline_chart(roof: pa.Table) -> alt.TopLevelMixin:
         ridge = flops / bw
         lo, hi = min(min(ai) / 2, ridge / 10), max(max(ai) * 2, ridge * 10)
         # The roof: bandwidth-bound slope (peak_hbm_bps x intensity) up to the ridge point, then flat at peak_flops.
-        roof_line = alt.Data(values=[{"ai": lo, "tf": lo * bw / 1e12}, {"ai": ridge, "tf": flops / 1e12},
+        roof_line = _inline([{"ai": lo, "tf": lo * bw / 1e12}, {"ai": ridge, "tf": flops / 1e12},
                                      {"ai": hi, "tf": flops / 1e12}])
         layers.insert(0, alt.Chart(roof_line).mark_line(color="#444", strokeWidth=1.5).encode(x="ai:Q", y="tf:Q"))
         sub.append(f"roof: HBM {_fmt_gbps(bw)} x intensity up to the ridge point {ridge:,.0f} FLOP/byte, then "
@@ -354,8 +358,8 @@ def roofline_chart(roof: pa.Table) -> alt.TopLevelMixin:
     return alt.layer(*layers).properties(width=WIDTH - 120, height=360, title=_title(title, sub))
 
 
-def _bandwidth_bars(roof: pa.Table, peak: float | None, title: str) -> alt.TopLevelMixin:
-    alt = _alt()
+def _bandwidth_bars(roof: pa.Table, peak: float | None, title: str) -> ChartT:
+    import altair as alt
     t = _select(roof, ["name", "op_type", "calls", "dur_ns", "achieved_bw_bps", "bw_utilization", "hbm_bytes_source"])
     if not _has_values(t, "achieved_bw_bps"):
         return message_chart(title, "No operator has HBM bytes or FLOPs: nothing to place against the roof.")
@@ -371,17 +375,17 @@ def _bandwidth_bars(roof: pa.Table, peak: float | None, title: str) -> alt.TopLe
         x=alt.X("gbps:Q", title="achieved HBM GB/s"), tooltip=tooltip)
     layers = [bars]
     if peak:
-        layers.append(alt.Chart(alt.Data(values=[{"gbps": peak / 1e9}])).mark_rule(color="#d62728", strokeDash=[4, 3]).encode(
+        layers.append(alt.Chart(_inline([{"gbps": peak / 1e9}])).mark_rule(color="#d62728", strokeDash=[4, 3]).encode(
             x="gbps:Q"))
     sub = "operators by device time (query roofline); red line: HBM peak" if peak else "HBM peak unknown (pass --device)"
     return alt.layer(*layers).properties(width=WIDTH - 200, height=max(80, 16 * t.num_rows), title=_title(title, sub))
 
 
 # ---- builders: where the time goes --------------------------------------------------------------------------
-def wait_attribution_chart(wait: pa.Table) -> alt.TopLevelMixin:
+def wait_attribution_chart(wait: pa.Table) -> ChartT:
     """Per rank, the share of step time in each of the seven parts (wait_attribution, scope rank): the
     picture of the article's story (one rank HBM-saturated, the others waiting for it in collectives)."""
-    alt = _alt()
+    import altair as alt
     title = "Where each rank's step time goes"
     t = _rows(wait, "scope", "rank")
     if t.num_rows == 0 or not _has_values(t, "wall_ns"):
@@ -389,7 +393,7 @@ def wait_attribution_chart(wait: pa.Table) -> alt.TopLevelMixin:
     cols = [c for c, _, _ in WAIT_PARTS]
     labels = {c: lab for c, lab, _ in WAIT_PARTS}
     t = _select(t, ["rank", "steps", "verdict", *cols], rename=labels)
-    domain = [lab for _, lab, _ in WAIT_PARTS]
+    domain: list[Any] = [lab for _, lab, _ in WAIT_PARTS]
     chart = alt.Chart(t).transform_fold(domain, as_=["part", "ns"]).transform_calculate(
         ms_per_step="datum.ns / datum.steps / 1e6",
         order=f"indexof({json.dumps(domain)}, datum.part)",
@@ -406,15 +410,15 @@ def wait_attribution_chart(wait: pa.Table) -> alt.TopLevelMixin:
     return chart.properties(width=WIDTH, height=max(60, 26 * t.num_rows), title=_title(title, sub))
 
 
-def wait_steps_chart(groups: pa.Table) -> alt.TopLevelMixin:
+def wait_steps_chart(groups: pa.Table) -> ChartT:
     """Per rank and group of consecutive steps, the mean step split into the seven parts (step_groups)."""
-    alt = _alt()
+    import altair as alt
     title = "Step time per rank, step by step"
     t = _rows(groups, "scope", "group")
     if t.num_rows == 0 or not _has_values(t, "window_ns"):
         return message_chart(title, "No step windows with device activity in this run.")
     labels = {c: lab for c, lab, _ in WAIT_PARTS}
-    domain = [lab for _, lab, _ in WAIT_PARTS]
+    domain: list[Any] = [lab for _, lab, _ in WAIT_PARTS]
     t = _select(t, ["rank", "grp", "label", "steps", *labels], rename=labels)
     n_ranks = len(set(t["rank"].to_pylist()))
     merged = max(t["steps"].to_pylist())
@@ -437,10 +441,10 @@ def wait_steps_chart(groups: pa.Table) -> alt.TopLevelMixin:
         title=_title(title, sub))
 
 
-def step_breakdown_chart(groups: pa.Table) -> alt.TopLevelMixin:
+def step_breakdown_chart(groups: pa.Table) -> ChartT:
     """Per rank, the mean step split as the profiler's step_trace does (computing, communication not
     overlapped, free, preparing), traceql's numbers beside the profiler's own (step_groups, scope rank)."""
-    alt = _alt()
+    import altair as alt
     title = "Step breakdown per rank: traceql vs the profiler's step_trace"
     t = _rows(groups, "scope", "rank")
     if t.num_rows == 0 or not _has_values(t, "window_ns"):
@@ -453,7 +457,7 @@ def step_breakdown_chart(groups: pa.Table) -> alt.TopLevelMixin:
                 rows.append({"rank": r["rank"], "source": "profiler", "part": label, "ns": r[theirs],
                              "steps": r["steps"]})
     domain = [lab for _, _, lab, _ in STEP_PARTS]
-    chart = alt.Chart(alt.Data(values=rows)).transform_calculate(
+    chart = alt.Chart(_inline(rows)).transform_calculate(
         ms_per_step="datum.ns / datum.steps / 1e6", order=f"indexof({json.dumps(domain)}, datum.part)",
     ).mark_bar().encode(
         y=alt.Y("source:N", title=None, sort=["traceql", "profiler"]),
@@ -470,10 +474,10 @@ def step_breakdown_chart(groups: pa.Table) -> alt.TopLevelMixin:
 
 
 # ---- builders: operators -------------------------------------------------------------------------------------
-def ub_l2_chart(rates: pa.Table) -> alt.TopLevelMixin:
+def ub_l2_chart(rates: pa.Table) -> ChartT:
     """UB utilisation and L2 hit rate per operator with the article's lines (UB > 90% good reuse, < 50% no reuse;
     L2 < 50% unfriendly access) (ub_l2_rates)."""
-    alt = _alt()
+    import altair as alt
     title = "UB utilisation and L2 hit rate per operator"
     overall = _rows(rates, "scope", "overall").to_pylist() if rates.num_rows else []
     reason = (overall[0].get("reason") if overall else None) or "no operator rows"
@@ -497,7 +501,7 @@ def ub_l2_chart(rates: pa.Table) -> alt.TopLevelMixin:
                     axis=alt.Axis(labelLimit=220)),
             x=alt.X(f"{col}:Q", title=label, axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
             tooltip=tooltip)
-        rule = alt.Chart(alt.Data(values=[{"v": v, "c": c} for v, c in lines])).mark_rule(strokeDash=[4, 3]).encode(
+        rule = alt.Chart(_inline([{"v": v, "c": c} for v, c in lines])).mark_rule(strokeDash=[4, 3]).encode(
             x="v:Q", color=alt.Color("c:N", scale=None))
         n = sum(1 for v in t[col].to_pylist() if v is not None)
         panels.append(alt.layer(bars, rule).properties(width=WIDTH // 2 - 140, height=max(60, 16 * n), title=label))
@@ -505,9 +509,9 @@ def ub_l2_chart(rates: pa.Table) -> alt.TopLevelMixin:
     return alt.hconcat(*panels, spacing=30).properties(title=_title(title, sub))
 
 
-def layout_transforms_chart(layouts: pa.Table) -> alt.TopLevelMixin:
+def layout_transforms_chart(layouts: pa.Table) -> ChartT:
     """Time in layout/format conversions per (type, source format -> target format) (layout_transforms)."""
-    alt = _alt()
+    import altair as alt
     title = "Layout / format conversions"
     if layouts.num_rows == 0:
         return message_chart(title, "No layout conversions (TransData, Transpose, format casts) in this run.")
@@ -530,9 +534,9 @@ def layout_transforms_chart(layouts: pa.Table) -> alt.TopLevelMixin:
                             title=_title(title, "conversions by device time (query layout_transforms)"))
 
 
-def top_ops_chart(ops: pa.Table) -> alt.TopLevelMixin:
+def top_ops_chart(ops: pa.Table) -> ChartT:
     """Operators by total device time, communication marked (top_ops)."""
-    alt = _alt()
+    import altair as alt
     title = "Top operators by device time"
     if ops.num_rows == 0:
         return message_chart(title, "No device kernels in this run.")
@@ -623,7 +627,7 @@ def data(name: str, store: Any = None, *, run_id: str | None = None, rank: int |
 
 
 def make(name: str, store: Any = None, *, run_id: str | None = None, rank: int | None = None,
-         device: str | None = None, peaks: Any = None, con: Any = None) -> alt.TopLevelMixin:
+         device: str | None = None, peaks: Any = None, con: Any = None) -> ChartT:
     """Chart `name` for one run (default: the most recently ingested)."""
     return get(name).builder(**data(name, store, run_id=run_id, rank=rank, device=device, peaks=peaks, con=con))
 
@@ -665,7 +669,8 @@ def vl_version() -> str | None:
 
 def to_spec(chart: Any) -> dict[str, Any]:
     """The chart's Vega-Lite spec as plain JSON-safe data (NaN/inf -> null)."""
-    return _json_safe(chart.to_dict())
+    spec: dict[str, Any] = _json_safe(chart.to_dict())
+    return spec
 
 
 def _json_safe(v: Any) -> Any:

@@ -75,7 +75,9 @@ def js_bundle() -> str:
 
     from ..charts import vl_version
 
-    return _safe_script(vlc.javascript_bundle(vl_version=vl_version()))
+    # the snippet puts the three libraries on window (what vl-convert's default snippet does)
+    snippet = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
+    return _safe_script(vlc.javascript_bundle(snippet, vl_version=vl_version()))
 
 
 def bundle_versions() -> dict[str, str]:
@@ -122,8 +124,8 @@ def _page(template: str, **ctx: Any) -> str:
     bundle = js_bundle()
     csp = ("default-src 'none'; img-src data: blob:; style-src 'unsafe-inline'; "
            f"script-src {_sha256(bundle)} {_sha256(init)} 'unsafe-eval'; base-uri 'none'; form-action 'none'")
-    return _env().get_template(template).render(
-        csp=csp, vega_js=Markup(bundle), init_js=Markup(init), **ctx)
+    html: str = _env().get_template(template).render(csp=csp, vega_js=Markup(bundle), init_js=Markup(init), **ctx)
+    return html
 
 
 def chart_html(spec: dict[str, Any], title: str) -> str:

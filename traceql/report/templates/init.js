@@ -1,5 +1,5 @@
 // traceql: draw every chart container ([data-chart]) from the inlined specs with vega-embed (SVG renderer).
-// The specs are JSON in <script id="traceql-specs" type="application/json">; nothing is fetched.
+// The specs are the JSON of the element #traceql-specs (type application/json); nothing is fetched.
 (function () {
   "use strict";
   var specs = JSON.parse(document.getElementById("traceql-specs").textContent);
