@@ -48,8 +48,13 @@ class Browser:
         self._r, from_chrome_w = os.pipe()
 
         def child_fds() -> None:  # the protocol's fixed descriptors in the child
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            import fcntl
+
+            # move both ends above 4 first, so placing one on 3 or 4 cannot clobber the other
+            r = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
+            w = fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
+            os.dup2(r, 3)
+            os.dup2(w, 4)
 
         args = [
             binary, "--headless=new", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
@@ -209,7 +214,7 @@ def _load(b: Browser, html: Path) -> dict[str, Any]:
     deadline = time.monotonic() + 90
     while b.eval("document.readyState + '|' + (document.body && document.body.getAttribute('data-charts'))") != "complete|done":
         if time.monotonic() > deadline:
-            raise AssertionError(f"charts did not finish rendering; problems: {b.problems()}")
+            raise AssertionError(f"charts did not finish rendering; first problems: {b.problems()[:5]}")
         b.pump(0.2)
     return b.eval("""(() => {
         const out = {};
@@ -237,8 +242,9 @@ def _screenshot(b: Browser, name: str) -> Path:
 
 def _assert_offline_and_clean(b: Browser) -> None:
     external = [u for u in b.requests() if not u.startswith(("file:", "data:", "blob:", "about:"))]
-    assert external == [], f"the page tried the network: {external}"
-    assert b.problems() == []
+    assert external == [], f"the page tried the network: {external[:10]}"
+    problems = b.problems()
+    assert problems == [], f"{len(problems)} console problems, first: {problems[:5]}"
     assert b.eval("window.__alerts") == []
 
 

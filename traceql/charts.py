@@ -549,7 +549,7 @@ def top_ops_chart(ops: pa.Table) -> ChartT:
                 axis=alt.Axis(labelLimit=300)),
         x=alt.X("total_ms:Q", title="device ms (all ranks in scope)"),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=["compute", "communication"],
-                                                              range=["#4c78a8", "#1f77b4"])),
+                                                              range=["#2ca02c", "#1f77b4"])),
         tooltip=[alt.Tooltip("op:N", title="operator"), alt.Tooltip("task_types:N", title="task types"),
                  alt.Tooltip("calls:Q"), alt.Tooltip("total_ms:Q", title="total ms", format=",.3f"),
                  alt.Tooltip("avg_us:Q", title="mean µs", format=",.1f"),

@@ -159,7 +159,7 @@ def fmt_value(v: Any, key: str = "") -> str:
             return f"{v / 1e6:,.3f} ms"
         if k.endswith("_bps"):
             return f"{v / 1e9:,.1f} GB/s"
-        if k.endswith("_bytes") or "bytes_" in k:
+        if k == "bytes" or k.endswith("_bytes") or "bytes_" in k:
             return _size(float(v))
         if k.endswith("_ms") or "_ms_" in k:
             return f"{v:,.3f} ms"
@@ -232,7 +232,9 @@ def _finding_view(f: Any) -> dict[str, Any]:
         for k in row:
             if k not in cols:
                 cols.append(k)
-    rows = [[fmt_value(row.get(c), c) for c in cols] for row in f.top_ops[:10]]
+    # (text, numeric?) per cell: numbers stay on one line, right-aligned
+    rows = [[(fmt_value(row.get(c), c), isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool))
+             for c in cols] for row in f.top_ops[:10]]
     evidence = [(k, fmt_value(v, k)) for k, v in f.evidence.items() if k != "outcome"]
     sv = f.saving or {}
     saving = None
