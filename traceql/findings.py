@@ -42,7 +42,7 @@ stable; new keys may be added, none renamed or removed without a new format id:
           "id": "memory_layout", "title": "...", "severity": "medium",   # info | low | medium | high | critical
           "optimisation": "memory layout", "checklist_step": 6, "fired": true,
           "message": "Layout conversions take 16% of compute time ...",
-          "evidence": {"conversion_share_of_compute": 0.16, ...},        # numbers in base units (ns, bytes, 0..1)
+          "evidence": {"outcome": "fired", "conversion_share_of_compute": 0.16, ...},  # base units (ns, bytes, 0..1)
           "top_ops": [{"op_type": "TransData", "src_format": "NCHW", ...}],
           "saving": {"value": 1.42, "unit": "ms/step", "method": "...", "share_of_step": 0.009},
           "query": "traceql query layout_transforms --run level1 --device ascend910b",
@@ -52,7 +52,8 @@ stable; new keys may be added, none renamed or removed without a new format id:
       "summary": {"checks": 17, "fired": 5, "worst": "medium", "by_severity": {"medium": 2, "low": 3}}
     }
 
-Severity of a non-firing finding is "info". saving.value is null when a check cannot quantify a saving
+evidence.outcome names the message the check chose (fired, below, gated, not_bound, no_data, ...: the keys of its
+[rules.<id>.messages] table). Severity of a non-firing finding is "info". saving.value is null when a check cannot quantify a saving
 (diagnosis checks, packet alignment); saving values are per step of one rank ("ms/step") unless the unit says
 otherwise. evidence keys ending in _ns are nanoseconds, _bytes bytes, _bps bytes/s; shares and utilisations are 0..1.
 """
@@ -577,7 +578,6 @@ def _per_step_rank(row: dict[str, Any], key: str) -> float:
 def check_comm_waits_on_memory(ctx: _Ctx, rule: Rule) -> Finding:
     rs, wr = _skew(ctx)
     qp = ctx.wait_params()
-    vals0 = _values(rule, ctx)
     if len(rs) < 2 or not any(r["collectives"] for r in rs.values()):
         return _make(ctx, rule, fired=False, variant="single", values=_values(rule, ctx, ranks=len(rs)),
                      query_params=qp, evidence={"ranks": len(rs)})
@@ -604,7 +604,6 @@ def check_comm_waits_on_memory(ctx: _Ctx, rule: Rule) -> Finding:
     vals = _values(rule, ctx, waiting=waiter, late=late, wait_ms=_ms(wait), wait_share=wait_share,
                    d_sat_ms=_ms(d_sat), explained=explained, late_util=_pct(late_util), transit_ms=_ms(transit),
                    scaling=_num(scaling), scaling_method=method)
-    del vals0
     if wait_share < rule["min_wait_share"] or waiter == late:
         return _make(ctx, rule, fired=False, variant="small_wait", values=vals, evidence=ev, query_params=qp)
     if explained < rule["min_explained"]:
