@@ -84,6 +84,39 @@ def test_truncated_rank_fails_the_cluster_ingest_naming_it(tmp_path: Path, cli, 
     assert not (store / "runs").exists() or not any((store / "runs").iterdir())  # nothing half-written is visible
 
 
+@pytest.mark.parametrize("fraction", [0.3, 0.9])
+def test_truncated_kernel_details_fails_before_parsing(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path,
+                                                       fraction: float):
+    """A CSV cut mid-row would otherwise store a half-written last row (a start time cut to its first digits is
+    a valid but wrong number). Refused up front, naming the byte offset, before the trace_view is parsed."""
+    dump = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(cluster_2x6mb / "rank0_ascend_pt", dump)
+    kd = dump / OUT / "kernel_details.csv"
+    data = kd.read_bytes()
+    cut = int(len(data) * fraction)
+    while data[cut - 1 : cut] in (b"\n", b"\r"):
+        cut -= 1
+    kd.write_bytes(data[:cut])
+    tv = dump / OUT / "trace_view.json"
+    tv.write_bytes(b"[" + b"\x00" * 1000 + tv.read_bytes()[1:])  # would fail differently if parsed first
+    res = cli("ingest", dump, "--store", store, "--quiet", "--no-check")
+    assert res.code == 1, res
+    assert "kernel_details.csv" in res.err and "truncated CSV" in res.err and f"byte {cut}" in res.err, res.err
+
+
+def test_csv_cut_at_a_row_boundary_is_ingested(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path):
+    """The check only looks at the last byte: a file that ends with a whole row is complete as far as anyone
+    can tell, and is read (rows up to the cut)."""
+    dump = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(cluster_2x6mb / "rank0_ascend_pt", dump)
+    kd = dump / OUT / "kernel_details.csv"
+    lines = kd.read_bytes().split(b"\r\n")
+    kd.write_bytes(b"\r\n".join(lines[:101]) + b"\r\n")  # header + 100 rows
+    assert cli("ingest", dump, "--store", store, "--name", "r", "--quiet", "--no-check").code == 0
+    n = cli("sql", "SELECT count(*) AS n FROM kernels", "--store", store, "--format", "csv")
+    assert n.out.split()[-1] == "100", n
+
+
 # ---- re-open without re-parsing ----------------------------------------------------------------------------
 def _snapshot(store: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(store)): (p.stat().st_size, p.stat().st_mtime_ns) for p in store.rglob("*.parquet")}

@@ -37,6 +37,7 @@ from ..errors import BadTraceError
 from ._csv import CsvFile, lit
 from ._pmu import aic_metrics_group, pmu_exprs
 from .base import Unit, read_head
+from .torch_npu import check_complete
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
@@ -188,6 +189,8 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
                 files.remove(p)
     csvs = {mod: files for (mod, ext), files in groups.items() if ext == "csv" and files}
     jsons = {mod: files for (mod, ext), files in groups.items() if ext == "json" and files}
+    # a file cut off mid-write fails the run now, naming its byte offset, not after the others are parsed
+    check_complete([p for (mod, _), files in groups.items() if mod in PARSED_MODULES for p in files])
     parsed: list[str] = []
     skipped: list[str] = []  # files deliberately not read, and why
     meta: list[dict[str, Any]] = []

@@ -350,6 +350,59 @@ def _text_map(entries: list[tuple[str, str]]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# truncation: checked on the last bytes of every file before anything is parsed
+# ---------------------------------------------------------------------------------------------------------
+_WS = b" \t\r\n\x00"
+_CLOSER = {b"[": (b"]", "array"), b"{": (b"}", "object")}
+_SMALL_JSON = 1 << 20  # JSON files parsed in milliseconds anyway: their parser's own message is more precise
+
+
+def check_complete(paths: list[Path]) -> None:
+    """BadTraceError for the first file that was cut off mid-write, naming the byte offset where it stops.
+
+    A profiler killed while writing leaves a JSON file that does not close its root, or a CSV whose last row
+    has no line break (every torch_npu/msprof CSV ends each row with one). Checked on the first and last bytes
+    of each file before any parsing, so a cut multi-GB dump fails in milliseconds instead of after minutes of
+    parsing (or, for a CSV, instead of silently storing a half-written last row whose numbers are cut short).
+    Empty, gzip and non-UTF-8 files, and JSON under 1 MiB, are left to the parsers, which report those.
+    """
+    for path in paths:
+        suffix = path.suffix.lower()
+        if suffix not in (".csv", ".json"):
+            continue
+        try:
+            size = path.stat().st_size
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+                fh.seek(max(0, size - 4096))
+                tail = fh.read()
+        except OSError as e:
+            raise BadTraceError(path, f"cannot read file: {e.strerror or e}") from e
+        head = head.removeprefix(b"\xef\xbb\xbf").lstrip(_WS)
+        if not head or head[:2] == b"\x1f\x8b":
+            continue
+        if suffix == ".csv":
+            if not tail.endswith(b"\n") and (b"\n" in head or size > 4096):  # a header alone may lack it
+                raise BadTraceError(
+                    path,
+                    f"truncated CSV: the file ends at byte {size} in the middle of a row (no line break after "
+                    "the last row); the profiler was probably killed mid-write",
+                )
+            continue
+        closer = _CLOSER.get(head[:1])
+        if closer is None or size < _SMALL_JSON:
+            continue  # not JSON at all, or small: the parser says what it expected, with the char offset
+        end = tail.rstrip(_WS)
+        if not end.endswith(closer[0]):
+            last = end[-1:].decode("latin-1")
+            raise BadTraceError(
+                path,
+                f"truncated JSON: the file ends at byte {size} without the closing {closer[0].decode()!r} of its "
+                f"top-level {closer[1]} (last character {last!r}); the profiler was probably killed mid-write",
+            )
+
+
+# ---------------------------------------------------------------------------------------------------------
 # kernel_details.csv
 # ---------------------------------------------------------------------------------------------------------
 # Base (non-PMU) columns with a canonical home; every other column is a PMU metric (metrics/extra).
@@ -770,6 +823,7 @@ class TorchNpuTextParser:
     def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
         path = Path(unit.path)
         if path.is_file():
+            check_complete([path])
             res = parse_kernel_details(path, out)
             if res["aic_metrics"]:
                 write_rows(out, "run_meta", [{"key": "traceql.aic_metrics", "value": res["aic_metrics"]}])
@@ -791,6 +845,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         p = outdir / name
         return p if p.is_file() else None
 
+    check_complete([p for name in KNOWN_FILES if (p := f(name))])
     meta_rows, facts = _meta_rows(root)
     kd = f("kernel_details.csv")
     if kd:
