@@ -119,7 +119,8 @@ PRESETS: list[Device] = [
         hbm_bytes=40 * GiB,
         peak_flops=312 * TB,
         l2_bytes=40 * MiB,
-        match=r"a100.*40gb|^a100$",
+        # PG509-200 is the A100 SXM4 40 GB board's part number (HTA's sample trace: totalGlobalMem 42505273344 B)
+        match=r"a100.*40gb|^a100$|a100pg509200",
         source="NVIDIA A100 Tensor Core GPU datasheet: 40 GB HBM2 1,555 GB/s; 312 TFLOPS fp16/bf16 dense",
     ),
     Device(

@@ -14,10 +14,13 @@ out = Console(highlight=False, soft_wrap=True)
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]}
 
 
-def safe(text: str) -> str:
+_CONTROL_KEEP_NEWLINES = {k: v for k, v in _CONTROL.items() if k != 0x0A}
+
+
+def safe(text: str, newlines: bool = False) -> str:
     """Neutralise control characters (ESC sequences could retitle/recolour a terminal or write the clipboard):
     dump-derived text (file names, column names, op names) reaches these messages."""
-    return str(text).translate(_CONTROL)
+    return str(text).translate(_CONTROL_KEEP_NEWLINES if newlines else _CONTROL)
 
 
 def error(msg: str) -> None:
@@ -69,6 +72,9 @@ def print_table(columns: list[str], rows: list[tuple[Any, ...]], title: str | No
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(str(c), overflow="fold")
+    from rich.text import Text
+
     for r in rows:
-        t.add_row(*["" if v is None else str(v) for v in r])
+        # Text(), not str: dump-derived cells like "[bold]" must not be read as rich markup
+        t.add_row(*[Text("" if v is None else safe(str(v))) for v in r])
     out.print(t)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,12 +11,6 @@ from ._common import RunOpt, StoreOpt
 
 FORMATS = ("table", "json", "markdown")
 FAIL_EXIT = 3  # --fail-on threshold reached (1 = error, 2 = usage error)
-_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _safe(text: str) -> str:
-    """Dump-derived text for a terminal: no control characters (escape sequences), no rich markup."""
-    return _CTRL.sub("?", text).replace("[", "\\[")
 
 
 def findings_cmd(
@@ -69,7 +62,7 @@ def findings_cmd(
     if fmt == "json":
         text = rep.to_json() + "\n"
     elif fmt == "markdown":
-        text = _CTRL.sub("?", rep.to_markdown(include_silent=show_all))
+        text = _console.safe(rep.to_markdown(include_silent=show_all), newlines=True)
     else:
         text = None
     if text is not None:
@@ -78,14 +71,14 @@ def findings_cmd(
         else:
             sys.stdout.write(text)
     else:
-        _console.out.print(_safe(rep.verdict.get("headline", "")), style="bold")
+        _console.out.print(_console.safe(rep.verdict.get("headline", "")), style="bold", markup=False)
         rows = []
         for f in rep.findings:
             if not (f.fired or show_all):
                 continue
             sv = f.saving.get("value")
             saving = f"{sv:.3g} {f.saving.get('unit')}" if sv is not None else ""
-            rows.append((str(f.checklist_step), f.id, f.severity if f.fired else "-", saving, _safe(f.message)))
+            rows.append((str(f.checklist_step), f.id, f.severity if f.fired else "-", saving, f.message))  # print_table escapes control characters and never reads markup
         if rows:
             _console.print_table(["step", "check", "severity", "saving", "finding"], rows)
         hidden = len(rep.findings) - len(rep.fired)
