@@ -199,7 +199,8 @@ def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> Cha
     panels = []
     y_max = max([x for x in t["bw_bps"].to_pylist() if x is not None] + [peak or 0.0]) / 1e9 * 1.05 or 1.0
     rules = _peak_rules(peak)
-    for r in ranks:
+    for i, r in enumerate(ranks):
+        x_title = "time from the first kernel (ms)" if i == len(ranks) - 1 else None  # one axis title, at the bottom
         layers = []
         if steps is not None and steps.num_rows:
             s = _select(_rows(steps, "rank", r), ["rank", "step", "step_index", "start_ms", "end_ms", "dur_ms"])
@@ -209,7 +210,7 @@ def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> Cha
                     x="start_ms:Q", x2="end_ms:Q",
                     tooltip=[alt.Tooltip("step:O"), alt.Tooltip("dur_ms:Q", title="step (ms)", format=",.3f")]))
         layers.append(base.transform_filter(f"datum.rank == {int(r)}").mark_rect(color="#4c78a8").encode(
-            x=alt.X("t_ms:Q", title="time from the first kernel (ms)"), x2="t_end:Q",
+            x=alt.X("t_ms:Q", title=x_title), x2="t_end:Q",
             y=alt.Y("gbps:Q", title=f"rank {r} GB/s", scale=alt.Scale(domain=[0, y_max])),
             tooltip=tooltip))
         if rules is not None:
