@@ -142,9 +142,22 @@ def _kill_tree(ps: Any, pid: int) -> None:
             pass
 
 
+PRIORITY: list[str] = []  # set by --priority: a prefix that runs the command in its own top-priority session
+
+
+def priority_prefix(level: int) -> list[str]:
+    """Run a command in a new session (= its own scheduler autogroup) whose autogroup nice is `level`.
+
+    With sched_autogroup on (most distros), plain `nice` only ranks processes *within* one session; CPU is
+    shared between sessions first. A session of its own at autogroup nice -20 gets nearly all the CPU it asks
+    for, which approximates an idle machine on a loaded one (it starves everyone else meanwhile: use briefly).
+    Needs root (or CAP_SYS_NICE)."""
+    return ["setsid", "-w", "bash", "-c", f'echo {level} > /proc/self/autogroup && exec nice -n {level} "$@"', "--"]
+
+
 def measure(case: str, tool: str, nbytes: int, cmd: list[str], *, timeout: float, ok_rc: tuple[int, ...] = (0,),
             env: dict[str, str] | None = None, cwd: Path | None = None) -> Result:
-    m = run_measured(cmd, timeout=timeout, env=env, cwd=cwd)
+    m = run_measured([*PRIORITY, *cmd], timeout=timeout, env=env, cwd=cwd)
     r = Result(case, tool, nbytes, m["wall"], m["cpu"], m["rss"], m["rc"], m["load"])
     r.extra["out"] = m["out"][-4000:]
     if m["timed_out"]:
@@ -325,6 +338,7 @@ class Tools:
     timeout: float
     hta_max_gb: float
     skip: set[str]
+    ingest_args: list[str] = field(default_factory=list)
     results: list[Result] = field(default_factory=list)
 
     @property
@@ -353,7 +367,7 @@ class Tools:
                        ok_rc: tuple[int, ...] = (0,)) -> Result:
         shutil.rmtree(store, ignore_errors=True)
         cmd = [sys.executable, "-m", "traceql", "ingest", str(src), "--store", str(store), "--name", RUN,
-               "--quiet", "--no-check", *extra]
+               "--quiet", "--no-check", *(extra or self.ingest_args)]
         return self.add(measure(case, tool, nbytes, cmd, timeout=self.timeout, ok_rc=ok_rc, cwd=ROOT))
 
     # -- JSON loaders --------------------------------------------------------------------------------------
@@ -436,6 +450,17 @@ class Tools:
                 r.note = "ran but wrote no output"
             shutil.rmtree(copy, ignore_errors=True)
             shutil.rmtree(out, ignore_errors=True)
+
+
+def _code_version() -> str:
+    """The commit measured, plus the files that differed from it (timings depend on the working tree)."""
+    def git(*a: str) -> str:
+        r = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False)
+        return r.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = [ln[3:] for ln in git("status", "--porcelain", "--", "traceql").splitlines() if ln.strip()]
+    return head + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
 
 
 def _available_memory() -> int:
@@ -653,9 +678,15 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per measured command")
     ap.add_argument("--hta-max-gb", type=float, default=0.3, help="largest input HTA is run on (it needs ~10x RAM)")
     ap.add_argument("--skip", default="", help="comma-separated tool name substrings not to run (e.g. HTA,orjson)")
+    ap.add_argument("--ingest-args", default="", help="extra arguments for `traceql ingest` (e.g. '-j 1')")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the README)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
+    ap.add_argument("--priority", type=int, default=None, metavar="NICE",
+                    help="run each measured command in its own session at autogroup nice NICE (e.g. -20, root "
+                         "only): approximates an idle machine on a loaded one; starves other work meanwhile")
     args = ap.parse_args()
+    if args.priority is not None:
+        PRIORITY[:] = priority_prefix(args.priority)
 
     sys.path.insert(0, str(ROOT))
     cases = parse_cases(args.cases)
@@ -665,10 +696,11 @@ def main() -> None:
     if venv is not None and not (venv / "bin" / "python").exists():
         _note(f"--compare-venv {venv}: no bin/python there; comparisons other than the DuckDB floor are skipped")
         venv = None
-    tools = Tools(venv, args.timeout, args.hta_max_gb, {s for s in args.skip.split(",") if s})
+    tools = Tools(venv, args.timeout, args.hta_max_gb, {s for s in args.skip.split(",") if s}, args.ingest_args.split())
     st = State(work, args.seed, tools)
+    code = _code_version()
     _note(f"work dir {work}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; "
-          f"free disk {shutil.disk_usage(work).free / 1e9:.0f} GB")
+          f"free disk {shutil.disk_usage(work).free / 1e9:.0f} GB; traceql {code}")
     try:
         for kind, arg in cases:
             if kind == "tv":
@@ -688,7 +720,9 @@ def main() -> None:
         flat = rss_flatness(tools.results)
         if flat:
             print(("\n" if args.markdown else "") + flat)
-        print(f"\n{os.cpu_count()} CPUs; load = 1-min load average before-after each command; "
+        prio = f"; each command in its own session at autogroup nice {args.priority}" if PRIORITY else ""
+        print(f"traceql {code}")
+        print(f"\n{os.cpu_count()} CPUs; load = 1-min load average before-after each command{prio}; "
               "traceql faster = tool time / traceql time on the same case.")
         if args.json:
             args.json.write_text(json.dumps([{k: v for k, v in r.__dict__.items()} for r in tools.results], indent=1,
