@@ -117,6 +117,69 @@ def test_csv_cut_at_a_row_boundary_is_ingested(tmp_path: Path, cli, store: Path,
     assert n.out.split()[-1] == "100", n
 
 
+# ---- bounded memory: the communication files are streamed one step at a time -------------------------------
+def test_json_object_items_streams_exactly_what_json_loads_reads(monkeypatch: pytest.MonkeyPatch,
+                                                                  cluster_2x6mb: Path, tmp_path: Path):
+    from decimal import Decimal
+
+    import traceql.parsers.torch_npu as tn
+
+    monkeypatch.setattr(tn, "_READ_CHARS", 997)  # every value straddles reads; the buffer is compacted often
+    files = sorted(cluster_2x6mb.glob(f"*/{OUT}/communication*.json"))
+    assert len(files) == 4 and all(f.stat().st_size > 100_000 for f in files)
+    for f in files:
+        expected = json.loads(f.read_text(encoding="utf-8"), parse_float=Decimal)  # the independent reader
+        assert list(tn.json_object_items(f, "x", "not an object")) == list(expected.items()), f
+    odd = tmp_path / "odd.json"
+    odd.write_bytes(b'\xef\xbb\xbf { "a\\"b" : {"x": [1, 2.50, "\xc3\xa9"]} ,"c":{} }\n')
+    assert list(tn.json_object_items(odd, "x", "no")) == [('a"b', {"x": [1, Decimal("2.50"), "é"]}), ("c", {})]
+    for data, message in [(b"", "empty file"), (b"[1]", "not an object"), (b'{"a": 1 "b": 2}', "Expecting ',' delimiter at char 8"),
+                          (b'{"a": 1} x', "Extra data"), (b'{"a": "\xff"}', "not UTF-8 text (byte 0xff at offset 7)"),
+                          (b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "nested too deeply")]:
+        bad = tmp_path / "bad.json"
+        bad.write_bytes(data)
+        with pytest.raises(tn.BadTraceError, match=re.escape(message)):
+            list(tn.json_object_items(bad, "x", "not an object"))
+
+
+def test_communication_matrix_memory_does_not_grow_with_the_file(monkeypatch: pytest.MonkeyPatch, cluster_2x6mb: Path,
+                                                               tmp_path: Path):
+    """json.loads of the whole file held ~7x its size in Python objects; streamed, the peak is one step plus
+    FLUSH_ROWS rows: the same for a file 8x larger."""
+    import tracemalloc
+
+    import traceql.parsers.torch_npu as tn
+
+    class Sink:
+        rows = 0
+
+        def write(self, table: str, data: dict) -> None:
+            self.rows += len(next(iter(data.values())))
+
+    steps = json.loads((cluster_2x6mb / "rank0_ascend_pt" / OUT / "communication_matrix.json").read_text())
+    values = list(steps.values())
+    links_per_copy = sum(len(links) for kinds in values for ops in kinds.values() for links in ops.values())
+
+    def peak_for(copies: int) -> int:
+        f = tmp_path / f"matrix{copies}.json"
+        f.write_text(json.dumps({f"step{i}": v for i, v in enumerate(values * copies)}))
+        sink = Sink()
+        tn.parse_communication_matrix(f, sink)  # warm-up: one-time allocations (imports, caches)
+        tracemalloc.start()
+        try:
+            n = tn.parse_communication_matrix(f, sink)  # type: ignore[arg-type]
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert n == links_per_copy * copies
+        return peak
+
+    monkeypatch.setattr(tn, "FLUSH_ROWS", 50)
+    monkeypatch.setattr(tn, "_READ_CHARS", 8 * 1024)
+    small, big = peak_for(1), peak_for(8)
+    assert big < 1.5 * small, (small, big)  # whole-file json.loads: ~8x
+
+
 # ---- re-open without re-parsing ----------------------------------------------------------------------------
 def _snapshot(store: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(store)): (p.stat().st_size, p.stat().st_mtime_ns) for p in store.rglob("*.parquet")}

@@ -128,6 +128,114 @@ def read_json(path: Path, expected: str) -> Any:
         ) from None
 
 
+_READ_CHARS = 4 << 20  # text decoded per read while streaming a JSON object's entries
+_NEED_MORE = ("Unterminated string", "Expecting value", "Expecting ',' delimiter", "Expecting ':' delimiter",
+              "Expecting property name")
+
+
+def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tuple[str, Any]]:
+    """The top-level entries (key, value) of a JSON object file, one at a time, in file order.
+
+    Each value is parsed with the C decoder (exact Decimals, as read_json), but only one entry is in memory
+    at a time plus a read buffer: a 68 MB communication_matrix.json took 510 MB as one json.loads. Errors
+    are those of read_json (invalid JSON with the char offset, not UTF-8 with the byte offset, too deep);
+    a root that is not an object is `not_object`. A key repeated at the top level is read twice (json.loads
+    would keep only the last).
+    """
+    import codecs
+
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator
+    except OSError as e:
+        raise BadTraceError(path, f"cannot read file: {e.strerror or e}") from e
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    parse = json.JSONDecoder(parse_float=Decimal).raw_decode
+    scan = json.decoder.scanstring  # type: ignore[attr-defined]
+    buf, pos, base, nbytes, eof = "", 0, 0, 0, False  # base: chars dropped before buf[0]
+
+    def fill(grow: bool = False) -> bool:
+        """Read more text; grow=True (a value did not fit) doubles the buffer, so a huge value costs O(n)."""
+        nonlocal buf, pos, base, nbytes, eof
+        if eof:
+            return False
+        raw = fh.read(max(_READ_CHARS, len(buf) - pos) if grow else _READ_CHARS)
+        try:
+            text = decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as e:
+            at = nbytes + e.start - (len(e.object) - len(raw))  # e.object: bytes held back + this read
+            raise BadTraceError(
+                path, f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {at}); expected {expected}"
+            ) from None
+        nbytes += len(raw)
+        eof = not raw
+        if pos > _READ_CHARS:  # drop what was consumed
+            base += pos
+            buf, pos = buf[pos:], 0
+        buf += text
+        return True
+
+    def skip_ws() -> str:
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(buf):
+                return buf[pos]
+            if not fill():
+                return ""
+
+    def invalid(msg: str, at: int) -> BadTraceError:
+        return BadTraceError(path, f"invalid JSON ({msg} at char {base + at}); expected {expected}")
+
+    def value(decode: Any) -> tuple[Any, int]:
+        """decode(buf, pos), reading more while the value runs past the buffer (fill() may move pos)."""
+        while True:
+            try:
+                return decode(buf, pos)
+            except json.JSONDecodeError as e:
+                near_end = e.pos >= len(buf) - 4096 or e.msg.startswith("Unterminated string")
+                if not (near_end and e.msg.startswith(_NEED_MORE)) or not fill(grow=True):
+                    raise invalid(e.msg, e.pos) from None
+            except RecursionError:
+                raise BadTraceError(path, f"JSON nested too deeply to be a profiler file; expected {expected}") from None
+
+    try:
+        first = skip_ws()
+        if first == "":
+            raise BadTraceError(path, f"empty file; expected {expected}")
+        if first != "{":
+            if first == "[":
+                raise BadTraceError(path, not_object)
+            if path.stat().st_size <= _READ_CHARS:
+                read_json(path, expected)  # small: the same message as before for whatever it is
+            raise invalid("Expecting value", pos)
+        pos += 1
+        sep = skip_ws()
+        while sep != "}":
+            if sep != '"':
+                raise invalid("Expecting property name enclosed in double quotes" if sep else "unexpected end of file", pos)
+            key, pos = value(lambda b, i: scan(b, i + 1))
+            if skip_ws() != ":":
+                raise invalid("Expecting ':' delimiter", pos)
+            pos += 1
+            skip_ws()
+            item, pos = value(parse)
+            yield key, item
+            sep = skip_ws()
+            if sep == ",":
+                pos += 1
+                if skip_ws() != '"':
+                    raise invalid("Expecting property name enclosed in double quotes", pos)
+                sep = '"'
+            elif sep != "}":
+                raise invalid("Expecting ',' delimiter" if sep else "unexpected end of file", pos)
+        pos += 1
+        if skip_ws() != "":
+            raise invalid("Extra data", pos)
+    finally:
+        fh.close()
+
+
 def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     keys: dict[str, None] = {}
     for r in rows:
@@ -531,13 +639,16 @@ def parse_step_trace(path: Path, windows: dict[int, tuple[int, int]]) -> list[di
     return rows
 
 
+FLUSH_ROWS = 64 * 1024  # rows kept before a write to the store while streaming the communication files
+
+
 def parse_communication(path: Path, out: RankWriter, source: str = "communication.json") -> tuple[int, int]:
-    data = read_json(path, "communication.json: {step: {p2p|collective: {op@group: {...}}}}")
-    if not isinstance(data, dict):
-        raise BadTraceError(path, "expected a JSON object keyed by step (e.g. 'step50')")
+    steps = json_object_items(path, "communication.json: {step: {p2p|collective: {op@group: {...}}}}",
+                              "expected a JSON object keyed by step (e.g. 'step50')")
     ops: list[dict[str, Any]] = []
     bws: list[dict[str, Any]] = []
-    for step_key, kinds in data.items():
+    n_ops = n_bws = 0
+    for step_key, kinds in steps:
         if not isinstance(kinds, dict):
             raise BadTraceError(path, f"step {step_key!r}: expected an object with 'p2p'/'collective'")
         step = step_number(step_key)
@@ -549,17 +660,20 @@ def parse_communication(path: Path, out: RankWriter, source: str = "communicatio
                 if op_row:
                     ops.append(op_row)
                 bws.extend(bw_rows)
-    return write_rows(out, "comm_ops", ops), write_rows(out, "comm_bandwidth", bws)
+        if len(ops) + len(bws) >= FLUSH_ROWS:
+            n_ops, n_bws = n_ops + write_rows(out, "comm_ops", ops), n_bws + write_rows(out, "comm_bandwidth", bws)
+            ops, bws = [], []
+    return n_ops + write_rows(out, "comm_ops", ops), n_bws + write_rows(out, "comm_bandwidth", bws)
 
 
 def parse_communication_matrix(path: Path, out: RankWriter) -> int:
-    data = read_json(
-        path, "communication_matrix.json: {step: {p2p|collective: {op@group: {'src-dst': {...}}}}}"
+    steps = json_object_items(
+        path, "communication_matrix.json: {step: {p2p|collective: {op@group: {'src-dst': {...}}}}}",
+        "expected a JSON object keyed by step (e.g. 'step50')",
     )
-    if not isinstance(data, dict):
-        raise BadTraceError(path, "expected a JSON object keyed by step (e.g. 'step50')")
     rows: list[dict[str, Any]] = []
-    for step_key, kinds in data.items():
+    n = 0
+    for step_key, kinds in steps:
         if not isinstance(kinds, dict):
             raise BadTraceError(path, f"step {step_key!r}: expected an object with 'p2p'/'collective'")
         for _kind, entries in kinds.items():
@@ -567,7 +681,10 @@ def parse_communication_matrix(path: Path, out: RankWriter) -> int:
                 raise BadTraceError(path, f"step {step_key!r}: expected an object of ops")
             for op_key, links in entries.items():
                 rows.extend(matrix_rows(op_key, links, path=path, step=step_number(step_key)))
-    return write_rows(out, "comm_matrix", rows)
+        if len(rows) >= FLUSH_ROWS:
+            n += write_rows(out, "comm_matrix", rows)
+            rows = []
+    return n + write_rows(out, "comm_matrix", rows)
 
 
 def _mb(csv: CsvFile, col: str) -> str:
