@@ -242,6 +242,14 @@ class MapExpr(str):
         return "[" + ", ".join(str(i) for i in range(len(self.values))) + "]::INTEGER[]"
 
 
+def text_map_of(entries: list[tuple[str, str]]) -> str:
+    """MAP(VARCHAR,VARCHAR) from (key, SQL expression) pairs, NULL values dropped. Valid SQL anywhere; built
+    in Arrow when it reaches CsvFile.select()."""
+    if not entries:
+        return "NULL::MAP(VARCHAR, VARCHAR)"
+    return MapExpr([k for k, _ in entries], [f"CAST(({e}) AS VARCHAR)" for _, e in entries])
+
+
 def _build_maps(batch: Any, maps: dict[str, MapExpr]) -> Any:
     """Replace each list column of `maps` in `batch` by a MapArray of its non-null (key, value) pairs.
 

@@ -164,11 +164,10 @@ class Col:
 
 
 def text_map(entries: list[tuple[str, str]]) -> str:
-    """MAP(VARCHAR,VARCHAR) of (key, SQL expr) pairs, nulls dropped (DuckDB)."""
-    if not entries:
-        return "NULL::MAP(VARCHAR, VARCHAR)"
-    items = ", ".join(f"{{'k': {lit(k)}, 'v': CAST({e} AS VARCHAR)}}" for k, e in entries)
-    return f"map_from_entries(list_filter([{items}], lambda e: e.v IS NOT NULL))"
+    """MAP(VARCHAR,VARCHAR) of (key, SQL expr) pairs, nulls dropped (DuckDB): the CSV parsers' helper."""
+    from ._csv import text_map_of
+
+    return str(text_map_of(entries))
 
 
 def na(expr: str) -> str:

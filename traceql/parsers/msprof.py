@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
-from ._csv import CsvFile, lit
+from ._csv import CsvFile, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from .base import Unit, read_head
 from .torch_npu import check_complete
@@ -298,12 +298,6 @@ def _write(out: RankWriter, table: str, csv: CsvFile, exprs: Any, where: str | N
     return n
 
 
-def _text_map(entries: list[tuple[str, str]]) -> str:
-    """MAP(VARCHAR,VARCHAR) from (key, SQL expression) pairs, NULL values dropped."""
-    if not entries:
-        return "NULL::MAP(VARCHAR, VARCHAR)"
-    items = ", ".join(f"{{'k': {lit(k)}, 'v': ({e})::VARCHAR}}" for k, e in entries)
-    return f"map_from_entries(list_filter([{items}], lambda e: e.v IS NOT NULL))"
 
 
 def _kb(csv: CsvFile, base: str) -> str:
@@ -378,7 +372,7 @@ def _kernel_exprs(csv: CsvFile, device: int | None) -> dict[str, str]:
     # are not numbers (N/A is dropped: it means "not measured")
     extra = [(col, csv.txt(col)) for col in csv.header if col not in _KERNEL_BASE and col not in consumed]
     extra += [(col, f"CASE WHEN {csv.num(col)} IS NULL THEN {csv.txt(col)} END") for col in consumed]
-    exprs["extra"] = _text_map(extra)
+    exprs["extra"] = text_map_of(extra)
     return exprs
 
 
@@ -578,7 +572,7 @@ def _npu_module_mem_exprs(csv: CsvFile) -> dict[str, str]:
         "device": csv.txt("Device", "Device Type"),
         "ts_ns": csv.us_ns("Timestamp(us)"),
         "reserved_bytes": reserved,
-        "extra": _text_map(extra),
+        "extra": text_map_of(extra),
     }
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
-from ._csv import CsvFile
+from ._csv import CsvFile, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from ._units import dec_to_ns, to_float
 from .base import Unit, read_head
@@ -447,14 +447,6 @@ def write_select(out: RankWriter, table: str, csv: CsvFile, exprs: dict[str, str
     return n
 
 
-def _text_map(entries: list[tuple[str, str]]) -> str:
-    """MAP(VARCHAR,VARCHAR) from (key, SQL expr) pairs, dropping NULL values."""
-    if not entries:
-        return "NULL::MAP(VARCHAR, VARCHAR)"
-    items = ", ".join(
-        f"{{'k': '{k.replace(chr(39), chr(39) * 2)}', 'v': ({e})::VARCHAR}}" for k, e in entries
-    )
-    return f"map_from_entries(list_filter([{items}], lambda e: e.v IS NOT NULL))"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -745,7 +737,7 @@ def parse_npu_module_mem(path: Path, out: RankWriter) -> int:
         "device": csv.txt("Device", "Device Type"),
         "ts_ns": csv.us_ns("Timestamp(us)"),
         "reserved_bytes": reserved,
-        "extra": _text_map(
+        "extra": text_map_of(
             ([(col, f"CASE WHEN {raw} < 0 THEN {csv.txt(col)} END")] if col else [])
             + ([("Device_id", csv.txt("Device_id"))] if csv.has("Device_id") else [])
         ),
