@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,13 +87,12 @@ def exact(value: object, scale: int) -> int | None:
     Same result as dec_to_ns for every input: the fast paths only skip its str() round trip, which made the
     communication(_matrix).json parse ~3x slower (a 17 MB matrix file is ~430k values).
     """
-    kind = type(value)
-    if kind is Decimal:
-        if not value.is_finite():  # type: ignore[attr-defined]
+    if type(value) is Decimal:
+        if not value.is_finite():
             return None
-        v = int((value * scale).to_integral_value())  # type: ignore[operator]
-    elif kind is int:
-        v = value * scale  # type: ignore[operator]
+        v = int((value * scale).to_integral_value())
+    elif type(value) is int:
+        v = value * scale
     else:
         return dec_to_ns(value, scale)
     return v if abs(v) < 2**63 else None
@@ -191,7 +190,8 @@ def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tu
         """decode(buf, pos), reading more while the value runs past the buffer (fill() may move pos)."""
         while True:
             try:
-                return decode(buf, pos)
+                got: tuple[Any, int] = decode(buf, pos)
+                return got
             except json.JSONDecodeError as e:
                 near_end = e.pos >= len(buf) - 4096 or e.msg.startswith("Unterminated string")
                 if not (near_end and e.msg.startswith(_NEED_MORE)) or not fill(grow=True):
@@ -988,7 +988,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
             ],
         )
 
-    simple = [
+    simple: list[tuple[str, Callable[[Path, RankWriter], Any]]] = [
         ("communication.json", parse_communication),
         ("communication_matrix.json", parse_communication_matrix),
         ("memory_record.csv", parse_memory_record),
