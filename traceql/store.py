@@ -131,15 +131,18 @@ def sort_parquet_by_time(path: Path) -> None:
     Parsers stream events in file order (grouped by track, not by time). DuckDB's sort spills to disk under
     its memory limit, so this stays bounded for GB-sized ranks; it reads the compressed Parquet, not the dump.
     """
+    import tempfile
+
     import duckdb
 
     tmp = path.with_suffix(".sorted.tmp")
+    # a private spill dir per call: ranks of one table sort in parallel worker processes
+    spill = Path(tempfile.mkdtemp(prefix=".sort-", dir=path.parent))
     con = duckdb.connect(":memory:")
     try:
-        # a low limit: the sort spills to disk rather than lifting the worker's RSS (ingest targets <= 1 GB)
-        con.execute("SET memory_limit='256MB'")
+        con.execute("SET memory_limit='256MB'")  # spill rather than lift the worker's RSS (ingest target <= 1 GB)
         con.execute("SET preserve_insertion_order=false")
-        con.execute(f"SET temp_directory='{str(path.parent).replace(chr(39), chr(39) * 2)}/.sort_tmp'")
+        con.execute(f"SET temp_directory='{str(spill).replace(chr(39), chr(39) * 2)}'")
         src = str(path).replace("'", "''")
         dst = str(tmp).replace("'", "''")
         con.execute(
@@ -148,8 +151,8 @@ def sort_parquet_by_time(path: Path) -> None:
         )
     finally:
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
     os.replace(tmp, path)
-    shutil.rmtree(path.parent / ".sort_tmp", ignore_errors=True)
 
 
 class Store:
