@@ -177,6 +177,19 @@ class CsvFile:
             raise BadTraceError(self.path, f"malformed CSV: {str(e).strip().splitlines()[0]}") from e
 
 
+class TaskCsv(CsvFile):
+    """A per-task CSV (kernel_details / op_summary), optionally LEFT JOINed to l2_cache.csv hit rates that the
+    caller registered as the temp table `__l2hit(s, t, h)` keyed by (stream id, task id)."""
+
+    join_l2 = False
+
+    def from_clause(self) -> str:
+        base = super().from_clause()
+        if not self.join_l2:
+            return base
+        return f"{base} LEFT JOIN __l2hit ON __l2hit.s = {self.int_('Stream ID')} AND __l2hit.t = {self.int_('Task ID')}"
+
+
 def _prefetch(reader: Any, depth: int = 2) -> Iterator[Any]:
     """Pull batches from `reader` in a background thread, so DuckDB parses the next batches while the caller
     converts and writes this one (pyarrow's Parquet writer and DuckDB both release the GIL). Bounded queue:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
-from ._csv import CsvFile, text_map_of
+from ._csv import CsvFile, TaskCsv, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from .base import Unit, read_head
 from .torch_npu import check_complete
@@ -321,16 +321,7 @@ def _device_expr(csv: CsvFile, device: int | None) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # op_summary -> kernels
 # ---------------------------------------------------------------------------------------------------------
-class _OpSummaryCsv(CsvFile):
-    """op_summary, optionally LEFT JOINed to l2_cache hit rates registered as temp table `__l2hit(s, t, h)`."""
-
-    join_l2 = False
-
-    def from_clause(self) -> str:
-        base = super().from_clause()
-        if not self.join_l2:
-            return base
-        return f"{base} LEFT JOIN __l2hit ON __l2hit.s = {self.int_('Stream ID')} AND __l2hit.t = {self.int_('Task ID')}"
+_OpSummaryCsv = TaskCsv  # optionally joined to l2_cache.csv hit rates (see _csv.TaskCsv)
 
 
 def _require_any(csv: CsvFile, *alternatives: tuple[str, ...]) -> None:

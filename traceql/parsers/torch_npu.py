@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
-from ._csv import CsvFile, text_map_of
+from ._csv import CsvFile, TaskCsv, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from ._units import dec_to_ns, to_float
 from .base import Unit, read_head
@@ -515,16 +515,7 @@ _KERNEL_BASE = {
 KERNEL_REQUIRED = ("Name", "Start Time(us)", "Duration(us)")
 
 
-class _KernelCsv(CsvFile):
-    """kernel_details.csv, optionally LEFT JOINed to the per-task hit rates of l2_cache.csv (table `__l2hit`)."""
-
-    join_l2 = False
-
-    def from_clause(self) -> str:
-        base = super().from_clause()
-        if not self.join_l2:
-            return base
-        return f"{base} LEFT JOIN __l2hit ON __l2hit.s = {self.int_('Stream ID')} AND __l2hit.t = {self.int_('Task ID')}"
+_KernelCsv = TaskCsv  # optionally joined to l2_cache.csv hit rates (see _csv.TaskCsv)
 
 
 def _kernel_exprs(csv: CsvFile) -> dict[str, str]:
