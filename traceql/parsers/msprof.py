@@ -37,7 +37,7 @@ from ..errors import BadTraceError
 from ._csv import CsvFile, TaskCsv, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from .base import Unit, read_head
-from .torch_npu import check_complete
+from .torch_npu import api_statistic_exprs, check_complete, op_statistic_exprs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
@@ -230,8 +230,8 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
         warnings.extend(res.get("warnings") or [])
 
     simple = [
-        ("op_statistic", _op_statistic_exprs, "op_stats"),
-        ("api_statistic", _api_statistic_exprs, "op_stats"),
+        ("op_statistic", op_statistic_exprs, "op_stats"),
+        ("api_statistic", api_statistic_exprs, "op_stats"),
         ("communication_statistic", _comm_statistic_exprs, "op_stats"),
         ("memory_record", _memory_record_exprs, "memory"),
         ("operator_memory", _operator_memory_exprs, "memory"),
@@ -469,44 +469,11 @@ def _task_time_stats_exprs(csv: CsvFile) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------------
 # aggregates
 # ---------------------------------------------------------------------------------------------------------
-def _op_statistic_exprs(csv: CsvFile) -> dict[str, str]:
-    csv.require("OP Type", "Count")
-    return {
-        "source": "'op_statistic'",
-        "name": csv.txt("OP Type"),
-        "core_type": csv.txt("Core Type"),
-        "count": csv.int_("Count"),
-        "total_ns": csv.us_ns("Total Time(us)"),
-        "min_ns": csv.us_ns("Min Time(us)"),
-        "avg_ns": csv.us_ns("Avg Time(us)"),
-        "max_ns": csv.us_ns("Max Time(us)"),
-        "ratio": csv.ratio_pct("Ratio(%)"),
-        "extra": csv.text_map(["Device_id", "Model Name"]),
-    }
-
-
 def _comm_statistic_exprs(csv: CsvFile) -> dict[str, str]:
-    exprs = _op_statistic_exprs(csv)
+    exprs = op_statistic_exprs(csv)
     exprs["source"] = "'communication_statistic'"
     exprs["extra"] = csv.text_map(["Device_id"])
     return exprs
-
-
-def _api_statistic_exprs(csv: CsvFile) -> dict[str, str]:
-    csv.require("API Name", "Count")
-    return {
-        "source": "'api_statistic'",
-        "name": csv.txt("API Name"),
-        "core_type": csv.txt("Level"),
-        "count": csv.int_("Count"),
-        "total_ns": csv.us_ns("Time(us)"),
-        "min_ns": csv.us_ns("Min(us)"),
-        "avg_ns": csv.us_ns("Avg(us)"),
-        "max_ns": csv.us_ns("Max(us)"),
-        "extra": csv.text_map(
-            ["Device_id", "Variance"]
-        ),  # Device_id is `host` for host rows; Variance in µs²
-    }
 
 
 # ---------------------------------------------------------------------------------------------------------

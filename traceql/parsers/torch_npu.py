@@ -749,10 +749,10 @@ def parse_l2_cache(path: Path, out: RankWriter) -> int:
     return write_select(out, "l2_cache", csv, exprs)
 
 
-def parse_op_statistic(path: Path, out: RankWriter) -> int:
-    csv = CsvFile(path)
+def op_statistic_exprs(csv: CsvFile) -> dict[str, str]:
+    """op_statistic.csv (torch_npu) / op_statistic_*.csv (msprof, adds Model Name) -> op_stats."""
     csv.require("OP Type", "Count")
-    exprs = {
+    return {
         "source": "'op_statistic'",
         "name": csv.txt("OP Type"),
         "core_type": csv.txt("Core Type"),
@@ -764,13 +764,12 @@ def parse_op_statistic(path: Path, out: RankWriter) -> int:
         "ratio": csv.ratio_pct("Ratio(%)"),
         "extra": csv.text_map(["Device_id", "Model Name"]),
     }
-    return write_select(out, "op_stats", csv, exprs)
 
 
-def parse_api_statistic(path: Path, out: RankWriter) -> int:
-    csv = CsvFile(path)
+def api_statistic_exprs(csv: CsvFile) -> dict[str, str]:
+    """api_statistic.csv (torch_npu and msprof; msprof writes `host` in Device_id for host rows) -> op_stats."""
     csv.require("API Name", "Count")
-    exprs = {
+    return {
         "source": "'api_statistic'",
         "name": csv.txt("API Name"),
         "core_type": csv.txt("Level"),
@@ -782,7 +781,16 @@ def parse_api_statistic(path: Path, out: RankWriter) -> int:
         # Variance is in µs² (kept verbatim)
         "extra": csv.text_map(["Variance", "Device_id"]),
     }
-    return write_select(out, "op_stats", csv, exprs)
+
+
+def parse_op_statistic(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    return write_select(out, "op_stats", csv, op_statistic_exprs(csv))
+
+
+def parse_api_statistic(path: Path, out: RankWriter) -> int:
+    csv = CsvFile(path)
+    return write_select(out, "op_stats", csv, api_statistic_exprs(csv))
 
 
 def parse_operator_details(path: Path, out: RankWriter) -> int:
