@@ -131,7 +131,8 @@ WITH k0 AS MATERIALIZED (
            ts_ns, greatest(coalesce(dur_ns, 0), 0) AS dur_ns, ts_ns + greatest(coalesce(dur_ns, 0), 0) AS end_ns,
            hbm_read_bytes AS pmu_read, hbm_write_bytes AS pmu_write,
            input_shapes, input_dtypes, input_formats, output_shapes, output_dtypes, output_formats,
-           flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id
+           flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id,
+           mac_ratio, block_dim
     FROM kernels WHERE ts_ns IS NOT NULL
 ), sig AS (
     -- modeled bytes, relationally (unnest + aggregates: lambdas over nested lists cost ~100 us per kernel),
@@ -314,21 +315,30 @@ SELECT *, sum(CASE WHEN sat THEN dur_ns ELSE 0 END)
           AS sat_before_ns
 FROM (SELECT *, coalesce(n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps, false) AS sat FROM _bw_segments());
 
--- Each communication op split in two parts:
+-- Each communication op split in two parts (no parameters: stored at ingest by traceql.derive via _timeline_base):
 --   peer wait [ts_ns, wait_end_ns): from this rank's start until the last member of the collective started
---     (empty when this rank started last, for p2p, or when the match is not trusted); peer_sat_frac is the
---     share of that interval the late member (last_rank) spent in saturated compute;
+--     (empty when this rank started last, for p2p, or when the match is not trusted);
 --   rest [wait_end_ns, end_ns): transit_frac of it moves data: the profiler's transit time / the rest's length
 --     (capped at 1), or 1 when the dump has no transit split (communication kernels only).
--- Implementation of _comm_parts. With with_segments = true it also returns the saturated-segment rows
--- (part = 'seg') so _timeline expands the bandwidth sweep once instead of twice.
-CREATE OR REPLACE MACRO _comm_split(sat_threshold, peak_hbm_bps, with_segments) AS TABLE
-WITH ss AS MATERIALIZED (
-    SELECT * FROM _sat_segments(sat_threshold, peak_hbm_bps)
-), ce AS MATERIALIZED (
+CREATE OR REPLACE MACRO _comm_parts_base() AS TABLE
+WITH ce AS (
     SELECT *, CASE WHEN NOT is_p2p AND types_agree AND n_ranks > 1 AND last_rank <> rank AND last_arrival_ns > ts_ns
                    THEN least(last_arrival_ns, end_ns) ELSE ts_ns END AS wait_end_ns
     FROM _comm_events()
+)
+SELECT *, 'comm' AS part,
+       CASE WHEN end_ns > wait_end_ns
+            THEN CASE WHEN transit_ns IS NULL THEN 1.0 ELSE least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
+            ELSE 0 END AS transit_frac
+FROM ce;
+
+-- The parts with peer_sat_frac: the share of the peer-wait interval the late member (last_rank) spent in
+-- saturated compute (two ASOF look-ups into its saturated-time prefix sums).
+CREATE OR REPLACE MACRO _comm_parts(sat_threshold, peak_hbm_bps) AS TABLE
+WITH ss AS MATERIALIZED (
+    SELECT run_id, rank, seg_start, seg_end, sat, sat_before_ns FROM _sat_segments(sat_threshold, peak_hbm_bps)
+), ce AS MATERIALIZED (
+    SELECT * FROM _comm_parts_base()
 ), q AS (
     SELECT ce.*,
            coalesce(pa.sat_before_ns, 0) + CASE WHEN pa.sat THEN least(ce.ts_ns, pa.seg_end) - pa.seg_start ELSE 0 END AS sat_a,
@@ -336,55 +346,72 @@ WITH ss AS MATERIALIZED (
     FROM ce
     ASOF LEFT JOIN ss pa ON pa.run_id = ce.run_id AND pa.rank = ce.last_rank AND ce.ts_ns >= pa.seg_start
     ASOF LEFT JOIN ss pb ON pb.run_id = ce.run_id AND pb.rank = ce.last_rank AND ce.wait_end_ns >= pb.seg_start
-), parts AS (
-    SELECT * EXCLUDE (sat_a, sat_b), 'comm' AS part,
-           CASE WHEN wait_end_ns > ts_ns THEN least(greatest((coalesce(sat_b, 0) - coalesce(sat_a, 0)) / (wait_end_ns - ts_ns), 0), 1)
-                ELSE 0 END AS peer_sat_frac,
-           CASE WHEN end_ns > wait_end_ns
-                THEN CASE WHEN transit_ns IS NULL THEN 1.0 ELSE least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
-                ELSE 0 END AS transit_frac
-    FROM q
 )
-SELECT * FROM parts
-UNION ALL BY NAME
-SELECT run_id, rank, step, 'seg' AS part, seg_start, seg_end, dur_ns, n_comp, bw_bps, sat, window_source, win_start, win_end
-FROM ss WHERE with_segments;
+SELECT * EXCLUDE (sat_a, sat_b),
+       CASE WHEN wait_end_ns > ts_ns THEN least(greatest((coalesce(sat_b, 0) - coalesce(sat_a, 0)) / (wait_end_ns - ts_ns), 0), 1)
+            ELSE 0 END AS peer_sat_frac
+FROM q;
 
-CREATE OR REPLACE MACRO _comm_parts(sat_threshold, peak_hbm_bps) AS TABLE
-SELECT * FROM _comm_split(sat_threshold, peak_hbm_bps, false);
-
--- The full per-rank timeline inside the step windows, cut wherever anything changes: compute state and
--- bandwidth (from _bw_segments) plus the communication parts running (n_comm), how many are in peer wait
--- (n_peer_wait), and the sums of their peer_sat_frac and transit_frac. Segments tile every step window.
-CREATE OR REPLACE MACRO _timeline(sat_threshold, peak_hbm_bps) AS TABLE
-WITH sc AS MATERIALIZED (
-    SELECT * FROM _comm_split(sat_threshold, peak_hbm_bps, true)
-), ss AS (
-    SELECT * FROM sc WHERE part = 'seg'
-), cp AS (
-    SELECT * FROM sc WHERE part = 'comm'
+-- The full per-rank timeline inside the step windows without parameters (stored at ingest): cut wherever
+-- anything changes: compute state and bandwidth (from _bw_segments) plus the communication parts running
+-- (n_comm), how many are in peer wait (n_peer_wait) and the mean transit_frac of those running
+-- (transit_share). first_busy / last_busy: the step's first start and last end of anything running (compute or
+-- communication). Segments tile every step window.
+CREATE OR REPLACE MACRO _timeline_base() AS TABLE
+WITH ss AS MATERIALIZED (
+    SELECT * FROM _bw_segments()
+), cp AS MATERIALIZED (
+    SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac FROM _comm_parts_base()
 ), ev AS (
-    SELECT run_id, rank, ts_ns AS t, 1 AS dm, 1 AS dpw, peer_sat_frac AS dpsf, 0.0 AS dtf FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, -1, -1, -peer_sat_frac, 0.0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 1, 0, 0.0, transit_frac FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, end_ns, -1, 0, 0.0, -transit_frac FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, seg_start, 0, 0, 0.0, 0.0 FROM ss
-    UNION ALL SELECT run_id, rank, seg_end, 0, 0, 0.0, 0.0 FROM ss
+    SELECT run_id, rank, ts_ns AS t, 1 AS dm, 1 AS dpw, 0.0 AS dtf FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, -1, -1, 0.0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 1, 0, transit_frac FROM cp WHERE end_ns > wait_end_ns
+    UNION ALL SELECT run_id, rank, end_ns, -1, 0, -transit_frac FROM cp WHERE end_ns > wait_end_ns
+    UNION ALL SELECT run_id, rank, seg_start, 0, 0, 0.0 FROM ss
+    UNION ALL SELECT run_id, rank, seg_end, 0, 0, 0.0 FROM ss
 ), pts AS (
-    SELECT run_id, rank, t, sum(dm) AS dm, sum(dpw) AS dpw, sum(dpsf) AS dpsf, sum(dtf) AS dtf
+    SELECT run_id, rank, t, sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf
     FROM ev GROUP BY run_id, rank, t
 ), seg AS (
     SELECT run_id, rank, t AS t0, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS t1,
-           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dpsf) OVER c AS peer_sat_sum,
-           sum(dtf) OVER c AS transit_sum
+           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum
     FROM pts
     WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
+), tl AS (
+    SELECT seg.run_id, seg.rank, ss.step, ss.window_source, ss.win_start, ss.win_end, seg.t0, seg.t1,
+           seg.t1 - seg.t0 AS dur_ns, ss.n_comp, ss.bw_bps,
+           seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait,
+           CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
+    FROM seg
+    ASOF JOIN ss ON seg.run_id = ss.run_id AND seg.rank = ss.rank AND seg.t0 >= ss.seg_start
+    WHERE seg.t1 IS NOT NULL AND seg.t1 > seg.t0 AND seg.t0 < ss.seg_end
 )
-SELECT seg.run_id, seg.rank, ss.step, ss.window_source, ss.win_start, ss.win_end, seg.t0, seg.t1,
-       seg.t1 - seg.t0 AS dur_ns, ss.n_comp, ss.bw_bps, ss.sat,
-       seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait,
-       CASE WHEN seg.n_comm > 0 THEN seg.peer_sat_sum / seg.n_comm ELSE 0 END AS peer_hbm_share,
-       CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
-FROM seg
-ASOF JOIN ss ON seg.run_id = ss.run_id AND seg.rank = ss.rank AND seg.t0 >= ss.seg_start
-WHERE seg.t1 IS NOT NULL AND seg.t1 > seg.t0 AND seg.t0 < ss.seg_end;
+SELECT *,
+       min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,
+       max(t1) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS last_busy
+FROM tl
+WINDOW w AS (PARTITION BY run_id, rank, step);
+
+-- _timeline_base with the parameter-dependent parts: sat (compute running at >= sat_threshold x peak) and
+-- peer_hbm_share (the mean, over the communication parts running, of peer_sat_frac for those in peer wait).
+-- The peer-wait parts' peer_sat_frac are summed by a sweep over the parts alone (their edges are segment edges
+-- of the base), then looked up per segment.
+CREATE OR REPLACE MACRO _timeline(sat_threshold, peak_hbm_bps) AS TABLE
+WITH cp AS (
+    SELECT run_id, rank, ts_ns, wait_end_ns, peer_sat_frac FROM _comm_parts(sat_threshold, peak_hbm_bps)
+    WHERE wait_end_ns > ts_ns
+), ev AS (
+    SELECT run_id, rank, ts_ns AS t, peer_sat_frac AS d FROM cp
+    UNION ALL SELECT run_id, rank, wait_end_ns, -peer_sat_frac FROM cp
+), ps AS (
+    SELECT run_id, rank, t,
+           sum(sum(d)) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS peer_sat_sum
+    FROM ev GROUP BY run_id, rank, t
+)
+SELECT tb.run_id, tb.rank, tb.step, tb.window_source, tb.win_start, tb.win_end, tb.t0, tb.t1, tb.dur_ns,
+       tb.n_comp, tb.bw_bps, coalesce(tb.n_comp > 0 AND tb.bw_bps >= sat_threshold * peak_hbm_bps, false) AS sat,
+       tb.n_comm, tb.n_peer_wait,
+       CASE WHEN tb.n_comm > 0 THEN coalesce(ps.peer_sat_sum, 0) / tb.n_comm ELSE 0 END AS peer_hbm_share,
+       tb.transit_share, tb.first_busy, tb.last_busy
+FROM _timeline_base() tb
+ASOF LEFT JOIN ps ON ps.run_id = tb.run_id AND ps.rank = tb.rank AND tb.t0 >= ps.t;

@@ -25,32 +25,42 @@
 -- (elements(output) x batch(B))) (roofline.sql); convolutions have no modeled FLOPs (null) unless the dump
 -- measured them. Utilisations are over the calls that have the numerator.
 WITH kb AS MATERIALIZED (
-    SELECT *, string_split(coalesce(input_shapes, ''), ';') AS ins, string_split(coalesce(output_shapes, ''), ';')[1] AS out1
-    FROM _kernel_bytes() WHERE NOT is_comm
-), kx AS (
     -- block dim counts AI cores on Ascend only (a CUDA grid size is not a core count)
-    SELECT kb.*, k.mac_ratio,
-           CASE WHEN upper(kb.task_type) IN ('AI_CORE', 'AI_VECTOR_CORE', 'MIX_AIC', 'MIX_AIV') THEN k.block_dim END AS bd
-    FROM kb
-    JOIN (SELECT row_number() OVER () AS kid, mac_ratio, block_dim FROM kernels WHERE ts_ns IS NOT NULL) k USING (kid)
-), f AS (
-    SELECT *,
-           CASE WHEN flops IS NOT NULL THEN flops
-                WHEN regexp_matches(lower(coalesce(op_type, '')), '^(batch)?matmul|gemm|^bmm|^linear')
+    SELECT run_id, name, op_type, coalesce(nullif(op_type, 'N/A'), name) AS op, input_shapes, input_dtypes,
+           output_shapes, dur_ns, hbm_bytes, flops, mac_ratio,
+           CASE WHEN upper(task_type) IN ('AI_CORE', 'AI_VECTOR_CORE', 'MIX_AIC', 'MIX_AIV') THEN block_dim END AS bd
+    FROM _kernel_bytes() WHERE NOT is_comm
+), sig AS (
+    -- modeled FLOPs once per distinct (op type, shapes): shapes repeat every step
+    SELECT op_type, input_shapes, output_shapes,
+           string_split(coalesce(input_shapes, ''), ';') AS ins, string_split(coalesce(output_shapes, ''), ';')[1] AS out1
+    FROM (SELECT DISTINCT op_type, input_shapes, output_shapes FROM kb WHERE flops IS NULL)
+), sigf AS (
+    SELECT op_type, input_shapes, output_shapes,
+           CASE WHEN regexp_matches(lower(coalesce(op_type, '')), '^(batch)?matmul|gemm|^bmm|^linear')
                      AND len(ins) >= 2 AND _shape_elems(ins[1]) > 0 AND _shape_elems(ins[2]) > 0 AND _shape_elems(out1) > 0
                 THEN 2 * _shape_elems(out1) * sqrt(_shape_elems(ins[1]) * _shape_elems(ins[2])
                      / (_shape_elems(out1) * coalesce(nullif(list_reduce(list_transform(
                            string_split(trim(ins[2], ' "[]()'), ',')[1:-3], lambda d: TRY_CAST(trim(d) AS DOUBLE)),
                            lambda a, b: a * b, 1::DOUBLE), 0), 1)))
-           END AS fl
-    FROM kx
+           END AS mfl
+    FROM sig
+), cube AS (
+    SELECT op, regexp_matches(op, $cube_regex) AS is_cube FROM (SELECT DISTINCT op FROM kb)
+), f AS (
+    SELECT kb.*, coalesce(kb.flops, s.mfl) AS fl, c.is_cube
+    FROM kb
+    JOIN cube c USING (op)
+    LEFT JOIN sigf s ON kb.flops IS NULL AND s.op_type IS NOT DISTINCT FROM kb.op_type
+         AND s.input_shapes IS NOT DISTINCT FROM kb.input_shapes AND s.output_shapes IS NOT DISTINCT FROM kb.output_shapes
 ), tot AS (
     SELECT run_id, sum(dur_ns) AS compute_ns,
-           max(bd) FILTER (WHERE regexp_matches(coalesce(nullif(op_type, 'N/A'), name), $cube_regex)) AS max_bd
+           max(bd) FILTER (WHERE is_cube) AS max_bd
     FROM f GROUP BY run_id
 ), g AS (
-    SELECT f.run_id, f.name, coalesce(nullif(f.op_type, 'N/A'), f.name) AS op_type,
-           arg_max(f.input_shapes, f.dur_ns) AS input_shapes, arg_max(f.input_dtypes, f.dur_ns) AS input_dtypes,
+    SELECT f.run_id, f.name, f.op AS op_type,
+           arg_max(f.input_shapes, (f.dur_ns, f.input_shapes, f.input_dtypes)) AS input_shapes,
+           arg_max(f.input_dtypes, (f.dur_ns, f.input_shapes, f.input_dtypes)) AS input_dtypes,  -- one call's shapes and dtypes
            count(*) AS calls, sum(f.dur_ns)::BIGINT AS dur_ns,
            sum(f.dur_ns) / nullif(any_value(t.compute_ns), 0) AS share_of_compute,
            sum(f.fl) AS flops,
@@ -60,8 +70,8 @@ WITH kb AS MATERIALIZED (
            sum(f.mac_ratio * f.dur_ns) / nullif(sum(f.dur_ns) FILTER (WHERE f.mac_ratio IS NOT NULL), 0) AS mac_ratio,
            avg(f.bd) AS block_dim, any_value(t.max_bd)::BIGINT AS max_block_dim
     FROM f JOIN tot t USING (run_id)
-    WHERE regexp_matches(coalesce(nullif(f.op_type, 'N/A'), f.name), $cube_regex)
-    GROUP BY f.run_id, f.name, coalesce(nullif(f.op_type, 'N/A'), f.name)
+    WHERE f.is_cube
+    GROUP BY f.run_id, f.name, f.op
 )
 SELECT *, block_dim / nullif(max_block_dim, 0) AS block_dim_ratio
 FROM g

@@ -25,14 +25,23 @@
 -- Definitions: fp32 tensors are those whose dtype is FLOAT/float32/fp32 (also DT_FLOAT, torch.float32, single);
 -- one dtype applies to every tensor when the dump gives one. HBM bytes halve when those tensors move in 16 bits;
 -- a bandwidth-bound operator's time scales with its bytes. Communication kernels are left out.
-WITH kb AS MATERIALIZED (
-    SELECT run_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op_type, dur_ns, hbm_bytes,
+WITH g AS (
+    -- kernels grouped by op and tensor signature first: shapes repeat every step, so the per-tensor list work
+    -- below runs once per distinct signature instead of once per kernel
+    SELECT run_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op_type, input_shapes, input_dtypes,
+           output_shapes, output_dtypes,
+           count(*) AS calls, sum(dur_ns) AS dur, sum(hbm_bytes) AS bytes,
+           sum(dur_ns) FILTER (WHERE hbm_bytes IS NOT NULL) AS bytes_dur
+    FROM _kernel_bytes() WHERE NOT is_comm
+    GROUP BY ALL
+), kb AS (
+    SELECT *,
            list_transform(string_split(coalesce(input_shapes, ''), ';'), lambda s, i: {'s': s,
                'd': string_split(coalesce(input_dtypes, ''), ';')[CASE WHEN len(string_split(coalesce(input_dtypes, ''), ';')) = 1 THEN 1 ELSE i END]})
            || list_transform(string_split(coalesce(output_shapes, ''), ';'), lambda s, i: {'s': s,
                'd': string_split(coalesce(output_dtypes, ''), ';')[CASE WHEN len(string_split(coalesce(output_dtypes, ''), ';')) = 1 THEN 1 ELSE i END]})
                AS tensors
-    FROM _kernel_bytes() WHERE NOT is_comm
+    FROM g
 ), tb AS (
     SELECT *,
            list_sum(list_transform(tensors, lambda t: coalesce(_shape_elems(t.s) * _dtype_bytes(t.d), 0))) AS tbytes,
@@ -41,9 +50,8 @@ WITH kb AS MATERIALIZED (
                THEN coalesce(_shape_elems(t.s) * _dtype_bytes(t.d), 0) ELSE 0 END)) AS fbytes
     FROM kb
 ), ops AS (
-    SELECT run_id, name, op_type, count(*) AS calls, sum(dur_ns) AS dur, sum(hbm_bytes) AS bytes,
-           sum(dur_ns) FILTER (WHERE hbm_bytes IS NOT NULL) AS bytes_dur,
-           sum(tbytes) AS tbytes, sum(fbytes) AS fbytes
+    SELECT run_id, name, op_type, sum(calls) AS calls, sum(dur) AS dur, sum(bytes) AS bytes,
+           sum(bytes_dur) AS bytes_dur, sum(calls * tbytes) AS tbytes, sum(calls * fbytes) AS fbytes
     FROM tb GROUP BY run_id, name, op_type
 ), c AS (
     SELECT *,

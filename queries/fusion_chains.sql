@@ -38,12 +38,20 @@ WITH kb AS MATERIALIZED (
            trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
            trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d
     FROM _kernel_bytes() WHERE NOT is_comm
+), sig AS (
+    -- inputs as (shape, dtype) pairs; one dtype applies to every input when the dump gives one. Once per
+    -- distinct input signature (shapes repeat every step), joined back to the kernels
+    SELECT in_s, in_d, list_transform(in_s, lambda s, i: {'s': trim(s),
+                 'd': trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])}) AS inputs
+    FROM (SELECT DISTINCT in_s, in_d FROM kb)
+), osig AS (
+    SELECT out_s, out_d, _shape_elems(out_s) * _dtype_bytes(out_d) AS out_bytes
+    FROM (SELECT DISTINCT out_s, out_d FROM kb)
 ), ins AS (
-    -- inputs as (shape, dtype) pairs; one dtype applies to every input when the dump gives one
-    SELECT *, list_transform(in_s, lambda s, i: {'s': trim(s),
-                 'd': trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])}) AS inputs,
-           _shape_elems(out_s) * _dtype_bytes(out_d) AS out_bytes
+    SELECT kb.*, sig.inputs, osig.out_bytes
     FROM kb
+    JOIN sig ON sig.in_s = kb.in_s AND sig.in_d = kb.in_d
+    JOIN osig ON osig.out_s IS NOT DISTINCT FROM kb.out_s AND osig.out_d IS NOT DISTINCT FROM kb.out_d
 ), seq AS (
     SELECT *,
            lag(op) OVER w AS a_op, lag(end_ns) OVER w AS a_end, lag(out_s) OVER w AS a_out_s, lag(out_d) OVER w AS a_out_d,
@@ -62,23 +70,32 @@ WITH kb AS MATERIALIZED (
     FROM seq
 ), linked AS (
     SELECT *,
-           lag(is_link) OVER w AS a_linked,
+           lag(is_link) OVER w AS a_linked, lead(is_link) OVER w AS b_linked,
            sum(CASE WHEN is_link THEN 0 ELSE 1 END) OVER (w ROWS UNBOUNDED PRECEDING) AS chain_no
     FROM links
     WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
+), lk AS (
+    -- bytes a link saves: the producer's output it no longer writes + the inputs it no longer reads; once per
+    -- distinct (input signature, producer outputs) pair, joined back to the links
+    SELECT DISTINCT in_s, in_d, a_out_s, a_out_d, coalesce(a_linked, false) AS al, a2_out_s, a2_out_d
+    FROM linked WHERE is_link
+), lks AS (
+    SELECT lk.*, coalesce(list_sum(list_transform(sig.inputs, lambda t:
+               CASE WHEN (t.s = lk.a_out_s AND t.d = lk.a_out_d) OR (lk.al AND t.s = lk.a2_out_s AND t.d = lk.a2_out_d)
+                    THEN _shape_elems(t.s) * _dtype_bytes(t.d) ELSE 0 END)), 0) AS in_saved
+    FROM lk JOIN sig ON sig.in_s = lk.in_s AND sig.in_d = lk.in_d
 ), per_kernel AS (
-    SELECT *,
-           CASE WHEN is_link THEN coalesce(a_out_bytes, 0) + coalesce(list_sum(list_transform(inputs, lambda t:
-                    CASE WHEN (t.s = a_out_s AND t.d = a_out_d)
-                              OR (coalesce(a_linked, false) AND t.s = a2_out_s AND t.d = a2_out_d)
-                         THEN _shape_elems(t.s) * _dtype_bytes(t.d) ELSE 0 END)), 0)
-                ELSE 0 END AS link_saved
-    FROM linked
+    SELECT l.*, CASE WHEN l.is_link THEN coalesce(l.a_out_bytes, 0) + lks.in_saved ELSE 0 END AS link_saved
+    FROM linked l
+    LEFT JOIN lks ON l.is_link AND lks.in_s = l.in_s AND lks.in_d = l.in_d AND lks.a_out_s IS NOT DISTINCT FROM l.a_out_s
+         AND lks.a_out_d IS NOT DISTINCT FROM l.a_out_d AND lks.al = coalesce(l.a_linked, false)
+         AND lks.a2_out_s IS NOT DISTINCT FROM l.a2_out_s AND lks.a2_out_d IS NOT DISTINCT FROM l.a2_out_d
+    WHERE l.is_link OR coalesce(l.b_linked, false)  -- members of chains of 2 or more kernels only
 ), chains AS (
     SELECT run_id, rank, stream_id, chain_no,
            string_agg(op, ' -> ' ORDER BY ts_ns, kid) AS pattern,
            string_agg(name, ' -> ' ORDER BY ts_ns, kid) AS names,
-           arg_min(out_s, ts_ns) AS first_out,
+           arg_min(out_s, (ts_ns, kid)) AS first_out,
            count(*) AS n, sum(dur_ns) AS dur, sum(dur_ns) FILTER (WHERE is_link) AS cdur,
            sum(hbm_bytes) AS bytes, sum(hbm_bytes) FILTER (WHERE is_link) AS cbytes,
            sum(link_saved) AS saved,
@@ -97,7 +114,7 @@ WITH kb AS MATERIALIZED (
            sum(dur)::BIGINT AS dur_ns, sum(cdur)::BIGINT AS consumer_dur_ns, round(sum(bytes))::BIGINT AS chain_hbm_bytes,
            round(sum(saved))::BIGINT AS saved_bytes, round(sum(saved_t))::BIGINT AS saved_ns,
            CASE WHEN min(src_min) = max(src_max) THEN min(src_min) WHEN max(src_max) IS NOT NULL THEN 'mixed' END AS hbm_bytes_source,
-           arg_min(names, t0) AS example_names, arg_min(first_out, t0) AS example_shape
+           arg_min(names, (t0, rank, stream_id)) AS example_names, arg_min(first_out, (t0, rank, stream_id)) AS example_shape
     FROM chains_t
     GROUP BY GROUPING SETS ((run_id), (run_id, pattern))
 ), r AS (

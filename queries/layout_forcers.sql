@@ -66,7 +66,7 @@ WITH kb AS MATERIALIZED (
            count(*) AS calls, sum(c.dur_ns)::BIGINT AS dur_ns, round(sum(c.hbm_bytes))::BIGINT AS hbm_bytes,
            sum(c.dur_ns) / nullif(any_value(t.compute_ns), 0) AS share_of_compute,
            min(c.name) AS example_name,
-           arg_max(c.input_shapes || ' -> ' || c.output_shapes, c.dur_ns) AS example_shapes
+           arg_max(c.input_shapes || ' -> ' || c.output_shapes, (c.dur_ns, c.ts_ns)) AS example_shapes  -- ties: the later call
     FROM conv2 c JOIN tot t USING (run_id)
     GROUP BY ALL
 )

@@ -36,8 +36,8 @@ SELECT t.run_id, coalesce(t.op_type, t.name) AS op_type, t.input_formats AS src_
        CASE WHEN min(t.hbm_bytes_source) = max(t.hbm_bytes_source) THEN min(t.hbm_bytes_source)
             WHEN count(t.hbm_bytes_source) > 0 THEN 'mixed' END AS hbm_bytes_source,
        min(t.name) AS example_name,
-       arg_max(t.input_shapes, t.dur_ns) AS example_input_shape,
-       arg_max(t.output_shapes, t.dur_ns) AS example_output_shape
+       arg_max(t.input_shapes, (t.dur_ns, t.input_shapes, t.output_shapes)) AS example_input_shape,
+       arg_max(t.output_shapes, (t.dur_ns, t.input_shapes, t.output_shapes)) AS example_output_shape
 FROM t JOIN tot USING (run_id)
 GROUP BY t.run_id, coalesce(t.op_type, t.name), t.input_formats, t.output_formats, t.input_dtypes, t.output_dtypes
 ORDER BY dur_ns DESC, op_type, src_format, dst_format

@@ -27,7 +27,7 @@ WITH k AS MATERIALIZED (
 SELECT k.run_id, k.op_type, k.task_type, k.op_state, count(*) AS calls, sum(k.dur_ns)::BIGINT AS dur_ns,
        max(k.dur_ns)::BIGINT AS max_dur_ns, sum(k.dur_ns) / nullif(any_value(t.compute_ns), 0) AS share_of_compute,
        any_value(t.with_state)::BIGINT AS ops_with_state, any_value(t.static_ops)::BIGINT AS static_ops,
-       arg_max(k.input_dtypes, k.dur_ns) AS input_dtypes, min(k.name) AS example_name
+       arg_max(k.input_dtypes, (k.dur_ns, k.input_dtypes)) AS input_dtypes, min(k.name) AS example_name
 FROM k JOIN tot t USING (run_id)
 GROUP BY k.run_id, k.op_type, k.task_type, k.op_state
 ORDER BY dur_ns DESC, op_type, task_type, op_state

@@ -68,7 +68,7 @@ WITH kb AS MATERIALIZED (
            count(*) AS bursts, sum(n)::BIGINT AS reads, sum(n - 1)::BIGINT AS extra_reads,
            round(sum(extra))::BIGINT AS extra_bytes, sum(dur)::BIGINT AS readers_dur_ns,
            round(sum(bytes))::BIGINT AS readers_hbm_bytes, round(sum(extra_t))::BIGINT AS extra_ns,
-           arg_min(names, t0) AS example_names
+           arg_min(names, (t0, names)) AS example_names
     FROM bt
     GROUP BY GROUPING SETS ((run_id), (run_id, shape, dtype, readers))
 ), r AS (

@@ -49,12 +49,9 @@
 --   from a truly communication-bound one (time spent moving data or waiting with HBM not saturated).
 -- * Scaling: compute_fraction = compute / wall (1.0 = no communication or idle exposed); with a baseline run,
 --   scaling_vs_baseline = baseline mean step time / this run's mean step time (the article's 0.58).
-WITH tl AS MATERIALIZED (
-    SELECT *,
-           min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,
-           max(t1) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS last_busy
-    FROM _timeline($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
-    WINDOW w AS (PARTITION BY run_id, rank, step)
+WITH tl AS (
+    -- first_busy / last_busy: the step's first and last instant with compute or communication running
+    SELECT * FROM _timeline($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
 ), parts AS (
     SELECT run_id, rank, step, dur_ns,
            CASE WHEN n_comp > 0 AND sat THEN dur_ns ELSE 0 END AS c_sat,

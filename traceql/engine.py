@@ -7,10 +7,11 @@ break out of a string literal.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import schema
+from . import derive, schema
 from .errors import StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,8 +55,8 @@ def _present_columns(files: list[str]) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _runs_view(store: Store) -> str:
-    runs = store.runs()
+def _runs_view(store: Store, only: set[str] | None = None) -> str:
+    runs = {r: i for r, i in store.runs().items() if only is None or r in only}
     rows = []
     for run_id, info in sorted(runs.items()):
         rows.append(
@@ -70,6 +71,7 @@ def _runs_view(store: Store) -> str:
                     str(int(info.get("ranks_count", len(info.get("ranks", []))))),
                     _sql_str(str(info.get("ingested_at", ""))),
                     _sql_str(json.dumps(info.get("rows", {}), sort_keys=True)),
+                    "true" if derive.stored_for(info) else "false",
                 ]
             )
             + ")"
@@ -80,12 +82,22 @@ def _runs_view(store: Store) -> str:
     return f"CREATE OR REPLACE VIEW runs AS {_empty_select('runs')}"
 
 
-def _view(store: Store, table: str, relative: bool, present: set[str] | None = None) -> str:
-    runs = store.runs()
-    if relative:
-        files: list[str] = [f"runs/{r}/{rel}" for r, info in sorted(runs.items()) for rel in info.get("files", {}).get(table, [])]
-    else:
-        files = [str(p) for p in store.table_files(table)]
+def _derived_view(store: Store, table: str, relative: bool, only: set[str] | None = None) -> str | None:
+    """View over the stored derived table (traceql.derive) of every run whose copy is current; None if none."""
+    files = [
+        f"runs/{r}/{rel}" if relative else str(store.root / "runs" / r / rel)
+        for r, info in sorted(store.runs().items()) if derive.stored_for(info) and (only is None or r in only)
+        for rel in info.get("files", {}).get(table, [])
+    ]
+    if not files:
+        return None
+    return f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({_sql_path_list(files)}, union_by_name=true)"
+
+
+def _view(store: Store, table: str, relative: bool, present: set[str] | None = None, only: set[str] | None = None) -> str:
+    runs = {r: i for r, i in store.runs().items() if only is None or r in only}
+    root = "runs" if relative else str(store.root / "runs")
+    files = [f"{root}/{r}/{rel}" for r, info in sorted(runs.items()) for rel in info.get("files", {}).get(table, [])]
     return f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files, present)}"
 
 
@@ -93,12 +105,17 @@ def views_sql(store: Store, relative: bool = False) -> str:
     """SQL that recreates the views in the stock duckdb shell. With relative=True, run it from the store dir."""
     lines = ["-- traceql views: cd into the store directory, then `duckdb -c '.read views.sql'` or `.read views.sql`"]
     lines += [_view(store, t, relative) + ";" for t in schema.TABLE_NAMES]
+    lines += [v + ";" for t in derive.DERIVED_TABLES if (v := _derived_view(store, t, relative))]
     lines.append(_runs_view(store) + ";")
     return "\n".join(lines) + "\n"
 
 
-def connect(store: Any = None, read_only: bool = True, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with the store's views. Nothing is re-parsed: views read the Parquet."""
+def connect(store: Any = None, read_only: bool = True, threads: int | None = None,
+            runs: Iterable[str | None] | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the store's views. Nothing is re-parsed: views read the Parquet.
+
+    runs: only these runs are visible (views list only their files, so a store of hundreds of runs opens as
+    fast as one; None entries are ignored); default every run."""
     import duckdb
 
     from .store import Store
@@ -106,6 +123,11 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
     st = store if isinstance(store, Store) else Store(store)
     if not st.exists():
         raise StoreError(f"no traceql store at {st.root} (run `traceql ingest PATH` first, or pass --store)")
+    only = None if runs is None else {r for r in runs if r}
+    if only is not None:
+        unknown = sorted(only - set(st.runs()))
+        if unknown:
+            st.run(unknown[0])  # StoreError naming the known runs
     con = duckdb.connect(":memory:")
     try:
         # DuckDB turns an ASOF join whose other side is estimated tiny (step windows) into a nested loop: at
@@ -117,12 +139,16 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
         con.execute(f"SET threads={int(threads)}")
     for table in schema.TABLE_NAMES:
         try:
-            con.execute(_view(st, table, relative=False))
+            con.execute(_view(st, table, relative=False, only=only))
         except duckdb.BinderException:
             # files written by an older schema lack a column: read their footers once, fill it with NULLs
-            present = _present_columns([str(p) for p in st.table_files(table)])
-            con.execute(_view(st, table, relative=False, present=present))
+            present = _present_columns([str(p) for p in st.table_files(table, only)])
+            con.execute(_view(st, table, relative=False, present=present, only=only))
         except duckdb.IOException as e:
             raise StoreError(f"store {st.root} is damaged: {str(e).splitlines()[0]}") from e
-    con.execute(_runs_view(st))
+    for table in derive.DERIVED_TABLES:
+        v = _derived_view(st, table, relative=False, only=only)
+        if v:
+            con.execute(v)
+    con.execute(_runs_view(st, only))
     return con

@@ -1216,9 +1216,9 @@ def evaluate(store: Any, run_id: str | None = None, *, device: str | None = None
     from . import engine, queries
 
     rules_data = load_rules(rules)
-    con = engine.connect(store)
+    rid = _resolve_run(store, run_id)
+    con = engine.connect(store, runs=[rid, baseline])
     try:
-        rid = _resolve_run(store, run_id)
         base_ns = queries.baseline_step_ns(store, baseline, con=con) if baseline else None
         ctx = _Ctx(con, store, rid, device, peaks, baseline, base_ns, rules_data)
         ctx.prefetch(workers if workers is not None else min(4, os.cpu_count() or 1))
@@ -1252,10 +1252,10 @@ def _resolve_run(store: Any, run_id: str | None) -> str:
     if run_id:
         st.run(run_id)
         return run_id
-    runs = st.runs()
-    if not runs:
+    latest = st.latest_run()
+    if latest is None:
         raise StoreError(f"no runs in store {st.root} (run `traceql ingest PATH` first, or pass --store)")
-    return str(max(runs.items(), key=lambda kv: (str(kv[1].get("ingested_at", "")), kv[0]))[0])
+    return latest
 
 
 # ---- markdown ------------------------------------------------------------------------------------------------

@@ -257,7 +257,9 @@ def _duck_error(e: Exception) -> str:
 _CREATE_MACRO = re.compile(r"^((?:\s*--[^\n]*\n)*\s*)CREATE\s+OR\s+REPLACE\s+MACRO", re.I)
 
 
-def _load_helpers(cur: duckdb.DuckDBPyConnection) -> None:
+def _load_helpers(cur: duckdb.DuckDBPyConnection, stored: bool = False) -> None:
+    """Create the helper macros on `cur`. stored: the (scoped) run's derived tables are stored and current,
+    so the macros that compute them read them instead (traceql.derive)."""
     import duckdb
 
     for text in helper_sql():
@@ -266,13 +268,27 @@ def _load_helpers(cur: duckdb.DuckDBPyConnection) -> None:
             # helpers are session-local here so they never change the caller's database
             q = _CREATE_MACRO.sub(r"\1CREATE OR REPLACE TEMP MACRO", q, count=1)
             cur.execute(q)
+    if stored:
+        from . import derive
+
+        for q in derive.use_stored_sql():
+            cur.execute(q)
+
+
+def _stored_derived(cur: duckdb.DuckDBPyConnection) -> bool:
+    """Whether every run the (scoped) runs view shows has current stored derived tables."""
+    row = cur.execute("SELECT count(*) > 0 AND bool_and(derived) FROM runs").fetchone()
+    return bool(row and row[0])
 
 
 def _scope_views(cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None) -> None:
     row = cur.execute("SELECT current_database()").fetchone()
     db = row[0] if row else "memory"
     base = '"' + str(db).replace('"', '""') + '".main'
-    for table in [*schema.TABLE_NAMES, "runs"]:
+    from . import derive
+
+    have = {r[0] for r in cur.execute("SELECT view_name FROM duckdb_views() WHERE NOT temporary").fetchall()}
+    for table in [*schema.TABLE_NAMES, *(t for t in derive.DERIVED_TABLES if t in have), "runs"]:
         cond = f"run_id = {_sql_str(run_id)}"
         if rank is not None and table != "runs":
             cond += f" AND rank = {int(rank)}"
@@ -342,8 +358,14 @@ def run(
     own = con is None
     if own:
         from . import engine
+        from .store import Store
 
-        con = engine.connect(store)
+        st = store if isinstance(store, Store) else Store(store)
+        # views over this run's files only (a store of many runs opens as fast as a store of one); an unknown
+        # run is reported by _pick_run below, with the known ones
+        runs = st.runs() if st.exists() else {}
+        want = run_id if run_id in runs else st.latest_run() if run_id is None and runs else None
+        con = engine.connect(st, runs=[want] if want else None)
     assert con is not None
     cur = con.cursor()
     try:
@@ -354,7 +376,7 @@ def run(
         else:
             choice = devices.resolve(device=device, detected=detected_device_names(cur), overrides=dict(peaks or {}))
         bound = bind_params(spec, params, fill=choice.peaks)
-        _load_helpers(cur)
+        _load_helpers(cur, stored=_stored_derived(cur))
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))
         except duckdb.Error as e:

@@ -263,6 +263,7 @@ RUNS_COLUMNS = [
     _c("ranks", "INTEGER", "number of ranks"),
     _c("ingested_at", "VARCHAR", "ingest time, ISO 8601 UTC"),
     _c("rows", "VARCHAR", "JSON: rows stored per table"),
+    _c("derived", "BOOLEAN", "the run's derived tables (kernel_bytes, step_windows, bw_segments, comm_events) are stored and current"),
 ]
 
 TABLE_NAMES = list(TABLES)

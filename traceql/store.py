@@ -196,9 +196,18 @@ class Store:
             raise StoreError(f"no run {run_id!r} in store {self.root} (runs: {known})")
         return runs[run_id]
 
-    def table_files(self, table: str) -> list[Path]:
+    def latest_run(self) -> str | None:
+        """The most recently ingested run (ties: the larger name), or None for an empty store."""
+        runs = self.runs()
+        if not runs:
+            return None
+        return str(max(runs.items(), key=lambda kv: (str(kv[1].get("ingested_at", "")), kv[0]))[0])
+
+    def table_files(self, table: str, only: set[str] | None = None) -> list[Path]:
         out: list[Path] = []
         for run_id, info in sorted(self.runs().items()):
+            if only is not None and run_id not in only:
+                continue
             for rel in info.get("files", {}).get(table, []):
                 out.append(self.root / "runs" / run_id / rel)
         return out
