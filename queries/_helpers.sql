@@ -90,6 +90,13 @@ CREATE OR REPLACE MACRO _is_comm(is_comm, task_type, name) AS (
     coalesce(is_comm, upper(task_type) = 'HCCL' OR name ILIKE 'hcom%' OR name ILIKE '%nccl%', false)
 );
 
+-- A host-to-device copy running on the device (memcpy task/kernel named H2D/HtoD, or Ascend's MEMCPY_ASYNC).
+CREATE OR REPLACE MACRO _is_h2d_copy(is_comm, task_type, name) AS (
+    NOT _is_comm(is_comm, task_type, name)
+    AND (task_type ILIKE '%memcpy%' OR name ILIKE 'memcpy%' OR name = 'MEMCPY_ASYNC')
+    AND (name ILIKE '%htod%' OR name ILIKE '%h2d%' OR name ILIKE '%host to device%' OR name = 'MEMCPY_ASYNC')
+);
+
 -- Device HBM read/write bandwidth per rank as a step function: one row per constant window.
 CREATE OR REPLACE MACRO _hbm_windows() AS TABLE
 WITH s AS (
@@ -226,13 +233,15 @@ SELECT run_id, rank, step, win_start,
 FROM u;
 
 -- The device bandwidth timeline per rank, cut into constant pieces inside the step windows: one row per piece
--- with the number of compute kernels (n_comp) and of all kernels (n_kernels) running, the device HBM
+-- with the number of compute kernels (n_comp; host-to-device copies count, n_copy of them are such copies) and
+-- of all kernels (n_kernels) running, the device HBM
 -- bandwidth (bw_bps: every running kernel's bytes / duration, communication kernels included) and where the
 -- rank's bytes came from (rank_source: pmu | sampled | modeled | mixed).
 -- A sweep: +/- events at kernel starts/ends, running sums in time order; window edges are extra cut points.
 CREATE OR REPLACE MACRO _bw_segments() AS TABLE
 WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source
+    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source,
+           _is_h2d_copy(is_comm, task_type, name)::INTEGER AS cp
     FROM _kernel_bytes() WHERE dur_ns > 0
 ), src AS (
     -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed
@@ -243,23 +252,24 @@ WITH kb AS MATERIALIZED (
 ), win AS MATERIALIZED (
     SELECT * FROM _step_windows()
 ), ev AS (
-    SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw FROM kb
-    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw FROM kb
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0 FROM win
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0 FROM win
+    SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp FROM kb
+    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp FROM kb
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0 FROM win
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0 FROM win
 ), pts AS (
-    SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw FROM ev GROUP BY run_id, rank, t
+    SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp FROM ev GROUP BY run_id, rank, t
 ), seg AS (
     SELECT run_id, rank, t AS seg_start,
            lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
            sum(dc) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_comp,
            sum(dk) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_kernels,
+           sum(dp) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_copy,
            sum(dbw) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS bw_sum
     FROM pts
 )
 SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
        seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
-       seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels,
+       seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels, seg.n_copy::BIGINT AS n_copy,
        CASE WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
        src.rank_source
 FROM seg
@@ -379,7 +389,7 @@ WITH ss AS MATERIALIZED (
     WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
 ), tl AS (
     SELECT seg.run_id, seg.rank, ss.step, ss.window_source, ss.win_start, ss.win_end, seg.t0, seg.t1,
-           seg.t1 - seg.t0 AS dur_ns, ss.n_comp, ss.bw_bps,
+           seg.t1 - seg.t0 AS dur_ns, ss.n_comp, ss.n_copy, ss.bw_bps,
            seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait,
            CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
     FROM seg

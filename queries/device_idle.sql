@@ -28,88 +28,96 @@
 -- column: copy_exposed_ns BIGINT       -- copy kernels running while no compute kernel runs, ns
 --
 -- Definitions: device activity = compute kernels, host->device copy kernels (task type memcpy with HtoD in the
--- name) and communication ops (_helpers.sql _comm_events); the timeline is cut at every start and end of
--- those, of the classified host events and of the step windows (a sweep, nested events counted once). Idle time
+-- name, _helpers.sql _is_h2d_copy) and communication ops (_comm_events), as cut into the step timeline by
+-- _timeline_base (stored at ingest); idle segments and step windows are then cut at every start and end of the
+-- classified host events (a second, small sweep; nested events counted once). Idle time
 -- is split in one order: loading first, then copy, then sync, then other. Host events are matched by name with
 -- the three regexes (params); host and device share one clock in the dumps traceql reads.
-WITH win AS MATERIALIZED (
+WITH tl AS MATERIALIZED (
+    -- the stored step timeline (_helpers.sql _timeline_base): compute (copies apart), copies, communication
+    SELECT run_id, rank, step, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np,
+           n_comp = 0 AND n_comm = 0 AS idle,
+           CASE WHEN n_comp > 0 OR n_comm > 0 THEN NULL
+                WHEN first_busy IS NULL OR t1 <= first_busy THEN 'preparing'
+                WHEN t0 >= last_busy THEN 'tail' ELSE 'free' END AS kind
+    FROM _timeline_base()
+), idle_segs AS MATERIALIZED (
+    SELECT run_id, rank, step, t0, t1, kind FROM tl WHERE idle
+), win AS MATERIALIZED (
     SELECT * FROM _step_windows()
-), k AS (
-    SELECT run_id, rank, ts_ns AS s, ts_ns + dur_ns AS e,
-           NOT _is_comm(is_comm, task_type, name)
-               AND (task_type ILIKE '%memcpy%' OR name ILIKE 'memcpy%' OR name = 'MEMCPY_ASYNC')
-               AND (name ILIKE '%htod%' OR name ILIKE '%h2d%' OR name ILIKE '%host to device%' OR name = 'MEMCPY_ASYNC') AS is_copy,
-           _is_comm(is_comm, task_type, name) AS is_comm
-    FROM kernels WHERE ts_ns IS NOT NULL AND dur_ns > 0
-), h AS (
-    SELECT run_id, rank, ts_ns AS s, ts_ns + dur_ns AS e,
-           regexp_matches(name, $loading_regex) AS l, regexp_matches(name, $copy_regex) AS c,
+), names AS (
+    -- host-op classes once per distinct name
+    SELECT name, regexp_matches(name, $loading_regex) AS l, regexp_matches(name, $copy_regex) AS c,
            regexp_matches(name, $sync_regex) AS y
-    FROM host_ops
-    WHERE ts_ns IS NOT NULL AND dur_ns > 0
-      AND (regexp_matches(name, $loading_regex) OR regexp_matches(name, $copy_regex) OR regexp_matches(name, $sync_regex))
+    FROM (SELECT DISTINCT name FROM host_ops WHERE ts_ns IS NOT NULL AND dur_ns > 0)
+), h AS (
+    SELECT o.run_id, o.rank, o.ts_ns AS s, o.ts_ns + o.dur_ns AS e, n.l, n.c, n.y
+    FROM host_ops o JOIN names n ON n.name = o.name
+    WHERE o.ts_ns IS NOT NULL AND o.dur_ns > 0 AND (n.l OR n.c OR n.y)
 ), ev AS (
-    SELECT run_id, rank, s AS t, 1 AS dc, 0 AS dp, 0 AS dm, 0 AS dl, 0 AS dh, 0 AS dy FROM k WHERE NOT is_comm AND NOT is_copy
-    UNION ALL SELECT run_id, rank, e, -1, 0, 0, 0, 0, 0 FROM k WHERE NOT is_comm AND NOT is_copy
-    UNION ALL SELECT run_id, rank, s, 0, 1, 0, 0, 0, 0 FROM k WHERE is_copy
-    UNION ALL SELECT run_id, rank, e, 0, -1, 0, 0, 0, 0 FROM k WHERE is_copy
-    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 1, 0, 0, 0 FROM _comm_events() WHERE dur_ns > 0
-    UNION ALL SELECT run_id, rank, end_ns, 0, 0, -1, 0, 0, 0 FROM _comm_events() WHERE dur_ns > 0
-    UNION ALL SELECT run_id, rank, s, 0, 0, 0, l::INTEGER, c::INTEGER, y::INTEGER FROM h
-    UNION ALL SELECT run_id, rank, e, 0, 0, 0, -l::INTEGER, -c::INTEGER, -y::INTEGER FROM h
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0 FROM win
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0 FROM win
+    -- a sweep over the classified host ops, cut at idle-segment and window edges (small: no kernels)
+    SELECT run_id, rank, s AS t, l::INTEGER AS dl, c::INTEGER AS dh, y::INTEGER AS dy FROM h
+    UNION ALL SELECT run_id, rank, e, -l::INTEGER, -c::INTEGER, -y::INTEGER FROM h
+    UNION ALL SELECT run_id, rank, t0, 0, 0, 0 FROM idle_segs
+    UNION ALL SELECT run_id, rank, t1, 0, 0, 0 FROM idle_segs
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0 FROM win
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0 FROM win
 ), pts AS (
-    SELECT run_id, rank, t, sum(dc) AS dc, sum(dp) AS dp, sum(dm) AS dm, sum(dl) AS dl, sum(dh) AS dh, sum(dy) AS dy
-    FROM ev GROUP BY run_id, rank, t
-), seg AS (
-    SELECT run_id, rank, t AS t0, lead(t) OVER w AS t1,
-           sum(dc) OVER c AS nc, sum(dp) OVER c AS np, sum(dm) OVER c AS nm,
+    SELECT run_id, rank, t, sum(dl) AS dl, sum(dh) AS dh, sum(dy) AS dy FROM ev GROUP BY run_id, rank, t
+), pc AS (
+    SELECT run_id, rank, t AS p0, lead(t) OVER w AS p1,
            sum(dl) OVER c AS nl, sum(dh) OVER c AS nh, sum(dy) OVER c AS ny
     FROM pts
     WINDOW w AS (PARTITION BY run_id, rank ORDER BY t),
            c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
-), sw AS (
-    SELECT seg.*, win.step, seg.t1 - seg.t0 AS d,
-           seg.nc = 0 AND seg.np = 0 AND seg.nm = 0 AS idle
-    FROM seg
-    ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.t0 >= win.win_start
-    WHERE seg.t1 IS NOT NULL AND seg.t1 > seg.t0 AND seg.t0 < win.win_end
-), sb AS (
-    SELECT *,
-           min(t0) FILTER (WHERE NOT idle) OVER p AS first_busy,
-           max(t1) FILTER (WHERE NOT idle) OVER p AS last_busy,
-           sum(CASE WHEN idle THEN 0 ELSE 1 END) OVER (p ORDER BY t0 ROWS UNBOUNDED PRECEDING) AS island
-    FROM sw
-    WINDOW p AS (PARTITION BY run_id, rank, step)
+), pw AS (
+    -- pieces inside a step window, with the idle segment (if any) each lies in
+    SELECT pc.*, win.step, pc.p1 - pc.p0 AS d
+    FROM pc ASOF JOIN win ON pc.run_id = win.run_id AND pc.rank = win.rank AND pc.p0 >= win.win_start
+    WHERE pc.p1 IS NOT NULL AND pc.p1 > pc.p0 AND pc.p0 < win.win_end
+), pk AS (
+    SELECT pw.*, CASE WHEN pw.p0 < i.t1 THEN i.kind END AS kind
+    FROM pw ASOF LEFT JOIN idle_segs i ON i.run_id = pw.run_id AND i.rank = pw.rank AND pw.p0 >= i.t0
 ), cls AS (
     SELECT *,
-           CASE WHEN NOT idle THEN NULL
-                WHEN first_busy IS NULL OR t1 <= first_busy THEN 'preparing'
-                WHEN t0 >= last_busy THEN 'tail' ELSE 'free' END AS kind,
-           CASE WHEN NOT idle THEN NULL WHEN nl > 0 THEN 'loading' WHEN nh > 0 THEN 'copy' WHEN ny > 0 THEN 'sync'
+           CASE WHEN kind IS NULL THEN NULL WHEN nl > 0 THEN 'loading' WHEN nh > 0 THEN 'copy' WHEN ny > 0 THEN 'sync'
                 ELSE 'other' END AS cause
-    FROM sb
+    FROM pk
+), fr AS (
+    -- free gaps: runs of adjacent free segments
+    SELECT *, sum(CASE WHEN t0 = prev_t1 THEN 0 ELSE 1 END)
+                  OVER (PARTITION BY run_id, rank, step ORDER BY t0 ROWS UNBOUNDED PRECEDING) AS island
+    FROM (SELECT *, lag(t1) OVER (PARTITION BY run_id, rank, step ORDER BY t0) AS prev_t1 FROM idle_segs WHERE kind = 'free')
 ), gaps AS (
-    SELECT run_id, rank, step, island, sum(d) AS gap_ns FROM cls WHERE kind = 'free' GROUP BY ALL
+    SELECT run_id, rank, step, island, sum(t1 - t0) AS gap_ns FROM fr GROUP BY ALL
+), per_tl AS (
+    SELECT run_id, rank, step,
+           sum(d) AS window_ns,
+           sum(d) FILTER (WHERE NOT idle) AS busy_ns,
+           sum(d) FILTER (WHERE kind = 'preparing') AS preparing_ns,
+           sum(d) FILTER (WHERE kind = 'free') AS free_ns,
+           sum(d) FILTER (WHERE kind = 'tail') AS tail_ns,
+           sum(d) FILTER (WHERE np > 0) AS device_copy_ns,
+           sum(d) FILTER (WHERE np > 0 AND nc = 0) AS copy_exposed_ns
+    FROM tl GROUP BY run_id, rank, step
+), per_piece AS (
+    SELECT run_id, rank, step,
+           sum(d) FILTER (WHERE cause = 'loading') AS idle_loading_ns,
+           sum(d) FILTER (WHERE cause = 'copy') AS idle_host_copy_ns,
+           sum(d) FILTER (WHERE cause = 'sync') AS idle_sync_ns,
+           sum(d) FILTER (WHERE cause = 'other') AS idle_other_ns,
+           sum(d) FILTER (WHERE kind = 'free' AND cause = 'loading') AS free_loading_ns,
+           sum(d) FILTER (WHERE kind = 'free' AND cause = 'copy') AS free_host_copy_ns,
+           sum(d) FILTER (WHERE kind = 'free' AND cause = 'sync') AS free_sync_ns,
+           sum(d) FILTER (WHERE nl > 0) AS loading_ns
+    FROM cls GROUP BY run_id, rank, step
 ), per_step AS (
-    SELECT c.run_id, c.rank, c.step,
-           sum(c.d) AS window_ns,
-           sum(c.d) FILTER (WHERE NOT c.idle) AS busy_ns,
-           sum(c.d) FILTER (WHERE c.kind = 'preparing') AS preparing_ns,
-           sum(c.d) FILTER (WHERE c.kind = 'free') AS free_ns,
-           sum(c.d) FILTER (WHERE c.kind = 'tail') AS tail_ns,
-           sum(c.d) FILTER (WHERE c.cause = 'loading') AS idle_loading_ns,
-           sum(c.d) FILTER (WHERE c.cause = 'copy') AS idle_host_copy_ns,
-           sum(c.d) FILTER (WHERE c.cause = 'sync') AS idle_sync_ns,
-           sum(c.d) FILTER (WHERE c.cause = 'other') AS idle_other_ns,
-           sum(c.d) FILTER (WHERE c.kind = 'free' AND c.cause = 'loading') AS free_loading_ns,
-           sum(c.d) FILTER (WHERE c.kind = 'free' AND c.cause = 'copy') AS free_host_copy_ns,
-           sum(c.d) FILTER (WHERE c.kind = 'free' AND c.cause = 'sync') AS free_sync_ns,
-           sum(c.d) FILTER (WHERE c.nl > 0) AS loading_ns,
-           sum(c.d) FILTER (WHERE c.np > 0) AS device_copy_ns,
-           sum(c.d) FILTER (WHERE c.np > 0 AND c.nc = 0) AS copy_exposed_ns
-    FROM cls c GROUP BY c.run_id, c.rank, c.step
+    SELECT t.run_id, t.rank, t.step, t.window_ns, t.busy_ns, t.preparing_ns, t.free_ns, t.tail_ns,
+           p.idle_loading_ns, p.idle_host_copy_ns, p.idle_sync_ns, p.idle_other_ns,
+           p.free_loading_ns, p.free_host_copy_ns, p.free_sync_ns, p.loading_ns,
+           t.device_copy_ns, t.copy_exposed_ns
+    FROM per_tl t
+    LEFT JOIN per_piece p ON p.run_id = t.run_id AND p.rank = t.rank AND p.step IS NOT DISTINCT FROM t.step
 ), gap_step AS (
     SELECT run_id, rank, step, count(*) AS free_gaps, max(gap_ns) AS largest_free_gap_ns FROM gaps GROUP BY ALL
 ), j AS (

@@ -28,9 +28,7 @@
 -- heuristic (an element-wise op reading two different tensors of one shape counts once per kernel, not twice).
 WITH kb AS MATERIALIZED (
     SELECT kid, run_id, rank, step, stream_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns,
-           hbm_bytes,
-           string_split(coalesce(input_shapes, ''), ';') AS in_s,
-           string_split(coalesce(input_dtypes, ''), ';') AS in_d,
+           hbm_bytes, coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
            trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
            trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d
     FROM _kernel_bytes() WHERE NOT is_comm
@@ -38,14 +36,21 @@ WITH kb AS MATERIALIZED (
     SELECT *, row_number() OVER w AS seq, lag(out_s) OVER w AS prev_out_s, lag(out_d) OVER w AS prev_out_d
     FROM kb
     WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
-), rd AS (
-    SELECT DISTINCT kid, run_id, rank, step, stream_id, name, op, ts_ns, dur_ns, hbm_bytes, seq, t.s AS shape, t.d AS dtype,
-           _shape_elems(t.s) * _dtype_bytes(t.d) AS tbytes
-    FROM (SELECT *, unnest(list_transform(in_s, lambda s, i: {'s': trim(s),
-                     'd': trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])})) AS t FROM sq)
-    WHERE t.s <> '' AND NOT (t.s = coalesce(prev_out_s, '') AND t.d = coalesce(prev_out_d, ''))
+), sig AS (
+    -- the distinct input tensors of each distinct input signature (shapes repeat every step, so the list work
+    -- runs once per signature), with their bytes
+    SELECT DISTINCT ins_txt, ind_txt, t.s AS shape, t.d AS dtype, _shape_elems(t.s) * _dtype_bytes(t.d) AS tbytes
+    FROM (SELECT ins_txt, ind_txt, unnest(list_transform(string_split(ins_txt, ';'), lambda s, i: {'s': trim(s),
+                 'd': trim(string_split(ind_txt, ';')[CASE WHEN len(string_split(ind_txt, ';')) = 1 THEN 1 ELSE i END])})) AS t
+          FROM (SELECT DISTINCT ins_txt, ind_txt FROM kb))
+    WHERE t.s <> ''
 ), big AS (
-    SELECT * FROM rd WHERE tbytes >= $min_bytes::BIGINT
+    -- each kernel's big input tensors, except the one its predecessor on the stream just wrote
+    SELECT sq.kid, sq.run_id, sq.rank, sq.step, sq.stream_id, sq.name, sq.op, sq.ts_ns, sq.dur_ns, sq.hbm_bytes, sq.seq,
+           g.shape, g.dtype, g.tbytes
+    FROM sq JOIN sig g ON g.ins_txt = sq.ins_txt AND g.ind_txt = sq.ind_txt
+    WHERE g.tbytes >= $min_bytes::BIGINT
+      AND NOT (g.shape = coalesce(sq.prev_out_s, '') AND g.dtype = coalesce(sq.prev_out_d, ''))
 ), isl AS (
     SELECT *, sum(CASE WHEN seq - coalesce(prev_seq, -1000000) > $max_distance::INTEGER THEN 1 ELSE 0 END)
                   OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq ROWS UNBOUNDED PRECEDING) AS burst
