@@ -209,7 +209,11 @@ SELECT *,
             WHEN 'modeled' THEN coalesce(modeled_write, 0) END AS write_bytes,
        CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) + coalesce(pmu_write, 0)
             WHEN 'sampled' THEN sampled_read + sampled_write
-            WHEN 'modeled' THEN coalesce(modeled_read, 0) + coalesce(modeled_write, 0) END AS hbm_bytes
+            WHEN 'modeled' THEN coalesce(modeled_read, 0) + coalesce(modeled_write, 0) END AS hbm_bytes,
+       -- position among the rank's compute kernels on the same stream, in time order (null for communication):
+       -- queries find a kernel's neighbours by equi-joins on it instead of sorting again
+       CASE WHEN NOT is_comm THEN row_number() OVER (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid) END
+           AS compute_seq
 FROM b;
 
 -- Step windows per run/rank/step (see the header).

@@ -24,35 +24,45 @@
 -- role weight: FRACTAL_Z (the cube unit's weight format) on either side: weights kept in NCHW are converted to
 -- FRACTAL_Z for every forward/backward and their gradients converted back.
 WITH kb AS MATERIALIZED (
-    SELECT kid, run_id, rank, stream_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns, hbm_bytes,
-           input_formats, output_formats, input_shapes, output_shapes,
-           string_split(coalesce(input_shapes, ''), ';') AS in_s,
-           string_split(coalesce(input_dtypes, ''), ';') AS in_d,
-           trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
-           trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d,
+    SELECT kid, run_id, rank, stream_id, compute_seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns,
+           dur_ns, hbm_bytes, input_formats, output_formats, input_shapes, output_shapes,
+           coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
+           trim(string_split(coalesce(output_shapes, ''), ';')[1]) || '|' || trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_key,
            op_type ILIKE 'TransData%' OR op_type ILIKE 'Transpose%' OR op_type ILIKE '%FormatCast%'
                OR name ILIKE '%transdata%' OR name ILIKE '%transpose%' OR name ILIKE '%format_cast%' OR name ILIKE '%permute%'
                AS is_conv
     FROM _kernel_bytes() WHERE NOT is_comm
-), keyed AS (
-    SELECT *, list_transform(in_s, lambda s, i: trim(s) || '|' || trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])) AS in_keys,
-           out_s || '|' || out_d AS out_key
-    FROM kb
+), conv0 AS (
+    SELECT * FROM kb WHERE is_conv
 ), nb AS (
-    SELECT *,
-           lag(op) OVER w AS prev_op, lead(op) OVER w AS next_op,
-           -- the next 4 kernels' (op, inputs) and the previous ones' (op, first output)
-           [lead({'op': op, 'ins': in_keys}, 1) OVER w, lead({'op': op, 'ins': in_keys}, 2) OVER w,
-            lead({'op': op, 'ins': in_keys}, 3) OVER w, lead({'op': op, 'ins': in_keys}, 4) OVER w] AS nexts,
-           [lag({'op': op, 'out': out_key}, 1) OVER w, lag({'op': op, 'out': out_key}, 2) OVER w,
-            lag({'op': op, 'out': out_key}, 3) OVER w, lag({'op': op, 'out': out_key}, 4) OVER w] AS prevs
-    FROM keyed
-    WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
+    -- the 4 compute kernels before and after each conversion on its stream (by compute_seq: no re-sort)
+    SELECT c.kid, c.run_id, c.rank, o.off, k.op, k.ins_txt, k.ind_txt, k.out_key
+    FROM conv0 c CROSS JOIN (SELECT unnest([-4, -3, -2, -1, 1, 2, 3, 4]) AS off) o
+    JOIN kb k ON k.run_id = c.run_id AND k.rank = c.rank AND k.stream_id IS NOT DISTINCT FROM c.stream_id
+         AND k.compute_seq = c.compute_seq + o.off
+), sig AS (
+    -- input keys (shape|dtype) once per distinct input signature among conversions and their neighbours
+    SELECT ins_txt, ind_txt,
+           list_transform(string_split(ins_txt, ';'), lambda s, i: trim(s) || '|' ||
+               trim(string_split(ind_txt, ';')[CASE WHEN len(string_split(ind_txt, ';')) = 1 THEN 1 ELSE i END])) AS in_keys
+    FROM (SELECT ins_txt, ind_txt FROM conv0 UNION SELECT ins_txt, ind_txt FROM nb)
+), nbk AS (
+    SELECT nb.*, sig.in_keys FROM nb JOIN sig ON sig.ins_txt = nb.ins_txt AND sig.ind_txt = nb.ind_txt
+), ck AS (
+    SELECT c.*, cs.in_keys FROM conv0 c JOIN sig cs ON cs.ins_txt = c.ins_txt AND cs.ind_txt = c.ind_txt
+), around AS (
+    -- consumer: the nearest following kernel reading the conversion's output; producer: the nearest preceding
+    -- kernel whose output the conversion reads
+    SELECT c.run_id, c.rank, c.kid,
+           any_value(n.op) FILTER (WHERE n.off = -1) AS prev_op,
+           any_value(n.op) FILTER (WHERE n.off = 1) AS next_op,
+           arg_min(n.op, n.off) FILTER (WHERE n.off > 0 AND list_contains(n.in_keys, c.out_key)) AS consumer,
+           arg_max(n.op, n.off) FILTER (WHERE n.off < 0 AND list_contains(c.in_keys, n.out_key)) AS producer
+    FROM ck c JOIN nbk n ON n.kid = c.kid AND n.run_id = c.run_id AND n.rank = c.rank
+    GROUP BY c.run_id, c.rank, c.kid
 ), conv AS (
-    SELECT *,
-           list_filter(nexts, lambda n: n IS NOT NULL AND list_contains(n.ins, out_key))[1].op AS consumer,
-           list_filter(prevs, lambda p: p IS NOT NULL AND list_contains(in_keys, p.out))[1].op AS producer
-    FROM nb WHERE is_conv
+    SELECT c.*, a.prev_op, a.next_op, a.consumer, a.producer
+    FROM ck c LEFT JOIN around a ON a.run_id = c.run_id AND a.rank = c.rank AND a.kid = c.kid
 ), conv2 AS (
     SELECT *, consumer IS NOT NULL AS feeds_next, producer IS NOT NULL AS drains_prev FROM conv
 ), tot AS (
