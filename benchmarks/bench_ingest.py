@@ -568,6 +568,32 @@ def case_reopen(st: State) -> None:
         os.replace(hidden, st.last_cluster)
 
 
+def case_manyruns(st: State, n_runs: int) -> None:
+    """A store of many runs: open it and query one run. Runs are copies of one ingested sample run (the store
+    layout and manifest are what matter, and ingesting hundreds of dumps would take the whole benchmark)."""
+    src_store = st.work / "store-manyruns"
+    if not (src_store / "manifest.json").exists():
+        subprocess.run([sys.executable, "-m", "traceql", "ingest", str(ROOT / "sample_traces" / "torch_npu_2rank"),
+                        "--store", str(src_store), "--name", "r0000", "-q", "--no-check"], check=True, cwd=ROOT,
+                       capture_output=True)
+    m = json.loads((src_store / "manifest.json").read_text())
+    base = m["runs"]["r0000"]
+    for i in range(1, n_runs):
+        rid = f"r{i:04d}"
+        if rid not in m["runs"]:
+            shutil.copytree(src_store / "runs" / "r0000", src_store / "runs" / rid)
+            m["runs"][rid] = dict(base)
+    (src_store / "manifest.json").write_text(json.dumps(m))
+    n_files = sum(len(fl) for info in m["runs"].values() for fl in info.get("files", {}).values())
+    case = f"{n_runs} runs ({n_files} files)"
+    cmd = [sys.executable, "-m", "traceql", "query", "rank_summary", "--store", str(src_store), "--run", "r0001",
+           "--format", "csv"]
+    st.tools.add(measure(case, "traceql query (one run)", 0, cmd, timeout=st.tools.timeout, cwd=ROOT))
+    cmd = [sys.executable, "-m", "traceql", "sql", "SELECT count(*) FROM kernels", "--store", str(src_store),
+           "--format", "csv"]
+    st.tools.add(measure(case, "traceql sql (all runs)", 0, cmd, timeout=st.tools.timeout, cwd=ROOT))
+
+
 def case_truncated(st: State) -> None:
     src = st.largest_tv or gen_trace_view(st.work, 0.25, st.seed) / OUT_DIR / "trace_view.json"
     size = src.stat().st_size
@@ -662,8 +688,11 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
             out.append((kind, (int(n), int(mb))))
         elif kind in ("analysis", "reopen", "truncated"):
             out.append((kind, None))
+        elif kind == "manyruns":
+            out.append((kind, int(arg or 400)))
         else:
-            raise SystemExit(f"unknown case {item!r} (tv:<GB>, kd:<rows>, cluster:<N>x<MB>, analysis, reopen, truncated)")
+            raise SystemExit(f"unknown case {item!r} (tv:<GB>, kd:<rows>, cluster:<N>x<MB>, analysis, reopen, truncated, "
+                             "manyruns:<N>)")
     return out
 
 
@@ -715,6 +744,8 @@ def main() -> None:
                 case_reopen(st)
             elif kind == "truncated":
                 case_truncated(st)
+            elif kind == "manyruns":
+                case_manyruns(st, arg)
     finally:
         print(table(tools.results, args.markdown))
         flat = rss_flatness(tools.results)

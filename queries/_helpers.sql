@@ -370,7 +370,9 @@ FROM q;
 -- anything changes: compute state and bandwidth (from _bw_segments) plus the communication parts running
 -- (n_comm), how many are in peer wait (n_peer_wait) and the mean transit_frac of those running
 -- (transit_share). first_busy / last_busy: the step's first start and last end of anything running (compute or
--- communication). Segments tile every step window.
+-- communication). idle_kind: for a segment with nothing running, preparing (before first_busy), tail (after
+-- last_busy) or free (in between); prep/free/tail_before_ns: idle time of that kind on the rank before the
+-- segment (prefix sums: idle time in any interval is two look-ups). Segments tile every step window.
 CREATE OR REPLACE MACRO _timeline_base() AS TABLE
 WITH ss AS MATERIALIZED (
     SELECT * FROM _bw_segments()
@@ -399,12 +401,25 @@ WITH ss AS MATERIALIZED (
     FROM seg
     ASOF JOIN ss ON seg.run_id = ss.run_id AND seg.rank = ss.rank AND seg.t0 >= ss.seg_start
     WHERE seg.t1 IS NOT NULL AND seg.t1 > seg.t0 AND seg.t0 < ss.seg_end
+), tb AS (
+    SELECT *,
+           min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,
+           max(t1) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS last_busy
+    FROM tl
+    WINDOW w AS (PARTITION BY run_id, rank, step)
+), tk AS (
+    SELECT *,
+           CASE WHEN n_comp > 0 OR n_comm > 0 THEN NULL
+                WHEN first_busy IS NULL OR t1 <= first_busy THEN 'preparing'
+                WHEN t0 >= last_busy THEN 'tail' ELSE 'free' END AS idle_kind
+    FROM tb
 )
 SELECT *,
-       min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,
-       max(t1) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS last_busy
-FROM tl
-WINDOW w AS (PARTITION BY run_id, rank, step);
+       coalesce(sum(CASE WHEN idle_kind = 'preparing' THEN dur_ns ELSE 0 END) OVER p, 0) AS prep_before_ns,
+       coalesce(sum(CASE WHEN idle_kind = 'free' THEN dur_ns ELSE 0 END) OVER p, 0) AS free_before_ns,
+       coalesce(sum(CASE WHEN idle_kind = 'tail' THEN dur_ns ELSE 0 END) OVER p, 0) AS tail_before_ns
+FROM tk
+WINDOW p AS (PARTITION BY run_id, rank ORDER BY t0 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
 
 -- _timeline_base with the parameter-dependent parts: sat (compute running at >= sat_threshold x peak) and
 -- peer_hbm_share (the mean, over the communication parts running, of peer_sat_frac for those in peer wait).

@@ -29,20 +29,17 @@
 --
 -- Definitions: device activity = compute kernels, host->device copy kernels (task type memcpy with HtoD in the
 -- name, _helpers.sql _is_h2d_copy) and communication ops (_comm_events), as cut into the step timeline by
--- _timeline_base (stored at ingest); idle segments and step windows are then cut at every start and end of the
--- classified host events (a second, small sweep; nested events counted once). Idle time
+-- _timeline_base (stored at ingest, with idle-time prefix sums per kind); the classified host events are swept
+-- alone (nested events counted once), cut at the step windows, and the idle time inside each host piece is read
+-- from the prefix sums (two ASOF look-ups), so the kernel timeline is never swept again. Idle time
 -- is split in one order: loading first, then copy, then sync, then other. Host events are matched by name with
 -- the three regexes (params); host and device share one clock in the dumps traceql reads.
 WITH tl AS MATERIALIZED (
-    -- the stored step timeline (_helpers.sql _timeline_base): compute (copies apart), copies, communication
-    SELECT run_id, rank, step, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np,
-           n_comp = 0 AND n_comm = 0 AS idle,
-           CASE WHEN n_comp > 0 OR n_comm > 0 THEN NULL
-                WHEN first_busy IS NULL OR t1 <= first_busy THEN 'preparing'
-                WHEN t0 >= last_busy THEN 'tail' ELSE 'free' END AS kind
+    -- the stored step timeline (_helpers.sql _timeline_base): compute (copies apart), copies, communication,
+    -- and the idle kind of each segment with nothing running
+    SELECT run_id, rank, step, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np, idle_kind AS kind,
+           idle_kind IS NOT NULL AS idle, prep_before_ns, free_before_ns, tail_before_ns
     FROM _timeline_base()
-), idle_segs AS MATERIALIZED (
-    SELECT run_id, rank, step, t0, t1, kind FROM tl WHERE idle
 ), win AS MATERIALIZED (
     SELECT * FROM _step_windows()
 ), names AS (
@@ -55,11 +52,9 @@ WITH tl AS MATERIALIZED (
     FROM host_ops o JOIN names n ON n.name = o.name
     WHERE o.ts_ns IS NOT NULL AND o.dur_ns > 0 AND (n.l OR n.c OR n.y)
 ), ev AS (
-    -- a sweep over the classified host ops, cut at idle-segment and window edges (small: no kernels)
+    -- a sweep over the classified host ops alone, cut at the step windows' edges (small: no kernels)
     SELECT run_id, rank, s AS t, l::INTEGER AS dl, c::INTEGER AS dh, y::INTEGER AS dy FROM h
     UNION ALL SELECT run_id, rank, e, -l::INTEGER, -c::INTEGER, -y::INTEGER FROM h
-    UNION ALL SELECT run_id, rank, t0, 0, 0, 0 FROM idle_segs
-    UNION ALL SELECT run_id, rank, t1, 0, 0, 0 FROM idle_segs
     UNION ALL SELECT run_id, rank, win_start, 0, 0, 0 FROM win
     UNION ALL SELECT run_id, rank, win_end, 0, 0, 0 FROM win
 ), pts AS (
@@ -71,23 +66,31 @@ WITH tl AS MATERIALIZED (
     WINDOW w AS (PARTITION BY run_id, rank ORDER BY t),
            c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
 ), pw AS (
-    -- pieces inside a step window, with the idle segment (if any) each lies in
-    SELECT pc.*, win.step, pc.p1 - pc.p0 AS d
+    -- host pieces inside a step window with a class (idle time in them is loading > copy > sync, in that order)
+    SELECT pc.*, win.step, pc.p1 - pc.p0 AS d,
+           CASE WHEN nl > 0 THEN 'loading' WHEN nh > 0 THEN 'copy' WHEN ny > 0 THEN 'sync' END AS cause
     FROM pc ASOF JOIN win ON pc.run_id = win.run_id AND pc.rank = win.rank AND pc.p0 >= win.win_start
-    WHERE pc.p1 IS NOT NULL AND pc.p1 > pc.p0 AND pc.p0 < win.win_end
-), pk AS (
-    SELECT pw.*, CASE WHEN pw.p0 < i.t1 THEN i.kind END AS kind
-    FROM pw ASOF LEFT JOIN idle_segs i ON i.run_id = pw.run_id AND i.rank = pw.rank AND pw.p0 >= i.t0
-), cls AS (
-    SELECT *,
-           CASE WHEN kind IS NULL THEN NULL WHEN nl > 0 THEN 'loading' WHEN nh > 0 THEN 'copy' WHEN ny > 0 THEN 'sync'
-                ELSE 'other' END AS cause
-    FROM pk
+    WHERE pc.p1 IS NOT NULL AND pc.p1 > pc.p0 AND pc.p0 < win.win_end AND (nl > 0 OR nh > 0 OR ny > 0)
+), edge_idle AS (
+    -- idle time of each kind on the rank before each piece edge: the timeline segment holding the edge + its
+    -- prefix sums (both edges in one ASOF pass)
+    SELECT q.run_id, q.rank, q.p0, q.edge,
+           s.prep_before_ns + CASE WHEN s.kind = 'preparing' THEN least(q.p, s.t1) - s.t0 ELSE 0 END AS prep,
+           s.free_before_ns + CASE WHEN s.kind = 'free' THEN least(q.p, s.t1) - s.t0 ELSE 0 END AS free,
+           s.tail_before_ns + CASE WHEN s.kind = 'tail' THEN least(q.p, s.t1) - s.t0 ELSE 0 END AS tail
+    FROM (SELECT run_id, rank, p0, p0 AS p, 0 AS edge FROM pw UNION ALL SELECT run_id, rank, p0, p1, 1 FROM pw) q
+    ASOF JOIN tl s ON s.run_id = q.run_id AND s.rank = q.rank AND q.p >= s.t0
+), pi AS (
+    SELECT pw.*, b.free - a.free AS free_i, (b.prep - a.prep) + (b.free - a.free) + (b.tail - a.tail) AS idle_i
+    FROM pw
+    JOIN edge_idle a ON a.run_id = pw.run_id AND a.rank = pw.rank AND a.p0 = pw.p0 AND a.edge = 0
+    JOIN edge_idle b ON b.run_id = pw.run_id AND b.rank = pw.rank AND b.p0 = pw.p0 AND b.edge = 1
 ), fr AS (
     -- free gaps: runs of adjacent free segments
     SELECT *, sum(CASE WHEN t0 = prev_t1 THEN 0 ELSE 1 END)
                   OVER (PARTITION BY run_id, rank, step ORDER BY t0 ROWS UNBOUNDED PRECEDING) AS island
-    FROM (SELECT *, lag(t1) OVER (PARTITION BY run_id, rank, step ORDER BY t0) AS prev_t1 FROM idle_segs WHERE kind = 'free')
+    FROM (SELECT run_id, rank, step, t0, t1, lag(t1) OVER (PARTITION BY run_id, rank, step ORDER BY t0) AS prev_t1
+          FROM tl WHERE kind = 'free')
 ), gaps AS (
     SELECT run_id, rank, step, island, sum(t1 - t0) AS gap_ns FROM fr GROUP BY ALL
 ), per_tl AS (
@@ -97,24 +100,28 @@ WITH tl AS MATERIALIZED (
            sum(d) FILTER (WHERE kind = 'preparing') AS preparing_ns,
            sum(d) FILTER (WHERE kind = 'free') AS free_ns,
            sum(d) FILTER (WHERE kind = 'tail') AS tail_ns,
+           sum(d) FILTER (WHERE idle) AS idle_ns,
            sum(d) FILTER (WHERE np > 0) AS device_copy_ns,
            sum(d) FILTER (WHERE np > 0 AND nc = 0) AS copy_exposed_ns
     FROM tl GROUP BY run_id, rank, step
 ), per_piece AS (
     SELECT run_id, rank, step,
-           sum(d) FILTER (WHERE cause = 'loading') AS idle_loading_ns,
-           sum(d) FILTER (WHERE cause = 'copy') AS idle_host_copy_ns,
-           sum(d) FILTER (WHERE cause = 'sync') AS idle_sync_ns,
-           sum(d) FILTER (WHERE cause = 'other') AS idle_other_ns,
-           sum(d) FILTER (WHERE kind = 'free' AND cause = 'loading') AS free_loading_ns,
-           sum(d) FILTER (WHERE kind = 'free' AND cause = 'copy') AS free_host_copy_ns,
-           sum(d) FILTER (WHERE kind = 'free' AND cause = 'sync') AS free_sync_ns,
+           sum(idle_i) FILTER (WHERE cause = 'loading') AS idle_loading_ns,
+           sum(idle_i) FILTER (WHERE cause = 'copy') AS idle_host_copy_ns,
+           sum(idle_i) FILTER (WHERE cause = 'sync') AS idle_sync_ns,
+           sum(free_i) FILTER (WHERE cause = 'loading') AS free_loading_ns,
+           sum(free_i) FILTER (WHERE cause = 'copy') AS free_host_copy_ns,
+           sum(free_i) FILTER (WHERE cause = 'sync') AS free_sync_ns,
            sum(d) FILTER (WHERE nl > 0) AS loading_ns
-    FROM cls GROUP BY run_id, rank, step
+    FROM pi GROUP BY run_id, rank, step
 ), per_step AS (
     SELECT t.run_id, t.rank, t.step, t.window_ns, t.busy_ns, t.preparing_ns, t.free_ns, t.tail_ns,
-           p.idle_loading_ns, p.idle_host_copy_ns, p.idle_sync_ns, p.idle_other_ns,
-           p.free_loading_ns, p.free_host_copy_ns, p.free_sync_ns, p.loading_ns,
+           nullif(p.idle_loading_ns, 0) AS idle_loading_ns, nullif(p.idle_host_copy_ns, 0) AS idle_host_copy_ns,
+           nullif(p.idle_sync_ns, 0) AS idle_sync_ns,
+           nullif(coalesce(t.idle_ns, 0) - coalesce(p.idle_loading_ns, 0) - coalesce(p.idle_host_copy_ns, 0)
+                  - coalesce(p.idle_sync_ns, 0), 0) AS idle_other_ns,
+           nullif(p.free_loading_ns, 0) AS free_loading_ns, nullif(p.free_host_copy_ns, 0) AS free_host_copy_ns,
+           nullif(p.free_sync_ns, 0) AS free_sync_ns, p.loading_ns,
            t.device_copy_ns, t.copy_exposed_ns
     FROM per_tl t
     LEFT JOIN per_piece p ON p.run_id = t.run_id AND p.rank = t.rank AND p.step IS NOT DISTINCT FROM t.step

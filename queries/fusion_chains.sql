@@ -31,78 +31,92 @@
 -- Conv output again) - tensor sizes from shapes x dtypes (_helpers.sql _dtype_bytes). Time saved = saved bytes /
 -- (HBM bytes / device time of the chain's non-first kernels), at most their device time; null without bytes.
 WITH kb AS MATERIALIZED (
-    SELECT kid, run_id, rank, stream_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns, end_ns,
-           hbm_bytes, hbm_bytes_source,
+    SELECT kid, run_id, rank, stream_id, compute_seq AS seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op,
+           ts_ns, dur_ns, end_ns, hbm_bytes, hbm_bytes_source,
            string_split(coalesce(input_shapes, ''), ';') AS in_s,
            string_split(coalesce(input_dtypes, ''), ';') AS in_d,
            trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
            trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d
     FROM _kernel_bytes() WHERE NOT is_comm
+), opc AS (
+    -- operator classes once per distinct type
+    SELECT op, coalesce(regexp_matches(op, $consumer_regex), false) AS is_consumer,
+           coalesce(regexp_matches(op, $producer_regex), false) AS is_producer
+    FROM (SELECT DISTINCT op FROM kb)
 ), sig AS (
     -- inputs as (shape, dtype) pairs; one dtype applies to every input when the dump gives one. Once per
-    -- distinct input signature (shapes repeat every step), joined back to the kernels
+    -- distinct input signature (shapes repeat every step)
     SELECT in_s, in_d, list_transform(in_s, lambda s, i: {'s': trim(s),
                  'd': trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])}) AS inputs
     FROM (SELECT DISTINCT in_s, in_d FROM kb)
 ), osig AS (
     SELECT out_s, out_d, _shape_elems(out_s) * _dtype_bytes(out_d) AS out_bytes
     FROM (SELECT DISTINCT out_s, out_d FROM kb)
-), ins AS (
-    SELECT kb.*, sig.inputs, osig.out_bytes
-    FROM kb
-    JOIN sig ON sig.in_s = kb.in_s AND sig.in_d = kb.in_d
-    JOIN osig ON osig.out_s IS NOT DISTINCT FROM kb.out_s AND osig.out_d IS NOT DISTINCT FROM kb.out_d
-), seq AS (
-    SELECT *,
-           lag(op) OVER w AS a_op, lag(end_ns) OVER w AS a_end, lag(out_s) OVER w AS a_out_s, lag(out_d) OVER w AS a_out_d,
-           lag(out_bytes) OVER w AS a_out_bytes,
-           lag(out_s, 2) OVER w AS a2_out_s, lag(out_d, 2) OVER w AS a2_out_d
-    FROM ins
-    WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
+), cand AS (
+    -- consumers with the kernel just before them on the stream (a) and the one before that (a2): equi-joins on
+    -- the stored stream position, no re-sort
+    SELECT b.kid, b.run_id, b.rank, b.stream_id, b.seq, b.in_s, b.in_d, b.ts_ns,
+           a.op AS a_op, a.end_ns AS a_end, a.out_s AS a_out_s, a.out_d AS a_out_d, a2.out_s AS a2_out_s, a2.out_d AS a2_out_d
+    FROM kb b
+    JOIN opc bo ON bo.op = b.op AND bo.is_consumer
+    JOIN kb a ON a.run_id = b.run_id AND a.rank = b.rank AND a.stream_id IS NOT DISTINCT FROM b.stream_id AND a.seq = b.seq - 1
+    JOIN opc ao ON ao.op = a.op AND (ao.is_consumer OR ao.is_producer)
+    LEFT JOIN kb a2 ON a2.run_id = b.run_id AND a2.rank = b.rank AND a2.stream_id IS NOT DISTINCT FROM b.stream_id AND a2.seq = b.seq - 2
+    WHERE b.ts_ns - a.end_ns <= $max_gap_ns::BIGINT AND a.out_s IS NOT NULL AND a.out_s <> ''
+), lpair AS (
+    -- does B read A's first output? once per distinct (input signature, A output)
+    SELECT DISTINCT in_s, in_d, a_out_s, a_out_d FROM cand
+), lpair_t AS (
+    SELECT lp.*, list_contains(list_transform(sig.inputs, lambda t: t.s || '|' || t.d), lp.a_out_s || '|' || lp.a_out_d) AS reads_a
+    FROM lpair lp JOIN sig ON sig.in_s = lp.in_s AND sig.in_d = lp.in_d
 ), links AS (
-    SELECT *,
-           coalesce(regexp_matches(op, $consumer_regex)
-                    AND (regexp_matches(a_op, $consumer_regex) OR regexp_matches(a_op, $producer_regex))
-                    AND ts_ns - a_end <= $max_gap_ns::BIGINT
-                    AND a_out_s IS NOT NULL AND a_out_s <> ''
-                    AND list_contains(list_transform(inputs, lambda t: t.s || '|' || t.d), a_out_s || '|' || a_out_d),
-                    false) AS is_link
-    FROM seq
+    SELECT c.*, o.out_bytes AS a_out_bytes
+    FROM cand c
+    JOIN lpair_t lp ON lp.in_s = c.in_s AND lp.in_d = c.in_d AND lp.a_out_s = c.a_out_s AND lp.a_out_d IS NOT DISTINCT FROM c.a_out_d
+    LEFT JOIN osig o ON o.out_s IS NOT DISTINCT FROM c.a_out_s AND o.out_d IS NOT DISTINCT FROM c.a_out_d
+    WHERE lp.reads_a
+), isl AS (
+    -- runs of links at consecutive positions form one chain, headed by the kernel before the run's first link
+    SELECT *, seq - row_number() OVER (PARTITION BY run_id, rank, stream_id ORDER BY seq) AS grp FROM links
+), isl2 AS (
+    SELECT *, min(seq) OVER (PARTITION BY run_id, rank, stream_id, grp) - 1 AS head_seq FROM isl
 ), linked AS (
-    SELECT *,
-           lag(is_link) OVER w AS a_linked, lead(is_link) OVER w AS b_linked,
-           sum(CASE WHEN is_link THEN 0 ELSE 1 END) OVER (w ROWS UNBOUNDED PRECEDING) AS chain_no
-    FROM links
-    WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
+    SELECT *, seq > head_seq + 1 AS a_linked FROM isl2
 ), lk AS (
     -- bytes a link saves: the producer's output it no longer writes + the inputs it no longer reads; once per
-    -- distinct (input signature, producer outputs) pair, joined back to the links
-    SELECT DISTINCT in_s, in_d, a_out_s, a_out_d, coalesce(a_linked, false) AS al, a2_out_s, a2_out_d
-    FROM linked WHERE is_link
+    -- distinct (input signature, producer outputs) pair
+    SELECT DISTINCT in_s, in_d, a_out_s, a_out_d, a_linked AS al, a2_out_s, a2_out_d FROM linked
 ), lks AS (
     SELECT lk.*, coalesce(list_sum(list_transform(sig.inputs, lambda t:
                CASE WHEN (t.s = lk.a_out_s AND t.d = lk.a_out_d) OR (lk.al AND t.s = lk.a2_out_s AND t.d = lk.a2_out_d)
                     THEN _shape_elems(t.s) * _dtype_bytes(t.d) ELSE 0 END)), 0) AS in_saved
     FROM lk JOIN sig ON sig.in_s = lk.in_s AND sig.in_d = lk.in_d
-), per_kernel AS (
-    SELECT l.*, CASE WHEN l.is_link THEN coalesce(l.a_out_bytes, 0) + lks.in_saved ELSE 0 END AS link_saved
+), members AS (
+    -- every kernel of every chain (heads and links) with what its link saves
+    SELECT k.kid, k.run_id, k.rank, k.stream_id, k.seq, k.name, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes,
+           k.hbm_bytes_source, k.out_s, l.head_seq, true AS is_link,
+           coalesce(l.a_out_bytes, 0) + lks.in_saved AS link_saved
     FROM linked l
-    LEFT JOIN lks ON l.is_link AND lks.in_s = l.in_s AND lks.in_d = l.in_d AND lks.a_out_s IS NOT DISTINCT FROM l.a_out_s
-         AND lks.a_out_d IS NOT DISTINCT FROM l.a_out_d AND lks.al = coalesce(l.a_linked, false)
+    JOIN kb k ON k.kid = l.kid AND k.run_id = l.run_id AND k.rank = l.rank
+    JOIN lks ON lks.in_s = l.in_s AND lks.in_d = l.in_d AND lks.a_out_s = l.a_out_s
+         AND lks.a_out_d IS NOT DISTINCT FROM l.a_out_d AND lks.al = l.a_linked
          AND lks.a2_out_s IS NOT DISTINCT FROM l.a2_out_s AND lks.a2_out_d IS NOT DISTINCT FROM l.a2_out_d
-    WHERE l.is_link OR coalesce(l.b_linked, false)  -- members of chains of 2 or more kernels only
+    UNION ALL
+    SELECT k.kid, k.run_id, k.rank, k.stream_id, k.seq, k.name, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes,
+           k.hbm_bytes_source, k.out_s, h.head_seq, false, 0
+    FROM (SELECT DISTINCT run_id, rank, stream_id, head_seq FROM linked) h
+    JOIN kb k ON k.run_id = h.run_id AND k.rank = h.rank AND k.stream_id IS NOT DISTINCT FROM h.stream_id AND k.seq = h.head_seq
 ), chains AS (
-    SELECT run_id, rank, stream_id, chain_no,
-           string_agg(op, ' -> ' ORDER BY ts_ns, kid) AS pattern,
-           string_agg(name, ' -> ' ORDER BY ts_ns, kid) AS names,
-           arg_min(out_s, (ts_ns, kid)) AS first_out,
+    SELECT run_id, rank, stream_id, head_seq,
+           string_agg(op, ' -> ' ORDER BY seq) AS pattern,
+           string_agg(name, ' -> ' ORDER BY seq) AS names,
+           arg_min(out_s, seq) AS first_out,
            count(*) AS n, sum(dur_ns) AS dur, sum(dur_ns) FILTER (WHERE is_link) AS cdur,
            sum(hbm_bytes) AS bytes, sum(hbm_bytes) FILTER (WHERE is_link) AS cbytes,
            sum(link_saved) AS saved,
            min(hbm_bytes_source) AS src_min, max(hbm_bytes_source) AS src_max, min(ts_ns) AS t0
-    FROM per_kernel
-    GROUP BY run_id, rank, stream_id, chain_no
-    HAVING count(*) >= 2
+    FROM members
+    GROUP BY run_id, rank, stream_id, head_seq
 ), chains_t AS (
     SELECT *, CASE WHEN cbytes > 0 AND cdur > 0 THEN least(saved / (cbytes / cdur), cdur) END AS saved_t
     FROM chains
@@ -114,7 +128,7 @@ WITH kb AS MATERIALIZED (
            sum(dur)::BIGINT AS dur_ns, sum(cdur)::BIGINT AS consumer_dur_ns, round(sum(bytes))::BIGINT AS chain_hbm_bytes,
            round(sum(saved))::BIGINT AS saved_bytes, round(sum(saved_t))::BIGINT AS saved_ns,
            CASE WHEN min(src_min) = max(src_max) THEN min(src_min) WHEN max(src_max) IS NOT NULL THEN 'mixed' END AS hbm_bytes_source,
-           arg_min(names, (t0, rank, stream_id)) AS example_names, arg_min(first_out, (t0, rank, stream_id)) AS example_shape
+           arg_min(names, (t0, rank, stream_id, names)) AS example_names, arg_min(first_out, (t0, rank, stream_id, names)) AS example_shape
     FROM chains_t
     GROUP BY GROUPING SETS ((run_id), (run_id, pattern))
 ), r AS (

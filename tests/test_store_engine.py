@@ -159,3 +159,22 @@ def test_cli_schema_and_runs(store: Path, cli) -> None:  # type: ignore[no-untyp
 def test_help_has_example(cli, cmd: str) -> None:  # type: ignore[no-untyped-def]
     r = cli(cmd, "--help")
     assert r.code == 0 and "Example" in r.out
+
+
+def test_connect_limited_to_runs_lists_only_their_files(store: Path) -> None:
+    """A store of many runs opens as fast as one for a command about one run: its views name only that run's
+    files (checked in the view SQL, not by timing)."""
+    from traceql import engine
+
+    for i in range(5):
+        make_run(store, f"run{i}", ranks=1 + i % 2)
+    con = engine.connect(store, runs=["run3"])
+    sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'kernels'").fetchone()[0]
+    assert "/runs/run3/" in sql and not any(f"/runs/run{i}/" in sql for i in (0, 1, 2, 4))
+    # run3 has 2 ranks x 3 kernels; the other runs are invisible, in the runs view too
+    assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM kernels").fetchone() == (6, 1)
+    assert con.execute("SELECT list(run_id) FROM runs").fetchone()[0] == ["run3"]
+    every = engine.connect(store)
+    assert every.execute("SELECT count(DISTINCT run_id) FROM kernels").fetchone()[0] == 5
+    with pytest.raises(StoreError, match="no run 'nope'"):
+        engine.connect(store, runs=["nope"])

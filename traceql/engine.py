@@ -110,6 +110,19 @@ def views_sql(store: Store, relative: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _snapshot(store: Store) -> Store:
+    """The store with its manifest read once (runs(), run(), table_files() all answer from that read)."""
+    from .store import Store
+
+    manifest = store.manifest()
+
+    class _Snapshot(Store):
+        def manifest(self) -> dict[str, Any]:
+            return manifest
+
+    return _Snapshot(store.root)
+
+
 def connect(store: Any = None, read_only: bool = True, threads: int | None = None,
             runs: Iterable[str | None] | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views. Nothing is re-parsed: views read the Parquet.
@@ -123,6 +136,9 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
     st = store if isinstance(store, Store) else Store(store)
     if not st.exists():
         raise StoreError(f"no traceql store at {st.root} (run `traceql ingest PATH` first, or pass --store)")
+    # every view from one read of the manifest: consistent under a concurrent commit, and one JSON parse
+    # instead of one per table on a store of many runs
+    st = _snapshot(st)
     only = None if runs is None else {r for r in runs if r}
     if only is not None:
         unknown = sorted(only - set(st.runs()))
