@@ -353,13 +353,22 @@ WITH ss AS MATERIALIZED (
     SELECT run_id, rank, seg_start, seg_end, sat, sat_before_ns FROM _sat_segments(sat_threshold, peak_hbm_bps)
 ), ce AS MATERIALIZED (
     SELECT * FROM _comm_parts_base()
+), probes AS (
+    -- the late member's saturated time before each peer-wait edge; both edges in one ASOF pass
+    -- (run_id, rank, group_key, is_p2p, ordinal) identifies an op (_comm_events numbers ops per group)
+    SELECT pr.run_id, pr.rank, pr.group_key, pr.is_p2p, pr.ordinal, pr.edge,
+           coalesce(s.sat_before_ns, 0) + CASE WHEN s.sat THEN least(pr.p, s.seg_end) - s.seg_start ELSE 0 END AS sat_at
+    FROM (SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank, ts_ns AS p, 0 AS edge FROM ce WHERE wait_end_ns > ts_ns
+          UNION ALL
+          SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank, wait_end_ns, 1 FROM ce WHERE wait_end_ns > ts_ns) pr
+    ASOF LEFT JOIN ss s ON s.run_id = pr.run_id AND s.rank = pr.last_rank AND pr.p >= s.seg_start
 ), q AS (
-    SELECT ce.*,
-           coalesce(pa.sat_before_ns, 0) + CASE WHEN pa.sat THEN least(ce.ts_ns, pa.seg_end) - pa.seg_start ELSE 0 END AS sat_a,
-           coalesce(pb.sat_before_ns, 0) + CASE WHEN pb.sat THEN least(ce.wait_end_ns, pb.seg_end) - pb.seg_start ELSE 0 END AS sat_b
+    SELECT ce.*, a.sat_at AS sat_a, b.sat_at AS sat_b
     FROM ce
-    ASOF LEFT JOIN ss pa ON pa.run_id = ce.run_id AND pa.rank = ce.last_rank AND ce.ts_ns >= pa.seg_start
-    ASOF LEFT JOIN ss pb ON pb.run_id = ce.run_id AND pb.rank = ce.last_rank AND ce.wait_end_ns >= pb.seg_start
+    LEFT JOIN probes a ON a.edge = 0 AND a.run_id = ce.run_id AND a.rank = ce.rank AND a.group_key = ce.group_key
+         AND a.is_p2p = ce.is_p2p AND a.ordinal = ce.ordinal
+    LEFT JOIN probes b ON b.edge = 1 AND b.run_id = ce.run_id AND b.rank = ce.rank AND b.group_key = ce.group_key
+         AND b.is_p2p = ce.is_p2p AND b.ordinal = ce.ordinal
 )
 SELECT * EXCLUDE (sat_a, sat_b),
        CASE WHEN wait_end_ns > ts_ns THEN least(greatest((coalesce(sat_b, 0) - coalesce(sat_a, 0)) / (wait_end_ns - ts_ns), 0), 1)

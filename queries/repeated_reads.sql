@@ -27,15 +27,11 @@
 -- kernels apart (the same op in the next step reads the next batch, not the same tensor). Same shape and dtype is taken as the same tensor: the dump has no tensor addresses, so this is a
 -- heuristic (an element-wise op reading two different tensors of one shape counts once per kernel, not twice).
 WITH kb AS MATERIALIZED (
-    SELECT kid, run_id, rank, step, stream_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns,
-           hbm_bytes, coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
+    SELECT kid, run_id, rank, step, stream_id, compute_seq AS seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op,
+           ts_ns, dur_ns, hbm_bytes, coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
            trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
            trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d
     FROM _kernel_bytes() WHERE NOT is_comm
-), sq AS (
-    SELECT *, row_number() OVER w AS seq, lag(out_s) OVER w AS prev_out_s, lag(out_d) OVER w AS prev_out_d
-    FROM kb
-    WINDOW w AS (PARTITION BY run_id, rank, stream_id ORDER BY ts_ns, kid)
 ), sig AS (
     -- the distinct input tensors of each distinct input signature (shapes repeat every step, so the list work
     -- runs once per signature), with their bytes
@@ -45,12 +41,14 @@ WITH kb AS MATERIALIZED (
           FROM (SELECT DISTINCT ins_txt, ind_txt FROM kb))
     WHERE t.s <> ''
 ), big AS (
-    -- each kernel's big input tensors, except the one its predecessor on the stream just wrote
-    SELECT sq.kid, sq.run_id, sq.rank, sq.step, sq.stream_id, sq.name, sq.op, sq.ts_ns, sq.dur_ns, sq.hbm_bytes, sq.seq,
+    -- each kernel's big input tensors, except the one its predecessor on the stream (compute_seq - 1) just wrote
+    SELECT k.kid, k.run_id, k.rank, k.step, k.stream_id, k.name, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes, k.seq,
            g.shape, g.dtype, g.tbytes
-    FROM sq JOIN sig g ON g.ins_txt = sq.ins_txt AND g.ind_txt = sq.ind_txt
+    FROM kb k
+    JOIN sig g ON g.ins_txt = k.ins_txt AND g.ind_txt = k.ind_txt
+    LEFT JOIN kb p ON p.run_id = k.run_id AND p.rank = k.rank AND p.stream_id IS NOT DISTINCT FROM k.stream_id AND p.seq = k.seq - 1
     WHERE g.tbytes >= $min_bytes::BIGINT
-      AND NOT (g.shape = coalesce(sq.prev_out_s, '') AND g.dtype = coalesce(sq.prev_out_d, ''))
+      AND NOT (g.shape = coalesce(p.out_s, '') AND g.dtype = coalesce(p.out_d, ''))
 ), isl AS (
     SELECT *, sum(CASE WHEN seq - coalesce(prev_seq, -1000000) > $max_distance::INTEGER THEN 1 ELSE 0 END)
                   OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq ROWS UNBOUNDED PRECEDING) AS burst

@@ -315,7 +315,13 @@ class _Ctx:
 
         t = queries.run(name, self.store, run_id=self.run_id, params=params, con=self.con, device=self.device,
                         peaks=self.peaks)
-        return t.to_pylist(), dict(t.schema.metadata or {})
+        meta = dict(t.schema.metadata or {})
+        if "scope" in t.column_names:
+            import pyarrow.compute as pc
+
+            # no check reads per-step rows (one per rank and step: 100k+ on big runs); skip converting them
+            t = t.filter(pc.fill_null(pc.not_equal(t["scope"], "step"), True))
+        return t.to_pylist(), meta
 
     def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         key = (name, json.dumps(params or {}, sort_keys=True, default=str))
