@@ -539,14 +539,15 @@ def case_analysis(st: State) -> None:
     case = f"analysis ({st.last_store.name.removeprefix('store-')})"
     cmd = [sys.executable, "-m", "traceql", "findings", "--store", str(st.last_store), "--run", RUN, "--all",
            "--format", "json", "--output", str(st.work / "findings.json")]
-    r = st.tools.add(measure(case, "traceql findings --all", n, cmd, timeout=st.tools.timeout, cwd=ROOT))
-    if r.ok:
-        rep = json.loads((st.work / "findings.json").read_text())
-        checks = rep.get("findings", rep.get("checks", []))
-        r.extra["checks"] = len(checks) if isinstance(checks, list) else None
-        r.note = f"{r.extra['checks']} checks"
-    parquet = dir_bytes(st.last_store, "*.parquet")
-    r.extra["store_mb"] = parquet / 1e6
+    # the first analysis of a run builds its derived tables (traceql.derive); later ones reuse them
+    for tool in ("traceql findings --all (1st: builds tables)", "traceql findings --all (again)"):
+        r = st.tools.add(measure(case, tool, n, cmd, timeout=st.tools.timeout, cwd=ROOT))
+        if r.ok:
+            rep = json.loads((st.work / "findings.json").read_text())
+            checks = rep.get("findings", rep.get("checks", []))
+            r.extra["checks"] = len(checks) if isinstance(checks, list) else None
+            r.note = f"{r.extra['checks']} checks"
+        r.extra["store_mb"] = dir_bytes(st.last_store, "*.parquet") / 1e6
 
 
 def case_reopen(st: State) -> None:

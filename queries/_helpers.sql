@@ -167,17 +167,13 @@ WITH k0 AS MATERIALIZED (
     -- null when any tensor is unknown: a partial sum never passes for the whole
     SELECT shapes, dtypes, CASE WHEN count(b) = count(*) THEN round(sum(b))::BIGINT END AS total
     FROM tb GROUP BY shapes, dtypes
-), k AS MATERIALIZED (
-    SELECT k0.*, mi.total AS modeled_read, mo.total AS modeled_write
-    FROM k0
-    LEFT JOIN modeled mi ON mi.shapes = k0.input_shapes AND mi.dtypes = k0.input_dtypes
-    LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
 ), w AS MATERIALIZED (
     SELECT * FROM _hbm_windows()
 ), span AS (
     -- window index of the kernel's start and end (ASOF: the last window starting at or before the instant)
+    -- (narrow columns only: the one wide copy of the kernels is k0; ranks of a million kernels derive in bounded memory)
     SELECT k.kid, k.run_id, k.rank, k.ts_ns, k.end_ns, coalesce(a.wi, 1) AS wi0, b.wi AS wi1
-    FROM k
+    FROM (SELECT kid, run_id, rank, ts_ns, end_ns FROM k0) k
     ASOF LEFT JOIN w a ON k.run_id = a.run_id AND k.rank = a.rank AND k.ts_ns >= a.win_start
     ASOF LEFT JOIN w b ON k.run_id = b.run_id AND k.rank = b.rank AND k.end_ns >= b.win_start
 ), ov AS (
@@ -195,12 +191,23 @@ WITH k0 AS MATERIALIZED (
 ), sampled AS (
     SELECT kid, round(sum(r))::BIGINT AS sampled_read, round(sum(wr))::BIGINT AS sampled_write
     FROM shares GROUP BY kid
+), seqs AS (
+    -- position among the rank's compute kernels on the same stream, in time order (null for communication):
+    -- queries find a kernel's neighbours by equi-joins on it instead of sorting again
+    SELECT kid, CASE WHEN NOT is_comm THEN row_number() OVER (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid) END
+               AS compute_seq
+    FROM (SELECT kid, run_id, rank, stream_id, is_comm, ts_ns FROM k0)
 ), b AS (
-    SELECT k.*, s.sampled_read, s.sampled_write,
-           CASE WHEN k.pmu_read IS NOT NULL OR k.pmu_write IS NOT NULL THEN 'pmu'
+    SELECT k0.*, mi.total AS modeled_read, mo.total AS modeled_write, s.sampled_read, s.sampled_write,
+           CASE WHEN k0.pmu_read IS NOT NULL OR k0.pmu_write IS NOT NULL THEN 'pmu'
                 WHEN s.sampled_read IS NOT NULL THEN 'sampled'
-                WHEN k.modeled_read IS NOT NULL OR k.modeled_write IS NOT NULL THEN 'modeled' END AS hbm_bytes_source
-    FROM k LEFT JOIN sampled s USING (kid)
+                WHEN mi.total IS NOT NULL OR mo.total IS NOT NULL THEN 'modeled' END AS hbm_bytes_source,
+           q.compute_seq
+    FROM k0
+    LEFT JOIN modeled mi ON mi.shapes = k0.input_shapes AND mi.dtypes = k0.input_dtypes
+    LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
+    LEFT JOIN sampled s ON s.kid = k0.kid
+    LEFT JOIN seqs q ON q.kid = k0.kid
 )
 SELECT *,
        CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) WHEN 'sampled' THEN sampled_read
@@ -209,11 +216,7 @@ SELECT *,
             WHEN 'modeled' THEN coalesce(modeled_write, 0) END AS write_bytes,
        CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) + coalesce(pmu_write, 0)
             WHEN 'sampled' THEN sampled_read + sampled_write
-            WHEN 'modeled' THEN coalesce(modeled_read, 0) + coalesce(modeled_write, 0) END AS hbm_bytes,
-       -- position among the rank's compute kernels on the same stream, in time order (null for communication):
-       -- queries find a kernel's neighbours by equi-joins on it instead of sorting again
-       CASE WHEN NOT is_comm THEN row_number() OVER (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid) END
-           AS compute_seq
+            WHEN 'modeled' THEN coalesce(modeled_read, 0) + coalesce(modeled_write, 0) END AS hbm_bytes
 FROM b;
 
 -- Step windows per run/rank/step (see the header).

@@ -91,7 +91,7 @@ WITH kb AS MATERIALIZED (
                CASE WHEN (t.s = lk.a_out_s AND t.d = lk.a_out_d) OR (lk.al AND t.s = lk.a2_out_s AND t.d = lk.a2_out_d)
                     THEN _shape_elems(t.s) * _dtype_bytes(t.d) ELSE 0 END)), 0) AS in_saved
     FROM lk JOIN sig ON sig.in_s = lk.in_s AND sig.in_d = lk.in_d
-), members AS (
+), members AS MATERIALIZED (
     -- every kernel of every chain (heads and links) with what its link saves
     SELECT k.kid, k.run_id, k.rank, k.stream_id, k.seq, k.name, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes,
            k.hbm_bytes_source, k.out_s, l.head_seq, true AS is_link,
@@ -109,7 +109,6 @@ WITH kb AS MATERIALIZED (
 ), chains AS (
     SELECT run_id, rank, stream_id, head_seq,
            string_agg(op, ' -> ' ORDER BY seq) AS pattern,
-           string_agg(name, ' -> ' ORDER BY seq) AS names,
            arg_min(out_s, seq) AS first_out,
            count(*) AS n, sum(dur_ns) AS dur, sum(dur_ns) FILTER (WHERE is_link) AS cdur,
            sum(hbm_bytes) AS bytes, sum(hbm_bytes) FILTER (WHERE is_link) AS cbytes,
@@ -122,15 +121,28 @@ WITH kb AS MATERIALIZED (
     FROM chains
 ), tot AS (
     SELECT run_id, sum(dur_ns)::BIGINT AS compute_ns FROM kb GROUP BY run_id
-), g AS (
+), g0 AS (
     SELECT run_id, CASE WHEN grouping(pattern) = 1 THEN 'run' ELSE 'pattern' END AS scope, pattern,
            count(*) AS occurrences, count(DISTINCT rank) AS ranks, sum(n)::BIGINT AS calls,
            sum(dur)::BIGINT AS dur_ns, sum(cdur)::BIGINT AS consumer_dur_ns, round(sum(bytes))::BIGINT AS chain_hbm_bytes,
            round(sum(saved))::BIGINT AS saved_bytes, round(sum(saved_t))::BIGINT AS saved_ns,
            CASE WHEN min(src_min) = max(src_max) THEN min(src_min) WHEN max(src_max) IS NOT NULL THEN 'mixed' END AS hbm_bytes_source,
-           arg_min(names, (t0, rank, stream_id, names)) AS example_names, arg_min(first_out, (t0, rank, stream_id, names)) AS example_shape
+           -- the example: the earliest occurrence ((rank, stream, head) breaks ties)
+           arg_min({'rank': rank, 'stream_id': stream_id, 'head_seq': head_seq}, (t0, rank, stream_id, head_seq)) AS ex,
+           arg_min(first_out, (t0, rank, stream_id, head_seq)) AS example_shape
     FROM chains_t
     GROUP BY GROUPING SETS ((run_id), (run_id, pattern))
+), exn AS (
+    -- kernel names of the example chains only (a name list per chain would cost a string per chain)
+    SELECT m.run_id, m.rank, m.stream_id, m.head_seq, string_agg(m.name, ' -> ' ORDER BY m.seq) AS names
+    FROM members m
+    JOIN (SELECT DISTINCT run_id, ex FROM g0) e ON e.run_id = m.run_id AND m.rank = e.ex.rank
+         AND m.stream_id IS NOT DISTINCT FROM e.ex.stream_id AND m.head_seq = e.ex.head_seq
+    GROUP BY m.run_id, m.rank, m.stream_id, m.head_seq
+), g AS (
+    SELECT g0.*, exn.names AS example_names
+    FROM g0 LEFT JOIN exn ON exn.run_id = g0.run_id AND exn.rank = g0.ex.rank
+         AND exn.stream_id IS NOT DISTINCT FROM g0.ex.stream_id AND exn.head_seq = g0.ex.head_seq
 ), r AS (
     -- the run row exists even when no chain was found (totals 0)
     SELECT ru.run_id, coalesce(g.scope, 'run') AS scope, g.pattern,

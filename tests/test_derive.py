@@ -33,6 +33,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _assert_stored_equals_raw(store: Path, run: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    assert not derive.stored_for(Store(store).run(run))  # ingest does not build them
+    assert derive.ensure(Store(store), [run]) == []
     info = Store(store).run(run)
     assert derive.stored_for(info), info.get("derived")
     import traceql
@@ -76,21 +78,26 @@ def test_real_every_query_same_from_stored_and_raw(dump: Path, tmp_path: Path, m
     assert _assert_stored_equals_raw(st, "real", monkeypatch) > 0
 
 
-def test_derived_tables_are_per_rank_files_listed_in_the_manifest(tmp_path: Path) -> None:
+def test_first_analysis_builds_per_rank_files_listed_in_the_manifest(tmp_path: Path) -> None:
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
+    assert "derived" not in Store(st).run("demo")
+    queries.run("rank_summary", st, run_id="demo")  # the first analysis builds them
     info = Store(st).run("demo")
+    v = derive.version()[:8]
     for table in derive.DERIVED_TABLES:
-        assert info["files"][table] == [f"{table}/r0-d.parquet", f"{table}/r1-d.parquet"], table
+        assert info["files"][table] == [f"{table}/r0-d{v}.parquet", f"{table}/r1-d{v}.parquet"], table
         assert all((st / "runs" / "demo" / rel).is_file() for rel in info["files"][table])
     # 120 kernels in kernel_details.csv (2 ranks x 60), read independently of the derivation
     assert info["derived"]["rows"]["kernel_bytes"] == info["rows"]["kernels"] == 120
     assert info["derived"]["rows"]["step_windows"] == 6  # 3 ProfilerStep spans per rank
 
 
-def test_a_stale_derivation_is_ignored(tmp_path: Path) -> None:
-    """A run whose derived tables were made by other helper SQL (an older traceql) falls back to the raw tables:
-    same answer, and its derived files are not exposed as current."""
+def test_a_stale_derivation_is_never_used_and_is_rebuilt(tmp_path: Path) -> None:
+    """A run whose derived tables were made by other helper SQL (an older traceql) is not read through them: a
+    plain connection does not expose them, and the next analysis rebuilds them (same answer, old files gone)."""
+    import traceql
+
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
     before = _rows("wait_attribution", st, "demo")
@@ -98,12 +105,30 @@ def test_a_stale_derivation_is_ignored(tmp_path: Path) -> None:
     m["runs"]["demo"]["derived"]["version"] = "0000000000000000"
     (st / "manifest.json").write_text(json.dumps(m))
     assert not derive.stored_for(Store(st).run("demo"))
-    import traceql
-
     con = traceql.connect(st)
     assert not con.execute("SELECT derived FROM runs").fetchone()[0]
     assert "kernel_bytes" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    old = sorted((st / "runs" / "demo" / "kernel_bytes").iterdir())
+    # same version in the file names, so the rebuild replaces them: make them look old
+    for p in old:
+        p.rename(p.with_name(p.name.replace("-d", "-dold")))
+    m["runs"]["demo"]["files"]["kernel_bytes"] = [f"kernel_bytes/{p.name.replace('-d', '-dold')}" for p in old]
+    (st / "manifest.json").write_text(json.dumps(m))
     assert _rows("wait_attribution", st, "demo") == before
+    assert derive.stored_for(Store(st).run("demo"))
+    assert not list((st / "runs" / "demo" / "kernel_bytes").glob("*-dold*"))
+
+
+def test_read_only_store_is_analysed_from_the_raw_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    st = tmp_path / "s"
+    ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
+    monkeypatch.setattr(derive.os, "access", lambda *a, **k: False)
+    assert derive.ensure(Store(st), ["demo"]) == ["demo"]
+    rows = _rows("wait_attribution", st, "demo")
+    assert "derived" not in Store(st).run("demo")
+    monkeypatch.undo()
+    assert _rows("wait_attribution", st, "demo") == rows  # now built and read from the stored tables
+    assert derive.stored_for(Store(st).run("demo"))
 
 
 def test_derived_tables_are_queryable_ad_hoc(tmp_path: Path) -> None:
@@ -111,6 +136,7 @@ def test_derived_tables_are_queryable_ad_hoc(tmp_path: Path) -> None:
 
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
+    queries.run("rank_summary", st, run_id="demo")  # builds them
     con = traceql.connect(st)
     # every kernel has exactly one row; its bytes come from one named source
     n, srcs = con.execute("SELECT count(*), list(DISTINCT hbm_bytes_source) FROM kernel_bytes").fetchone()

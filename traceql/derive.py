@@ -5,32 +5,41 @@ Most queries in queries/ begin from the same per-kernel HBM bytes (`_kernel_byte
 step timeline they combine into (`_timeline_base()`).
 Those helpers read the raw tables and apportion millions of HBM counter samples to kernels; re-deriving them
 in each of the ~15 queries the findings run cost ~90% of the analysis time on big stores. None of them take
-parameters, so ingest computes them once and stores them next to the canonical tables:
+parameters, so they are computed once per run and stored next to the canonical tables:
 
-    runs/<run>/kernel_bytes/r<rank>-d.parquet    one row per kernel: _kernel_bytes()
-    runs/<run>/step_windows/r<rank>-d.parquet    _step_windows()
-    runs/<run>/bw_segments/r<rank>-d.parquet     _bw_segments()
-    runs/<run>/comm_events/r<rank>-d.parquet     _comm_events() (matched across all ranks, then split by rank)
-    runs/<run>/timeline_base/r<rank>-d.parquet   _timeline_base() (needs the rank's comm_events)
+    runs/<run>/kernel_bytes/r<rank>-d<v>.parquet    one row per kernel: _kernel_bytes()
+    runs/<run>/step_windows/r<rank>-d<v>.parquet    _step_windows()
+    runs/<run>/bw_segments/r<rank>-d<v>.parquet     _bw_segments()
+    runs/<run>/comm_events/r<rank>-d<v>.parquet     _comm_events() (matched across all ranks, then split by rank)
+    runs/<run>/timeline_base/r<rank>-d<v>.parquet   _timeline_base() (needs the rank's comm_events)
 
-The SQL in queries/_helpers.sql stays the single definition: derivation runs those macros over the staged
-Parquet, per rank in the ingest worker pool (they all partition by run and rank), with a memory limit. The
-manifest records `derived.version` (a hash of the helper SQL); queries use the stored tables only when it
-matches the helpers they load (`use_stored_sql`), else they recompute from the raw tables, so editing a
-helper can never leave a stale answer, only a slower one (re-ingest with --replace to refresh).
+When: on the first analysis of a run (findings, report, chart, query: `ensure`), not at ingest. Ingest stays
+a pure JSON/CSV/SQLite -> Parquet pass (its throughput is what a user waits for on a multi-GB dump); the build
+reads the compact Parquet, costs about a third of the ingest, and every later analysis reuses it.
+
+The SQL in queries/_helpers.sql stays the single definition: the build runs those macros over the run's
+Parquet, per rank in a process pool (they all partition by run and rank), with a memory limit. The manifest
+records `derived.version` (a hash of the helper SQL); queries use the stored tables only when it matches the
+helpers they load (`use_stored_sql`), else the next analysis rebuilds them, so editing a helper can never
+leave a stale answer. A store that cannot be written (read-only copy) is analysed from the raw tables.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     import duckdb
+
+    from .store import Store
 
 # table -> (helper macro, ORDER BY for time-sorted row groups); per rank, in dependency order: later ones read
 # the stored earlier ones (bw_segments reads kernel_bytes and step_windows)
@@ -50,8 +59,9 @@ ALL_TABLES = {**RANK_TABLES, **RUN_TABLES, **LATE_RANK_TABLES}
 DERIVED_TABLES = list(ALL_TABLES)
 # canonical tables the helper macros read
 _INPUTS = ["kernels", "counters", "steps", "comm_ops"]
-# per derivation: spill to disk rather than grow past this (several run at once in the ingest pool)
-MEMORY_LIMIT = "512MB"
+# per rank build (several run at once in the pool): spill to disk rather than grow past this; a rank of ~1M
+# kernels needs ~0.9 GB for the window and ASOF operators that cannot spill
+MEMORY_LIMIT = "1GB"
 
 
 def version() -> str:
@@ -84,12 +94,11 @@ def _q(s: str) -> str:
     return s.replace("'", "''")
 
 
-def _input_views(con: duckdb.DuckDBPyConnection, run_dir: Path, files: dict[str, list[str]]) -> None:
+def _input_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]) -> None:
     from .engine import _table_select
 
     for table in _INPUTS:
-        paths = [str(run_dir / rel) for rel in files.get(table, [])]
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, paths)}")
+        con.execute(f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files.get(table, []))}")
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
@@ -102,19 +111,21 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
 
 
 class _Session:
-    """A DuckDB connection over staged files with the helper macros loaded and a private spill dir."""
+    """A DuckDB connection over a rank's or run's files (absolute paths) with the helper macros loaded, writing
+    into out_dir, with a private spill dir there."""
 
-    def __init__(self, run_dir: Path, files: dict[str, list[str]], threads: int) -> None:
+    def __init__(self, out_dir: Path, files: dict[str, list[str]], threads: int) -> None:
         from . import queries
 
-        self.run_dir = run_dir
-        self.spill = Path(tempfile.mkdtemp(prefix=".derive-", dir=run_dir))
+        self.out_dir = out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.spill = Path(tempfile.mkdtemp(prefix=".derive-", dir=out_dir))
         self.con = _connect(self.spill, threads)
-        _input_views(self.con, run_dir, files)
+        _input_views(self.con, files)
         queries._load_helpers(self.con)
         # derived tables already computed for these files: read them instead of recomputing
         for table, (macro, _order) in ALL_TABLES.items():
-            paths = [str(run_dir / rel) for rel in files.get(table, [])]
+            paths = files.get(table, [])
             if paths:
                 self.con.execute(f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE "
                                  f"SELECT * FROM read_parquet({_path_list(paths)}, union_by_name=true)")
@@ -124,15 +135,20 @@ class _Session:
         shutil.rmtree(self.spill, ignore_errors=True)
 
 
-def derive_rank(run_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1, late: bool = False) -> dict[str, Any]:
-    """Per-rank derived tables from one rank's staged files (relative to run_dir). Runs in a worker process.
-    late: the tables that need the run-level ones (files must then include the rank's comm_events)."""
-    s = _Session(Path(run_dir), files, threads)
+def _name(table: str, rank: int) -> str:
+    # the helper-SQL version in the name: a rebuild never overwrites files a reader may still have open
+    return f"{table}/r{rank}-d{version()[:8]}.parquet"
+
+
+def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1, late: bool = False) -> dict[str, Any]:
+    """Per-rank derived tables from one rank's files (absolute paths), written under out_dir. Runs in a worker
+    process. late: the tables that need the run-level ones (files must then include the rank's comm_events)."""
+    s = _Session(Path(out_dir), files, threads)
     out: dict[str, Any] = {"files": {}, "rows": {}}
     try:
         for table, (macro, order) in (LATE_RANK_TABLES if late else RANK_TABLES).items():
-            rel = f"{table}/r{rank}-d.parquet"
-            path = s.run_dir / rel
+            rel = _name(table, rank)
+            path = s.out_dir / rel
             out["rows"][table] = _copy(s.con, f"SELECT * FROM {macro}() ORDER BY {order}", path)
             out["files"][table] = [rel]
             # later tables of this rank read this one instead of recomputing it
@@ -142,25 +158,116 @@ def derive_rank(run_dir: str, rank: int, files: dict[str, list[str]], threads: i
     return out
 
 
-def derive_run(run_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1) -> dict[str, Any]:
-    """Run-level derived tables (collectives matched across ranks) from every staged file of the run, stored
-    one file per rank like every other table (a rank without rows still gets an empty file, so the table's
-    columns are known)."""
-    s = _Session(Path(run_dir), files, threads)
+def derive_run(out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1) -> dict[str, Any]:
+    """Run-level derived tables (collectives matched across ranks) from every file of the run, stored one file
+    per rank like every other table (a rank without rows still gets an empty file, so the columns are known)."""
+    s = _Session(Path(out_dir), files, threads)
     out: dict[str, Any] = {"files": {}, "rows": {}, "by_rank": {}}
     try:
         for table, (macro, order) in RUN_TABLES.items():
             s.con.execute(f"CREATE TEMP TABLE _d AS SELECT * FROM {macro}()")
             out["files"][table], out["rows"][table] = [], 0
             for rank in ranks:
-                rel = f"{table}/r{rank}-d.parquet"
-                out["rows"][table] += _copy(s.con, f"SELECT * FROM _d WHERE rank = {int(rank)} ORDER BY {order}", s.run_dir / rel)
+                rel = _name(table, rank)
+                out["rows"][table] += _copy(s.con, f"SELECT * FROM _d WHERE rank = {int(rank)} ORDER BY {order}", s.out_dir / rel)
                 out["files"][table].append(rel)
                 out["by_rank"].setdefault(rank, {})[table] = [rel]
             s.con.execute("DROP TABLE _d")
     finally:
         s.close()
     return out
+
+
+_RANK_FILE = re.compile(r"(?:^|/)r(-?\d+)-[^/]*\.parquet$")
+
+
+def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: int) -> dict[str, Any]:
+    """Every derived table of one run: per rank in a process pool, then the run-level ones, then per rank again.
+    files: the run's canonical files relative to run_dir (named r<rank>-<tag>.parquet by the store).
+    Returns {"version", "rows", "files"} with files relative to out_dir."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .ingest import _abort_pool, _map
+
+    by_rank: dict[int, dict[str, list[str]]] = {}
+    for table in _INPUTS:
+        for rel in files.get(table, []):
+            m = _RANK_FILE.search(rel)
+            if m and int(m.group(1)) >= 0:  # rank -1 holds cluster-level rows, no kernels
+                by_rank.setdefault(int(m.group(1)), {}).setdefault(table, []).append(str(run_dir / rel))
+    n_pool = max(1, min(len(by_rank), workers))
+    threads = max(1, workers // n_pool)
+    ex = ProcessPoolExecutor(max_workers=n_pool) if n_pool > 1 else None
+    done: list[dict[str, Any]] = []
+    try:
+        jobs = [(str(out_dir), rank, rank_files, threads) for rank, rank_files in sorted(by_rank.items())]
+        for job, d in _map(ex, derive_rank, jobs):
+            done.append(d)
+            for t, fl in d["files"].items():
+                by_rank[job[1]].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
+        if by_rank:
+            every: dict[str, list[str]] = {}
+            for rank_files in by_rank.values():
+                for t, fl in rank_files.items():
+                    every.setdefault(t, []).extend(fl)
+            run_level = derive_run(str(out_dir), sorted(by_rank), every, threads=workers)
+            done.append(run_level)
+            for rank, rank_files in run_level["by_rank"].items():
+                for t, fl in rank_files.items():
+                    by_rank[rank].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
+            late = [(str(out_dir), rank, rank_files, threads, True) for rank, rank_files in sorted(by_rank.items())]
+            done.extend(d for _job, d in _map(ex, derive_rank, late))
+    except BaseException:
+        if ex is not None:
+            _abort_pool(ex)
+        raise
+    if ex is not None:
+        ex.shutdown(wait=True)
+    out_files: dict[str, list[str]] = {}
+    rows: dict[str, int] = {}
+    for d in done:
+        for t, fl in d["files"].items():
+            out_files.setdefault(t, []).extend(fl)
+        for t, n in d["rows"].items():
+            rows[t] = rows.get(t, 0) + n
+    for fl in out_files.values():
+        fl.sort()
+    return {"version": version(), "rows": rows, "files": out_files}
+
+
+def ensure(store: Store, run_ids: list[str], workers: int | None = None,
+           on_build: Callable[[str], None] | None = None) -> list[str]:
+    """Build and store the derived tables of each run that lacks current ones (the first analysis of a run
+    after ingest, or after an upgrade changed the helper SQL). Returns the runs that still lack them because the
+    store is not writable or the build failed; queries on those compute everything from the raw tables.
+
+    The build reads the run's Parquet (never the dump), writes under the store's .staging dir, then moves the
+    files into the run and records them in the manifest under the store lock (Store.add_derived), so readers
+    see either no derived tables or all of them. Two commands building at once both compute; the second commit
+    finds the tables current and discards its copy."""
+    import duckdb
+
+    from .errors import StoreError
+
+    left: list[str] = []
+    for run_id in run_ids:
+        info = store.run(run_id)
+        if stored_for(info) or os.environ.get("TRACEQL_NO_DERIVED"):
+            continue
+        if not os.access(store.root, os.W_OK):
+            left.append(run_id)
+            continue
+        if on_build:
+            on_build(run_id)
+        staging = store.new_staging()
+        try:
+            built = _build(store.root / "runs" / run_id, staging, info.get("files", {}), workers or os.cpu_count() or 1)
+            store.add_derived(run_id, staging, built, expect_ingested_at=info.get("ingested_at"))
+        except (duckdb.Error, OSError, StoreError):
+            left.append(run_id)
+        finally:
+            store.discard(staging)
+    return left
 
 
 def stored_for(info: dict[str, Any]) -> bool:

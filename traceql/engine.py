@@ -123,12 +123,19 @@ def _snapshot(store: Store) -> Store:
     return _Snapshot(store.root)
 
 
+def _note_build(run_id: str) -> None:
+    import sys
+
+    print(f"building the analysis tables of run {run_id!r} (once; later analyses reuse them)", file=sys.stderr)
+
+
 def connect(store: Any = None, read_only: bool = True, threads: int | None = None,
-            runs: Iterable[str | None] | None = None) -> duckdb.DuckDBPyConnection:
+            runs: Iterable[str | None] | None = None, analysis: bool = False) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views. Nothing is re-parsed: views read the Parquet.
 
     runs: only these runs are visible (views list only their files, so a store of hundreds of runs opens as
-    fast as one; None entries are ignored); default every run."""
+    fast as one; None entries are ignored); default every run. analysis: first build the derived tables of
+    those runs if they lack current ones (traceql.derive.ensure; once per run, noted on stderr)."""
     import duckdb
 
     from .store import Store
@@ -136,14 +143,16 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
     st = store if isinstance(store, Store) else Store(store)
     if not st.exists():
         raise StoreError(f"no traceql store at {st.root} (run `traceql ingest PATH` first, or pass --store)")
-    # every view from one read of the manifest: consistent under a concurrent commit, and one JSON parse
-    # instead of one per table on a store of many runs
-    st = _snapshot(st)
     only = None if runs is None else {r for r in runs if r}
     if only is not None:
         unknown = sorted(only - set(st.runs()))
         if unknown:
             st.run(unknown[0])  # StoreError naming the known runs
+        if analysis:
+            derive.ensure(st, sorted(only), on_build=_note_build)
+    # every view from one read of the manifest: consistent under a concurrent commit, and one JSON parse
+    # instead of one per table on a store of many runs
+    st = _snapshot(st)
     con = duckdb.connect(":memory:")
     try:
         # DuckDB turns an ASOF join whose other side is estimated tiny (step windows) into a nested loop: at

@@ -1223,7 +1223,7 @@ def evaluate(store: Any, run_id: str | None = None, *, device: str | None = None
 
     rules_data = load_rules(rules)
     rid = _resolve_run(store, run_id)
-    con = engine.connect(store, runs=[rid, baseline])
+    con = engine.connect(store, runs=[rid, baseline], analysis=True)
     try:
         base_ns = queries.baseline_step_ns(store, baseline, con=con) if baseline else None
         ctx = _Ctx(con, store, rid, device, peaks, baseline, base_ns, rules_data)

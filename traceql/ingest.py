@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -42,67 +41,6 @@ def _map(ex: ProcessPoolExecutor | None, fn: Callable[..., Any], jobs: list[tupl
     futs = {ex.submit(fn, *job): job for job in jobs}
     for fut in as_completed(futs):
         yield futs[fut], fut.result()
-
-
-def _derive(ex: ProcessPoolExecutor | None, staging: Path, results: list[dict[str, Any]], cpus: int,
-            pool_size: int) -> dict[str, Any]:
-    """Compute the derived analysis tables (traceql.derive) from the staged files: per rank in the pool, then
-    the run-level ones here. Returns {"version", "rows", "files"}. A derivation error does not fail the ingest
-    (the parsed data is good): the run is stored without them and queries compute from the raw tables."""
-    import duckdb
-
-    from . import derive
-
-    try:
-        return _derive_all(ex, staging, results, cpus, pool_size)
-    except duckdb.Error as e:
-        for t in derive.DERIVED_TABLES:
-            shutil.rmtree(staging / t, ignore_errors=True)
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        return {"version": None, "rows": {}, "files": {},
-                "error": f"derived tables not stored (queries will compute them): {type(e).__name__}: {first}"}
-
-
-def _derive_all(ex: ProcessPoolExecutor | None, staging: Path, results: list[dict[str, Any]], cpus: int,
-                pool_size: int) -> dict[str, Any]:
-    from . import derive
-
-    by_rank: dict[int, dict[str, list[str]]] = {}
-    for r in results:
-        if r["rank"] >= 0:  # rank -1 holds cluster-level rows, no kernels
-            for t, fl in r["files"].items():
-                by_rank.setdefault(r["rank"], {}).setdefault(t, []).extend(fl)
-    parallel = max(1, min(len(by_rank), pool_size if ex is not None else 1))
-    threads = max(1, cpus // parallel)
-    jobs = [(str(staging), rank, files, threads) for rank, files in sorted(by_rank.items())]
-    done: list[dict[str, Any]] = []
-    for job, d in _map(ex, derive.derive_rank, jobs):
-        done.append(d)
-        for t, fl in d["files"].items():
-            by_rank[job[1]].setdefault(t, []).extend(fl)
-    if by_rank:
-        every: dict[str, list[str]] = {}
-        for rank_files in by_rank.values():
-            for t, fl in rank_files.items():
-                every.setdefault(t, []).extend(fl)
-        run_level = derive.derive_run(str(staging), sorted(by_rank), every, threads=cpus)
-        done.append(run_level)
-        for rank, rank_files in run_level["by_rank"].items():
-            for t, fl in rank_files.items():
-                by_rank[rank].setdefault(t, []).extend(fl)
-        # then per rank again: the tables that need the run-level ones, from the rank's own files
-        late = [(str(staging), rank, files_, threads, True) for rank, files_ in sorted(by_rank.items())]
-        done.extend(d for _job, d in _map(ex, derive.derive_rank, late))
-    files: dict[str, list[str]] = {}
-    rows: dict[str, int] = {}
-    for d in done:
-        for t, fl in d["files"].items():
-            files.setdefault(t, []).extend(fl)
-        for t, n in d["rows"].items():
-            rows[t] = rows.get(t, 0) + n
-    for fl in files.values():
-        fl.sort()
-    return {"version": derive.version(), "rows": rows, "files": files}
 
 
 def _abort_pool(ex: ProcessPoolExecutor) -> None:
@@ -164,7 +102,6 @@ def ingest(
                 results.append(r)
                 if on_unit_done:
                     on_unit_done(job[0], r)
-            derived = _derive(ex, staging, results, workers or os.cpu_count() or 1, n_workers)
         except BaseException:
             # Ctrl-C or a failed unit: don't wait for queued units; stop the workers now.
             if ex is not None:
@@ -173,11 +110,6 @@ def ingest(
         if ex is not None:
             ex.shutdown(wait=True)
         info = _run_info(p, results)
-        info["derived"] = derived
-        if derived.get("error"):
-            info["warnings"].append(derived["error"])
-        for t, fl in derived.pop("files").items():
-            info["files"][t] = fl
         st.commit(staging, run_id, info, replace=replace)
     except BaseException:
         st.discard(staging)

@@ -365,7 +365,7 @@ def run(
         # run is reported by _pick_run below, with the known ones
         runs = st.runs() if st.exists() else {}
         want = run_id if run_id in runs else st.latest_run() if run_id is None and runs else None
-        con = engine.connect(st, runs=[want] if want else None)
+        con = engine.connect(st, runs=[want] if want else None, analysis=True)
     assert con is not None
     cur = con.cursor()
     try:

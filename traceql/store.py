@@ -286,6 +286,38 @@ class Store:
                     shutil.rmtree(trash, ignore_errors=True)
         self.write_views_sql()
 
+    def add_derived(self, run_id: str, staging: Path, built: dict[str, Any], expect_ingested_at: Any = None) -> None:
+        """Move derived tables built under `staging` (traceql.derive) into a run and record them, atomically:
+        files first (new names, so nothing a reader has open is touched), then the manifest; the run's previous
+        derived files are removed after the switch. A no-op when the run changed meanwhile (re-ingested or
+        removed) or another command stored current tables first."""
+        from . import derive
+
+        with self.lock():
+            m = self.manifest()
+            info = m["runs"].get(run_id)
+            if info is None or info.get("ingested_at") != expect_ingested_at or derive.stored_for(info):
+                return
+            final = self._run_dir(run_id)
+            if final.is_symlink() or not final.is_dir():
+                raise StoreError(f"{final} is not a directory the store owns; not adding derived tables")
+            old = [rel for t in derive.DERIVED_TABLES for rel in info.get("files", {}).get(t, [])]
+            for rels in built["files"].values():
+                for rel in rels:
+                    dst = final / rel
+                    dst.parent.mkdir(exist_ok=True)
+                    os.replace(staging / rel, dst)
+                    dst.chmod(0o444)
+            files = dict(info.get("files", {}))
+            files.update(built["files"])
+            m["runs"][run_id] = dict(info, files=files, derived={"version": built["version"], "rows": built["rows"]})
+            self._write_manifest(m)
+            for rel in old:
+                if rel not in files.get(rel.split("/")[0], []):
+                    with contextlib.suppress(OSError):
+                        (final / rel).unlink()
+        self.write_views_sql()
+
     def remove(self, run_id: str) -> None:
         with self.lock():
             m = self.manifest()

@@ -258,7 +258,7 @@ def build_context(store: Any = None, run_id: str | None = None, *, device: str |
     rid = rep.run_id
     st = store if isinstance(store, Store) else Store(store)
     info = st.run(rid)
-    con = engine.connect(store, runs=[rid, baseline])
+    con = engine.connect(store, runs=[rid, baseline], analysis=True)
     try:
         ch = _Charts(store, rid, device, peaks, con)
         verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
