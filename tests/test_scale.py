@@ -275,3 +275,28 @@ def test_large_kernel_details_is_exact_sorted_and_deterministic(tmp_path: Path):
     ns = [int(s.strip().replace(".", "")) for s in starts]
     assert all(x <= y for x, y in zip(ns[:-1], ns[1:], strict=True))
     assert ns[-1] - ns[0] > 1_000_000_000  # two replayed seconds
+
+
+def test_ingest_reports_bytes_read_while_parsing_one_big_file(tmp_path: Path) -> None:
+    """The progress bar counts input bytes (traceql.progress), so a single large trace moves before it is done:
+    reports never go backwards, never pass the total, and end at the total (the file's size, by os.stat)."""
+    import time
+
+    from traceql.ingest import ingest
+    from traceql.synth.large import large_trace_view
+
+    folder = tmp_path / "big_ascend_pt"
+    tv = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    tv.parent.mkdir(parents=True)
+    large_trace_view(tv, 60_000_000, seed=1)
+    size = tv.stat().st_size
+    seen: list[tuple[int, int]] = []
+    t0 = time.monotonic()
+    ingest(folder, tmp_path / "store", name="big", workers=1, on_bytes=lambda d, t: seen.append((d, t)))
+    took = time.monotonic() - t0
+    assert seen[-1] == (size, size)
+    assert all(t == size for _d, t in seen)
+    done = [d for d, _t in seen]
+    assert done == sorted(done) and done[-1] == size
+    if took > 1.5:  # reports come every 0.2 s: a parse this long must have shown some in the middle
+        assert any(0 < d < size for d in done), seen

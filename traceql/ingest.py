@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, progress
 from .errors import BadTraceError, TraceQLError
 from .parsers import Unit, detect
 from .store import RankWriter, Store, check_run_name, run_name_from_path
 
 
-def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str) -> dict[str, Any]:
-    """Runs in a worker process: parse one unit into its own Parquet files. Returns rows/files/meta."""
+def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot: int = -1, size: int = 0) -> dict[str, Any]:
+    """Runs in a worker process: parse one unit into its own Parquet files. Returns rows/files/meta.
+    slot/size: where this unit publishes its bytes read (traceql.progress)."""
     from .parsers import get
+    from .progress import UnitProgress
 
     writer = RankWriter(Path(run_dir), run_id, rank, tag=tag)
     try:
-        meta = get(unit.parser).parse(unit, writer) or {}
+        with UnitProgress(slot, size):
+            meta = get(unit.parser).parse(unit, writer) or {}
     except TraceQLError:
         raise
     except (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError) as e:
@@ -30,6 +35,11 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str) -> d
     finally:
         writer.close()
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}
+
+
+def _poll_bytes(slots: Any, total: int, on_bytes: Callable[[int, int], None] | None, stop: threading.Event) -> None:
+    while on_bytes and not stop.wait(0.2):
+        on_bytes(min(sum(slots), total), total)
 
 
 def _map(ex: ProcessPoolExecutor | None, fn: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -76,7 +86,10 @@ def ingest(
     workers: int | None = None,
     on_unit_done: Callable[[Unit, dict[str, Any]], None] | None = None,
     on_units: Callable[[list[Unit]], None] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
+    """Parse the dump at `path` into a new run of the store, atomically. on_bytes(done, total) is called about
+    5 times a second with the input bytes read so far (traceql.progress), for a progress bar."""
     p = Path(path)
     if not p.exists():
         raise BadTraceError(p, "no such file or directory")
@@ -94,9 +107,18 @@ def ingest(
     staging = st.new_staging()
     results: list[dict[str, Any]] = []
     try:
-        jobs = [(u, str(staging), run_id, rank, f"{i}") for i, (u, rank) in enumerate(assigned)]
+        sizes = [progress.input_bytes(u.path) for u, _rank in assigned]
+        slots = multiprocessing.Array("q", max(1, len(assigned)), lock=False)
+        jobs = [(u, str(staging), run_id, rank, f"{i}", i, sizes[i]) for i, (u, rank) in enumerate(assigned)]
         n_workers = min(len(jobs), workers or os.cpu_count() or 1)
-        ex = ProcessPoolExecutor(max_workers=n_workers) if n_workers > 1 else None
+        ex = (ProcessPoolExecutor(max_workers=n_workers, initializer=progress.init_worker, initargs=(slots,))
+              if n_workers > 1 else None)
+        if ex is None:
+            progress.init_worker(slots)
+        stop = threading.Event()
+        poller = threading.Thread(target=_poll_bytes, args=(slots, sum(sizes), on_bytes, stop), daemon=True)
+        if on_bytes:
+            poller.start()
         try:
             for job, r in _map(ex, _parse_unit, jobs):
                 results.append(r)
@@ -107,8 +129,13 @@ def ingest(
             if ex is not None:
                 _abort_pool(ex)
             raise
+        finally:
+            stop.set()
         if ex is not None:
             ex.shutdown(wait=True)
+        if on_bytes:
+            poller.join(timeout=1)
+            on_bytes(sum(sizes), sum(sizes))
         info = _run_info(p, results)
         st.commit(staging, run_id, info, replace=replace)
     except BaseException:

@@ -40,14 +40,25 @@ def progress_enabled(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
-def make_progress(quiet: bool) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def make_byte_progress(quiet: bool) -> Any:
+    """A progress bar over input bytes (ingest): MB read, throughput, elapsed and remaining time."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=err,
         disable=not progress_enabled(quiet),
         transient=True,

@@ -25,20 +25,28 @@ def ingest_cmd(
     """
     from ..ingest import ingest
     from . import _console
+    from ._console import progress_enabled as progress_wanted
 
-    progress = _console.make_progress(quiet)
+    progress = _console.make_byte_progress(quiet)
     task: dict[str, Any] = {}
 
     def on_units(units: list[Any]) -> None:
         kinds = sorted({u.parser for u in units})
         _console.info(f"detected {', '.join(kinds)}: {len(units)} unit(s) in {path}")
-        task["id"] = progress.add_task("parsing", total=len(units))
+        task["n"], task["done"] = len(units), 0
+        task["id"] = progress.add_task(f"parsing 0/{len(units)} unit(s)", total=None)
 
     def on_done(unit: Any, result: dict[str, Any]) -> None:
-        progress.advance(task["id"])
+        task["done"] += 1
+        progress.update(task["id"], description=f"parsing {task['done']}/{task['n']} unit(s)")
+
+    def on_bytes(done: int, total: int) -> None:
+        # input bytes read so far, from every worker (traceql.progress): moves inside one multi-GB file too
+        progress.update(task["id"], completed=done, total=total or None)
 
     with progress:
-        info = ingest(path, store=store, name=name, replace=replace, workers=workers, on_units=on_units, on_unit_done=on_done)
+        info = ingest(path, store=store, name=name, replace=replace, workers=workers, on_units=on_units,
+                      on_unit_done=on_done, on_bytes=on_bytes if progress_wanted(quiet) else None)
     rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
     _console.out.print(
         f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}",

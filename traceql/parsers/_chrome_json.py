@@ -296,6 +296,10 @@ def duck_connection(threads: int | None = None) -> Any:
     con.execute(f"SET threads={int(threads or min(os.cpu_count() or 1, 8))}")
     con.execute(f"SET memory_limit='{DUCK_MEMORY_LIMIT}'")
     con.execute("SET preserve_insertion_order=false")
+    # DuckDB tracks query progress only with the progress bar on; printing stays off. The ingest progress bar
+    # reads it (traceql.progress.stream): DuckDB reads ahead of its parse, so bytes read would run ahead.
+    con.execute("SET enable_progress_bar=true")
+    con.execute("SET enable_progress_bar_print=false")
     return con
 
 
@@ -378,10 +382,14 @@ class DuckStream:
 
 def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3) -> Iterator[Any]:
     """Stream the Arrow batches of `sql` (see DuckStream); the query stops if the consumer stops early."""
+    from .. import progress
+
     stream = DuckStream(con, path, sql, batch_rows, prefetch)
+    shown = progress.Stream(path, con.query_progress)
     try:
         yield from stream
     finally:
+        shown.close()
         stream.close()
 
 

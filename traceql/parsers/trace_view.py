@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import progress
 from ..errors import BadTraceError
 from . import _chrome_json as cj
 from .base import Unit, read_head
@@ -711,15 +712,21 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
         dests |= {"comm", "plane"}
     # DuckDB starts parsing on another core while this thread pre-scans for track names
     stream = cj.DuckStream(cj.duck_connection(), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH) if sn.fast_path else None
+    # progress through this file = DuckDB's own scan progress (it reads far ahead of its parse)
+    shown = progress.Stream(path, stream.con.query_progress) if stream is not None else None
     try:
-        tr = scan_tracks(sn)
+        with progress.uncounted():  # a regex pass over the whole file at GB/s: not the parse the bar shows
+            tr = scan_tracks(sn)
     except BaseException:
         if stream is not None:
             stream.close()
+        if shown is not None:
+            shown.close(done=False)
         raise
     fast = stream is not None and not tr.numeric_ts
     if stream is not None and not fast:
         stream.close()
+        shown.close(done=False)  # type: ignore[union-attr]
     bg = cj.BackgroundWriter(out)
     tmp = tempfile.TemporaryDirectory(prefix="traceql-tv-")
     em = _Emitter(bg, tr, path.name, tmp.name)  # type: ignore[arg-type]
@@ -735,6 +742,7 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
             # nothing written yet: read the file with ijson instead, which either copes (memory) or
             # reports the same fault with its byte offset
             stream.close()  # type: ignore[union-attr]
+            shown.close(done=False)  # type: ignore[union-attr]
             em.warnings.append(f"DuckDB reader failed before the first batch ({e.detail}); read with ijson")
             fast = False
             for b in _ijson_batches(sn):
@@ -742,6 +750,8 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
                 em.batch(b, dests)
         em.finish(comm_ops=comm_ops, write_steps=write_steps)
     finally:
+        if shown is not None:
+            shown.close()
         if stream is not None:
             stream.close()
         try:
