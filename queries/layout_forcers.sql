@@ -34,12 +34,16 @@ WITH kb AS MATERIALIZED (
     FROM _kernel_bytes() WHERE NOT is_comm
 ), conv0 AS (
     SELECT * FROM kb WHERE is_conv
-), nb AS (
-    -- the 4 compute kernels before and after each conversion on its stream (by compute_seq: no re-sort)
-    SELECT c.kid, c.run_id, c.rank, o.off, k.op, k.ins_txt, k.ind_txt, k.out_key
+), want AS MATERIALIZED (
+    -- the positions of the 4 compute kernels before and after each conversion on its stream
+    SELECT c.kid, c.run_id, c.rank, c.stream_id, o.off, c.compute_seq + o.off AS nseq
     FROM conv0 c CROSS JOIN (SELECT unnest([-4, -3, -2, -1, 1, 2, 3, 4]) AS off) o
-    JOIN kb k ON k.run_id = c.run_id AND k.rank = c.rank AND k.stream_id IS NOT DISTINCT FROM c.stream_id
-         AND k.compute_seq = c.compute_seq + o.off
+), nb AS (
+    -- looked up by equi-join on (rank, stream, compute_seq): no re-sort, and linear
+    SELECT w.kid, w.run_id, w.rank, w.off, k.op, k.ins_txt, k.ind_txt, k.out_key
+    FROM want w
+    JOIN kb k ON k.run_id = w.run_id AND k.rank = w.rank AND k.stream_id IS NOT DISTINCT FROM w.stream_id
+         AND k.compute_seq = w.nseq
 ), sig AS (
     -- input keys (shape|dtype) once per distinct input signature among conversions and their neighbours
     SELECT ins_txt, ind_txt,
