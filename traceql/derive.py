@@ -281,6 +281,11 @@ def stored_for(info: dict[str, Any]) -> bool:
     )
 
 
+def stored_macros() -> set[str]:
+    """The helper macros whose results are stored (use_stored_sql replaces them)."""
+    return {macro for macro, _order in ALL_TABLES.values()}
+
+
 def use_stored_sql() -> list[str]:
     """Statements that point the helper macros at the stored derived tables (run after the helpers load)."""
     return [f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM {table}" for table, (macro, _o) in ALL_TABLES.items()]

@@ -260,19 +260,39 @@ _CREATE_MACRO = re.compile(r"^((?:\s*--[^\n]*\n)*\s*)CREATE\s+OR\s+REPLACE\s+MAC
 def _load_helpers(cur: duckdb.DuckDBPyConnection, stored: bool = False) -> None:
     """Create the helper macros on `cur`. stored: the (scoped) run's derived tables are stored and current,
     so the macros that compute them read them instead (traceql.derive)."""
-    import duckdb
+    from . import derive
 
-    for text in helper_sql():
-        for stmt in duckdb.extract_statements(text):
-            q = stmt.query
-            # helpers are session-local here so they never change the caller's database
-            q = _CREATE_MACRO.sub(r"\1CREATE OR REPLACE TEMP MACRO", q, count=1)
-            cur.execute(q)
-    if stored:
-        from . import derive
-
+    # with stored tables, the macros that compute them are not created at all: DuckDB binds a table macro's
+    # body when it is created (reading the views' Parquet schemas), ~20 ms each, for every query
+    skip = derive.stored_macros() if stored else set()
+    if stored:  # first: the other helpers refer to them
         for q in derive.use_stored_sql():
             cur.execute(q)
+    for name, q in _helper_statements():
+        if name not in skip:
+            cur.execute(q)
+
+
+_MACRO_NAME = re.compile(r"MACRO\s+(\w+)", re.I)
+
+
+def _helper_statements() -> list[tuple[str, str]]:
+    """(macro name, CREATE OR REPLACE TEMP MACRO statement) for every helper statement, parsed once per text."""
+    return _helper_statements_of(tuple(helper_sql()))
+
+
+@lru_cache(maxsize=4)
+def _helper_statements_of(texts: tuple[str, ...]) -> list[tuple[str, str]]:
+    import duckdb
+
+    out = []
+    for text in texts:
+        for stmt in duckdb.extract_statements(text):
+            # helpers are session-local here so they never change the caller's database
+            q = _CREATE_MACRO.sub(r"\1CREATE OR REPLACE TEMP MACRO", stmt.query, count=1)
+            m = _MACRO_NAME.search(q)
+            out.append((m.group(1) if m else "", q))
+    return out
 
 
 def _stored_derived(cur: duckdb.DuckDBPyConnection) -> bool:
