@@ -1,4 +1,4 @@
-"""Derived tables: the analysis layer every metric query starts from, computed once at ingest.
+"""Derived tables: the analysis layer every metric query starts from, computed once per run (first analysis).
 
 Most queries in queries/ begin from the same per-kernel HBM bytes (`_kernel_bytes()`), step windows
 (`_step_windows()`), device bandwidth timeline (`_bw_segments()`), matched collectives (`_comm_events()`) and the
@@ -245,6 +245,8 @@ def ensure(store: Store, run_ids: list[str], workers: int | None = None,
     files into the run and records them in the manifest under the store lock (Store.add_derived), so readers
     see either no derived tables or all of them. Two commands building at once both compute; the second commit
     finds the tables current and discards its copy."""
+    from concurrent.futures.process import BrokenProcessPool
+
     import duckdb
 
     from .errors import StoreError
@@ -263,7 +265,8 @@ def ensure(store: Store, run_ids: list[str], workers: int | None = None,
         try:
             built = _build(store.root / "runs" / run_id, staging, info.get("files", {}), workers or os.cpu_count() or 1)
             store.add_derived(run_id, staging, built, expect_ingested_at=info.get("ingested_at"))
-        except (duckdb.Error, OSError, StoreError):
+        except (duckdb.Error, OSError, StoreError, BrokenProcessPool, MemoryError):
+            # the analysis still runs, from the raw tables (slower); the next one tries the build again
             left.append(run_id)
         finally:
             store.discard(staging)
