@@ -148,3 +148,22 @@ def test_derived_tables_are_queryable_ad_hoc(tmp_path: Path) -> None:
         "FROM timeline_base GROUP BY rank, step) WHERE d <> w"
     ).fetchone()[0]
     assert bad == 0
+
+
+def test_a_failed_build_leaves_the_run_to_the_raw_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build that dies (a worker killed for memory) must not fail the analysis or leave files behind."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    st = tmp_path / "s"
+    ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
+    expected = _rows("rank_summary", st, "demo")
+
+    def dies(*a: Any, **k: Any) -> Any:
+        raise BrokenProcessPool("a worker was killed")
+
+    with monkeypatch.context() as m:
+        m.setattr(derive, "_build", dies)
+        assert derive.ensure(Store(st), ["demo"]) == ["demo"]
+        assert _rows("rank_summary", st, "demo") == expected
+    assert "derived" not in Store(st).run("demo")
+    assert not list((st / ".staging").iterdir())
