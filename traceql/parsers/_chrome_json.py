@@ -672,7 +672,9 @@ def spill_connection(directory: str | Path) -> Any:
     from ._csv import lit
 
     con = duckdb.connect(":memory:")
-    con.execute("SET memory_limit='256MB'")
+    # 128 MB: the flow pairing over a 4 GB trace's spilled flows would otherwise grow the ingest's peak RSS
+    # ~100 MB above a small trace's (the peak should not depend on the input size)
+    con.execute("SET memory_limit='128MB'")
     con.execute("SET preserve_insertion_order=false")
     con.execute(f"SET temp_directory={lit(str(Path(directory) / 'duckdb_tmp'))}")
     return con

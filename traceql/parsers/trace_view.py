@@ -748,6 +748,8 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
             for b in _ijson_batches(sn):
                 n_events += b.num_rows
                 em.batch(b, dests)
+        if stream is not None:
+            stream.close()  # free the JSON reader's DuckDB buffers before the end-of-file steps allocate theirs
         em.finish(comm_ops=comm_ops, write_steps=write_steps)
     finally:
         if shown is not None:
