@@ -456,3 +456,25 @@ SELECT tb.run_id, tb.rank, tb.step, tb.window_source, tb.win_start, tb.win_end, 
        tb.transit_share, tb.first_busy, tb.last_busy
 FROM _timeline_base() tb
 ASOF LEFT JOIN ps ON ps.run_id = tb.run_id AND ps.rank = tb.rank AND tb.t0 >= ps.t;
+
+-- Each timeline segment's time in the seven parts wait_attribution reports (c_sat + c_other + m_transit +
+-- m_peer + m_other + idle + host = dur_ns; see wait_attribution.sql) and in step_breakdown's phases (computing,
+-- comm_no = communication not overlapped, overlapped, preparing, tail). One definition, read by
+-- wait_attribution and step_groups, so their rank totals agree by construction.
+CREATE OR REPLACE MACRO _timeline_parts(sat_threshold, peak_hbm_bps) AS TABLE
+SELECT run_id, rank, step, t0, t1, dur_ns,
+       CASE WHEN n_comp > 0 AND sat THEN dur_ns ELSE 0 END AS c_sat,
+       CASE WHEN n_comp > 0 AND NOT sat THEN dur_ns ELSE 0 END AS c_other,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * transit_share ELSE 0 END AS m_transit,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * peer_hbm_share ELSE 0 END AS m_peer,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * (1 - transit_share - peer_hbm_share) ELSE 0 END AS m_other,
+       CASE WHEN n_comp = 0 AND n_comm = 0 AND t0 >= first_busy AND t1 <= last_busy THEN dur_ns ELSE 0 END AS idle,
+       CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false) THEN dur_ns ELSE 0 END AS host,
+       CASE WHEN n_comp > 0 THEN dur_ns ELSE 0 END AS computing,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns ELSE 0 END AS comm_no,
+       CASE WHEN n_comp > 0 AND n_comm > 0 THEN dur_ns ELSE 0 END AS overlapped,
+       CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false)
+                 AND (first_busy IS NULL OR t1 <= first_busy) THEN dur_ns ELSE 0 END AS preparing,
+       CASE WHEN n_comp = 0 AND n_comm = 0 AND first_busy IS NOT NULL AND t0 >= last_busy THEN dur_ns ELSE 0 END AS tail,
+       CASE WHEN n_comp > 0 THEN bw_bps * dur_ns ELSE 0 END AS comp_bw_ns
+FROM _timeline(sat_threshold, peak_hbm_bps);

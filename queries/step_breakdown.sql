@@ -39,13 +39,10 @@ WITH tl AS MATERIALIZED (
            sum(dur_ns) FILTER (WHERE n_comp > 0)::BIGINT AS computing_ns,
            sum(dur_ns) FILTER (WHERE n_comm > 0)::BIGINT AS comm_ns,
            sum(dur_ns) FILTER (WHERE n_comm > 0 AND n_comp = 0)::BIGINT AS comm_not_overlapped_ns,
-           sum(dur_ns) FILTER (WHERE n_comm > 0 AND n_comp > 0)::BIGINT AS overlapped_ns
+           sum(dur_ns) FILTER (WHERE n_comm > 0 AND n_comp > 0)::BIGINT AS overlapped_ns,
+           -- free: nothing running between the step's first and last busy instant (_timeline carries them)
+           sum(dur_ns) FILTER (WHERE n_comp = 0 AND n_comm = 0 AND t0 >= first_busy AND t1 <= last_busy)::BIGINT AS free_ns
     FROM tl GROUP BY run_id, rank, step
-), free AS (
-    SELECT tl.run_id, tl.rank, tl.step, sum(tl.dur_ns)::BIGINT AS free_ns
-    FROM tl JOIN agg a ON a.run_id = tl.run_id AND a.rank = tl.rank AND a.step IS NOT DISTINCT FROM tl.step
-    WHERE tl.n_comp = 0 AND tl.n_comm = 0 AND tl.t0 >= a.first_busy AND tl.t1 <= a.last_busy
-    GROUP BY ALL
 ), st AS (
     SELECT * FROM steps
     QUALIFY row_number() OVER (PARTITION BY run_id, rank, step ORDER BY computing_ns IS NULL, source, ts_ns) = 1
@@ -56,13 +53,12 @@ SELECT a.run_id, a.rank, a.step, a.window_source, a.win_end - a.win_start AS win
        a.win_end - coalesce(a.last_busy, a.win_end) AS tail_ns,
        coalesce(a.computing_ns, 0) AS computing_ns, coalesce(a.comm_ns, 0) AS comm_ns,
        coalesce(a.comm_not_overlapped_ns, 0) AS comm_not_overlapped_ns, coalesce(a.overlapped_ns, 0) AS overlapped_ns,
-       coalesce(f.free_ns, 0) AS free_ns,
+       coalesce(a.free_ns, 0) AS free_ns,
        coalesce(a.computing_ns, 0) / nullif(a.last_busy - a.first_busy, 0) AS computing_ratio,
        st.dur_ns AS profiler_step_ns, st.computing_ns AS profiler_computing_ns,
        st.comm_not_overlapped_ns AS profiler_comm_not_overlapped_ns, st.overlapped_ns AS profiler_overlapped_ns,
        st.comm_ns AS profiler_comm_ns, st.free_ns AS profiler_free_ns, st.bubble_ns AS profiler_bubble_ns,
        st.preparing_ns AS profiler_preparing_ns
 FROM agg a
-LEFT JOIN free f ON f.run_id = a.run_id AND f.rank = a.rank AND f.step IS NOT DISTINCT FROM a.step
 LEFT JOIN st ON st.run_id = a.run_id AND st.rank = a.rank AND st.step IS NOT DISTINCT FROM a.step
 ORDER BY a.run_id, a.rank, a.step NULLS FIRST;

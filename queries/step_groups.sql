@@ -35,13 +35,7 @@
 -- classified exactly as those two queries do, so for every rank the scope-rank row equals wait_attribution's
 -- rank row (seven parts) and the sums of step_breakdown's rows (computing, not overlapped, overlapped, free,
 -- preparing, tail). Groups: a rank's n step windows in time order are cut into ceil(n / max_groups)-step runs.
-WITH tl AS MATERIALIZED (
-    SELECT *,
-           min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,
-           max(t1) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS last_busy
-    FROM _timeline($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
-    WINDOW w AS (PARTITION BY run_id, rank, step)
-), win AS (
+WITH win AS (
     SELECT run_id, rank, step,
            row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start, step) - 1 AS idx,
            count(*) OVER (PARTITION BY run_id, rank) AS n
@@ -50,22 +44,10 @@ WITH tl AS MATERIALIZED (
     SELECT run_id, rank, step, idx // greatest(ceil(n / greatest($max_groups::INTEGER, 1))::BIGINT, 1) AS grp
     FROM win
 ), parts AS (
-    SELECT tl.run_id, tl.rank, tl.step, g.grp, tl.dur_ns,
-           CASE WHEN n_comp > 0 AND sat THEN dur_ns ELSE 0 END AS c_sat,
-           CASE WHEN n_comp > 0 AND NOT sat THEN dur_ns ELSE 0 END AS c_other,
-           CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * transit_share ELSE 0 END AS m_transit,
-           CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * peer_hbm_share ELSE 0 END AS m_peer,
-           CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * (1 - transit_share - peer_hbm_share) ELSE 0 END AS m_other,
-           CASE WHEN n_comp = 0 AND n_comm = 0 AND t0 >= first_busy AND t1 <= last_busy THEN dur_ns ELSE 0 END AS idle,
-           CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false) THEN dur_ns ELSE 0 END AS host,
-           CASE WHEN n_comp > 0 THEN dur_ns ELSE 0 END AS computing,
-           CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns ELSE 0 END AS comm_no,
-           CASE WHEN n_comp > 0 AND n_comm > 0 THEN dur_ns ELSE 0 END AS overlapped,
-           CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false)
-                     AND (first_busy IS NULL OR t1 <= first_busy) THEN dur_ns ELSE 0 END AS preparing,
-           CASE WHEN n_comp = 0 AND n_comm = 0 AND first_busy IS NOT NULL AND t0 >= last_busy THEN dur_ns ELSE 0 END AS tail
-    FROM tl
-    JOIN grp g ON g.run_id = tl.run_id AND g.rank = tl.rank AND g.step IS NOT DISTINCT FROM tl.step
+    -- the same per-segment split as wait_attribution and step_breakdown (_helpers.sql _timeline_parts)
+    SELECT p.*, g.grp
+    FROM _timeline_parts($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE) p
+    JOIN grp g ON g.run_id = p.run_id AND g.rank = p.rank AND g.step IS NOT DISTINCT FROM p.step
 ), st AS (
     SELECT s.*, g.grp
     FROM (SELECT * FROM steps

@@ -28,7 +28,8 @@
 -- column: verdict VARCHAR              -- memory-bound | communication-bound | compute-bound | host/idle-bound: the largest share
 -- column: verdict_reason VARCHAR       -- the shares behind the verdict, in words
 --
--- Definitions (the timeline is built in _helpers.sql: _bw_segments, _comm_events, _comm_parts, _timeline):
+-- Definitions (the timeline is built in _helpers.sql: _bw_segments, _comm_events, _comm_parts, _timeline,
+-- _timeline_parts):
 -- * Wall time = the step windows of each rank (the host step when the steps table has its start, else first
 --   to last kernel); every instant in them gets exactly one category, so the seven parts add up to wall_ns
 --   (up to rounding of fractional shares to whole ns). Time with neither compute nor communication is host
@@ -49,20 +50,9 @@
 --   from a truly communication-bound one (time spent moving data or waiting with HBM not saturated).
 -- * Scaling: compute_fraction = compute / wall (1.0 = no communication or idle exposed); with a baseline run,
 --   scaling_vs_baseline = baseline mean step time / this run's mean step time (the article's 0.58).
-WITH tl AS (
-    -- first_busy / last_busy: the step's first and last instant with compute or communication running
-    SELECT * FROM _timeline($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
-), parts AS (
-    SELECT run_id, rank, step, dur_ns,
-           CASE WHEN n_comp > 0 AND sat THEN dur_ns ELSE 0 END AS c_sat,
-           CASE WHEN n_comp > 0 AND NOT sat THEN dur_ns ELSE 0 END AS c_other,
-           CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * transit_share ELSE 0 END AS m_transit,
-           CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * peer_hbm_share ELSE 0 END AS m_peer,
-           CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * (1 - transit_share - peer_hbm_share) ELSE 0 END AS m_other,
-           CASE WHEN n_comp = 0 AND n_comm = 0 AND t0 >= first_busy AND t1 <= last_busy THEN dur_ns ELSE 0 END AS idle,
-           CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false) THEN dur_ns ELSE 0 END AS host,
-           CASE WHEN n_comp > 0 THEN bw_bps * dur_ns ELSE 0 END AS comp_bw_ns
-    FROM tl
+WITH parts AS (
+    -- each timeline segment split into the seven parts (_helpers.sql _timeline_parts)
+    SELECT * FROM _timeline_parts($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
 ), agg AS (
     SELECT run_id, rank, step,
            CASE WHEN grouping(rank) = 1 THEN 'run' WHEN grouping(step) = 1 THEN 'rank' ELSE 'step' END AS scope,

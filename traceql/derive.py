@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -178,9 +177,6 @@ def derive_run(out_dir: str, ranks: list[int], files: dict[str, list[str]], thre
     return out
 
 
-_RANK_FILE = re.compile(r"(?:^|/)r(-?\d+)-[^/]*\.parquet$")
-
-
 def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: int) -> dict[str, Any]:
     """Every derived table of one run: per rank in a process pool, then the run-level ones, then per rank again.
     files: the run's canonical files relative to run_dir (named r<rank>-<tag>.parquet by the store).
@@ -188,13 +184,14 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     from concurrent.futures import ProcessPoolExecutor
 
     from .ingest import _abort_pool, _map
+    from .store import rank_of_file
 
     by_rank: dict[int, dict[str, list[str]]] = {}
     for table in _INPUTS:
         for rel in files.get(table, []):
-            m = _RANK_FILE.search(rel)
-            if m and int(m.group(1)) >= 0:  # rank -1 holds cluster-level rows, no kernels
-                by_rank.setdefault(int(m.group(1)), {}).setdefault(table, []).append(str(run_dir / rel))
+            rank = rank_of_file(rel)
+            if rank is not None and rank >= 0:  # rank -1 holds cluster-level rows, no kernels
+                by_rank.setdefault(rank, {}).setdefault(table, []).append(str(run_dir / rel))
     n_pool = max(1, min(len(by_rank), workers))
     threads = max(1, workers // n_pool)
     ex = ProcessPoolExecutor(max_workers=n_pool) if n_pool > 1 else None

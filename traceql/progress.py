@@ -78,6 +78,12 @@ class UnitProgress:
         while not self._stop.wait(self.period):
             self._set(self._now())
 
+    def skip_reads(self, n: int) -> None:
+        """The last n bytes read were not progress (see uncounted)."""
+        with self._lock:
+            if self._rstart is not None:
+                self._rstart += n
+
     def begin_stream(self, size: int, fraction: Callable[[], float]) -> None:
         # bytes read since the last committed point (a pre-scan of this same file, say) are not carried into
         # the base: the displayed value holds (never goes backwards) until the stream's progress passes it
@@ -122,9 +128,7 @@ def uncounted() -> Iterator[None]:
     finally:
         after = _rchar()
         if unit is not None and before is not None and after is not None:
-            with unit._lock:
-                if unit._rstart is not None:
-                    unit._rstart += after - before
+            unit.skip_reads(after - before)
 
 
 class Stream:

@@ -62,6 +62,16 @@ def run_name_from_path(path: Path) -> str:
     return cleaned[:128]
 
 
+_RANK_FILE = re.compile(r"(?:^|/)r(-?\d+)-[^/]*\.parquet$")
+
+
+def rank_of_file(rel: str) -> int | None:
+    """The rank a store file holds, from its name (`<table>/r<rank>-<tag>.parquet`, as RankWriter and
+    traceql.derive name them); None for a name that does not follow the layout."""
+    m = _RANK_FILE.search(rel)
+    return int(m.group(1)) if m else None
+
+
 @dataclass
 class RankWriter:
     """Streams canonical batches for one rank into Parquet files under a staging run dir (one writer per table)."""
