@@ -130,7 +130,13 @@ SELECT run_id, rank, win_start, win_end, read_bps, write_bps,
        row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start) AS wi
 FROM cum WHERE win_end > win_start;
 
--- One row per kernel with its HBM bytes from every source and the chosen one (see the header).
+-- One row per kernel with its HBM bytes from every source and the chosen one (see the header), and where it sits
+-- on its stream: compute_seq (position among the rank's compute kernels on the same stream, in time order; null
+-- for communication), its first output (first_out_shape / first_out_dtype: the first ';' item, trimmed; '' when
+-- none) and, for compute kernels, those of the one or two compute kernels just before it on the stream
+-- (prev_op = coalesce(nullif(op_type, 'N/A'), name), prev_end_ns, prev_out_shape / prev_out_dtype,
+-- prev2_out_shape / prev2_out_dtype; null when there is none): producer -> consumer queries read neighbours
+-- from these columns instead of joining the kernels to themselves.
 CREATE OR REPLACE MACRO _kernel_bytes() AS TABLE
 WITH k0 AS MATERIALIZED (
     SELECT row_number() OVER () AS kid, run_id, rank, step, name, op_type, task_type,
@@ -139,7 +145,9 @@ WITH k0 AS MATERIALIZED (
            hbm_read_bytes AS pmu_read, hbm_write_bytes AS pmu_write,
            input_shapes, input_dtypes, input_formats, output_shapes, output_dtypes, output_formats,
            flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id,
-           mac_ratio, block_dim
+           mac_ratio, block_dim,
+           trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS first_out_shape,
+           trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS first_out_dtype
     FROM kernels WHERE ts_ns IS NOT NULL
 ), sig AS (
     -- modeled bytes, relationally (unnest + aggregates: lambdas over nested lists cost ~100 us per kernel),
@@ -192,17 +200,25 @@ WITH k0 AS MATERIALIZED (
     SELECT kid, round(sum(r))::BIGINT AS sampled_read, round(sum(wr))::BIGINT AS sampled_write
     FROM shares GROUP BY kid
 ), seqs AS (
-    -- position among the rank's compute kernels on the same stream, in time order (null for communication):
-    -- queries find a kernel's neighbours by equi-joins on it instead of sorting again
-    SELECT kid, CASE WHEN NOT is_comm THEN row_number() OVER (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid) END
-               AS compute_seq
-    FROM (SELECT kid, run_id, rank, stream_id, is_comm, ts_ns FROM k0)
+    -- position among the rank's compute kernels on the same stream, in time order, and the kernels before it
+    -- (null for communication): queries find a kernel's neighbours here instead of sorting again
+    SELECT kid,
+           CASE WHEN NOT is_comm THEN row_number() OVER s END AS compute_seq,
+           CASE WHEN NOT is_comm THEN lag(op) OVER s END AS prev_op,
+           CASE WHEN NOT is_comm THEN lag(end_ns) OVER s END AS prev_end_ns,
+           CASE WHEN NOT is_comm THEN lag(first_out_shape) OVER s END AS prev_out_shape,
+           CASE WHEN NOT is_comm THEN lag(first_out_dtype) OVER s END AS prev_out_dtype,
+           CASE WHEN NOT is_comm THEN lag(first_out_shape, 2) OVER s END AS prev2_out_shape,
+           CASE WHEN NOT is_comm THEN lag(first_out_dtype, 2) OVER s END AS prev2_out_dtype
+    FROM (SELECT kid, run_id, rank, stream_id, is_comm, ts_ns, end_ns, coalesce(nullif(op_type, 'N/A'), name) AS op,
+                 first_out_shape, first_out_dtype FROM k0)
+    WINDOW s AS (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid)
 ), b AS (
     SELECT k0.*, mi.total AS modeled_read, mo.total AS modeled_write, s.sampled_read, s.sampled_write,
            CASE WHEN k0.pmu_read IS NOT NULL OR k0.pmu_write IS NOT NULL THEN 'pmu'
                 WHEN s.sampled_read IS NOT NULL THEN 'sampled'
                 WHEN mi.total IS NOT NULL OR mo.total IS NOT NULL THEN 'modeled' END AS hbm_bytes_source,
-           q.compute_seq
+           q.compute_seq, q.prev_op, q.prev_end_ns, q.prev_out_shape, q.prev_out_dtype, q.prev2_out_shape, q.prev2_out_dtype
     FROM k0
     LEFT JOIN modeled mi ON mi.shapes = k0.input_shapes AND mi.dtypes = k0.input_dtypes
     LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
@@ -324,13 +340,14 @@ FROM o
 WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal);
 
 -- Saturated compute: an instant where a compute kernel runs and the device HBM bandwidth is at least
--- sat_threshold x peak_hbm_bps. Each bandwidth piece with its saturated flag and the saturated time before it
--- (a prefix sum), so saturated time in any interval is two ASOF look-ups.
+-- sat_threshold x peak_hbm_bps. The saturated bandwidth pieces only, each with the saturated time before it
+-- (a prefix sum), so saturated time up to any instant p is one ASOF look-up: the last saturated piece starting
+-- at or before p gives sat_before_ns + (least(p, seg_end) - seg_start). (Unsaturated pieces add nothing, and
+-- leaving them out shrinks the sort behind the prefix sum to the saturated part of the timeline.)
 CREATE OR REPLACE MACRO _sat_segments(sat_threshold, peak_hbm_bps) AS TABLE
-SELECT *, sum(CASE WHEN sat THEN dur_ns ELSE 0 END)
-              OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+SELECT *, sum(dur_ns) OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
           AS sat_before_ns
-FROM (SELECT *, coalesce(n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps, false) AS sat FROM _bw_segments());
+FROM (SELECT *, true AS sat FROM _bw_segments() WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps);
 
 -- Each communication op split in two parts (no parameters: stored at ingest by traceql.derive via _timeline_base):
 --   peer wait [ts_ns, wait_end_ns): from this rank's start until the last member of the collective started
@@ -357,10 +374,11 @@ WITH ss AS MATERIALIZED (
 ), ce AS MATERIALIZED (
     SELECT * FROM _comm_parts_base()
 ), probes AS (
-    -- the late member's saturated time before each peer-wait edge; both edges in one ASOF pass
+    -- the late member's saturated time before each peer-wait edge (0 before its first saturated piece); both
+    -- edges in one ASOF pass
     -- (run_id, rank, group_key, is_p2p, ordinal) identifies an op (_comm_events numbers ops per group)
     SELECT pr.run_id, pr.rank, pr.group_key, pr.is_p2p, pr.ordinal, pr.edge,
-           coalesce(s.sat_before_ns, 0) + CASE WHEN s.sat THEN least(pr.p, s.seg_end) - s.seg_start ELSE 0 END AS sat_at
+           coalesce(s.sat_before_ns, 0) + coalesce(least(pr.p, s.seg_end) - s.seg_start, 0) AS sat_at
     FROM (SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank, ts_ns AS p, 0 AS edge FROM ce WHERE wait_end_ns > ts_ns
           UNION ALL
           SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank, wait_end_ns, 1 FROM ce WHERE wait_end_ns > ts_ns) pr
@@ -452,10 +470,16 @@ WITH cp AS (
 SELECT tb.run_id, tb.rank, tb.step, tb.window_source, tb.win_start, tb.win_end, tb.t0, tb.t1, tb.dur_ns,
        tb.n_comp, tb.bw_bps, coalesce(tb.n_comp > 0 AND tb.bw_bps >= sat_threshold * peak_hbm_bps, false) AS sat,
        tb.n_comm, tb.n_peer_wait,
-       CASE WHEN tb.n_comm > 0 THEN coalesce(ps.peer_sat_sum, 0) / tb.n_comm ELSE 0 END AS peer_hbm_share,
+       CASE WHEN tb.n_comm > 0 THEN coalesce(tb.peer_sat_sum, 0) / tb.n_comm ELSE 0 END AS peer_hbm_share,
        tb.transit_share, tb.first_busy, tb.last_busy
-FROM _timeline_base() tb
-ASOF LEFT JOIN ps ON ps.run_id = tb.run_id AND ps.rank = tb.rank AND tb.t0 >= ps.t;
+FROM (
+    -- only segments with a part in peer wait can have a peer share: the look-up runs for those alone (a small
+    -- fraction of the timeline), the rest get 0
+    SELECT tb.*, ps.peer_sat_sum FROM _timeline_base() tb
+    ASOF LEFT JOIN ps ON ps.run_id = tb.run_id AND ps.rank = tb.rank AND tb.t0 >= ps.t
+    WHERE tb.n_peer_wait > 0
+    UNION ALL
+    SELECT tb.*, 0 FROM _timeline_base() tb WHERE tb.n_peer_wait = 0) tb;
 
 -- Each timeline segment's time in the seven parts wait_attribution reports (c_sat + c_other + m_transit +
 -- m_peer + m_other + idle + host = dur_ns; see wait_attribution.sql) and in step_breakdown's phases (computing,

@@ -42,8 +42,9 @@ WITH tl AS MATERIALIZED (
     FROM _timeline_base()
 ), win AS MATERIALIZED (
     SELECT * FROM _step_windows()
-), names AS (
-    -- host-op classes once per distinct name
+), names AS MATERIALIZED (
+    -- host-op classes once per distinct name (materialised: else the optimiser pushes the regexes below the
+    -- DISTINCT, onto every host op)
     SELECT name, regexp_matches(name, $loading_regex) AS l, regexp_matches(name, $copy_regex) AS c,
            regexp_matches(name, $sync_regex) AS y
     FROM (SELECT DISTINCT name FROM host_ops WHERE ts_ns IS NOT NULL AND dur_ns > 0)
@@ -72,14 +73,15 @@ WITH tl AS MATERIALIZED (
     FROM pc ASOF JOIN win ON pc.run_id = win.run_id AND pc.rank = win.rank AND pc.p0 >= win.win_start
     WHERE pc.p1 IS NOT NULL AND pc.p1 > pc.p0 AND pc.p0 < win.win_end AND (nl > 0 OR nh > 0 OR ny > 0)
 ), edge_idle AS (
-    -- idle time of each kind on the rank before each piece edge: the timeline segment holding the edge + its
-    -- prefix sums (both edges in one ASOF pass)
+    -- idle time of each kind on the rank before each piece edge: the last idle segment starting at or before the
+    -- edge + its prefix sums (busy segments add no idle time, so the look-up skips them; none yet: 0); both
+    -- edges in one ASOF pass
     SELECT q.run_id, q.rank, q.p0, q.edge,
-           s.prep_before_ns + CASE WHEN s.kind = 'preparing' THEN least(q.p, s.t1) - s.t0 ELSE 0 END AS prep,
-           s.free_before_ns + CASE WHEN s.kind = 'free' THEN least(q.p, s.t1) - s.t0 ELSE 0 END AS free,
-           s.tail_before_ns + CASE WHEN s.kind = 'tail' THEN least(q.p, s.t1) - s.t0 ELSE 0 END AS tail
+           coalesce(s.prep_before_ns + CASE WHEN s.kind = 'preparing' THEN least(q.p, s.t1) - s.t0 ELSE 0 END, 0) AS prep,
+           coalesce(s.free_before_ns + CASE WHEN s.kind = 'free' THEN least(q.p, s.t1) - s.t0 ELSE 0 END, 0) AS free,
+           coalesce(s.tail_before_ns + CASE WHEN s.kind = 'tail' THEN least(q.p, s.t1) - s.t0 ELSE 0 END, 0) AS tail
     FROM (SELECT run_id, rank, p0, p0 AS p, 0 AS edge FROM pw UNION ALL SELECT run_id, rank, p0, p1, 1 FROM pw) q
-    ASOF JOIN tl s ON s.run_id = q.run_id AND s.rank = q.rank AND q.p >= s.t0
+    ASOF LEFT JOIN (SELECT * FROM tl WHERE idle) s ON s.run_id = q.run_id AND s.rank = q.rank AND q.p >= s.t0
 ), pi AS (
     SELECT pw.*, b.free - a.free AS free_i, (b.prep - a.prep) + (b.free - a.free) + (b.tail - a.tail) AS idle_i
     FROM pw

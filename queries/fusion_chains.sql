@@ -33,10 +33,9 @@
 WITH kb AS MATERIALIZED (
     SELECT kid, run_id, rank, stream_id, compute_seq AS seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op,
            ts_ns, dur_ns, end_ns, hbm_bytes, hbm_bytes_source,
-           string_split(coalesce(input_shapes, ''), ';') AS in_s,
-           string_split(coalesce(input_dtypes, ''), ';') AS in_d,
-           trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
-           trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d
+           coalesce(input_shapes, '') AS in_s, coalesce(input_dtypes, '') AS in_d,
+           first_out_shape AS out_s, first_out_dtype AS out_d,
+           prev_op, prev_end_ns, prev_out_shape, prev_out_dtype, prev2_out_shape, prev2_out_dtype
     FROM _kernel_bytes() WHERE NOT is_comm
 ), opc AS (
     -- operator classes once per distinct type
@@ -45,24 +44,25 @@ WITH kb AS MATERIALIZED (
     FROM (SELECT DISTINCT op FROM kb)
 ), sig AS (
     -- inputs as (shape, dtype) pairs; one dtype applies to every input when the dump gives one. Once per
-    -- distinct input signature (shapes repeat every step)
-    SELECT in_s, in_d, list_transform(in_s, lambda s, i: {'s': trim(s),
-                 'd': trim(in_d[CASE WHEN len(in_d) = 1 THEN 1 ELSE i END])}) AS inputs
-    FROM (SELECT DISTINCT in_s, in_d FROM kb)
+    -- distinct input signature text (shapes repeat every step); kernels carry the text, not the lists
+    SELECT in_s, in_d, list_transform(sl, lambda s, i: {'s': trim(s),
+                 'd': trim(dl[CASE WHEN len(dl) = 1 THEN 1 ELSE i END])}) AS inputs
+    FROM (SELECT in_s, in_d, string_split(in_s, ';') AS sl, string_split(in_d, ';') AS dl
+          FROM (SELECT DISTINCT in_s, in_d FROM kb))
 ), osig AS (
     SELECT out_s, out_d, _shape_elems(out_s) * _dtype_bytes(out_d) AS out_bytes
     FROM (SELECT DISTINCT out_s, out_d FROM kb)
 ), cand AS (
-    -- consumers with the kernel just before them on the stream (a) and the one before that (a2): equi-joins on
-    -- the stored stream position, no re-sort
-    SELECT b.kid, b.run_id, b.rank, b.stream_id, b.seq, b.in_s, b.in_d, b.ts_ns,
-           a.op AS a_op, a.end_ns AS a_end, a.out_s AS a_out_s, a.out_d AS a_out_d, a2.out_s AS a2_out_s, a2.out_d AS a2_out_d
+    -- consumers with the kernel just before them on the stream (a) and the one before that (a2), from the
+    -- neighbour columns _kernel_bytes stores (no self-join, no re-sort)
+    SELECT b.kid, b.run_id, b.rank, b.stream_id, b.seq, b.name, b.op, b.ts_ns, b.dur_ns, b.hbm_bytes,
+           b.hbm_bytes_source, b.out_s, b.in_s, b.in_d,
+           b.prev_op AS a_op, b.prev_end_ns AS a_end, b.prev_out_shape AS a_out_s, b.prev_out_dtype AS a_out_d,
+           b.prev2_out_shape AS a2_out_s, b.prev2_out_dtype AS a2_out_d
     FROM kb b
     JOIN opc bo ON bo.op = b.op AND bo.is_consumer
-    JOIN kb a ON a.run_id = b.run_id AND a.rank = b.rank AND a.stream_id IS NOT DISTINCT FROM b.stream_id AND a.seq = b.seq - 1
-    JOIN opc ao ON ao.op = a.op AND (ao.is_consumer OR ao.is_producer)
-    LEFT JOIN kb a2 ON a2.run_id = b.run_id AND a2.rank = b.rank AND a2.stream_id IS NOT DISTINCT FROM b.stream_id AND a2.seq = b.seq - 2
-    WHERE b.ts_ns - a.end_ns <= $max_gap_ns::BIGINT AND a.out_s IS NOT NULL AND a.out_s <> ''
+    JOIN opc ao ON ao.op = b.prev_op AND (ao.is_consumer OR ao.is_producer)
+    WHERE b.seq > 1 AND b.ts_ns - b.prev_end_ns <= $max_gap_ns::BIGINT AND b.prev_out_shape <> ''
 ), lpair AS (
     -- does B read A's first output? once per distinct (input signature, A output)
     SELECT DISTINCT in_s, in_d, a_out_s, a_out_d FROM cand
@@ -75,13 +75,18 @@ WITH kb AS MATERIALIZED (
     JOIN lpair_t lp ON lp.in_s = c.in_s AND lp.in_d = c.in_d AND lp.a_out_s = c.a_out_s AND lp.a_out_d IS NOT DISTINCT FROM c.a_out_d
     LEFT JOIN osig o ON o.out_s IS NOT DISTINCT FROM c.a_out_s AND o.out_d IS NOT DISTINCT FROM c.a_out_d
     WHERE lp.reads_a
-), isl AS (
+), isl AS MATERIALIZED (
     -- runs of links at consecutive positions form one chain, headed by the kernel before the run's first link
-    SELECT *, seq - row_number() OVER (PARTITION BY run_id, rank, stream_id ORDER BY seq) AS grp FROM links
-), isl2 AS (
-    SELECT *, min(seq) OVER (PARTITION BY run_id, rank, stream_id, grp) - 1 AS head_seq FROM isl
+    -- (the window sorts the positions alone, not the links' wide rows)
+    SELECT run_id, rank, stream_id, seq, seq - row_number() OVER (PARTITION BY run_id, rank, stream_id ORDER BY seq) AS grp
+    FROM links
+), heads AS (
+    SELECT run_id, rank, stream_id, grp, min(seq) - 1 AS head_seq FROM isl GROUP BY ALL
 ), linked AS (
-    SELECT *, seq > head_seq + 1 AS a_linked FROM isl2
+    SELECT l.*, h.head_seq, l.seq > h.head_seq + 1 AS a_linked
+    FROM links l
+    JOIN isl i ON i.run_id = l.run_id AND i.rank = l.rank AND i.stream_id IS NOT DISTINCT FROM l.stream_id AND i.seq = l.seq
+    JOIN heads h ON h.run_id = i.run_id AND h.rank = i.rank AND h.stream_id IS NOT DISTINCT FROM i.stream_id AND h.grp = i.grp
 ), lk AS (
     -- bytes a link saves: the producer's output it no longer writes + the inputs it no longer reads; once per
     -- distinct (input signature, producer outputs) pair
@@ -93,11 +98,10 @@ WITH kb AS MATERIALIZED (
     FROM lk JOIN sig ON sig.in_s = lk.in_s AND sig.in_d = lk.in_d
 ), members AS MATERIALIZED (
     -- every kernel of every chain (heads and links) with what its link saves
-    SELECT k.kid, k.run_id, k.rank, k.stream_id, k.seq, k.name, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes,
-           k.hbm_bytes_source, k.out_s, l.head_seq, true AS is_link,
+    SELECT l.kid, l.run_id, l.rank, l.stream_id, l.seq, l.name, l.op, l.ts_ns, l.dur_ns, l.hbm_bytes,
+           l.hbm_bytes_source, l.out_s, l.head_seq, true AS is_link,
            coalesce(l.a_out_bytes, 0) + lks.in_saved AS link_saved
     FROM linked l
-    JOIN kb k ON k.kid = l.kid AND k.run_id = l.run_id AND k.rank = l.rank
     JOIN lks ON lks.in_s = l.in_s AND lks.in_d = l.in_d AND lks.a_out_s = l.a_out_s
          AND lks.a_out_d IS NOT DISTINCT FROM l.a_out_d AND lks.al = l.a_linked
          AND lks.a2_out_s IS NOT DISTINCT FROM l.a2_out_s AND lks.a2_out_d IS NOT DISTINCT FROM l.a2_out_d

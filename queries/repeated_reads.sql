@@ -29,8 +29,7 @@
 WITH kb AS MATERIALIZED (
     SELECT kid, run_id, rank, step, stream_id, compute_seq AS seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op,
            ts_ns, dur_ns, hbm_bytes, coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
-           trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS out_s,
-           trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_d
+           coalesce(prev_out_shape, '') AS prev_out_s, coalesce(prev_out_dtype, '') AS prev_out_d
     FROM _kernel_bytes() WHERE NOT is_comm
 ), sig AS (
     -- the distinct input tensors of each distinct input signature (shapes repeat every step, so the list work
@@ -41,14 +40,13 @@ WITH kb AS MATERIALIZED (
           FROM (SELECT DISTINCT ins_txt, ind_txt FROM kb))
     WHERE t.s <> ''
 ), big AS (
-    -- each kernel's big input tensors, except the one its predecessor on the stream (compute_seq - 1) just wrote
+    -- each kernel's big input tensors, except the one its predecessor on the stream (stored prev_out_*) just wrote
     SELECT k.kid, k.run_id, k.rank, k.step, k.stream_id, k.name, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes, k.seq,
            g.shape, g.dtype, g.tbytes
     FROM kb k
     JOIN sig g ON g.ins_txt = k.ins_txt AND g.ind_txt = k.ind_txt
-    LEFT JOIN kb p ON p.run_id = k.run_id AND p.rank = k.rank AND p.stream_id IS NOT DISTINCT FROM k.stream_id AND p.seq = k.seq - 1
     WHERE g.tbytes >= $min_bytes::BIGINT
-      AND NOT (g.shape = coalesce(p.out_s, '') AND g.dtype = coalesce(p.out_d, ''))
+      AND NOT (g.shape = k.prev_out_s AND g.dtype = k.prev_out_d)
 ), isl AS (
     SELECT *, sum(CASE WHEN seq - coalesce(prev_seq, -1000000) > $max_distance::INTEGER THEN 1 ELSE 0 END)
                   OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq ROWS UNBOUNDED PRECEDING) AS burst

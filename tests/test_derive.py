@@ -168,3 +168,25 @@ def test_a_failed_build_leaves_the_run_to_the_raw_tables(tmp_path: Path, monkeyp
         assert _rows("rank_summary", st, "demo") == expected
     assert "derived" not in Store(st).run("demo")
     assert not list((st / ".staging").iterdir())
+
+
+def test_version_covers_exactly_the_macros_the_stored_tables_depend_on() -> None:
+    """Editing a helper that a stored table is computed from (directly or through another macro) changes the
+    version; editing a parameterised helper applied on top of the stored tables does not (no needless rebuild)."""
+    stmts = list(queries._helper_statements())
+    base = derive._version_of(tuple(stmts))
+    assert base == derive.version()
+
+    def edited(name: str) -> str:
+        changed = [(n, q + " -- edited" if n == name else q) for n, q in stmts]
+        return derive._version_of(tuple(changed))
+
+    names = {n for n, _q in stmts}
+    # called by _kernel_bytes (modeled bytes) and by _comm_events (through _is_comm): stored rows depend on them
+    for dependency in ("_dtype_bytes", "_hbm_windows", "_is_comm", "_kernel_bytes", "_comm_parts_base"):
+        assert dependency in names
+        assert edited(dependency) != base, dependency
+    # parameterised, only ever applied by queries over the stored tables
+    for on_top in ("_timeline", "_comm_parts", "_sat_segments", "_timeline_parts"):
+        assert on_top in names
+        assert edited(on_top) == base, on_top

@@ -19,7 +19,7 @@ reads the compact Parquet, costs about a third of the ingest, and every later an
 
 The SQL in queries/_helpers.sql stays the single definition: the build runs those macros over the run's
 Parquet, per rank in a process pool (they all partition by run and rank), with a memory limit. The manifest
-records `derived.version` (a hash of the helper SQL); queries use the stored tables only when it matches the
+records `derived.version` (a hash of the helper macros that compute them); queries use the stored tables only when it matches the
 helpers they load (`use_stored_sql`), else the next analysis rebuilds them, so editing a helper can never
 leave a stale answer. A store that cannot be written (read-only copy) is analysed from the raw tables.
 """
@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,12 +66,29 @@ MEMORY_LIMIT = "1GB"
 
 
 def version() -> str:
-    """Identifies the helper SQL the stored tables were computed with."""
+    """Identifies the helper SQL the stored tables were computed with: the macros that compute them and every
+    macro those call (so editing a parameterised helper the queries apply on top, e.g. _timeline, leaves the
+    stored tables valid, while any change that could alter a stored row forces a rebuild)."""
     from . import queries
 
+    return _version_of(tuple(queries._helper_statements()))
+
+
+@lru_cache(maxsize=4)
+def _version_of(statements: tuple[tuple[str, str], ...]) -> str:
+    body = dict(statements)
+    needed: set[str] = set()
+    todo = sorted(stored_macros())
+    while todo:
+        name = todo.pop()
+        if name in needed or name not in body:
+            continue
+        needed.add(name)
+        todo.extend(other for other in body if other not in needed and re.search(rf"\b{other}\s*\(", body[name]))
     h = hashlib.sha256()
-    for text in queries.helper_sql():
-        h.update(text.encode())
+    for name, text in statements:  # file order: stable
+        if name in needed or not name:  # a statement that is not a macro: hashed, to be safe
+            h.update(text.encode())
     return h.hexdigest()[:16]
 
 
