@@ -42,21 +42,20 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .store import Store
 
-# table -> (helper macro, ORDER BY for time-sorted row groups); per rank, in dependency order: later ones read
-# the stored earlier ones (bw_segments reads kernel_bytes and step_windows)
+# Build order: the run-level tables first (collectives matched across ranks: they read only the canonical
+# tables), then everything per rank in one worker task (one session per rank; later tables read the stored
+# earlier ones: bw_segments reads kernel_bytes and step_windows, timeline_base reads bw_segments and the rank's
+# comm_events). table -> (helper macro, ORDER BY for time-sorted row groups).
+RUN_TABLES: dict[str, tuple[str, str]] = {
+    "comm_events": ("_comm_events", "ts_ns, ordinal"),
+}
 RANK_TABLES: dict[str, tuple[str, str]] = {
     "kernel_bytes": ("_kernel_bytes", "ts_ns, kid"),
     "step_windows": ("_step_windows", "win_start, step"),
     "bw_segments": ("_bw_segments", "seg_start"),
-}
-RUN_TABLES: dict[str, tuple[str, str]] = {
-    "comm_events": ("_comm_events", "ts_ns, ordinal"),
-}
-# per rank again, once the run-level ones exist (the timeline cuts at the matched collectives' arrivals)
-LATE_RANK_TABLES: dict[str, tuple[str, str]] = {
     "timeline_base": ("_timeline_base", "t0"),
 }
-ALL_TABLES = {**RANK_TABLES, **RUN_TABLES, **LATE_RANK_TABLES}
+ALL_TABLES = {**RUN_TABLES, **RANK_TABLES}
 DERIVED_TABLES = list(ALL_TABLES)
 # canonical tables the helper macros read
 _INPUTS = ["kernels", "counters", "steps", "comm_ops"]
@@ -158,13 +157,13 @@ def _name(table: str, rank: int) -> str:
     return f"{table}/r{rank}-d{version()[:8]}.parquet"
 
 
-def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1, late: bool = False) -> dict[str, Any]:
-    """Per-rank derived tables from one rank's files (absolute paths), written under out_dir. Runs in a worker
-    process. late: the tables that need the run-level ones (files must then include the rank's comm_events)."""
+def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1) -> dict[str, Any]:
+    """Per-rank derived tables from one rank's files (absolute paths, including its run-level comm_events),
+    written under out_dir. Runs in a worker process."""
     s = _Session(Path(out_dir), files, threads)
     out: dict[str, Any] = {"files": {}, "rows": {}}
     try:
-        for table, (macro, order) in (LATE_RANK_TABLES if late else RANK_TABLES).items():
+        for table, (macro, order) in RANK_TABLES.items():
             rel = _name(table, rank)
             path = s.out_dir / rel
             out["rows"][table] = _copy(s.con, f"SELECT * FROM {macro}() ORDER BY {order}", path)
@@ -197,42 +196,36 @@ def derive_run(out_dir: str, ranks: list[int], files: dict[str, list[str]], thre
 
 
 def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: int) -> dict[str, Any]:
-    """Every derived table of one run: per rank in a process pool, then the run-level ones, then per rank again.
-    files: the run's canonical files relative to run_dir (named r<rank>-<tag>.parquet by the store).
-    Returns {"version", "rows", "files"} with files relative to out_dir."""
+    """Every derived table of one run: the run-level ones (all ranks at once), then the rest per rank in a
+    process pool. files: the run's canonical files relative to run_dir (named r<rank>-<tag>.parquet by the
+    store). Returns {"version", "rows", "files"} with files relative to out_dir."""
     from concurrent.futures import ProcessPoolExecutor
 
     from .ingest import _abort_pool, _map
     from .store import rank_of_file
 
     by_rank: dict[int, dict[str, list[str]]] = {}
+    every: dict[str, list[str]] = {}
     for table in _INPUTS:
         for rel in files.get(table, []):
             rank = rank_of_file(rel)
             if rank is not None and rank >= 0:  # rank -1 holds cluster-level rows, no kernels
                 by_rank.setdefault(rank, {}).setdefault(table, []).append(str(run_dir / rel))
+                every.setdefault(table, []).append(str(run_dir / rel))
+    done: list[dict[str, Any]] = []
+    if not by_rank:
+        return {"version": version(), "rows": {}, "files": {}}
+    run_level = derive_run(str(out_dir), sorted(by_rank), every, threads=workers)
+    done.append(run_level)
+    for rank, rank_files in run_level["by_rank"].items():
+        for t, fl in rank_files.items():
+            by_rank[rank].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
     n_pool = max(1, min(len(by_rank), workers))
     threads = max(1, workers // n_pool)
     ex = ProcessPoolExecutor(max_workers=n_pool) if n_pool > 1 else None
-    done: list[dict[str, Any]] = []
     try:
         jobs = [(str(out_dir), rank, rank_files, threads) for rank, rank_files in sorted(by_rank.items())]
-        for job, d in _map(ex, derive_rank, jobs):
-            done.append(d)
-            for t, fl in d["files"].items():
-                by_rank[job[1]].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
-        if by_rank:
-            every: dict[str, list[str]] = {}
-            for rank_files in by_rank.values():
-                for t, fl in rank_files.items():
-                    every.setdefault(t, []).extend(fl)
-            run_level = derive_run(str(out_dir), sorted(by_rank), every, threads=workers)
-            done.append(run_level)
-            for rank, rank_files in run_level["by_rank"].items():
-                for t, fl in rank_files.items():
-                    by_rank[rank].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
-            late = [(str(out_dir), rank, rank_files, threads, True) for rank, rank_files in sorted(by_rank.items())]
-            done.extend(d for _job, d in _map(ex, derive_rank, late))
+        done.extend(d for _job, d in _map(ex, derive_rank, jobs))
     except BaseException:
         if ex is not None:
             _abort_pool(ex)
