@@ -247,7 +247,7 @@ def test_ints_and_floats_fall_back_for_odd_text() -> None:
 
 def test_background_writer_reraises_the_writer_error() -> None:
     class Boom:
-        def write(self, table: str, data: object) -> None:
+        def write(self, table: str, data: object, part: str = "") -> None:
             raise ValueError("disk full")
 
     bw = cj.BackgroundWriter(Boom())

@@ -74,20 +74,27 @@ def rank_of_file(rel: str) -> int | None:
 
 @dataclass
 class RankWriter:
-    """Streams canonical batches for one rank into Parquet files under a staging run dir (one writer per table)."""
+    """Streams canonical batches for one rank into Parquet files under a staging run dir (one writer per table
+    and part).
+
+    A part is a separately time-ordered stream of one table's rows (`<table>/r<rank>-<tag>-<part>.parquet`):
+    a parser that produces rows of one table from sources that are each in time order but interleave (torch_npu's
+    host events come before the CANN events, which are interleaved with the device events; percent counters are
+    rescaled at the end of the file) writes them as parts, so every file stays time-sorted as written and none
+    needs the post-write sort (a full external sort of the table: 1.3 s for 2M counter rows)."""
 
     run_dir: Path
     run_id: str
     rank: int
     tag: str = "0"
     rows: dict[str, int] = field(default_factory=dict)
-    _writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)
+    _writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)  # by file (relative path)
     files: dict[str, list[str]] = field(default_factory=dict)
-    # per table: last ts_ns written, and whether rows so far arrived in time order (then no re-sort is needed)
+    # per file: last ts_ns written, and whether rows so far arrived in time order (then no re-sort is needed)
     _last_ts: dict[str, int] = field(default_factory=dict)
     _unsorted: set[str] = field(default_factory=set)
 
-    def write(self, table: str, data: Any) -> None:
+    def write(self, table: str, data: Any, part: str = "") -> None:
         import pyarrow.parquet as pq
 
         from ._arrow_helpers import conform
@@ -95,19 +102,19 @@ class RankWriter:
         t = conform(table, data, self.run_id, self.rank)
         if t.num_rows == 0:
             return
-        w = self._writers.get(table)
+        rel = f"{table}/r{self.rank}-{self.tag}{'-' + part if part else ''}.parquet"
+        w = self._writers.get(rel)
         if w is None:
-            rel = f"{table}/r{self.rank}-{self.tag}.parquet"
             (self.run_dir / table).mkdir(parents=True, exist_ok=True)
             w = pq.ParquetWriter(self.run_dir / rel, t.schema, compression="zstd")
-            self._writers[table] = w
+            self._writers[rel] = w
             self.files.setdefault(table, []).append(rel)
         w.write_table(t, row_group_size=ROW_GROUP)
         self.rows[table] = self.rows.get(table, 0) + t.num_rows
-        if "ts_ns" in t.schema.names and table not in self._unsorted:
-            self._track_order(table, t.column("ts_ns"))
+        if "ts_ns" in t.schema.names and rel not in self._unsorted:
+            self._track_order(rel, t.column("ts_ns"))
 
-    def _track_order(self, table: str, ts: pa.ChunkedArray) -> None:
+    def _track_order(self, rel: str, ts: pa.ChunkedArray) -> None:
         import pyarrow.compute as pc
 
         ts = pc.drop_null(ts)
@@ -116,22 +123,22 @@ class RankWriter:
         if len(ts) == 0:
             return
         first = ts[0].as_py()
-        ordered = first >= self._last_ts.get(table, first) and (
+        ordered = first >= self._last_ts.get(rel, first) and (
             len(ts) < 2 or pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py()
         )
         if ordered:
-            self._last_ts[table] = ts[len(ts) - 1].as_py()
+            self._last_ts[rel] = ts[len(ts) - 1].as_py()
         else:
-            self._unsorted.add(table)
+            self._unsorted.add(rel)
 
     def close(self, sort: bool = True) -> None:
         for w in self._writers.values():
             w.close()
         self._writers.clear()
         if sort:
-            for table, rels in self.files.items():
-                if table in self._unsorted:
-                    for rel in rels:
+            for rels in self.files.values():
+                for rel in rels:
+                    if rel in self._unsorted:
                         sort_parquet_by_time(self.run_dir / rel)
 
 

@@ -622,10 +622,10 @@ class BackgroundWriter:
                 except BaseException as e:  # re-raised in the parsing thread
                     self._err = e
 
-    def write(self, table: str, data: Any) -> None:
+    def write(self, table: str, data: Any, part: str = "") -> None:
         if self._err is not None:
             raise self._err
-        self._q.put((table, data))
+        self._q.put((table, data, part))
 
     def close(self) -> None:
         """Wait for every queued write; raise the first error."""

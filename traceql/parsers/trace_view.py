@@ -280,11 +280,12 @@ class _Emitter:
     counts: dict[str, int] = field(default_factory=dict)
     _specs: dict[str, Any] = field(default_factory=dict)
     _track_codes: Any = None
-    _pending: dict[str, list[Any]] = field(default_factory=dict)
+    _pending: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (table, file part) -> rows
 
-    def _write(self, table: str, cols: Any) -> None:
-        """Queue rows for `table`; they reach the writer in chunks of >= WRITE_ROWS rows (one Parquet row
-        group per write call, so small per-batch pieces would make many tiny row groups and cost more)."""
+    def _write(self, table: str, cols: Any, part: str = "") -> None:
+        """Queue rows for `table` (a file part of it: see RankWriter); they reach the writer in chunks of
+        >= WRITE_ROWS rows (one Parquet row group per write call, so small per-batch pieces would make many tiny
+        row groups and cost more)."""
         import pyarrow as pa
 
         if isinstance(cols, pa.RecordBatch):
@@ -294,18 +295,18 @@ class _Emitter:
         if t.num_rows == 0:
             return
         self.counts[table] = self.counts.get(table, 0) + t.num_rows
-        parts = self._pending.setdefault(table, [])
+        parts = self._pending.setdefault((table, part), [])
         parts.append(t)
         if sum(p.num_rows for p in parts) >= WRITE_ROWS:
-            self._flush(table)
+            self._flush((table, part))
 
-    def _flush(self, table: str | None = None) -> None:
+    def _flush(self, key: tuple[str, str] | None = None) -> None:
         import pyarrow as pa
 
-        for name in [table] if table else list(self._pending):
-            parts = self._pending.pop(name, [])
+        for table, part in [key] if key else list(self._pending):
+            parts = self._pending.pop((table, part), [])
             if parts:
-                self.out.write(name, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
+                self.out.write(table, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0], part)
 
     def _track(self, pid: Any) -> Any:
         """pid -> process name, column-wise."""
@@ -340,7 +341,9 @@ class _Emitter:
             cols["input_dtypes"] = pc.replace_substring(kv.get("Input type"), "\r\n", "")
             cols["correlation_id"] = cj.ints(kv.get("correlation_id"))
             self._steps(b)
-        self._write("host_ops", cols)
+        # CANN events interleave with the device events in the file while the host process's events come as one
+        # block: each is in time order, the two together are not, so they go to two files (RankWriter parts)
+        self._write("host_ops", cols, "cann" if cann else "")
 
     def _steps(self, b: Any) -> None:
         import pyarrow.compute as pc
@@ -551,8 +554,9 @@ class _Emitter:
                     CASE WHEN p.track IS NULL THEN s.value ELSE s.value / 100 END AS value
                 FROM {src} s LEFT JOIN (SELECT track, name, key FROM {src} GROUP BY ALL HAVING max(value) > 1) p
                   ON s.track = p.track AND s.name = p.name AND s.key = p.key"""
-            for b in arrow_reader(con.sql(sql), WRITE_ROWS):
-                self._write("counters", b)
+            # a file part of their own: written after every other counter, they would unsort the main file
+            for b in arrow_reader(con.sql(sql + " ORDER BY s.ts_ns"), WRITE_ROWS):
+                self._write("counters", b, "pct")
         finally:
             con.close()
 
