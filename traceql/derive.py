@@ -18,10 +18,12 @@ a pure JSON/CSV/SQLite -> Parquet pass (its throughput is what a user waits for 
 reads the compact Parquet, costs about a third of the ingest, and every later analysis reuses it.
 
 The SQL in queries/_helpers.sql stays the single definition: the build runs those macros over the run's
-Parquet, per rank in a process pool (they all partition by run and rank), with a memory limit. The manifest
-records `derived.version` (a hash of the helper macros that compute them); queries use the stored tables only when it matches the
-helpers they load (`use_stored_sql`), else the next analysis rebuilds them, so editing a helper can never
-leave a stale answer. A store that cannot be written (read-only copy) is analysed from the raw tables.
+Parquet: the collectives matched across ranks first, then everything else per rank in a process pool (those
+macros all partition by run and rank), with a memory limit. The manifest records `derived.version` (a hash of
+the helper macros the stored tables are computed from, `version()`); queries use the stored tables only when
+it matches the helpers they load (`use_stored_sql`), else the next analysis rebuilds them, so editing a helper
+can never leave a stale answer. A store that cannot be written (read-only copy) is analysed from the raw
+tables.
 """
 
 from __future__ import annotations

@@ -536,7 +536,10 @@ class _Emitter:
         """`(%)` counters: torch_npu writes LLC `Hit Rate(%)` as a 0..1 fraction despite the label (level1
         sample: max 0.927, while the DB export of the same job family stores hitRate 71.7..88.5). Decided
         per series: if any sample exceeds 1 the series is in percent (divided by 100), else it is a ratio."""
-        from .._duck import arrow_reader
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
         from ._csv import lit
 
         path = self._pct.close() if self._pct is not None else None
@@ -544,21 +547,23 @@ class _Emitter:
             return
         con = cj.spill_connection(self.tmp)
         try:
-            src = f"read_parquet({lit(str(path))})"
             pct = con.execute(
-                f"SELECT track, name, key FROM {src} GROUP BY ALL HAVING max(value) > 1 ORDER BY ALL"
+                f"SELECT track, name, key FROM read_parquet({lit(str(path))}) GROUP BY ALL HAVING max(value) > 1 ORDER BY ALL"
             ).fetchall()
-            for track, name, key in pct:
-                self.warnings.append(f"counter {track} / {name} / {key} holds values above 1: read as percent, divided by 100")
-            sql = f"""SELECT s.track, s.channel, s.metric, s.unit, s.name, s.ts_ns,
-                    CASE WHEN p.track IS NULL THEN s.value ELSE s.value / 100 END AS value
-                FROM {src} s LEFT JOIN (SELECT track, name, key FROM {src} GROUP BY ALL HAVING max(value) > 1) p
-                  ON s.track = p.track AND s.name = p.name AND s.key = p.key"""
-            # a file part of their own: written after every other counter, they would unsort the main file
-            for b in arrow_reader(con.sql(sql + " ORDER BY s.ts_ns"), WRITE_ROWS):
-                self._write("counters", b, "pct")
         finally:
             con.close()
+        for track, name, key in pct:
+            self.warnings.append(f"counter {track} / {name} / {key} holds values above 1: read as percent, divided by 100")
+        in_percent = pa.array(["\x1f".join((track or "", name or "", key or "")) for track, name, key in pct], pa.string())
+        # the spill in file order (= time order, as the profiler writes counters), scaled in Arrow: a file part of
+        # its own (written after every other counter, these rows would unsort the main file), and bounded memory
+        # (a DuckDB join and sort here lifted a 4 GB trace's peak RSS by ~0.1 GB)
+        for b in pq.ParquetFile(path).iter_batches(batch_size=WRITE_ROWS):
+            key = pc.binary_join_element_wise(pc.fill_null(b.column("track"), ""), pc.fill_null(b.column("name"), ""),
+                                              pc.fill_null(b.column("key"), ""), "\x1f")
+            value = pc.if_else(pc.is_in(key, value_set=in_percent), pc.divide(b.column("value"), 100.0), b.column("value"))
+            cols = {c: b.column(c) for c in ("track", "channel", "metric", "unit", "name", "ts_ns")}
+            self._write("counters", {**cols, "value": value}, "pct")
 
     def _finish_flows(self) -> None:
         import pyarrow.compute as pc
