@@ -254,3 +254,42 @@ def test_background_writer_reraises_the_writer_error() -> None:
     bw.write("kernels", {})
     with pytest.raises(ValueError, match="disk full"):
         bw.close()
+
+
+@pytest.mark.parametrize("pair_rows", [3, 1_000_000], ids=["many passes", "one pass"])
+def test_pair_flows_pairs_the_same_in_one_pass_or_many(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       pair_rows: int) -> None:
+    """Flow ends are paired in passes over disjoint hash ranges of (cat, id) so memory stays bounded; the pairs
+    must not depend on how many passes. Expected rows written out by hand from the ends below."""
+    monkeypatch.setattr(cj, "FLOW_PAIR_ROWS", pair_rows)
+    ends = [  # cat, name, fid, ph, pid, tid, ts_ns
+        ("async_npu", "torch_to_npu", "1", "s", 10, 1, 100),
+        ("async_npu", "torch_to_npu", "1", "f", 20, 2, 150),
+        ("async_npu", "torch_to_npu", "2", "s", 10, 1, 200),
+        ("async_npu", "torch_to_npu", "2", "f", 20, 2, 250),
+        ("async_npu", "torch_to_npu", "2", "t", 20, 3, 260),  # fan-out: one s, two ends
+        ("HostToDevice", "HostToDevice7", "1", "s", 11, 4, 300),  # same id, other category: its own pair
+        ("HostToDevice", "HostToDevice7", "1", "f", 21, 5, 350),
+        ("async_npu", "torch_to_npu", "3", "s", 10, 1, 400),  # start without an end
+        (None, "x", "4", "f", 22, 6, 500),  # end without a start, no category
+        ("async_npu", "torch_to_npu", None, "s", 10, 1, 600),  # no id: never paired
+    ]
+    sp = cj.Spill(tmp_path, "flows")
+    sp.add(pa.table({c: [e[i] for e in ends] for i, c in enumerate(cj.FLOW_ENDS)},
+                    schema=pa.schema([("cat", pa.string()), ("name", pa.string()), ("fid", pa.string()), ("ph", pa.string()),
+                                      ("pid", pa.int64()), ("tid", pa.int64()), ("ts_ns", pa.int64())])))
+    path = sp.close()
+    assert path is not None
+    rows = []
+    for b in cj.pair_flows(path, tmp_path, batch_rows=2):
+        rows.extend(tuple(r.values()) for r in b.to_pylist())
+    # cat, name, flow_id, src_pid, src_tid, src_ts_ns, dst_pid, dst_tid, dst_ts_ns
+    assert sorted(rows, key=repr) == sorted([
+        ("async_npu", "torch_to_npu", "1", 10, 1, 100, 20, 2, 150),
+        ("async_npu", "torch_to_npu", "2", 10, 1, 200, 20, 2, 250),
+        ("async_npu", "torch_to_npu", "2", 10, 1, 200, 20, 3, 260),
+        ("HostToDevice", "HostToDevice7", "1", 11, 4, 300, 21, 5, 350),
+        ("async_npu", "torch_to_npu", "3", 10, 1, 400, None, None, None),
+        (None, "x", "4", None, None, None, 22, 6, 500),
+        ("async_npu", "torch_to_npu", None, 10, 1, 600, None, None, None),
+    ], key=repr)

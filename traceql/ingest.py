@@ -19,9 +19,11 @@ from .store import RankWriter, Store, check_run_name, run_name_from_path
 def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot: int = -1, size: int = 0) -> dict[str, Any]:
     """Runs in a worker process: parse one unit into its own Parquet files. Returns rows/files/meta.
     slot/size: where this unit publishes its bytes read (traceql.progress)."""
+    from ._arrow_helpers import use_parse_memory_pool
     from .parsers import get
     from .progress import UnitProgress
 
+    use_parse_memory_pool()
     writer = RankWriter(Path(run_dir), run_id, rank, tag=tag)
     try:
         with UnitProgress(slot, size):

@@ -683,24 +683,35 @@ def spill_connection(directory: str | Path) -> Any:
 FLOW_ENDS = ("cat", "name", "fid", "ph", "pid", "tid", "ts_ns")  # columns of a flows Spill
 
 
+# flow ends paired per pass: the join's hash table stays this size whatever the trace's size
+FLOW_PAIR_ROWS = 512 * 1024
+
+
 def pair_flows(path: Path, tmp: str | Path, batch_rows: int = 128 * 1024) -> Iterator[Any]:
     """Canonical `flows` batches from a Spill of flow ends (FLOW_ENDS): s paired with f/t on (cat, id),
     one row per f (an s may fan out to several tasks), unpaired ends kept with the other side null.
-    Runs in DuckDB with bounded memory (spills to `tmp`)."""
+    Runs in DuckDB with bounded memory (spills to `tmp`), in as many passes over disjoint hash ranges of the
+    (cat, id) key as it takes to keep each pass at FLOW_PAIR_ROWS ends: one FULL OUTER JOIN over a 4 GB
+    trace's 1.2M ends lifted the ingest's peak RSS ~0.15 GB above a 1 GB trace's."""
+    import pyarrow.parquet as pq
+
     from .._duck import arrow_reader
     from ._csv import lit
 
+    passes = max(1, -(-pq.ParquetFile(path).metadata.num_rows // FLOW_PAIR_ROWS))
     con = spill_connection(tmp)
     try:
         src = f"read_parquet({lit(str(path))})"
-        sql = f"""
-        WITH s AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph = 's'),
-             f AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph IN ('f', 't'))
-        SELECT nullif(coalesce(s.c, f.c), '') AS cat, coalesce(s.name, f.name) AS name,
-               coalesce(s.fid, f.fid) AS flow_id, s.pid AS src_pid, s.tid AS src_tid, s.ts_ns AS src_ts_ns,
-               f.pid AS dst_pid, f.tid AS dst_tid, f.ts_ns AS dst_ts_ns
-        FROM s FULL OUTER JOIN f ON s.c = f.c AND s.fid = f.fid"""
-        yield from arrow_reader(con.sql(sql), batch_rows)
+        for k in range(passes):
+            part = f"hash(coalesce(cat, ''), fid) % {passes} = {k}" if passes > 1 else "true"
+            sql = f"""
+            WITH s AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph = 's' AND {part}),
+                 f AS (SELECT coalesce(cat, '') AS c, fid, name, pid, tid, ts_ns FROM {src} WHERE ph IN ('f', 't') AND {part})
+            SELECT nullif(coalesce(s.c, f.c), '') AS cat, coalesce(s.name, f.name) AS name,
+                   coalesce(s.fid, f.fid) AS flow_id, s.pid AS src_pid, s.tid AS src_tid, s.ts_ns AS src_ts_ns,
+                   f.pid AS dst_pid, f.tid AS dst_tid, f.ts_ns AS dst_ts_ns
+            FROM s FULL OUTER JOIN f ON s.c = f.c AND s.fid = f.fid"""
+            yield from arrow_reader(con.sql(sql), batch_rows)
     finally:
         con.close()
 
