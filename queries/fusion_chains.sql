@@ -69,17 +69,20 @@ WITH kb AS MATERIALIZED (
 ), lpair_t AS (
     SELECT lp.*, list_contains(list_transform(sig.inputs, lambda t: t.s || '|' || t.d), lp.a_out_s || '|' || lp.a_out_d) AS reads_a
     FROM lpair lp JOIN sig ON sig.in_s = lp.in_s AND sig.in_d = lp.in_d
-), links AS (
+), links AS MATERIALIZED (
     SELECT c.*, o.out_bytes AS a_out_bytes
     FROM cand c
     JOIN lpair_t lp ON lp.in_s = c.in_s AND lp.in_d = c.in_d AND lp.a_out_s = c.a_out_s AND lp.a_out_d IS NOT DISTINCT FROM c.a_out_d
     LEFT JOIN osig o ON o.out_s IS NOT DISTINCT FROM c.a_out_s AND o.out_d IS NOT DISTINCT FROM c.a_out_d
     WHERE lp.reads_a
+), link_pos AS MATERIALIZED (
+    -- a narrow copy: a window over the links CTE itself would sort their wide rows
+    SELECT run_id, rank, stream_id, seq FROM links
 ), isl AS MATERIALIZED (
     -- runs of links at consecutive positions form one chain, headed by the kernel before the run's first link
     -- (the window sorts the positions alone, not the links' wide rows)
     SELECT run_id, rank, stream_id, seq, seq - row_number() OVER (PARTITION BY run_id, rank, stream_id ORDER BY seq) AS grp
-    FROM links
+    FROM link_pos
 ), heads AS (
     SELECT run_id, rank, stream_id, grp, min(seq) - 1 AS head_seq FROM isl GROUP BY ALL
 ), linked AS (
@@ -112,7 +115,8 @@ WITH kb AS MATERIALIZED (
     JOIN kb k ON k.run_id = h.run_id AND k.rank = h.rank AND k.stream_id IS NOT DISTINCT FROM h.stream_id AND k.seq = h.head_seq
 ), chains AS (
     SELECT run_id, rank, stream_id, head_seq,
-           string_agg(op, ' -> ' ORDER BY seq) AS pattern,
+           -- (a plain list sorted afterwards: an ordered string_agg buffers and sorts every group, ~2x slower)
+           array_to_string(list_transform(list_sort(list({'s': seq, 'op': op})), lambda m: m.op), ' -> ') AS pattern,
            arg_min(out_s, seq) AS first_out,
            count(*) AS n, sum(dur_ns) AS dur, sum(dur_ns) FILTER (WHERE is_link) AS cdur,
            sum(hbm_bytes) AS bytes, sum(hbm_bytes) FILTER (WHERE is_link) AS cbytes,
