@@ -67,8 +67,9 @@ WITH_ARGS = ("host", "cann", "kernel", "plane", "counter")
 
 # Events per batch out of DuckDB. Small enough that the batches in flight (DuckDB's result chunks gathered into
 # one Arrow batch, the prefetch queue, the one being mapped) stay a fixed, small part of memory: at 128k the
-# peak RSS grew with the trace (0.25 GB 485-540 MB, 4 GB 610-690 MB), at 32k it is 465-485 MB at 0.25 and
-# 1 GB and <= 540 MB at 4 GB, at the same speed (per-batch overhead is negligible at 32k rows).
+# peak RSS grew with the trace (0.25 GB 485-540 MB, 4 GB 610-690 MB); at 32k it was 465-485 MB at 0.25 and
+# 1 GB and <= 540 MB at 4 GB, at the same speed (per-batch overhead is small at 32k rows). See
+# benchmarks/README.md for the peak with the other bounds (jemalloc pool, flow pairing passes) added.
 BATCH_ROWS = 32 * 1024
 WRITE_ROWS = 128 * 1024  # rows per write to the store (= its Parquet row group size)
 PREFETCH = 4  # DuckDB batches parsed ahead (while the pre-scan runs, then while batches are mapped)
