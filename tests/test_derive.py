@@ -190,3 +190,19 @@ def test_version_covers_exactly_the_macros_the_stored_tables_depend_on() -> None
     for on_top in ("_timeline", "_comm_parts", "_sat_segments", "_timeline_parts"):
         assert on_top in names
         assert edited(on_top) == base, on_top
+
+
+def test_ingest_prepare_builds_the_analysis_tables_at_ingest(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Without --prepare an ingest stores only the parsed tables (the first analysis builds the rest); with it
+    the run has current derived tables as soon as the ingest returns, and the first analysis builds nothing."""
+    st = tmp_path / "s"
+    plain = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "plain", "-q", "--no-check")
+    assert plain.code == 0, plain.err
+    assert not derive.stored_for(Store(st).run("plain"))
+    prepared = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "prep", "-q", "--no-check", "--prepare")
+    assert prepared.code == 0, prepared.err
+    assert "building the analysis tables of run 'prep'" in prepared.err
+    assert derive.stored_for(Store(st).run("prep"))
+    q = cli("query", "rank_summary", "--store", st, "--run", "prep", "--format", "csv")
+    assert q.code == 0 and "building the analysis tables" not in q.err
+    assert q.out == cli("query", "rank_summary", "--store", st, "--run", "plain", "--format", "csv").out.replace("plain", "prep")
