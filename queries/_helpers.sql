@@ -90,6 +90,11 @@ CREATE OR REPLACE MACRO _is_comm(is_comm, task_type, name) AS (
     coalesce(is_comm, upper(task_type) = 'HCCL' OR name ILIKE 'hcom%' OR name ILIKE '%nccl%', false)
 );
 
+-- An operator's type as the queries group by it: op_type, or the kernel name when the dump has none (N/A).
+CREATE OR REPLACE MACRO _op_name(op_type, name) AS (
+    coalesce(nullif(op_type, 'N/A'), name)
+);
+
 -- A host-to-device copy running on the device (memcpy task/kernel named H2D/HtoD, or Ascend's MEMCPY_ASYNC).
 CREATE OR REPLACE MACRO _is_h2d_copy(is_comm, task_type, name) AS (
     NOT _is_comm(is_comm, task_type, name)
@@ -134,7 +139,7 @@ FROM cum WHERE win_end > win_start;
 -- on its stream: compute_seq (position among the rank's compute kernels on the same stream, in time order; null
 -- for communication), its first output (first_out_shape / first_out_dtype: the first ';' item, trimmed; '' when
 -- none) and, for compute kernels, those of the one or two compute kernels just before it on the stream
--- (prev_op = coalesce(nullif(op_type, 'N/A'), name), prev_end_ns, prev_out_shape / prev_out_dtype,
+-- (prev_op = _op_name(op_type, name), prev_end_ns, prev_out_shape / prev_out_dtype,
 -- prev2_out_shape / prev2_out_dtype; null when there is none): producer -> consumer queries read neighbours
 -- from these columns instead of joining the kernels to themselves.
 CREATE OR REPLACE MACRO _kernel_bytes() AS TABLE
@@ -210,7 +215,7 @@ WITH k0 AS MATERIALIZED (
            CASE WHEN NOT is_comm THEN lag(first_out_dtype) OVER s END AS prev_out_dtype,
            CASE WHEN NOT is_comm THEN lag(first_out_shape, 2) OVER s END AS prev2_out_shape,
            CASE WHEN NOT is_comm THEN lag(first_out_dtype, 2) OVER s END AS prev2_out_dtype
-    FROM (SELECT kid, run_id, rank, stream_id, is_comm, ts_ns, end_ns, coalesce(nullif(op_type, 'N/A'), name) AS op,
+    FROM (SELECT kid, run_id, rank, stream_id, is_comm, ts_ns, end_ns, _op_name(op_type, name) AS op,
                  first_out_shape, first_out_dtype FROM k0)
     WINDOW s AS (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid)
 ), b AS (
@@ -349,7 +354,7 @@ SELECT *, sum(dur_ns) OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BE
           AS sat_before_ns
 FROM (SELECT *, true AS sat FROM _bw_segments() WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps);
 
--- Each communication op split in two parts (no parameters: stored at ingest by traceql.derive via _timeline_base):
+-- Each communication op split in two parts (no parameters: stored by traceql.derive via _timeline_base):
 --   peer wait [ts_ns, wait_end_ns): from this rank's start until the last member of the collective started
 --     (empty when this rank started last, for p2p, or when the match is not trusted);
 --   rest [wait_end_ns, end_ns): transit_frac of it moves data: the profiler's transit time / the rest's length
@@ -396,7 +401,7 @@ SELECT * EXCLUDE (sat_a, sat_b),
             ELSE 0 END AS peer_sat_frac
 FROM q;
 
--- The full per-rank timeline inside the step windows without parameters (stored at ingest): cut wherever
+-- The full per-rank timeline inside the step windows without parameters (stored by traceql.derive): cut wherever
 -- anything changes: compute state and bandwidth (from _bw_segments) plus the communication parts running
 -- (n_comm), how many are in peer wait (n_peer_wait) and the mean transit_frac of those running
 -- (transit_share). first_busy / last_busy: the step's first start and last end of anything running (compute or

@@ -26,7 +26,7 @@
 -- measured them. Utilisations are over the calls that have the numerator.
 WITH kb AS MATERIALIZED (
     -- block dim counts AI cores on Ascend only (a CUDA grid size is not a core count)
-    SELECT run_id, name, op_type, coalesce(nullif(op_type, 'N/A'), name) AS op, input_shapes, input_dtypes,
+    SELECT run_id, name, op_type, _op_name(op_type, name) AS op, input_shapes, input_dtypes,
            output_shapes, dur_ns, hbm_bytes, flops, mac_ratio,
            CASE WHEN upper(task_type) IN ('AI_CORE', 'AI_VECTOR_CORE', 'MIX_AIC', 'MIX_AIV') THEN block_dim END AS bd
     FROM _kernel_bytes() WHERE NOT is_comm

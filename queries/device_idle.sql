@@ -29,7 +29,7 @@
 --
 -- Definitions: device activity = compute kernels, host->device copy kernels (task type memcpy with HtoD in the
 -- name, _helpers.sql _is_h2d_copy) and communication ops (_comm_events), as cut into the step timeline by
--- _timeline_base (stored at ingest, with idle-time prefix sums per kind); the classified host events are swept
+-- _timeline_base (stored by traceql.derive, with idle-time prefix sums per kind); the classified host events are swept
 -- alone (nested events counted once), cut at the step windows, and the idle time inside each host piece is read
 -- from the prefix sums (two ASOF look-ups), so the kernel timeline is never swept again. Idle time
 -- is split in one order: loading first, then copy, then sync, then other. Host events are matched by name with

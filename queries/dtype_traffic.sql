@@ -28,7 +28,7 @@
 WITH g AS (
     -- kernels grouped by op and tensor signature first: shapes repeat every step, so the per-tensor list work
     -- below runs once per distinct signature instead of once per kernel
-    SELECT run_id, name, coalesce(nullif(op_type, 'N/A'), name) AS op_type, input_shapes, input_dtypes,
+    SELECT run_id, name, _op_name(op_type, name) AS op_type, input_shapes, input_dtypes,
            output_shapes, output_dtypes,
            count(*) AS calls, sum(dur_ns) AS dur, sum(hbm_bytes) AS bytes,
            sum(dur_ns) FILTER (WHERE hbm_bytes IS NOT NULL) AS bytes_dur

@@ -31,7 +31,7 @@
 -- Conv output again) - tensor sizes from shapes x dtypes (_helpers.sql _dtype_bytes). Time saved = saved bytes /
 -- (HBM bytes / device time of the chain's non-first kernels), at most their device time; null without bytes.
 WITH kb AS MATERIALIZED (
-    SELECT kid, run_id, rank, stream_id, compute_seq AS seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op,
+    SELECT kid, run_id, rank, stream_id, compute_seq AS seq, name, _op_name(op_type, name) AS op,
            ts_ns, dur_ns, end_ns, hbm_bytes, hbm_bytes_source,
            coalesce(input_shapes, '') AS in_s, coalesce(input_dtypes, '') AS in_d,
            first_out_shape AS out_s, first_out_dtype AS out_d,

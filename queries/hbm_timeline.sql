@@ -25,7 +25,7 @@
 -- split between the bins it overlaps by overlap length (a binned join: each kernel is expanded to the bin
 -- indexes it spans, then grouped; no range join). Bins with no kernel are still returned (zero bytes).
 WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns, dur_ns, end_ns,
+    SELECT run_id, rank, _op_name(op_type, name) AS op, ts_ns, dur_ns, end_ns,
            read_bytes, write_bytes, hbm_bytes_source
     FROM _kernel_bytes()
 ), span AS (

@@ -24,7 +24,7 @@
 -- role weight: FRACTAL_Z (the cube unit's weight format) on either side: weights kept in NCHW are converted to
 -- FRACTAL_Z for every forward/backward and their gradients converted back.
 WITH kb AS MATERIALIZED (
-    SELECT kid, run_id, rank, stream_id, compute_seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op, ts_ns,
+    SELECT kid, run_id, rank, stream_id, compute_seq, name, _op_name(op_type, name) AS op, ts_ns,
            dur_ns, hbm_bytes, input_formats, output_formats, input_shapes, output_shapes,
            coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
            trim(string_split(coalesce(output_shapes, ''), ';')[1]) || '|' || trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS out_key,

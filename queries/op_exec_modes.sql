@@ -16,7 +16,7 @@
 --
 -- Definitions: compute kernels only (communication left out).
 WITH k AS MATERIALIZED (
-    SELECT run_id, coalesce(nullif(op_type, 'N/A'), name) AS op_type, task_type, lower(op_state) AS op_state,
+    SELECT run_id, _op_name(op_type, name) AS op_type, task_type, lower(op_state) AS op_state,
            greatest(coalesce(dur_ns, 0), 0) AS dur_ns, input_dtypes, name
     FROM kernels WHERE NOT _is_comm(is_comm, task_type, name)
 ), tot AS (

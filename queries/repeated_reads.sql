@@ -27,7 +27,7 @@
 -- kernels apart (the same op in the next step reads the next batch, not the same tensor). Same shape and dtype is taken as the same tensor: the dump has no tensor addresses, so this is a
 -- heuristic (an element-wise op reading two different tensors of one shape counts once per kernel, not twice).
 WITH kb AS MATERIALIZED (
-    SELECT kid, run_id, rank, step, stream_id, compute_seq AS seq, name, coalesce(nullif(op_type, 'N/A'), name) AS op,
+    SELECT kid, run_id, rank, step, stream_id, compute_seq AS seq, name, _op_name(op_type, name) AS op,
            ts_ns, dur_ns, hbm_bytes, coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
            coalesce(prev_out_shape, '') AS prev_out_s, coalesce(prev_out_dtype, '') AS prev_out_d
     FROM _kernel_bytes() WHERE NOT is_comm

@@ -15,7 +15,7 @@
 WITH k AS (
     SELECT run_id,
            CASE WHEN $by = 'name' THEN name
-                WHEN $by = 'op_type' THEN coalesce(nullif(op_type, 'N/A'), name)
+                WHEN $by = 'op_type' THEN _op_name(op_type, name)
                 ELSE error('top_ops: param by must be op_type or name, got ' || $by) END AS op,
            task_type, _is_comm(is_comm, task_type, name) AS is_comm, greatest(coalesce(dur_ns, 0), 0) AS dur_ns
     FROM kernels

@@ -13,9 +13,10 @@ parameters, so they are computed once per run and stored next to the canonical t
     runs/<run>/comm_events/r<rank>-d<v>.parquet     _comm_events() (matched across all ranks, then split by rank)
     runs/<run>/timeline_base/r<rank>-d<v>.parquet   _timeline_base() (needs the rank's comm_events)
 
-When: on the first analysis of a run (findings, report, chart, query: `ensure`), not at ingest. Ingest stays
-a pure JSON/CSV/SQLite -> Parquet pass (its throughput is what a user waits for on a multi-GB dump); the build
-reads the compact Parquet, costs about a third of the ingest, and every later analysis reuses it.
+When: on the first analysis of a run (findings, report, chart, query: `ensure`), or at ingest when asked
+(`traceql ingest --prepare`). By default ingest stays a pure JSON/CSV/SQLite -> Parquet pass (its throughput is
+what a user waits for on a multi-GB dump); the build reads the compact Parquet, costs about a third of the
+ingest, and every later analysis reuses it.
 
 The SQL in queries/_helpers.sql stays the single definition: the build runs those macros over the run's
 Parquet: the collectives matched across ranks first, then everything else per rank in a process pool (those
