@@ -260,51 +260,6 @@ SELECT run_id, rank, step, win_start,
        window_source
 FROM u;
 
--- The device bandwidth timeline per rank, cut into constant pieces inside the step windows: one row per piece
--- with the number of compute kernels (n_comp; host-to-device copies count, n_copy of them are such copies) and
--- of all kernels (n_kernels) running, the device HBM
--- bandwidth (bw_bps: every running kernel's bytes / duration, communication kernels included) and where the
--- rank's bytes came from (rank_source: pmu | sampled | modeled | mixed).
--- A sweep: +/- events at kernel starts/ends, running sums in time order; window edges are extra cut points.
-CREATE OR REPLACE MACRO _bw_segments() AS TABLE
-WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source,
-           _is_h2d_copy(is_comm, task_type, name)::INTEGER AS cp
-    FROM _kernel_bytes() WHERE dur_ns > 0
-), src AS (
-    -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed
-    SELECT run_id, rank,
-           CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
-                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS rank_source
-    FROM kb GROUP BY run_id, rank
-), win AS MATERIALIZED (
-    SELECT * FROM _step_windows()
-), ev AS (
-    SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp FROM kb
-    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp FROM kb
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0 FROM win
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0 FROM win
-), pts AS (
-    SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp FROM ev GROUP BY run_id, rank, t
-), seg AS (
-    SELECT run_id, rank, t AS seg_start,
-           lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
-           sum(dc) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_comp,
-           sum(dk) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_kernels,
-           sum(dp) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS n_copy,
-           sum(dbw) OVER (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING) AS bw_sum
-    FROM pts
-)
-SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
-       seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
-       seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels, seg.n_copy::BIGINT AS n_copy,
-       CASE WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
-       src.rank_source
-FROM seg
-ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.seg_start >= win.win_start
-LEFT JOIN src ON src.run_id = seg.run_id AND src.rank = seg.rank
-WHERE seg.seg_end IS NOT NULL AND seg.seg_end > seg.seg_start AND seg.seg_start < win.win_end;
-
 -- Communication ops per rank, matched across ranks (one row per op and rank).
 -- Source: comm_ops (the profiler's communication analysis, with transit time) for every rank that has rows
 -- there, otherwise the rank's communication kernels (no transit split). Duplicate comm_ops rows for the same op
@@ -344,16 +299,6 @@ SELECT run_id, rank, step, name, op_type, group_name, kind, is_p2p, comm_source,
 FROM o
 WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal);
 
--- Saturated compute: an instant where a compute kernel runs and the device HBM bandwidth is at least
--- sat_threshold x peak_hbm_bps. The saturated bandwidth pieces only, each with the saturated time before it
--- (a prefix sum), so saturated time up to any instant p is one ASOF look-up: the last saturated piece starting
--- at or before p gives sat_before_ns + (least(p, seg_end) - seg_start). (Unsaturated pieces add nothing, and
--- leaving them out shrinks the sort behind the prefix sum to the saturated part of the timeline.)
-CREATE OR REPLACE MACRO _sat_segments(sat_threshold, peak_hbm_bps) AS TABLE
-SELECT *, sum(dur_ns) OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-          AS sat_before_ns
-FROM (SELECT *, true AS sat FROM _bw_segments() WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps);
-
 -- Each communication op split in two parts (no parameters: stored by traceql.derive via _timeline_base):
 --   peer wait [ts_ns, wait_end_ns): from this rank's start until the last member of the collective started
 --     (empty when this rank started last, for p2p, or when the match is not trusted);
@@ -370,6 +315,75 @@ SELECT *, 'comm' AS part,
             THEN CASE WHEN transit_ns IS NULL THEN 1.0 ELSE least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
             ELSE 0 END AS transit_frac
 FROM ce;
+
+-- The device timeline per rank, cut into constant pieces inside the step windows: one row per piece with the
+-- number of compute kernels (n_comp; host-to-device copies count, n_copy of them are such copies) and of all
+-- kernels (n_kernels) running, the device HBM bandwidth (bw_bps: every running kernel's bytes / duration,
+-- communication kernels included), where the rank's bytes came from (rank_source: pmu | sampled | modeled |
+-- mixed), and the communication parts (_comm_parts_base) running: how many (n_comm), how many of them in peer
+-- wait (n_peer_wait) and the mean transit_frac of those running (transit_share).
+-- One sweep: +/- events at kernel starts/ends and at communication part edges, running sums in time order;
+-- window edges are extra cut points. (Communication edges cut the bandwidth pieces too: a constant piece cut in
+-- two carries the same bandwidth, so every sum over pieces is unchanged, and the timeline needs no second
+-- sweep over all the bandwidth pieces' edges to add communication.)
+CREATE OR REPLACE MACRO _bw_segments() AS TABLE
+WITH kb AS MATERIALIZED (
+    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source,
+           _is_h2d_copy(is_comm, task_type, name)::INTEGER AS cp
+    FROM _kernel_bytes() WHERE dur_ns > 0
+), src AS (
+    -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed
+    SELECT run_id, rank,
+           CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
+                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS rank_source
+    FROM kb GROUP BY run_id, rank
+), win AS MATERIALIZED (
+    SELECT * FROM _step_windows()
+), cp AS MATERIALIZED (
+    SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac FROM _comm_parts_base()
+), ev AS (
+    -- (compute, kernels, bandwidth, copies, communication parts, in peer wait, transit_frac) changes
+    SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp,
+           0 AS dm, 0 AS dpw, 0.0 AS dtf FROM kb
+    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0.0 FROM kb
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0 FROM win
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0 FROM win
+    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0.0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0.0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, transit_frac FROM cp WHERE end_ns > wait_end_ns
+    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -transit_frac FROM cp WHERE end_ns > wait_end_ns
+), pts AS (
+    SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp,
+           sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf
+    FROM ev GROUP BY run_id, rank, t
+), seg AS (
+    SELECT run_id, rank, t AS seg_start, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
+           sum(dc) OVER c AS n_comp, sum(dk) OVER c AS n_kernels, sum(dp) OVER c AS n_copy, sum(dbw) OVER c AS bw_sum,
+           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum
+    FROM pts
+    WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
+)
+SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
+       seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
+       seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels, seg.n_copy::BIGINT AS n_copy,
+       CASE WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
+       src.rank_source,
+       seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait,
+       CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
+FROM seg
+ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.seg_start >= win.win_start
+LEFT JOIN src ON src.run_id = seg.run_id AND src.rank = seg.rank
+WHERE seg.seg_end IS NOT NULL AND seg.seg_end > seg.seg_start AND seg.seg_start < win.win_end;
+
+-- Saturated compute: an instant where a compute kernel runs and the device HBM bandwidth is at least
+-- sat_threshold x peak_hbm_bps. The saturated bandwidth pieces only, each with the saturated time before it
+-- (a prefix sum), so saturated time up to any instant p is one ASOF look-up: the last saturated piece starting
+-- at or before p gives sat_before_ns + (least(p, seg_end) - seg_start). (Unsaturated pieces add nothing, and
+-- leaving them out shrinks the sort behind the prefix sum to the saturated part of the timeline.)
+CREATE OR REPLACE MACRO _sat_segments(sat_threshold, peak_hbm_bps) AS TABLE
+SELECT *, sum(dur_ns) OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+          AS sat_before_ns
+FROM (SELECT *, true AS sat FROM _bw_segments() WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps);
 
 -- The parts with peer_sat_frac: the share of the peer-wait interval the late member (last_rank) spent in
 -- saturated compute (two ASOF look-ups into its saturated-time prefix sums).
@@ -401,41 +415,17 @@ SELECT * EXCLUDE (sat_a, sat_b),
             ELSE 0 END AS peer_sat_frac
 FROM q;
 
--- The full per-rank timeline inside the step windows without parameters (stored by traceql.derive): cut wherever
--- anything changes: compute state and bandwidth (from _bw_segments) plus the communication parts running
--- (n_comm), how many are in peer wait (n_peer_wait) and the mean transit_frac of those running
--- (transit_share). first_busy / last_busy: the step's first start and last end of anything running (compute or
--- communication). idle_kind: for a segment with nothing running, preparing (before first_busy), tail (after
--- last_busy) or free (in between); prep/free/tail_before_ns: idle time of that kind on the rank before the
--- segment (prefix sums: idle time in any interval is two look-ups). Segments tile every step window.
+-- The full per-rank timeline inside the step windows without parameters (stored by traceql.derive): the pieces
+-- of _bw_segments (cut wherever compute, bandwidth or communication changes) as t0/t1 with, per step,
+-- first_busy / last_busy: the step's first start and last end of anything running (compute or communication).
+-- idle_kind: for a segment with nothing running, preparing (before first_busy), tail (after last_busy) or free
+-- (in between); prep/free/tail_before_ns: idle time of that kind on the rank before the segment (prefix sums:
+-- idle time in any interval is two look-ups). Segments tile every step window.
 CREATE OR REPLACE MACRO _timeline_base() AS TABLE
-WITH ss AS MATERIALIZED (
-    SELECT * FROM _bw_segments()
-), cp AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac FROM _comm_parts_base()
-), ev AS (
-    SELECT run_id, rank, ts_ns AS t, 1 AS dm, 1 AS dpw, 0.0 AS dtf FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, -1, -1, 0.0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 1, 0, transit_frac FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, end_ns, -1, 0, -transit_frac FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, seg_start, 0, 0, 0.0 FROM ss
-    UNION ALL SELECT run_id, rank, seg_end, 0, 0, 0.0 FROM ss
-), pts AS (
-    SELECT run_id, rank, t, sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf
-    FROM ev GROUP BY run_id, rank, t
-), seg AS (
-    SELECT run_id, rank, t AS t0, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS t1,
-           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum
-    FROM pts
-    WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
-), tl AS (
-    SELECT seg.run_id, seg.rank, ss.step, ss.window_source, ss.win_start, ss.win_end, seg.t0, seg.t1,
-           seg.t1 - seg.t0 AS dur_ns, ss.n_comp, ss.n_copy, ss.bw_bps,
-           seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait,
-           CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
-    FROM seg
-    ASOF JOIN ss ON seg.run_id = ss.run_id AND seg.rank = ss.rank AND seg.t0 >= ss.seg_start
-    WHERE seg.t1 IS NOT NULL AND seg.t1 > seg.t0 AND seg.t0 < ss.seg_end
+WITH tl AS (
+    SELECT run_id, rank, step, window_source, win_start, win_end, seg_start AS t0, seg_end AS t1, dur_ns,
+           n_comp, n_copy, bw_bps, n_comm, n_peer_wait, transit_share
+    FROM _bw_segments()
 ), tb AS (
     SELECT *,
            min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,

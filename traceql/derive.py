@@ -47,8 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Build order: the run-level tables first (collectives matched across ranks: they read only the canonical
 # tables), then everything per rank in one worker task (one session per rank; later tables read the stored
-# earlier ones: bw_segments reads kernel_bytes and step_windows, timeline_base reads bw_segments and the rank's
-# comm_events). table -> (helper macro, ORDER BY for time-sorted row groups).
+# earlier ones: bw_segments reads kernel_bytes, step_windows and the rank's comm_events, timeline_base reads
+# bw_segments). table -> (helper macro, ORDER BY for time-sorted row groups).
 RUN_TABLES: dict[str, tuple[str, str]] = {
     "comm_events": ("_comm_events", "ts_ns, ordinal"),
 }
@@ -62,9 +62,33 @@ ALL_TABLES = {**RUN_TABLES, **RANK_TABLES}
 DERIVED_TABLES = list(ALL_TABLES)
 # canonical tables the helper macros read
 _INPUTS = ["kernels", "counters", "steps", "comm_ops"]
-# per rank build (several run at once in the pool): spill to disk rather than grow past this; a rank of ~1M
-# kernels needs ~0.9 GB for the window and ASOF operators that cannot spill
-MEMORY_LIMIT = "1GB"
+# DuckDB memory per build session (one per rank, several at once in the pool): it spills to disk rather than
+# grow past it. A share of the memory available when the build starts, split between the sessions, within
+# [MEMORY_FLOOR, MEMORY_CAP]: a rank of ~1M kernels wants ~2.3 GB for its sorts and windows, and at a fixed
+# 1 GB it spilled ~1.3 GB to disk (kernel_bytes 5.7 -> 2.3 s wall at 3 GB); the floor is what the window and
+# ASOF operators that cannot spill need for such a rank.
+MEMORY_FLOOR = 1 << 30
+MEMORY_CAP = 3 << 30
+MEMORY_SHARE = 0.5  # of MemAvailable
+
+
+def memory_limit(sessions: int) -> str:
+    """DuckDB memory_limit for each of `sessions` build sessions running at once."""
+    avail = _available_bytes()
+    per = int(avail * MEMORY_SHARE / max(1, sessions)) if avail else MEMORY_FLOOR
+    return f"{max(MEMORY_FLOOR, min(MEMORY_CAP, per)) >> 20}MB"
+
+
+def _available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux); None elsewhere (the floor applies)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def version() -> str:
@@ -94,11 +118,11 @@ def _version_of(statements: tuple[tuple[str, str], ...]) -> str:
     return h.hexdigest()[:16]
 
 
-def _connect(spill: Path, threads: int) -> duckdb.DuckDBPyConnection:
+def _connect(spill: Path, threads: int, mem_limit: str) -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(":memory:")
-    con.execute(f"SET memory_limit='{MEMORY_LIMIT}'")
+    con.execute(f"SET memory_limit='{mem_limit}'")
     con.execute(f"SET temp_directory='{_q(str(spill))}'")
     con.execute(f"SET threads={max(1, int(threads))}")
     con.execute("SET preserve_insertion_order=false")
@@ -134,13 +158,13 @@ class _Session:
     """A DuckDB connection over a rank's or run's files (absolute paths) with the helper macros loaded, writing
     into out_dir, with a private spill dir there."""
 
-    def __init__(self, out_dir: Path, files: dict[str, list[str]], threads: int) -> None:
+    def __init__(self, out_dir: Path, files: dict[str, list[str]], threads: int, mem_limit: str) -> None:
         from . import queries
 
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         self.spill = Path(tempfile.mkdtemp(prefix=".derive-", dir=out_dir))
-        self.con = _connect(self.spill, threads)
+        self.con = _connect(self.spill, threads, mem_limit)
         _input_views(self.con, files)
         queries._load_helpers(self.con)
         # derived tables already computed for these files: read them instead of recomputing
@@ -160,10 +184,11 @@ def _name(table: str, rank: int) -> str:
     return f"{table}/r{rank}-d{version()[:8]}.parquet"
 
 
-def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1) -> dict[str, Any]:
+def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1,
+                mem_limit: str = "1GB") -> dict[str, Any]:
     """Per-rank derived tables from one rank's files (absolute paths, including its run-level comm_events),
     written under out_dir. Runs in a worker process."""
-    s = _Session(Path(out_dir), files, threads)
+    s = _Session(Path(out_dir), files, threads, mem_limit)
     out: dict[str, Any] = {"files": {}, "rows": {}}
     try:
         for table, (macro, order) in RANK_TABLES.items():
@@ -178,10 +203,11 @@ def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: i
     return out
 
 
-def derive_run(out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1) -> dict[str, Any]:
+def derive_run(out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1,
+               mem_limit: str = "1GB") -> dict[str, Any]:
     """Run-level derived tables (collectives matched across ranks) from every file of the run, stored one file
     per rank like every other table (a rank without rows still gets an empty file, so the columns are known)."""
-    s = _Session(Path(out_dir), files, threads)
+    s = _Session(Path(out_dir), files, threads, mem_limit)
     out: dict[str, Any] = {"files": {}, "rows": {}, "by_rank": {}}
     try:
         for table, (macro, order) in RUN_TABLES.items():
@@ -218,7 +244,7 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     done: list[dict[str, Any]] = []
     if not by_rank:
         return {"version": version(), "rows": {}, "files": {}}
-    run_level = derive_run(str(out_dir), sorted(by_rank), every, threads=workers)
+    run_level = derive_run(str(out_dir), sorted(by_rank), every, threads=workers, mem_limit=memory_limit(1))
     done.append(run_level)
     for rank, rank_files in run_level["by_rank"].items():
         for t, fl in rank_files.items():
@@ -227,7 +253,8 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     threads = max(1, workers // n_pool)
     ex = ProcessPoolExecutor(max_workers=n_pool) if n_pool > 1 else None
     try:
-        jobs = [(str(out_dir), rank, rank_files, threads) for rank, rank_files in sorted(by_rank.items())]
+        mem = memory_limit(n_pool)
+        jobs = [(str(out_dir), rank, rank_files, threads, mem) for rank, rank_files in sorted(by_rank.items())]
         done.extend(d for _job, d in _map(ex, derive_rank, jobs))
     except BaseException:
         if ex is not None:
