@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from traceql.errors import BadTraceError
 from traceql.parsers import _chrome_json as cj
@@ -74,6 +76,25 @@ def test_dur_text_to_ns_matches_us_to_ns() -> None:
     assert got == [cj.us_to_ns(Decimal(t)) if t is not None else None for t in texts]
     # beyond decimal128(26,12): 16 integer digits -> per-value fallback, still exact
     assert cj.dur_text_to_ns(pa.array(["1234567890123456.5"])).to_pylist() == [1234567890123456500]
+
+
+def test_dur_text_to_ns_rounds_ties_away_from_zero_like_decimals() -> None:
+    """Exact half-ns values, where a float product could round either way (2.0005 is 2.000499999... as a
+    double): the answers are the decimal ones, worked out by hand."""
+    texts = ["2.0005", "0.0025", "24.4205", "-1.0005", "7.0015"]
+    assert cj.dur_text_to_ns(pa.array(texts, pa.string())).to_pylist() == [2001, 3, 24421, -1001, 7002]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=2 * 10**11), min_size=1, max_size=200),
+       st.lists(st.floats(min_value=0, max_value=1e8, allow_nan=False), min_size=1, max_size=50))
+def test_dur_text_to_ns_equals_exact_decimal_conversion(halves: list[int], values: list[float]) -> None:
+    """Durations as DuckDB prints a JSON number (the shortest repr of its double): whole and half ns (n / 2000
+    µs: ties, where a float product can round the wrong way) and arbitrary doubles. The column conversion ==
+    Decimal arithmetic per value."""
+    texts = [repr(float(f"{n / 2000:.4f}")) for n in halves] + [repr(v) for v in values]
+    got = cj.dur_text_to_ns(pa.array(texts, pa.string())).to_pylist()
+    assert got == [cj.us_to_ns(Decimal(t)) for t in texts]
 
 
 def test_us_to_ns_scale_one_keeps_ns() -> None:

@@ -829,12 +829,27 @@ def ts_text_to_ns(arr: Any) -> Any:
 
 def dur_text_to_ns(arr: Any) -> Any:
     """µs text column (a JSON number as DuckDB prints it: '145.57', '0.60003125', '1e-05') -> exact int64 ns,
-    rounded half away from zero like `us_to_ns`; through decimal128(26,12), per value if that does not fit."""
+    rounded half away from zero like `us_to_ns`.
+
+    Through float64 when that is provably exact: DuckDB parsed the number as a double and prints its shortest
+    round-trip form, so the cast gets that double back, and x * 1000 is within a few ulps (< 1e-6 ns below
+    2**40 ns) of the printed decimal x 1000; rounding it gives the exact answer unless that value lies within
+    1e-6 of a half (a tie such as '2.0005', where the float error could decide the direction). Otherwise, and
+    for larger values, through decimal128(26,12); per value if that does not fit. (The float path is ~10x
+    cheaper than the decimal cast, which was a tenth of the trace_view parse.)"""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if arr.null_count == len(arr):
         return pa.nulls(len(arr), pa.int64())
+    try:
+        ns = pc.multiply(pc.cast(arr, pa.float64()), 1000.0)
+        frac = pc.abs(pc.subtract(ns, pc.trunc(ns)))
+        near_half = pc.less(pc.abs(pc.subtract(frac, 0.5)), 1e-6)
+        if not pc.any(near_half).as_py() and (pc.max(pc.abs(ns)).as_py() or 0) < 2.0**40:
+            return pc.cast(pc.round(ns, 0, round_mode="half_towards_infinity"), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
     try:
         d = pc.multiply(pc.cast(arr, pa.decimal128(26, 12)), pa.scalar(1000, pa.decimal128(4, 0)))
         return pc.cast(pc.round(d, 0, round_mode="half_towards_infinity"), pa.int64())
