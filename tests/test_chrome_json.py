@@ -87,14 +87,19 @@ def test_dur_text_to_ns_rounds_ties_away_from_zero_like_decimals() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=2 * 10**11), min_size=1, max_size=200),
+       st.lists(st.integers(min_value=10**7, max_value=1_099_000_000), min_size=1, max_size=10),
        st.lists(st.floats(min_value=0, max_value=1e8, allow_nan=False), min_size=1, max_size=50))
-def test_dur_text_to_ns_equals_exact_decimal_conversion(halves: list[int], values: list[float]) -> None:
+def test_dur_text_to_ns_equals_exact_decimal_conversion(halves: list[int], big: list[int], values: list[float]) -> None:
     """Durations as DuckDB prints a JSON number (the shortest repr of its double): whole and half ns (n / 2000
-    µs: ties, where a float product can round the wrong way) and arbitrary doubles. The column conversion ==
-    Decimal arithmetic per value."""
-    texts = [repr(float(f"{n / 2000:.4f}")) for n in halves] + [repr(v) for v in values]
-    got = cj.dur_text_to_ns(pa.array(texts, pa.string())).to_pylist()
-    assert got == [cj.us_to_ns(Decimal(t)) for t in texts]
+    µs: ties, where a float product can round the wrong way), large values a hair off a half ns (the float
+    error grows with magnitude: 67597223.0005 x 1000 is 67597223000.49999 in floats) and arbitrary doubles.
+    The column conversion == Decimal arithmetic per value (the large ones each in a column of its own: one
+    value near a half sends its whole column through decimals)."""
+    columns = [[repr(float(f"{n / 2000:.4f}")) for n in halves], [repr(v) for v in values]]
+    columns += [[repr(float(f"{i}.000{near}"))] for i in big for near in ("5", "4999", "5001", "49999", "500001")]
+    for texts in columns:
+        got = cj.dur_text_to_ns(pa.array(texts, pa.string())).to_pylist()
+        assert got == [cj.us_to_ns(Decimal(t)) for t in texts]
 
 
 def test_us_to_ns_scale_one_keeps_ns() -> None:

@@ -832,11 +832,12 @@ def dur_text_to_ns(arr: Any) -> Any:
     rounded half away from zero like `us_to_ns`.
 
     Through float64 when that is provably exact: DuckDB parsed the number as a double and prints its shortest
-    round-trip form, so the cast gets that double back, and x * 1000 is within a few ulps (< 1e-6 ns below
-    2**40 ns) of the printed decimal x 1000; rounding it gives the exact answer unless that value lies within
-    1e-6 of a half (a tie such as '2.0005', where the float error could decide the direction). Otherwise, and
-    for larger values, through decimal128(26,12); per value if that does not fit. (The float path is ~10x
-    cheaper than the decimal cast, which was a tenth of the trace_view parse.)"""
+    round-trip form, so the cast gets that double back, and y = x * 1000 is within |y| * 2**-52 of the printed
+    decimal x 1000 (half an ulp from the parse, half from the product); rounding y gives the exact answer
+    unless the decimal could lie on the other side of a half: so any y within 1e-6 + |y| * 2**-49 of a half
+    (ties such as '2.0005', or '67597223.0005', which is 67597223000.49999 as a float product) sends the
+    batch through decimal128(26,12), as does any |y| >= 2**40 ns; per value if that does not fit. (The float
+    path is ~5x cheaper than the decimal cast, which was a tenth of the trace_view parse.)"""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -845,7 +846,7 @@ def dur_text_to_ns(arr: Any) -> Any:
     try:
         ns = pc.multiply(pc.cast(arr, pa.float64()), 1000.0)
         frac = pc.abs(pc.subtract(ns, pc.trunc(ns)))
-        near_half = pc.less(pc.abs(pc.subtract(frac, 0.5)), 1e-6)
+        near_half = pc.less(pc.abs(pc.subtract(frac, 0.5)), pc.add(pc.multiply(pc.abs(ns), 2.0**-49), 1e-6))
         if not pc.any(near_half).as_py() and (pc.max(pc.abs(ns)).as_py() or 0) < 2.0**40:
             return pc.cast(pc.round(ns, 0, round_mode="half_towards_infinity"), pa.int64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
