@@ -6,6 +6,8 @@
 
 Cases (comma separated, run in order):
   tv:<GB>          one torch_npu folder whose ASCEND_PROFILER_OUTPUT/trace_view.json is <GB> (1 GB = 1e9 bytes)
+  kineto:<GB>      one PyTorch Kineto trace (torch.profiler on a GPU, traceql.synth.large_kineto) of <GB>, read by
+                   the DuckDB reader (the default) and by the ijson reader (TRACEQL_KINETO_READER=ijson)
   kd:<rows>        one torch_npu folder with a kernel_details.csv of <rows> rows x 46 columns (PipeUtilization)
   cluster:<N>x<MB> an N-rank cluster folder of full torch_npu dumps, <MB> per rank (1 MB = 1e6 bytes)
   analysis         every query the findings use, then the findings (`traceql findings --all`), over the
@@ -192,6 +194,18 @@ def gen_trace_view(work: Path, gb: float, seed: int) -> Path:
         _note(f"generated {folder} ({info['bytes'] / 1e6:.0f} MB in {info['seconds']:.0f} s)")
         _done(folder).touch()
     return folder
+
+
+def gen_kineto(work: Path, gb: float, seed: int) -> Path:
+    """<work>/kineto-<gb>GB/trace.json (a plain Kineto trace)."""
+    from traceql.synth.large_kineto import large_kineto
+
+    path = work / f"kineto-{gb:g}GB-s{seed}" / "trace.json"
+    if not _done(path).exists():
+        info = large_kineto(path, int(gb * 1e9), seed)
+        _note(f"generated {path} ({info['bytes'] / 1e6:.0f} MB, {info['events']} events in {info['seconds']:.0f} s)")
+        _done(path).touch()
+    return path
 
 
 def gen_kernel_details(work: Path, rows: int, seed: int) -> Path:
@@ -499,6 +513,21 @@ def case_tv(st: State, gb: float) -> None:
         st.largest_tv = tv
 
 
+def case_kineto(st: State, gb: float) -> None:
+    case = f"kineto {gb:g} GB"
+    src = gen_kineto(st.work, gb, st.seed)
+    n = src.stat().st_size
+    store = st.work / "store-kineto"
+    _rows(st.tools.traceql_ingest(case, src, store, n), store)
+    shutil.rmtree(store, ignore_errors=True)
+    cmd = [sys.executable, "-m", "traceql", "ingest", str(src), "--store", str(store), "--name", RUN, "--quiet",
+           "--no-check", *st.tools.ingest_args]
+    env = {**os.environ, "TRACEQL_KINETO_READER": "ijson"}
+    r = st.tools.add(measure(case, "traceql (ijson reader)", n, cmd, timeout=st.tools.timeout, env=env, cwd=ROOT))
+    _rows(r, store)
+    shutil.rmtree(store, ignore_errors=True)
+
+
 def case_kd(st: State, rows: int) -> None:
     case = f"kd {rows // 1000}k rows"
     folder = gen_kernel_details(st.work, rows, st.seed)
@@ -683,7 +712,7 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for item in filter(None, (s.strip() for s in text.split(","))):
         kind, _, arg = item.partition(":")
-        if kind == "tv":
+        if kind in ("tv", "kineto"):
             out.append((kind, float(arg or 1)))
         elif kind == "kd":
             out.append((kind, int(float(arg or 500_000))))
@@ -695,7 +724,7 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
         elif kind == "manyruns":
             out.append((kind, int(arg or 400)))
         else:
-            raise SystemExit(f"unknown case {item!r} (tv:<GB>, kd:<rows>, cluster:<N>x<MB>, analysis, reopen, truncated, "
+            raise SystemExit(f"unknown case {item!r} (tv:<GB>, kineto:<GB>, kd:<rows>, cluster:<N>x<MB>, analysis, reopen, truncated, "
                              "manyruns:<N>)")
     return out
 
@@ -738,6 +767,8 @@ def main() -> None:
         for kind, arg in cases:
             if kind == "tv":
                 case_tv(st, arg)
+            elif kind == "kineto":
+                case_kineto(st, arg)
             elif kind == "kd":
                 case_kd(st, arg)
             elif kind == "cluster":

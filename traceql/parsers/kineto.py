@@ -1,6 +1,10 @@
 """PyTorch Kineto / torch.profiler Chrome traces (`{"traceEvents": [...], ...}`, .json or .json.gz).
 
-Read with ijson (exact numbers: µs with decimals arrive as Decimal), one pass, bounded memory.
+Two readers, the same rows: the DuckDB reader (`_kineto_duck`, ~5x faster) runs first and gives up, before
+anything reaches the store, on what it cannot reproduce exactly (its docstring lists the rules); then this
+module's ijson loop reads the file (exact numbers: µs with decimals arrive as Decimal), one pass, bounded
+memory. meta["reader"] says which ran and why ijson did. TRACEQL_KINETO_READER=ijson|duckdb forces one
+(benchmarks, tests; duckdb raises instead of falling back).
 
 Mapping:
 
@@ -27,8 +31,10 @@ first `ts` exceeds 1e17 is taken to be in ns already (1e17 µs would be the year
 from __future__ import annotations
 
 import functools
+import os
 import re
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,10 +154,9 @@ PARSERS = [KinetoParser()]
 class _Cols:
     """Column lists for one table, flushed to the writer every FLUSH_ROWS rows."""
 
-    def __init__(self, out: Any, table: str, names: list[str]) -> None:
-        self.out, self.table, self.names = out, table, names
+    def __init__(self, out: Any, table: str, names: tuple[str, ...], tally: Tally) -> None:
+        self.out, self.table, self.names, self.tally = out, table, names, tally
         self.rows: list[tuple[Any, ...]] = []
-        self.total = 0
 
     def add(self, *values: Any) -> None:
         self.rows.append(values)
@@ -162,13 +167,108 @@ class _Cols:
         if self.rows:
             import pyarrow as pa
 
-            from ..schema import arrow_schema
-
-            sch = arrow_schema(self.table)
-            cols = zip(*self.rows, strict=True)
-            self.out.write(self.table, pa.table({k: pa.array(c, sch.field(k).type) for k, c in zip(self.names, cols, strict=True)}))
-            self.total += len(self.rows)
+            self.out.write(self.table, pa.table(dict(zip(self.names, columns(self.table, self.names, self.rows), strict=True))))
+            self.tally.rows[self.table] = self.tally.rows.get(self.table, 0) + len(self.rows)
             self.rows = []
+
+
+def columns(table: str, names: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[Any]:
+    """Row tuples -> one Arrow array per name, typed as the store's `table` columns."""
+    import pyarrow as pa
+
+    from ..schema import arrow_schema
+
+    sch = arrow_schema(table)
+    cols = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    return [pa.array(c, sch.field(k).type) for k, c in zip(names, cols, strict=True)]
+
+
+HOST_COLS = ("name", "cat", "pid", "tid", "ts_ns", "dur_ns", "correlation_id", "seq_num", "input_shapes",
+             "input_dtypes", "extra")  # fmt: skip
+KERNEL_COLS = ("device_id", "name", "op_type", "task_type", "is_comm", "stream_id", "connection_id", "ts_ns",
+               "dur_ns", "block_dim", "hbm_read_bytes", "hbm_write_bytes", "flops", "metrics", "extra")  # fmt: skip
+COUNTER_COLS = ("track", "channel", "metric", "unit", "name", "ts_ns", "value")
+MEMORY_COLS = ("kind", "component", "device", "ts_ns", "size_bytes", "allocated_bytes", "reserved_bytes", "extra")
+_HOST_CANON = {"correlation", "External id", "Sequence number", "Input Dims", "Input type"}
+_KERN_CANON = {"stream", "device", "correlation"}
+_UNIT_KEY = re.compile(r"(.*?)\s*\(([^)]*)\)")
+
+
+@dataclass
+class Tally:
+    """What both readers collect besides the rows they write, for `_finish`."""
+
+    base: int | None  # baseTimeNanoseconds
+    unit: dict[str, Any] = field(default_factory=lambda: {"scale": None, "base": 0})  # decided on the first ts
+    rows: dict[str, int] = field(default_factory=dict)
+    steps: dict[int, list[int]] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    devices: dict[int, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    n_ranges: int = 0
+    n_flows: int = 0
+
+    def decide(self, first: float) -> None:
+        """The time unit, from the first non-M event's ts (see the module docstring)."""
+        if abs(first) > NS_THRESHOLD:
+            self.unit.update(scale=1, base=0)
+        elif self.base and abs(first) < 1e14:
+            self.unit.update(scale=1000, base=self.base)
+        else:
+            self.unit.update(scale=1000, base=0)
+
+    def add_step(self, name: str, t0: int, dur: int | None) -> None:
+        step = cj.to_int(name.split("#", 1)[1])
+        if step is None:
+            return
+        end = t0 + (dur or 0)
+        if step in self.steps:  # the same step twice (another thread): the union
+            s0, d0 = self.steps[step]
+            t0, end = min(s0, t0), max(s0 + d0, end)
+        self.steps[step] = [t0, end - t0]
+
+
+def device_row(args: dict[str, Any], name: str | None, cat: str | None, lcat: str, pid: int | None, t0: int | None,
+               dur: int | None) -> tuple[tuple[Any, ...], int | None]:
+    """One kernels row (KERNEL_COLS) of a kernel / memcpy / memset / cuda_profiler_range event, and its device."""
+    text, to_int = cj.text, cj.to_int
+    grid = args.get("grid")
+    block_dim = None
+    if type(grid) is list and grid and all(type(g) is int for g in grid):
+        block_dim = 1
+        for g in grid:
+            block_dim *= g
+    dev = to_int(args.get("device"))
+    if dev is None and lcat != RANGE_CAT:
+        dev = pid
+    metrics = None
+    hbm_r = hbm_w = flops = None
+    extra = [(str(k), text(v)) for k, v in args.items() if k not in _KERN_CANON]
+    if lcat == RANGE_CAT:
+        metrics = {str(k): float(v) for k, v in args.items() if cj.num(v) is not None and not isinstance(v, str)}
+        extra = [(k, v) for k, v in extra if k not in metrics]
+        hbm_r = to_int(args.get("dram__bytes_read.sum"))
+        hbm_w = to_int(args.get("dram__bytes_write.sum"))
+        flops = _flops(metrics)
+    kclass = kernel_class(name, cat)
+    row = (
+        dev, name, kclass, cat, kclass == "nccl", to_int(args.get("stream")) if lcat != RANGE_CAT else None,
+        to_int(args.get("correlation")), t0, dur, block_dim, hbm_r, hbm_w, flops,
+        list(metrics.items()) if metrics is not None else None, extra,
+    )  # fmt: skip
+    return row, dev
+
+
+def counter_rows(track: str, name: str, t0: int | None, args: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """counters rows (COUNTER_COLS) of a C event: one per numeric arg, `name (unit)` keys split."""
+    out = []
+    for k, v in args.items():
+        val = cj.num(v)
+        if val is None or isinstance(v, str):
+            continue
+        m = _UNIT_KEY.fullmatch(str(k))
+        out.append((track, "", (m.group(1) if m else str(k)), (m.group(2) if m else "raw"), name, t0, val))
+    return out
 
 
 def _flatten(prefix: str, v: Any, out: list[tuple[str, str]]) -> None:
@@ -196,6 +296,14 @@ def _header(sn: cj.Sniff) -> dict[str, Any]:
     return h
 
 
+def _reader() -> str:
+    """TRACEQL_KINETO_READER: auto (DuckDB, ijson where it gives up), ijson, or duckdb (no fallback: tests)."""
+    r = os.environ.get("TRACEQL_KINETO_READER", "auto").strip().lower() or "auto"
+    if r not in ("auto", "ijson", "duckdb"):
+        raise ValueError(f"TRACEQL_KINETO_READER={r!r}: expected auto, ijson or duckdb")
+    return r
+
+
 def parse_kineto(path: Path, out: RankWriter) -> dict[str, Any]:
     path = Path(path)
     sn = cj.sniff(path)
@@ -209,56 +317,83 @@ def parse_kineto(path: Path, out: RankWriter) -> dict[str, Any]:
         )
     cj.check_complete(sn)
     header = _header(sn)
+    reader = _reader()
+    why = None
+    if reader != "ijson":
+        from ._kineto_duck import GiveUp
+
+        try:
+            return _finish(sn, header, out, _read_staged(sn, header, out), "duckdb")
+        except GiveUp as e:
+            if reader == "duckdb":
+                raise
+            why = str(e)
+    tally = _read_with(sn, header, out, _parse_events)
+    return _finish(sn, header, out, tally, f"ijson (DuckDB reader gave up: {why})" if why else "ijson")
+
+
+def _read_with(sn: cj.Sniff, header: dict[str, Any], out: Any, read: Any) -> Tally:
+    """read(sn, header, writer, tmp) with Parquet encoding on a background thread and a private temp dir."""
     bg = cj.BackgroundWriter(out)
     tmp = tempfile.TemporaryDirectory(prefix="traceql-kineto-")
     try:
-        meta = _parse_events(sn, header, bg, tmp.name)
+        tally: Tally = read(sn, header, bg, tmp.name)
     finally:
         try:
             bg.close()
         finally:
             tmp.cleanup()
-    return meta
+    return tally
 
 
-def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> dict[str, Any]:
-    import pyarrow as pa
+def _read_staged(sn: cj.Sniff, header: dict[str, Any], out: RankWriter) -> Tally:
+    """The DuckDB reader into a private RankWriter beside `out`, whose files `out` adopts only on success:
+    the reader may give up after writing rows, and the ijson reader then writes them all again."""
+    import shutil
 
-    warnings: list[str] = []
-    base = cj.to_int(header.get("baseTimeNanoseconds"))
-    unit = {"scale": None, "base": 0}  # decided on the first event with a ts
+    from ..store import RankWriter
+    from ._kineto_duck import read
+
+    out.run_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".kineto-stage-", dir=out.run_dir))  # same filesystem: rename
+    private = RankWriter(stage, out.run_id, out.rank, tag=out.tag)
+    try:
+        try:
+            tally = _read_with(sn, header, private, read)
+        finally:
+            private.close()  # also sorts any file whose rows did not arrive in time order
+        for table, rels in private.files.items():
+            for rel in rels:
+                if (out.run_dir / rel).exists():
+                    raise FileExistsError(f"{out.run_dir / rel} already written")
+                (out.run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(stage / rel, out.run_dir / rel)
+                out.files.setdefault(table, []).append(rel)
+            out.rows[table] = out.rows.get(table, 0) + private.rows.get(table, 0)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return tally
+
+
+def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> Tally:
+    tally = Tally(base=cj.to_int(header.get("baseTimeNanoseconds")))
+    unit, skipped, devices = tally.unit, tally.skipped, tally.devices
     scale, offset = 1000, 0
     text, to_int, us_to_ns = cj.text, cj.to_int, cj.us_to_ns  # locals: this loop runs per event
 
-    host = _Cols(out, "host_ops", ["name", "cat", "pid", "tid", "ts_ns", "dur_ns", "correlation_id", "seq_num",
-                                   "input_shapes", "input_dtypes", "extra"])  # fmt: skip
-    kern = _Cols(out, "kernels", ["device_id", "name", "op_type", "task_type", "is_comm", "stream_id", "connection_id",
-                                  "ts_ns", "dur_ns", "block_dim", "hbm_read_bytes", "hbm_write_bytes", "flops",
-                                  "metrics", "extra"])  # fmt: skip
-    ctr = _Cols(out, "counters", ["track", "channel", "metric", "unit", "name", "ts_ns", "value"])
-    mem = _Cols(out, "memory", ["kind", "component", "device", "ts_ns", "size_bytes", "allocated_bytes",
-                                "reserved_bytes", "extra"])  # fmt: skip
+    host = _Cols(out, "host_ops", HOST_COLS, tally)
+    kern = _Cols(out, "kernels", KERNEL_COLS, tally)
+    ctr = _Cols(out, "counters", COUNTER_COLS, tally)
+    mem = _Cols(out, "memory", MEMORY_COLS, tally)
     flows = _FlowEnds(tmp)
-    steps: dict[int, list[int]] = {}
     procs: dict[Any, str] = {}
-    skipped: dict[str, int] = {}
-    devices: dict[int, int] = {}
-    n_ranges = 0
-    host_canon = {"correlation", "External id", "Sequence number", "Input Dims", "Input type"}
-    kern_canon = {"stream", "device", "correlation"}
 
     for ev in cj.iter_events(sn):
         ph = ev.get("ph")
         ts = ev.get("ts")
         if unit["scale"] is None and ts is not None and ph != "M":
-            first = cj.num(ts) or 0.0
-            if abs(first) > NS_THRESHOLD:
-                unit.update(scale=1, base=0)
-            elif base and abs(first) < 1e14:
-                unit.update(scale=1000, base=base)
-            else:
-                unit.update(scale=1000, base=0)
-            scale, offset = unit["scale"], unit["base"]  # type: ignore[assignment]
+            tally.decide(cj.num(ts) or 0.0)
+            scale, offset = unit["scale"], unit["base"]
         t0 = us_to_ns(ts, scale)
         if t0 is not None:
             t0 += offset
@@ -275,60 +410,28 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> d
             name = text(ev.get("name"))
             dur = us_to_ns(ev.get("dur"), scale)
             if lcat in KERNEL_CATS or lcat == RANGE_CAT:
-                grid = args.get("grid")
-                block_dim = None
-                if type(grid) is list and grid and all(type(g) is int for g in grid):
-                    block_dim = 1
-                    for g in grid:
-                        block_dim *= g
-                dev = to_int(args.get("device"))
-                if dev is None and lcat != RANGE_CAT:
-                    dev = pid
+                row, dev = device_row(args, name, cat, lcat, pid, t0, dur)
                 if dev is not None:
                     devices[dev] = devices.get(dev, 0) + 1
-                metrics = None
-                hbm_r = hbm_w = flops = None
-                extra = [(str(k), text(v)) for k, v in args.items() if k not in kern_canon]
                 if lcat == RANGE_CAT:
-                    n_ranges += 1
-                    metrics = {str(k): float(v) for k, v in args.items() if cj.num(v) is not None and not isinstance(v, str)}
-                    extra = [(k, v) for k, v in extra if k not in metrics]
-                    hbm_r = to_int(args.get("dram__bytes_read.sum"))
-                    hbm_w = to_int(args.get("dram__bytes_write.sum"))
-                    flops = _flops(metrics)
-                kclass = kernel_class(name, cat)
-                kern.add(
-                    dev, name, kclass, cat, kclass == "nccl", to_int(args.get("stream")) if lcat != RANGE_CAT else None,
-                    to_int(args.get("correlation")), t0, dur, block_dim, hbm_r, hbm_w, flops,
-                    list(metrics.items()) if metrics is not None else None, extra,
-                )  # fmt: skip
+                    tally.n_ranges += 1
+                kern.add(*row)
                 continue
             corr = args.get("correlation", args.get("External id"))
             host.add(
                 name, cat, pid, to_int(ev.get("tid")), t0, dur, to_int(corr),
                 to_int(args.get("Sequence number")), text(args.get("Input Dims")), text(args.get("Input type")),
-                [(str(k), text(v)) for k, v in args.items() if k not in host_canon],
+                [(str(k), text(v)) for k, v in args.items() if k not in _HOST_CANON],
             )  # fmt: skip
             if name and t0 is not None and name.startswith("ProfilerStep#"):
-                step = to_int(name.split("#", 1)[1])
-                if step is not None:
-                    end = t0 + (dur or 0)
-                    if step in steps:
-                        s0, d0 = steps[step]
-                        t0, end = min(s0, t0), max(s0 + d0, end)
-                    steps[step] = [t0, end - t0]
+                tally.add_step(name, t0, dur)
         elif ph in ("s", "f", "t"):
             flows.add(cat, text(ev.get("name")), text(ev.get("id")), ph,
                       to_int(ev.get("pid")), to_int(ev.get("tid")), t0)  # fmt: skip
         elif ph == "C":
             track = procs.get(ev.get("pid"), text(ev.get("pid")) or "")
-            name = text(ev.get("name")) or ""
-            for k, v in args.items():
-                val = cj.num(v)
-                if val is None or isinstance(v, str):
-                    continue
-                m = re.fullmatch(r"(.*?)\s*\(([^)]*)\)", str(k))
-                ctr.add(track, "", (m.group(1) if m else str(k)), (m.group(2) if m else "raw"), name, t0, val)
+            for row in counter_rows(track, text(ev.get("name")) or "", t0, args):
+                ctr.add(*row)
         elif ph == "M":
             if ev.get("name") == "process_name" and isinstance(args.get("name"), str):
                 procs[ev.get("pid")] = args["name"]
@@ -344,7 +447,15 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> d
 
     for c in (host, kern, ctr, mem):
         c.flush()
-    n_flows = flows.finish(out, warnings)
+    tally.n_flows = flows.finish(out, tally.warnings)
+    return tally
+
+
+def _finish(sn: cj.Sniff, header: dict[str, Any], out: Any, tally: Tally, reader: str) -> dict[str, Any]:
+    """steps and run_meta rows, and the unit's metadata, from what a reader collected."""
+    import pyarrow as pa
+
+    steps = tally.steps
     if steps:
         items = sorted(steps.items())
         out.write(
@@ -363,29 +474,29 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> d
         _flatten(k, v, run_meta)
     if run_meta:
         out.write("run_meta", pa.table({"key": [k for k, _ in run_meta], "value": [v for _, v in run_meta]}))
-
+    rows = {t: tally.rows.get(t, 0) for t in ("host_ops", "kernels", "counters")}
+    rows.update(flows=tally.n_flows, steps=len(steps), memory=tally.rows.get("memory", 0))
     meta: dict[str, Any] = {
-        "warnings": warnings,
-        "reader": "ijson",
-        "time_unit": _time_rule(unit, base),
-        "rows": {"host_ops": host.total, "kernels": kern.total, "counters": ctr.total, "flows": n_flows,
-                 "steps": len(steps), "memory": mem.total},
+        "warnings": tally.warnings,
+        "reader": reader,
+        "time_unit": _time_rule(tally.unit, tally.base),
+        "rows": rows,
         "step_windows": {s: w for s, w in sorted(steps.items())},
-    }  # fmt: skip
-    device = _device_name(header, devices)
+    }
+    device = _device_name(header, tally.devices)
     if device:
         meta["device"] = device
     dist = header.get("distributedInfo")
     if isinstance(dist, dict) and cj.to_int(dist.get("rank")) is not None:
         meta["rank"] = cj.to_int(dist.get("rank"))
     meta["pmu"] = (
-        f"{n_ranges} cuda_profiler_range events (per-kernel CUPTI counters in kernels.metrics)"
-        if n_ranges
+        f"{tally.n_ranges} cuda_profiler_range events (per-kernel CUPTI counters in kernels.metrics)"
+        if tally.n_ranges
         else "none: no cuda_profiler_range events (CUPTI range counters absent)"
     )
-    if skipped:
-        meta["skipped"] = skipped
-    if host.total + kern.total + ctr.total + n_flows + mem.total == 0:
+    if tally.skipped:
+        meta["skipped"] = tally.skipped
+    if sum(rows.values()) - len(steps) == 0:
         raise BadTraceError(sn.path, "no trace events found (traceEvents is empty)")
     return meta
 

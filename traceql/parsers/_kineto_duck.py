@@ -1,0 +1,680 @@
+"""DuckDB reader for Kineto traces: the same rows as kineto.py's ijson loop, ~5x faster, bounded memory.
+
+How: DuckDB cannot start reading at a byte offset, and read_json over the whole `{"traceEvents": [...]}` object
+is very slow, so a producer thread (`Feed`) writes just the events array (`[` ... `]`, gzip decompressed on
+the way: zlib releases the GIL) into a FIFO that DuckDB reads with `read_json(format='array')`, in file order.
+DuckDB hands over JSON text per field and per arg; Arrow turns it into the canonical columns on this thread
+(`_Mapper`), a third thread encodes Parquet. The few events whose meaning depends on file order or that are
+rare (M/C events, cuda_profiler_range) go through the ijson reader's own per-event code.
+
+Exactness. DuckDB parses JSON numbers with yyjson: integers stay exact int64, but a real (`5142431484056.641`)
+becomes a double and the digits as written are lost. So:
+
+* ts/dur: integers convert exactly. A real d converts to k = the integer ns nearest d * scale (scale 1000 for
+  µs, 1 for ns traces), accepted only if |d| < 2**43 and k / scale rounds back to d. Below 2**42 µs that
+  makes k exactly what the ijson reader computes from the written decimal, whatever its number of digits
+  (the double's spacing is <= 2**-11 µs, so written value and k/scale are < 0.5 ns apart); in [2**42, 2**43)
+  (modern Kineto's relative ts, ~5.1e12 µs) it is exact for decimals of at most 3 fractional digits, which is
+  what Kineto writes. Any other real ts/dur makes the whole file go to the ijson reader (`GiveUp`).
+* arg values become cj.text of the value as ijson gives it. Strings, integers, booleans and lists/objects of
+  them are reproduced exactly (DuckDB prints compact JSON as Python's encoder does; escapes are re-encoded in
+  Python). A real arg is rendered from its double as str(Decimal(repr(d))): the text ijson gives when the
+  writer wrote the shortest round-trip decimal, as Kineto (fmt) and Python's json do. Reals of 1e16 or more
+  (where an integer literal beyond 64 bits would also arrive as a double) send the file to ijson.
+* Also sent to ijson: a "traceEvents" key not within the first 64 KiB, or more than TAIL bytes of keys
+  after the array. Not detected (never written by torch.profiler): duplicate keys inside one args object,
+  and non-string name/cat values (read as DuckDB prints them).
+
+A GiveUp can come late in the file, after rows were written: kineto.py therefore stages this reader's output in
+a private RankWriter and adopts the files only when the read succeeded.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import json
+import os
+import re
+import select
+import threading
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from .. import progress
+from . import _chrome_json as cj
+from . import kineto as kn
+
+TAIL = 1 << 20  # bytes held back by the feed: the keys after the events array must fit in them
+CHUNK = 1 << 20  # read size of the feed
+SEGMENT = 64 << 20  # bytes per FIFO / DuckDB query (see Feed)
+BATCH_ROWS = 32 * 1024  # events per DuckDB batch (see trace_view.BATCH_ROWS: memory stays flat)
+WRITE_ROWS = 128 * 1024  # rows per write to the store (its Parquet row group size)
+MAX_REAL = 2**43  # largest real ts/dur converted from a double (see the module docstring)
+PLAIN = (1e-4, 1e16)  # DuckDB prints doubles in this range exactly as Python's repr (tested)
+
+HOST_CANON = ("correlation", "External id", "Sequence number", "Input Dims", "Input type")
+KERNEL_CANON = ("stream", "device", "correlation")
+MEM_CANON = ("Bytes", "Total Allocated", "Total Reserved")
+
+
+class GiveUp(Exception):
+    """This file cannot be read exactly by the DuckDB reader; str() says why. kineto.py then uses ijson."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# where the events array starts and ends
+
+
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_CUT = re.compile(rb"\}\s*,\s*\{")  # between two events (see Feed)
+_WS = re.compile(r"[ \t\r\n]*")
+
+
+def array_start(head: bytes) -> int | None:
+    """Offset in `head` (decompressed, BOM stripped) of the '[' opening the top-level traceEvents array."""
+    for m in _KEY.finditer(head):
+        if _depth_at(head, m.start()) == 1:
+            return m.end() - 1
+    return None
+
+
+def _depth_at(buf: bytes, end: int) -> int | None:
+    """Nesting depth at buf[end]; None inside a string (a "traceEvents" text in some value)."""
+    depth, in_str, esc = 0, False, False
+    for c in buf[:end]:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == 0x5C:
+                esc = True
+            elif c == 0x22:
+                in_str = False
+        elif c == 0x22:
+            in_str = True
+        elif c in (0x7B, 0x5B):
+            depth += 1
+        elif c in (0x7D, 0x5D):
+            depth -= 1
+    return None if in_str else depth
+
+
+def array_end(tail: bytes) -> int | None:
+    """Offset in `tail` (the stream's last bytes) of the ']' closing traceEvents: the leftmost ']' followed by
+    only the rest of the root object (`}` or `, "key": value, ... }`). A ']' inside the events is followed by
+    more events and their closing ']', so it never qualifies; one inside a later key's value is to the right."""
+    skip = 0
+    while skip < min(3, len(tail)) and 0x80 <= tail[skip] < 0xC0:  # start on a UTF-8 character boundary
+        skip += 1
+    s = tail[skip:].decode("utf-8", "surrogateescape")
+    dec = json.JSONDecoder()
+    found, p = None, len(s)
+    while (p := s.rfind("]", 0, p)) != -1:
+        if _closes_root(s, p + 1, dec):
+            found = p
+    return None if found is None else skip + len(s[:found].encode("utf-8", "surrogateescape"))
+
+
+def _closes_root(s: str, i: int, dec: json.JSONDecoder) -> bool:
+    n = len(s)
+    i = _WS.match(s, i).end()  # type: ignore[union-attr]
+    while i < n and s[i] == ",":
+        i = _WS.match(s, i + 1).end()  # type: ignore[union-attr]
+        if i >= n or s[i] != '"':
+            return False
+        try:
+            _, i = dec.raw_decode(s, i)
+            i = _WS.match(s, i).end()  # type: ignore[union-attr]
+            if i >= n or s[i] != ":":
+                return False
+            _, i = dec.raw_decode(s, _WS.match(s, i + 1).end())  # type: ignore[union-attr]
+        except (ValueError, RecursionError):
+            return False
+        i = _WS.match(s, i).end()  # type: ignore[union-attr]
+    return i < n and s[i] == "}" and not s[i + 1 :].strip(" \t\r\n\x00")
+
+
+# ---------------------------------------------------------------------------------------------------
+# the feed: events array -> FIFO
+
+
+class Feed:
+    """Writes the trace's events array into FIFOs that DuckDB reads, from a background thread.
+
+    DuckDB keeps everything it reads from a pipe in memory (measured: RSS grew by the input size), so the array
+    goes out in SEGMENT-sized pieces, each a JSON array of whole events in a FIFO of its own (announced in
+    `segments`, None after the last), read by one query each. A piece is cut after an event's closing brace
+    followed by `, {`; a cut anywhere else would leave DuckDB a malformed array, which makes the file go to
+    the ijson reader (never wrong rows).
+
+    Never blocks for good: a FIFO is opened non-blocking once DuckDB has opened its end, and every write waits
+    in select() with a timeout, checking for close(). DuckDB closing its end (an error, or the query stopped)
+    ends the feed quietly (EPIPE). A fault of the file itself (gzip cut off, JSON cut off) is kept in `error`
+    for the consumer.
+    """
+
+    def __init__(self, sn: cj.Sniff, start: int, tmp: str) -> None:
+        import queue
+
+        self.sn, self.start, self.tmp = sn, start, tmp
+        self.raw_read = 0  # bytes read from the file (compressed for gzip): progress
+        self.error: BaseException | None = None
+        self.segments: queue.Queue[str | None] = queue.Queue()
+        self._fifos: list[str] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, name="traceql-kineto-feed", daemon=True)
+        self._t.start()
+
+    def percent(self) -> float:
+        return 100.0 * self.raw_read / max(1, self.sn.size)
+
+    def close(self) -> None:
+        """Stop (if still running) and wait; then make sure DuckDB is not left waiting on a FIFO."""
+        self._stop.set()
+        self._t.join()
+        for fifo in self._fifos:
+            try:  # a reader blocked opening the FIFO gets a writer that closes at once (EOF); later opens fail
+                fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+                os.unlink(fifo)
+                os.close(fd)
+            except FileNotFoundError:
+                pass
+
+    def _next(self) -> int | None:
+        fifo = os.path.join(self.tmp, f"events-{len(self._fifos)}.fifo")
+        os.mkfifo(fifo)
+        self._fifos.append(fifo)
+        self.segments.put(fifo)
+        return self._open(fifo)
+
+    def _run(self) -> None:
+        fd = None
+        try:
+            fd = self._next()
+            size = 0
+            for data in self._array():
+                while fd is not None:
+                    m = _CUT.search(data, max(0, SEGMENT - size)) if size + len(data) >= SEGMENT else None
+                    if m is None:
+                        size += len(data)
+                        if not self._write(fd, data):
+                            return
+                        break
+                    ok = self._write(fd, data[: m.start() + 1] + b"]")
+                    os.close(fd)
+                    fd = self._next() if ok else None
+                    data, size = b"[" + data[m.end() - 1 :], 0
+                if fd is None:
+                    return
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            self.error = e
+        finally:
+            if fd is not None:
+                os.close(fd)
+            self.segments.put(None)
+
+    def _open(self, fifo: str) -> int | None:
+        while not self._stop.is_set():
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO:  # ENXIO: DuckDB has not opened its end yet
+                    raise
+                self._stop.wait(0.002)
+                continue
+            try:  # fewer, larger writes (Linux only; the default 64 KiB works too)
+                import fcntl
+
+                fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)
+            except OSError:
+                pass
+            return fd
+        return None
+
+    def _write(self, fd: int, data: bytes) -> bool:
+        view = memoryview(data)
+        while view:
+            if self._stop.is_set():
+                return False
+            if not select.select([], [fd], [], 0.1)[1]:
+                continue
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                return False
+        return True
+
+    def _chunks(self) -> Any:
+        """Decompressed bytes of the file, BOM stripped."""
+        import gzip
+        import zlib
+
+        fh: Any = cj._open_gzip(self.sn.path) if self.sn.gzip else open(self.sn.path, "rb")  # noqa: SIM115
+        raw = fh.fileobj if self.sn.gzip else fh
+        pos = 0
+        try:
+            first = True
+            while True:
+                try:
+                    data = fh.read(CHUNK)
+                except (EOFError, OSError, zlib.error, gzip.BadGzipFile) as e:
+                    raise cj._gzip_error(self.sn.path, e, pos) from None
+                if not data:
+                    return
+                if first and data.startswith(cj.UTF8_BOM):
+                    data = data[len(cj.UTF8_BOM) :]
+                first = False
+                pos += len(data)
+                self.raw_read = raw.tell()
+                yield data
+        finally:
+            fh.close()
+
+    def _array(self) -> Any:
+        """The events array: from the '[' at `start` to the ']' closing it, found at the end in the last TAIL
+        bytes (held back until the stream ends)."""
+        held = b""
+        skip = self.start
+        total = 0
+        for data in self._chunks():
+            total += len(data)
+            if skip:
+                cut = min(skip, len(data))
+                data, skip = data[cut:], skip - cut
+            held += data
+            if len(held) > 2 * TAIL:
+                yield held[:-TAIL]
+                held = held[-TAIL:]
+        end = array_end(held)
+        if end is None:
+            if not held.rstrip(b" \t\r\n\x00").endswith(b"}"):
+                unit = "decompressed byte" if self.sn.gzip else "byte"
+                raise cj.BadTraceError(self.sn.path, f"truncated JSON: input ends at {unit} {total} before the "
+                                       "top-level object closes (profiler killed mid-write?)")  # fmt: skip
+            raise GiveUp(f"the end of the traceEvents array is not within the last {TAIL >> 20} MiB")
+        yield held[: end + 1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# JSON text (as DuckDB prints it) -> what the ijson reader has
+
+
+_INT = r"^-?[0-9]+$"
+_REAL = r"^-?[0-9]+[.eE]"
+# an escape, a real number inside a list/object, or NaN/Infinity (DuckDB accepts them, ijson refuses the file)
+_ODD = r'\\|^[\[{].*[\[,:]-?[0-9]+[.eE]|^-?(NaN|Infinity)|[\[,:]-?(NaN|Infinity)'
+
+
+def _real(s: str) -> Decimal:
+    d = float(s)
+    if not abs(d) < PLAIN[1]:
+        raise GiveUp(f"a real number of 1e16 or more ({s}): its digits as written are not known")
+    return Decimal(repr(d))
+
+
+def _constant(s: str) -> Any:
+    raise GiveUp(f"{s} in the events: not JSON (the ijson reader reports where)")
+
+
+def py(t: str | None) -> Any:
+    """The value ijson gives for JSON text `t` (int, Decimal, str, bool, None, list, dict)."""
+    return None if t is None else json.loads(t, parse_float=_real, parse_constant=_constant)
+
+
+@functools.lru_cache(maxsize=256, typed=True)  # typed: 0 == 0.0 == False
+def lit(v: Any) -> Any:
+    """A typed Arrow scalar: pyarrow infers the type of a bare Python value by trying to import dateutil,
+    which costs a failed import per call where it is not installed (0.3 s per 250 MB here)."""
+    import pyarrow as pa
+
+    types = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    return pa.scalar(v, types[type(v)])
+
+
+def _mask(a: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.fill_null(a, lit(False))
+
+
+def _patch(out: Any, mask: Any, j: Any, fn: Any, type_: Any) -> Any:
+    """out with the values at `mask` replaced by fn(JSON text) computed in Python."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pc.any(mask).as_py():
+        return out
+    vals = [fn(t) for t in j.filter(mask).to_pylist()]
+    return pc.replace_with_mask(out, mask, pa.array(vals, type_))
+
+
+def texts(j: Any) -> Any:
+    """cj.text of each value, from DuckDB's JSON text of it (null: absent or JSON null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(j) == 0 or j.null_count == len(j):
+        return j
+    is_str = _mask(pc.starts_with(j, '"'))
+    out = pc.if_else(is_str, pc.utf8_slice_codeunits(j, 1, -1), j)
+    out = pc.if_else(_mask(pc.equal(j, lit("null"))), pa.scalar(None, pa.string()), out)
+    slow = _mask(pc.match_substring_regex(j, _ODD))
+    real = _mask(pc.match_substring_regex(j, _REAL))
+    if pc.any(real).as_py():
+        d = pc.abs(pc.cast(pc.if_else(real, j, lit("0")), pa.float64()))
+        plain = pc.or_(pc.and_(pc.greater_equal(d, lit(PLAIN[0])), pc.less(d, lit(PLAIN[1]))), pc.equal(d, lit(0.0)))
+        slow = pc.or_(slow, pc.and_(real, pc.invert(plain)))
+    return _patch(out, slow, j, lambda t: cj.text(py(t)), pa.string())
+
+
+def ints(j: Any) -> Any:
+    """cj.to_int of each value (int64, null when not an integer)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(j, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    simple = _mask(pc.match_substring_regex(j, _INT))
+    try:
+        out = pc.cast(pc.if_else(simple, j, pa.scalar(None, pa.string())), pa.int64())
+    except pa.ArrowInvalid:  # beyond int64
+        out, simple = pa.nulls(len(j), pa.int64()), pc.is_valid(j)
+    other = pc.and_(pc.invert(simple), _mask(pc.not_equal(j, lit("null"))))
+    return _patch(out, other, j, lambda t: cj.to_int(py(t)), pa.int64())
+
+
+def ns(j: Any, scale: int, offset: int = 0) -> Any:
+    """cj.us_to_ns(value, scale) (+ offset where not null) of each value, exact (see the module docstring)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(j) == 0 or j.null_count == len(j):
+        return pa.nulls(len(j), pa.int64())
+    simple = _mask(pc.match_substring_regex(j, _INT))
+    real = _mask(pc.match_substring_regex(j, _REAL))
+    null = pa.scalar(None, pa.string())
+    try:
+        out = pc.multiply_checked(pc.cast(pc.if_else(simple, j, null), pa.int64()), lit(scale))
+    except pa.ArrowInvalid:  # beyond int64: us_to_ns gives None there, Python ints tell
+        out, simple = pa.nulls(len(j), pa.int64()), pa.array([False] * len(j))
+    if pc.any(real).as_py():
+        d = pc.cast(pc.if_else(real, j, null), pa.float64())
+        if not pc.all(pc.less(pc.abs(d), lit(float(MAX_REAL)))).as_py():
+            raise GiveUp(f"a real ts/dur of 2**43 or more ({pc.max(pc.abs(d)).as_py()!r}): not exact as a double")
+        f = pc.floor(d)
+        k = pc.add(pc.multiply(f, lit(float(scale))), pc.round(pc.multiply(pc.subtract(d, f), lit(float(scale))), 0, round_mode="half_up"))
+        back = pc.divide(k, lit(float(scale))) if scale != 1 else k
+        if not pc.all(pc.equal(back, d)).as_py():
+            bad = d.filter(_mask(pc.not_equal(back, d)))[0].as_py()
+            raise GiveUp(f"a real ts/dur ({bad!r}) with more than {3 if scale == 1000 else 0} decimals")
+        out = pc.coalesce(out, pc.cast(k, pa.int64()))
+    other = pc.and_(pc.and_(pc.invert(simple), pc.invert(real)), _mask(pc.not_equal(j, lit("null"))))
+    out = _patch(out, other, j, lambda t: cj.us_to_ns(py(t), scale), pa.int64())
+    return pc.add_checked(out, lit(offset)) if offset else out
+
+
+# ---------------------------------------------------------------------------------------------------
+# DuckDB batches -> canonical tables
+
+
+def _sql(fifo: str) -> str:
+    columns = {
+        "ph": "VARCHAR", "name": "VARCHAR", "cat": "VARCHAR", "pid": "JSON", "tid": "JSON", "ts": "JSON",
+        "dur": "JSON", "id": "JSON", "args": "JSON",
+    }  # fmt: skip
+    obj = "json_type(args) = 'OBJECT'"
+    return f"""
+    SELECT ph, name, cat, pid, tid, ts, dur, id, CASE WHEN {obj} THEN json_keys(args) END AS k,
+           CASE WHEN {obj} THEN json_extract(args, '$.*')::VARCHAR[] END AS v
+    FROM {cj.duck_source(Path(fifo), columns)}"""
+
+
+def _extra(kv: cj.ArgsKV, canonical: tuple[str, ...]) -> Any:
+    """MAP(key -> cj.text(value)) of every arg not in `canonical`, in the order written."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keep = pc.invert(pc.is_in(kv.keys, value_set=pa.array(canonical, pa.string())))
+    before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(keep.cast(pa.int64()))])
+    offsets = before.take(pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(kv.lens)])).cast(pa.int32())
+    return pa.MapArray.from_arrays(offsets, kv.keys.filter(keep), texts(kv.vals.filter(keep)))
+
+
+def _per_unique(arr: Any, fn: Any, type_: Any) -> Any:
+    """fn over the distinct values of `arr` (in Python), spread back: for columns with few distinct values."""
+    import pyarrow as pa
+
+    enc = arr.dictionary_encode()
+    return pa.array([fn(v) for v in enc.dictionary.to_pylist()], type_).take(enc.indices)
+
+
+def _block_dim(t: str | None) -> int | None:
+    grid = py(t)
+    if type(grid) is not list or not grid or not all(type(g) is int for g in grid):
+        return None
+    out = 1
+    for g in grid:
+        out *= g
+    if not -(2**63) <= out < 2**63:
+        raise GiveUp(f"grid {t} has a product beyond int64")
+    return out
+
+
+def _args(k: list[str] | None, v: list[str] | None) -> dict[str, Any]:
+    return {} if k is None else dict(zip(k, map(py, v or []), strict=True))
+
+
+class _Mapper:
+    """Maps DuckDB batches (file order) to canonical rows; keeps what kineto._finish needs in a kn.Tally."""
+
+    def __init__(self, out: Any, header: dict[str, Any], tmp: str) -> None:
+        self.out = out
+        self.tally = kn.Tally(base=cj.to_int(header.get("baseTimeNanoseconds")))
+        self.flows = kn._FlowEnds(tmp)
+        self.procs: dict[Any, str] = {}
+        self._pending: dict[str, list[Any]] = {}
+
+    def _write(self, table: str, cols: dict[str, Any]) -> None:
+        import pyarrow as pa
+
+        t = pa.table(cols)
+        if t.num_rows == 0:
+            return
+        self.tally.rows[table] = self.tally.rows.get(table, 0) + t.num_rows
+        parts = self._pending.setdefault(table, [])
+        parts.append(t)
+        if sum(p.num_rows for p in parts) >= WRITE_ROWS:
+            self.flush(table)
+
+    def flush(self, table: str | None = None) -> None:
+        import pyarrow as pa
+
+        for name in [table] if table else list(self._pending):
+            parts = self._pending.pop(name, [])
+            if parts:
+                self.out.write(name, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
+
+    def _times(self, b: Any) -> tuple[Any, Any]:
+        """ts_ns and dur_ns; the time unit is decided on the first non-M event with a ts (kineto's rule)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ts, dur, unit = b.column("ts"), b.column("dur"), self.tally.unit
+        split = 0
+        if unit["scale"] is None:
+            has = pc.and_(pc.fill_null(pc.not_equal(b.column("ph"), lit("M")), lit(True)), _mask(pc.not_equal(ts, lit("null"))))
+            first = pc.indices_nonzero(has)
+            if len(first) == 0:
+                return ns(ts, 1000), ns(dur, 1000)
+            split = first[0].as_py()
+            value = cj.num(json.loads(ts[split].as_py())) or 0.0
+            self.tally.decide(value)
+        scale, offset = unit["scale"], unit["base"]
+        if split == 0:
+            return ns(ts, scale, offset), ns(dur, scale)
+        return (pa.concat_arrays([ns(ts.slice(0, split), 1000), ns(ts.slice(split), scale, offset)]),
+                pa.concat_arrays([ns(dur.slice(0, split), 1000), ns(dur.slice(split), scale)]))  # fmt: skip
+
+    def batch(self, b: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ts_ns, dur_ns = self._times(b)
+        ph, cat = b.column("ph"), b.column("cat")
+        lcat = pc.utf8_lower(pc.fill_null(cat, lit("")))
+        is_x = _mask(pc.equal(ph, lit("X")))
+        pid = ints(b.column("pid"))
+        skip = pc.and_(is_x, pc.or_(pc.is_in(lcat, value_set=pa.array(sorted(kn.SKIP_CATS))), pc.is_null(pid)))
+        keep_x = pc.and_(is_x, pc.invert(skip))
+        dev = pc.and_(keep_x, pc.is_in(lcat, value_set=pa.array(sorted(kn.KERNEL_CATS))))
+        rng = pc.and_(keep_x, pc.equal(lcat, lit(kn.RANGE_CAT)))
+        host = pc.and_(keep_x, pc.invert(pc.or_(dev, rng)))
+        flow = _mask(pc.is_in(ph, value_set=pa.array(["s", "f", "t"])))
+        mc = _mask(pc.is_in(ph, value_set=pa.array(["M", "C"])))
+        mem = pc.and_(pc.and_(_mask(pc.equal(ph, lit("i"))), _mask(pc.equal(b.column("name"), lit("[memory]")))),
+                      _mask(pc.greater(pc.list_value_length(b.column("k")), lit(0))))  # fmt: skip
+        other = pc.invert(pc.or_(pc.or_(is_x, flow), pc.or_(mc, mem)))
+        self._count_skipped(pc.if_else(_mask(pc.equal(cat, lit(""))), lit("?"), pc.fill_null(cat, lit("?"))).filter(skip))
+        self._count_skipped(pc.binary_join_element_wise(lit("ph="), pc.fill_null(ph, lit("None")), lit("")).filter(other))
+        t = b.append_column("pid_i", pid).append_column("ts_ns", ts_ns).append_column("dur_ns", dur_ns)
+        t = t.append_column("lcat", lcat)
+        for mask, fn in ((host, self._host), (dev, self._kernels), (rng, self._ranges), (flow, self._flows),
+                         (mc, self._meta_counters), (mem, self._memory)):  # fmt: skip
+            if pc.any(mask).as_py():
+                fn(t.filter(mask))
+
+    def _count_skipped(self, keys: Any) -> None:
+        for item in keys.value_counts().to_pylist():
+            self.tally.skipped[item["values"]] = self.tally.skipped.get(item["values"], 0) + item["counts"]
+
+    def _host(self, t: Any) -> None:
+        import pyarrow.compute as pc
+
+        kv = cj.ArgsKV(t.column("k"), t.column("v"))
+        name = t.column("name")
+        self._write("host_ops", {
+            "name": name, "cat": t.column("cat"), "pid": t.column("pid_i"), "tid": ints(t.column("tid")),
+            "ts_ns": t.column("ts_ns"), "dur_ns": t.column("dur_ns"),
+            "correlation_id": ints(kv.get(lit("correlation"), lit("External id"))),  # JSON null is text 'null': presence wins
+            "seq_num": ints(kv.get(lit("Sequence number"))), "input_shapes": texts(kv.get(lit("Input Dims"))),
+            "input_dtypes": texts(kv.get(lit("Input type"))), "extra": _extra(kv, HOST_CANON),
+        })  # fmt: skip
+        step = pc.and_(_mask(pc.starts_with(name, "ProfilerStep#")), pc.is_valid(t.column("ts_ns")))
+        if pc.any(step).as_py():
+            for r in t.filter(step).select(["name", "ts_ns", "dur_ns"]).to_pylist():
+                self.tally.add_step(r["name"], r["ts_ns"], r["dur_ns"])
+
+    def _kernels(self, t: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        kv = cj.ArgsKV(t.column("k"), t.column("v"))
+        dev = pc.coalesce(ints(kv.get(lit("device"))), t.column("pid_i"))
+        for item in dev.value_counts().to_pylist():
+            if item["values"] is not None:
+                self.tally.devices[item["values"]] = self.tally.devices.get(item["values"], 0) + item["counts"]
+        name, lcat = t.column("name"), t.column("lcat")
+        op_type = _per_unique(name, kn.kernel_class, pa.string())
+        for word in ("memcpy", "memset"):  # kernel_class(name, cat): the category decides these
+            op_type = pc.if_else(pc.match_substring(lcat, word), lit(word), op_type)
+        self._write("kernels", {
+            "device_id": dev, "name": name, "op_type": op_type, "task_type": t.column("cat"),
+            "is_comm": pc.equal(op_type, lit("nccl")), "stream_id": ints(kv.get(lit("stream"))),
+            "connection_id": ints(kv.get(lit("correlation"))), "ts_ns": t.column("ts_ns"), "dur_ns": t.column("dur_ns"),
+            "block_dim": _per_unique(kv.get(lit("grid")), _block_dim, pa.int64()), "extra": _extra(kv, KERNEL_CANON),
+        })  # fmt: skip
+
+    def _ranges(self, t: Any) -> None:
+        """cuda_profiler_range: a few per trace, through kineto's own per-event code."""
+        rows = []
+        for r in t.select(["name", "cat", "lcat", "pid_i", "ts_ns", "dur_ns", "k", "v"]).to_pylist():
+            row, dev = kn.device_row(_args(r["k"], r["v"]), r["name"], r["cat"], r["lcat"], r["pid_i"],
+                                     r["ts_ns"], r["dur_ns"])  # fmt: skip
+            if dev is not None:
+                self.tally.devices[dev] = self.tally.devices.get(dev, 0) + 1
+            rows.append(row)
+        self.tally.n_ranges += len(rows)
+        self._write("kernels", dict(zip(kn.KERNEL_COLS, kn.columns("kernels", kn.KERNEL_COLS, rows), strict=True)))
+
+    def _flows(self, t: Any) -> None:
+        import pyarrow as pa
+
+        self.flows.spill.add(pa.table({
+            "cat": t.column("cat"), "name": t.column("name"), "fid": texts(t.column("id")), "ph": t.column("ph"),
+            "pid": t.column("pid_i"), "tid": ints(t.column("tid")), "ts_ns": t.column("ts_ns"),
+        }))  # fmt: skip
+
+    def _meta_counters(self, t: Any) -> None:
+        """M and C events in file order: a counter's track is the process name known when it comes."""
+        rows = []
+        for r in t.select(["ph", "name", "pid", "ts_ns", "k", "v"]).to_pylist():
+            args, pid = _args(r["k"], r["v"]), py(r["pid"])
+            if r["ph"] == "M":
+                if r["name"] == "process_name" and isinstance(args.get("name"), str):
+                    self.procs[pid] = args["name"]
+                continue
+            rows.extend(kn.counter_rows(self.procs.get(pid, cj.text(pid) or ""), r["name"] or "", r["ts_ns"], args))
+        if rows:
+            self._write("counters", dict(zip(kn.COUNTER_COLS, kn.columns("counters", kn.COUNTER_COLS, rows), strict=True)))
+
+    def _memory(self, t: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        kv = cj.ArgsKV(t.column("k"), t.column("v"))
+        dtype, did = ints(kv.get(lit("Device Type"))), ints(kv.get(lit("Device Id")))
+        codes = pa.array(list(kn._DEVICE_TYPES), pa.int64())
+        tname = pc.coalesce(pa.array(list(kn._DEVICE_TYPES.values())).take(pc.index_in(dtype, value_set=codes)),
+                            pc.binary_join_element_wise(lit("type"), pc.cast(dtype, pa.string()), lit("")))  # fmt: skip
+        with_id = pc.binary_join_element_wise(tname, pc.cast(did, pa.string()), lit(":"))
+        device = pc.if_else(_mask(pc.greater_equal(did, lit(0))), with_id, tname)
+        n = t.num_rows
+        self._write("memory", {
+            "kind": cj.const("record", n), "component": cj.const("PyTorch", n), "device": device,
+            "ts_ns": t.column("ts_ns"), "size_bytes": ints(kv.get(lit("Bytes"))),
+            "allocated_bytes": ints(kv.get(lit("Total Allocated"))), "reserved_bytes": ints(kv.get(lit("Total Reserved"))),
+            "extra": _extra(kv, MEM_CANON),
+        })  # fmt: skip
+
+
+def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
+    """Read the events of `sn` into `out` (a writer); raise GiveUp when the ijson reader must do it instead."""
+    start = array_start(sn.head)
+    if start is None:
+        raise GiveUp(f'no top-level "traceEvents" array within the first {len(sn.head) >> 10} KiB')
+    feed = Feed(sn, start, tmp)
+    con = cj.duck_connection()
+    con.execute("SET preserve_insertion_order=true")  # file order: the time unit and counter tracks need it
+    shown = progress.Stream(sn.path, feed.percent)
+    mapper = _Mapper(out, header, tmp)
+    done = False
+    try:
+        for fifo in iter(feed.segments.get, None):
+            stream = cj.DuckStream(con.cursor(), sn.path, _sql(fifo), BATCH_ROWS, prefetch=4)
+            try:
+                for b in stream:
+                    mapper.batch(b)
+            except cj.DuckReadError as e:
+                feed.close()  # the feed's own error (gzip cut off...) is the cause of DuckDB's
+                if feed.error is not None:
+                    raise feed.error from None
+                # malformed JSON (ijson reports it with its byte offset), or an event too large for DuckDB
+                raise GiveUp(f"DuckDB could not read the events: {e.detail}") from None
+            finally:
+                stream.close()
+        feed.close()
+        if feed.error is not None:
+            raise feed.error
+        mapper.flush()
+        mapper.tally.n_flows = mapper.flows.finish(out, mapper.tally.warnings)
+        done = True
+    finally:
+        shown.close(done=done)
+        feed.close()
+        con.close()
+    return mapper.tally
