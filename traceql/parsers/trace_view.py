@@ -71,7 +71,12 @@ WITH_ARGS = ("host", "cann", "kernel", "plane", "counter")
 # 1 GB and <= 540 MB at 4 GB, at the same speed (per-batch overhead is small at 32k rows). See
 # benchmarks/README.md for the peak with the other bounds (jemalloc pool, flow pairing passes) added.
 BATCH_ROWS = 32 * 1024
-WRITE_ROWS = 128 * 1024  # rows per write to the store (= its Parquet row group size)
+# Rows per write to the store (= its Parquet row groups). Each table and file part holds up to this many rows
+# until written, and the writer thread queues up to four such writes: at 128k that was ~60-130 MB of the peak,
+# filled within the first second, after which a 4 GB trace still crept 60-90 MB higher than a 0.25 GB one (peak
+# RSS 398-412 vs 485-493 MB, max/min 1.20-1.22); at 32k: 340-350 vs 357-378 MB (1.05-1.08), same speed, and
+# `findings --all` on the 1 GB store within noise (3.06 vs 3.22 s warm).
+WRITE_ROWS = 32 * 1024
 PREFETCH = 4  # DuckDB batches parsed ahead (while the pre-scan runs, then while batches are mapped)
 
 
