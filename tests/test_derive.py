@@ -193,16 +193,23 @@ def test_version_covers_exactly_the_macros_the_stored_tables_depend_on() -> None
 
 
 def test_ingest_prepare_builds_the_analysis_tables_at_ingest(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    """Without --prepare an ingest stores only the parsed tables (the first analysis builds the rest); with it
-    the run has current derived tables as soon as the ingest returns, and the first analysis builds nothing."""
+    """A run of 2+ ranks gets its derived tables at ingest by default (the first analysis then builds nothing and
+    returns what an unprepared run returns); --no-prepare stores only the parsed tables; a single trace is not
+    prepared unless asked."""
     st = tmp_path / "s"
-    plain = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "plain", "-q", "--no-check")
+    plain = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "plain", "-q", "--no-check", "--no-prepare")
     assert plain.code == 0, plain.err
     assert not derive.stored_for(Store(st).run("plain"))
-    prepared = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "prep", "-q", "--no-check", "--prepare")
+    prepared = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "prep", "-q", "--no-check")
     assert prepared.code == 0, prepared.err
     assert "building the analysis tables of run 'prep'" in prepared.err
     assert derive.stored_for(Store(st).run("prep"))
+    one_rank = next(p for p in sorted((SAMPLES / "torch_npu_2rank").iterdir()) if p.is_dir())
+    single = cli("ingest", one_rank, "--store", st, "--name", "single", "-q", "--no-check")
+    assert single.code == 0, single.err
+    assert Store(st).run("single")["ranks_count"] == 1 and not derive.stored_for(Store(st).run("single"))
+    asked = cli("ingest", one_rank, "--store", st, "--name", "asked", "-q", "--no-check", "--prepare")
+    assert asked.code == 0 and derive.stored_for(Store(st).run("asked")), asked.err
     q = cli("query", "rank_summary", "--store", st, "--run", "prep", "--format", "csv")
     assert q.code == 0 and "building the analysis tables" not in q.err
     assert q.out == cli("query", "rank_summary", "--store", st, "--run", "plain", "--format", "csv").out.replace("plain", "prep")
