@@ -213,3 +213,14 @@ def test_ingest_prepare_builds_the_analysis_tables_at_ingest(tmp_path: Path, cli
     q = cli("query", "rank_summary", "--store", st, "--run", "prep", "--format", "csv")
     assert q.code == 0 and "building the analysis tables" not in q.err
     assert q.out == cli("query", "rank_summary", "--store", st, "--run", "plain", "--format", "csv").out.replace("plain", "prep")
+
+
+def test_build_memory_limit_is_a_share_of_available_memory_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Half of MemAvailable split between the sessions, clamped to [1 GB, 3 GB] (values worked out by hand)."""
+    gb = 1 << 30
+    monkeypatch.setattr(derive, "_available_bytes", lambda: 20 * gb)
+    assert derive.memory_limit(1) == "3072MB"  # 10 GB -> cap
+    assert derive.memory_limit(4) == "2560MB"  # 20 GB x 0.5 / 4 = 2.5 GB
+    assert derive.memory_limit(16) == "1024MB"  # 0.625 GB -> floor
+    monkeypatch.setattr(derive, "_available_bytes", lambda: None)  # not Linux: the floor
+    assert derive.memory_limit(1) == "1024MB"

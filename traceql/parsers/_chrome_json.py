@@ -636,6 +636,42 @@ class BackgroundWriter:
             raise self._err
 
 
+class RowGroups:
+    """Rows for the store, gathered per (table, file part) and handed to `out.write` in pieces of at least
+    `rows` rows: one Parquet row group per write call, so per-batch pieces would make many tiny row groups,
+    while the rows held here are a fixed part of the ingest's peak memory (hence a small `rows`). Row counts
+    per table go to `counts` (the caller's dict)."""
+
+    def __init__(self, out: Any, rows: int, counts: dict[str, int]) -> None:
+        self.out, self.rows, self.counts = out, rows, counts
+        self._pending: dict[tuple[str, str], list[Any]] = {}
+
+    def add(self, table: str, data: Any, part: str = "") -> None:
+        """data: an Arrow table or record batch, or a dict of columns."""
+        import pyarrow as pa
+
+        if isinstance(data, pa.RecordBatch):
+            t = pa.Table.from_batches([data])
+        else:
+            t = data if isinstance(data, pa.Table) else pa.table(data)
+        if t.num_rows == 0:
+            return
+        self.counts[table] = self.counts.get(table, 0) + t.num_rows
+        parts = self._pending.setdefault((table, part), [])
+        parts.append(t)
+        if sum(p.num_rows for p in parts) >= self.rows:
+            self.flush((table, part))
+
+    def flush(self, key: tuple[str, str] | None = None) -> None:
+        """Write what is held for `key` (table, part), or for every table."""
+        import pyarrow as pa
+
+        for table, part in [key] if key else list(self._pending):
+            parts = self._pending.pop((table, part), [])
+            if parts:
+                self.out.write(table, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0], part)
+
+
 # ---- spilling to a temporary Parquet file ------------------------------------------------------------
 
 

@@ -477,27 +477,13 @@ class _Mapper:
         self.tally = kn.Tally(base=cj.to_int(header.get("baseTimeNanoseconds")))
         self.flows = kn._FlowEnds(tmp)
         self.procs: dict[Any, str] = {}
-        self._pending: dict[str, list[Any]] = {}
+        self._rows = cj.RowGroups(out, WRITE_ROWS, self.tally.rows)
 
     def _write(self, table: str, cols: dict[str, Any]) -> None:
-        import pyarrow as pa
+        self._rows.add(table, cols)
 
-        t = pa.table(cols)
-        if t.num_rows == 0:
-            return
-        self.tally.rows[table] = self.tally.rows.get(table, 0) + t.num_rows
-        parts = self._pending.setdefault(table, [])
-        parts.append(t)
-        if sum(p.num_rows for p in parts) >= WRITE_ROWS:
-            self.flush(table)
-
-    def flush(self, table: str | None = None) -> None:
-        import pyarrow as pa
-
-        for name in [table] if table else list(self._pending):
-            parts = self._pending.pop(name, [])
-            if parts:
-                self.out.write(name, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
+    def flush(self) -> None:
+        self._rows.flush()
 
     def _times(self, b: Any) -> tuple[Any, Any]:
         """ts_ns and dur_ns; the time unit is decided on the first non-M event with a ts (kineto's rule)."""

@@ -286,33 +286,17 @@ class _Emitter:
     counts: dict[str, int] = field(default_factory=dict)
     _specs: dict[str, Any] = field(default_factory=dict)
     _track_codes: Any = None
-    _pending: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (table, file part) -> rows
+    _rows: Any = None  # cj.RowGroups (set in __post_init__)
+
+    def __post_init__(self) -> None:
+        self._rows = cj.RowGroups(self.out, WRITE_ROWS, self.counts)
 
     def _write(self, table: str, cols: Any, part: str = "") -> None:
-        """Queue rows for `table` (a file part of it: see RankWriter); they reach the writer in chunks of
-        >= WRITE_ROWS rows (one Parquet row group per write call, so small per-batch pieces would make many tiny
-        row groups and cost more)."""
-        import pyarrow as pa
+        """Queue rows for `table` (a file part of it: see RankWriter)."""
+        self._rows.add(table, cols, part)
 
-        if isinstance(cols, pa.RecordBatch):
-            t = pa.Table.from_batches([cols])
-        else:
-            t = cols if isinstance(cols, pa.Table) else pa.table(cols)
-        if t.num_rows == 0:
-            return
-        self.counts[table] = self.counts.get(table, 0) + t.num_rows
-        parts = self._pending.setdefault((table, part), [])
-        parts.append(t)
-        if sum(p.num_rows for p in parts) >= WRITE_ROWS:
-            self._flush((table, part))
-
-    def _flush(self, key: tuple[str, str] | None = None) -> None:
-        import pyarrow as pa
-
-        for table, part in [key] if key else list(self._pending):
-            parts = self._pending.pop((table, part), [])
-            if parts:
-                self.out.write(table, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0], part)
+    def _flush(self) -> None:
+        self._rows.flush()
 
     def _track(self, pid: Any) -> Any:
         """pid -> process name, column-wise."""
