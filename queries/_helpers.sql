@@ -19,13 +19,32 @@
 --              window get equal shares; a window no kernel overlaps keeps its bytes unattributed). Kernels are
 --              matched to windows with ASOF joins on their start and end, then an equi-join on the window
 --              index range they span: linear in kernels + windows, never a range join.
+--              A sample is the mean over its period (20 ms on torch_npu's default sampling), so a kernel's share
+--              is its own traffic only when the kernel is not much shorter than the period: a kernel uses its
+--              sampled bytes only when period <= 2 x its duration (counter_coverage 'resolved'); otherwise
+--              ('unresolved': e.g. 17 us kernels under 20 ms samples get the window's mean bandwidth whatever
+--              they did) or outside the counters' span ('outside') it falls back to modeled bytes.
+--              Communication kernels never take sampled bytes: a collective waiting 70 ms overlaps windows whose
+--              traffic is other engines' (its own transfer is in comm_ops / comm_bandwidth).
 --     modeled  input + output tensor bytes from shapes x dtype sizes (a lower bound: no re-reads, no
---              workspace). Reads = inputs, writes = outputs.
+--              workspace). Reads = inputs, writes = outputs; write-only operators (ZerosLike, Fill, Empty...:
+--              _is_write_only) read nothing. A lower bound never enters a utilisation compared with the
+--              70% / 80% lines.
 --   A kernel uses its best available source; a kernel outside the counter span and without shapes has none.
 --   (Kernels with PMU bytes still take their overlap share of a sampled window; their own PMU bytes are used.)
 --
--- * Device HBM bandwidth at an instant (for utilisation and saturation) = sum over the kernels running at that
---   instant of (kernel HBM bytes / kernel duration): each kernel's bytes are spread evenly over its run time.
+-- * Evidence grade of a rank's HBM bandwidth (bw_source in _bw_segments, the grade findings cite):
+--     measured  per-task PMU bytes (pmu): the device bandwidth at an instant is the running kernels' bytes
+--               spread over their run time;
+--     sampled   HBM counter samples, no PMU bytes: the device bandwidth at an instant is the counters' step
+--               function itself (never sampled bytes packed into kernel time, which inflates bandwidth by
+--               1 / busy fraction); resolved in time only to the sampling period;
+--     modeled   tensor sizes only: a lower bound, shown but never tested against the lines;
+--     none      no byte source at all.
+--
+-- * Device HBM bandwidth at an instant (for utilisation and saturation): with PMU bytes (or modeled bytes only),
+--   the sum over the kernels running at that instant of (kernel HBM bytes / kernel duration): each kernel's
+--   bytes are spread evenly over its run time; with counter samples and no PMU bytes, the counters' value then.
 --   Utilisation = that bandwidth / the device peak (peak_hbm_bps, from traceql/devices.py or a param).
 --
 -- * Step windows (per run, rank, step): when the steps table has start times for a rank, its rows
@@ -33,7 +52,9 @@
 --   each kernels.step value (null = one window for the whole dump) spans from its first kernel start to its
 --   last kernel end. The profiler's step_trace_time.csv step is the device span inside a window (first to last
 --   device op = Computing + Communication(Not Overlapped) + Free; Preparing is before it): step_breakdown
---   reports both. A window is cut at the start of the next one so windows never overlap.
+--   reports both. A window is cut at the start of the next one so windows never overlap. The last window of a
+--   rank is extended to the end of the device work that started in it (device_tail_ns: how much), so kernels
+--   still running after the last step marker are counted.
 
 -- Bytes per element of a dtype as Ascend (FLOAT, DT_BF16...) or PyTorch (float, c10::Half...) write it.
 CREATE OR REPLACE MACRO _dtype_bytes(t) AS (
@@ -87,7 +108,7 @@ CREATE OR REPLACE MACRO _tensors_bytes(shapes, dtypes) AS (
 
 -- Communication test used when kernels.is_comm is null.
 CREATE OR REPLACE MACRO _is_comm(is_comm, task_type, name) AS (
-    coalesce(is_comm, upper(task_type) = 'HCCL' OR name ILIKE 'hcom%' OR name ILIKE '%nccl%', false)
+    coalesce(is_comm, upper(task_type) IN ('HCCL', 'COMMUNICATION') OR name ILIKE 'hcom%' OR name ILIKE '%nccl%', false)
 );
 
 -- An operator's type as the queries group by it: op_type, or the kernel name when the dump has none (N/A).
@@ -102,18 +123,23 @@ CREATE OR REPLACE MACRO _is_h2d_copy(is_comm, task_type, name) AS (
     AND (name ILIKE '%htod%' OR name ILIKE '%h2d%' OR name ILIKE '%host to device%' OR name = 'MEMCPY_ASYNC')
 );
 
+-- The device HBM bandwidth counter samples (counters track 'HBM', read_bw / write_bw in bytes/s, one series per
+-- channel; averaged/total series are left out so channels are not counted twice), with each series' next sample.
+CREATE OR REPLACE MACRO _hbm_samples() AS TABLE
+SELECT run_id, rank, channel, metric, ts_ns, value,
+       value - coalesce(lag(value) OVER w, 0) AS d,
+       lead(ts_ns) OVER w AS next_ts
+FROM counters
+WHERE upper(track) = 'HBM' AND metric IN ('read_bw', 'write_bw') AND unit = 'bytes/s'
+  AND ts_ns IS NOT NULL AND value IS NOT NULL
+  AND NOT (coalesce(channel, '') ILIKE '%avg%' OR coalesce(channel, '') ILIKE '%average%'
+           OR coalesce(channel, '') ILIKE '%total%')
+WINDOW w AS (PARTITION BY run_id, rank, channel, metric ORDER BY ts_ns);
+
 -- Device HBM read/write bandwidth per rank as a step function: one row per constant window.
 CREATE OR REPLACE MACRO _hbm_windows() AS TABLE
 WITH s AS (
-    SELECT run_id, rank, channel, metric, ts_ns, value,
-           value - coalesce(lag(value) OVER w, 0) AS d,
-           lead(ts_ns) OVER w AS next_ts
-    FROM counters
-    WHERE upper(track) = 'HBM' AND metric IN ('read_bw', 'write_bw') AND unit = 'bytes/s'
-      AND ts_ns IS NOT NULL AND value IS NOT NULL
-      AND NOT (coalesce(channel, '') ILIKE '%avg%' OR coalesce(channel, '') ILIKE '%average%'
-               OR coalesce(channel, '') ILIKE '%total%')
-    WINDOW w AS (PARTITION BY run_id, rank, channel, metric ORDER BY ts_ns)
+    SELECT * FROM _hbm_samples()
 ), deltas AS (
     -- value changes of every series; a series stops contributing at its last sample
     SELECT run_id, rank, metric, ts_ns, d FROM s
@@ -135,6 +161,30 @@ SELECT run_id, rank, win_start, win_end, read_bps, write_bps,
        row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start) AS wi
 FROM cum WHERE win_end > win_start;
 
+-- How each rank's HBM counters were sampled: period_ns (the median gap between consecutive samples of one
+-- series: what the counters resolve in time), series, the span they cover and the highest summed read + write
+-- bandwidth of any window (max_bps). A counter sample is a mean over its period: it resolves a kernel's
+-- bandwidth only when the kernel is not much shorter than the period (see _kernel_bytes).
+CREATE OR REPLACE MACRO _hbm_sampling() AS TABLE
+WITH g AS (
+    SELECT run_id, rank, channel, metric, next_ts - ts_ns AS gap FROM _hbm_samples() WHERE next_ts > ts_ns
+), p AS (
+    SELECT run_id, rank, median(gap)::BIGINT AS period_ns, count(DISTINCT (channel, metric)) AS series
+    FROM g GROUP BY run_id, rank
+), w AS (
+    SELECT run_id, rank, min(win_start) AS first_ns, max(win_end) AS last_ns, max(read_bps + write_bps) AS max_bps
+    FROM _hbm_windows() GROUP BY run_id, rank
+)
+SELECT w.run_id, w.rank, p.period_ns, p.series, w.first_ns, w.last_ns, w.max_bps
+FROM w JOIN p ON p.run_id = w.run_id AND p.rank = w.rank;
+
+-- Operators that only write their output (a fill or a fresh allocation): in the byte model they read nothing,
+-- whatever input tensor the profiler lists (ZerosLike lists the tensor whose shape it copies).
+CREATE OR REPLACE MACRO _is_write_only(op) AS (
+    regexp_matches(lower(coalesce(op, '')),
+                   '^(aten::)?(zeroslike|zeros_like|zeros|zero_|oneslike|ones_like|ones|fill|fill_|fills|fillv2|fill_v2|empty|emptylike|empty_like|empty_strided|memset|memsetzero|new_zeros|new_ones|new_empty|full|full_like)$')
+);
+
 -- One row per kernel with its HBM bytes from every source and the chosen one (see the header), and where it sits
 -- on its stream: compute_seq (position among the rank's compute kernels on the same stream, in time order; null
 -- for communication), its first output (first_out_shape / first_out_dtype: the first ';' item, trimmed; '' when
@@ -153,7 +203,9 @@ WITH k0 AS MATERIALIZED (
            mac_ratio, block_dim,
            trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS first_out_shape,
            trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS first_out_dtype
-    FROM kernels WHERE ts_ns IS NOT NULL
+    FROM kernels
+    -- CUPTI range-profiler rows span counter replay, not kernel time: kept in kernels for their counters only
+    WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range'
 ), sig AS (
     -- modeled bytes, relationally (unnest + aggregates: lambdas over nested lists cost ~100 us per kernel),
     -- once per distinct (shapes, dtypes) text: shapes repeat every step, so this is small on big stores
@@ -218,10 +270,22 @@ WITH k0 AS MATERIALIZED (
     FROM (SELECT kid, run_id, rank, stream_id, is_comm, ts_ns, end_ns, _op_name(op_type, name) AS op,
                  first_out_shape, first_out_dtype FROM k0)
     WINDOW s AS (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid)
+), cov AS (
+    -- counter_coverage: does the rank's HBM counter sampling resolve this kernel's own bytes?
+    SELECT k0.kid, sp.period_ns AS sample_period_ns,
+           CASE WHEN sp.period_ns IS NULL THEN NULL
+                WHEN k0.ts_ns < sp.first_ns OR k0.end_ns > sp.last_ns THEN 'outside'
+                WHEN sp.period_ns <= 2 * k0.dur_ns THEN 'resolved'
+                ELSE 'unresolved' END AS counter_coverage
+    FROM (SELECT kid, run_id, rank, ts_ns, end_ns, dur_ns FROM k0) k0
+    LEFT JOIN _hbm_sampling() sp ON sp.run_id = k0.run_id AND sp.rank = k0.rank
 ), b AS (
-    SELECT k0.*, mi.total AS modeled_read, mo.total AS modeled_write, s.sampled_read, s.sampled_write,
+    SELECT k0.*,
+           CASE WHEN _is_write_only(_op_name(k0.op_type, k0.name)) AND mi.total IS NOT NULL THEN 0 ELSE mi.total END
+               AS modeled_read,
+           mo.total AS modeled_write, s.sampled_read, s.sampled_write, c.sample_period_ns, c.counter_coverage,
            CASE WHEN k0.pmu_read IS NOT NULL OR k0.pmu_write IS NOT NULL THEN 'pmu'
-                WHEN s.sampled_read IS NOT NULL THEN 'sampled'
+                WHEN s.sampled_read IS NOT NULL AND c.counter_coverage = 'resolved' AND NOT k0.is_comm THEN 'sampled'
                 WHEN mi.total IS NOT NULL OR mo.total IS NOT NULL THEN 'modeled' END AS hbm_bytes_source,
            q.compute_seq, q.prev_op, q.prev_end_ns, q.prev_out_shape, q.prev_out_dtype, q.prev2_out_shape, q.prev2_out_dtype
     FROM k0
@@ -229,6 +293,7 @@ WITH k0 AS MATERIALIZED (
     LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
     LEFT JOIN sampled s ON s.kid = k0.kid
     LEFT JOIN seqs q ON q.kid = k0.kid
+    LEFT JOIN cov c ON c.kid = k0.kid
 )
 SELECT *,
        CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) WHEN 'sampled' THEN sampled_read
@@ -250,15 +315,30 @@ WITH st AS (
     SELECT run_id, rank, step, min(ts_ns) AS win_start, max(ts_ns + greatest(coalesce(dur_ns, 0), 0)) AS win_end,
            'kernels' AS window_source
     FROM kernels
-    WHERE ts_ns IS NOT NULL AND NOT EXISTS (SELECT 1 FROM st WHERE st.run_id = kernels.run_id AND st.rank = kernels.rank)
+    WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range'
+      AND NOT EXISTS (SELECT 1 FROM st WHERE st.run_id = kernels.run_id AND st.rank = kernels.rank)
     GROUP BY run_id, rank, step
 ), u AS (
     SELECT * FROM st UNION ALL SELECT * FROM ks
+), cut AS (
+    SELECT run_id, rank, step, win_start, window_source,
+           least(win_end, coalesce(lead(win_start) OVER o, win_end)) AS win_end,
+           lead(win_start) OVER o IS NULL AS is_last
+    FROM u WINDOW o AS (PARTITION BY run_id, rank ORDER BY win_start, step)
+), tail AS (
+    -- device work still running after the last host step marker ends (a GPU runs behind the host: the last
+    -- ProfilerStep's kernels often finish after it) belongs to that step, not to nobody
+    SELECT c.run_id, c.rank, max(k.ts_ns + greatest(coalesce(k.dur_ns, 0), 0)) AS last_end
+    FROM (SELECT * FROM cut WHERE is_last AND window_source = 'steps') c
+    JOIN kernels k ON k.run_id = c.run_id AND k.rank = c.rank
+    WHERE k.ts_ns >= c.win_start AND coalesce(k.task_type, '') <> 'cuda_profiler_range'
+    GROUP BY c.run_id, c.rank
 )
-SELECT run_id, rank, step, win_start,
-       least(win_end, coalesce(lead(win_start) OVER (PARTITION BY run_id, rank ORDER BY win_start, step), win_end)) AS win_end,
-       window_source
-FROM u;
+SELECT c.run_id, c.rank, c.step, c.win_start,
+       CASE WHEN c.is_last THEN greatest(c.win_end, coalesce(t.last_end, c.win_end)) ELSE c.win_end END AS win_end,
+       c.window_source,
+       CASE WHEN c.is_last THEN greatest(coalesce(t.last_end, c.win_end) - c.win_end, 0) ELSE 0 END AS device_tail_ns
+FROM cut c LEFT JOIN tail t ON t.run_id = c.run_id AND t.rank = c.rank;
 
 -- Communication ops per rank, matched across ranks (one row per op and rank).
 -- Source: comm_ops (the profiler's communication analysis, with transit time) for every rank that has rows
@@ -303,7 +383,8 @@ WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal);
 --   peer wait [ts_ns, wait_end_ns): from this rank's start until the last member of the collective started
 --     (empty when this rank started last, for p2p, or when the match is not trusted);
 --   rest [wait_end_ns, end_ns): transit_frac of it moves data: the profiler's transit time / the rest's length
---     (capped at 1), or 1 when the dump has no transit split (communication kernels only).
+--     (capped at 1); null when the dump records no transit split (communication kernels only, Level0 dumps):
+--     how much of that time moved data is then unknown, never assumed.
 CREATE OR REPLACE MACRO _comm_parts_base() AS TABLE
 WITH ce AS (
     SELECT *, CASE WHEN NOT is_p2p AND types_agree AND n_ranks > 1 AND last_rank <> rank AND last_arrival_ns > ts_ns
@@ -312,7 +393,7 @@ WITH ce AS (
 )
 SELECT *, 'comm' AS part,
        CASE WHEN end_ns > wait_end_ns
-            THEN CASE WHEN transit_ns IS NULL THEN 1.0 ELSE least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
+            THEN CASE WHEN transit_ns IS NOT NULL THEN least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
             ELSE 0 END AS transit_frac
 FROM ce;
 
@@ -320,8 +401,11 @@ FROM ce;
 -- number of compute kernels (n_comp; host-to-device copies count, n_copy of them are such copies) and of all
 -- kernels (n_kernels) running, the device HBM bandwidth (bw_bps: every running kernel's bytes / duration,
 -- communication kernels included), where the rank's bytes came from (rank_source: pmu | sampled | modeled |
--- mixed), and the communication parts (_comm_parts_base) running: how many (n_comm), how many of them in peer
--- wait (n_peer_wait) and the mean transit_frac of those running (transit_share).
+-- mixed), the bandwidth's evidence grade (bw_source: pmu | sampled | modeled, see the header), and the
+-- communication parts (_comm_parts_base) running: how many (n_comm), how many of them in peer wait
+-- (n_peer_wait), how many with no transit split (n_unsplit) and the mean transit_frac of those running
+-- (transit_share; parts without a split count as 0 there). in_counter_span: the piece lies inside the span of
+-- the rank's HBM counter samples (after a series' last sample its bandwidth is not known: not zero).
 -- One sweep: +/- events at kernel starts/ends and at communication part edges, running sums in time order;
 -- window edges are extra cut points. (Communication edges cut the bandwidth pieces too: a constant piece cut in
 -- two carries the same bandwidth, so every sum over pieces is unchanged, and the timeline needs no second
@@ -331,44 +415,59 @@ WITH kb AS MATERIALIZED (
     SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source,
            _is_h2d_copy(is_comm, task_type, name)::INTEGER AS cp
     FROM _kernel_bytes() WHERE dur_ns > 0
+), cw AS MATERIALIZED (
+    -- the counters' own bandwidth step function (read + write), for ranks whose bandwidth is sampled
+    SELECT run_id, rank, win_start, win_end, read_bps + write_bps AS bps FROM _hbm_windows()
 ), src AS (
-    -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed
-    SELECT run_id, rank,
+    -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed; and
+    -- which series gives its device bandwidth (bw_source): per-task PMU bytes when it has any, else its HBM
+    -- counters when it has them, else the modeled lower bound
+    SELECT k.run_id, k.rank,
            CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
-                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS rank_source
-    FROM kb GROUP BY run_id, rank
+                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS rank_source,
+           CASE WHEN bool_or(hbm_bytes_source = 'pmu') THEN 'pmu'
+                WHEN EXISTS (SELECT 1 FROM cw WHERE cw.run_id = k.run_id AND cw.rank = k.rank) THEN 'sampled'
+                WHEN count(hbm_bytes_source) > 0 THEN 'modeled' END AS bw_source
+    FROM kb k GROUP BY k.run_id, k.rank
 ), win AS MATERIALIZED (
     SELECT * FROM _step_windows()
 ), cp AS MATERIALIZED (
     SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac FROM _comm_parts_base()
 ), ev AS (
-    -- (compute, kernels, bandwidth, copies, communication parts, in peer wait, transit_frac) changes
+    -- (compute, kernels, bandwidth, copies, communication parts, in peer wait, transit_frac, no transit split,
+    -- counter bandwidth) changes
     SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp,
-           0 AS dm, 0 AS dpw, 0.0 AS dtf FROM kb
-    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0.0 FROM kb
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0 FROM win
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0 FROM win
-    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0.0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0.0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, transit_frac FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -transit_frac FROM cp WHERE end_ns > wait_end_ns
+           0 AS dm, 0 AS dpw, 0.0 AS dtf, 0 AS du, 0.0 AS dcb, 0 AS dcs FROM kb
+    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0.0, 0, 0.0, 0 FROM kb
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0 FROM win
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0 FROM win
+    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0.0, 0, 0.0, 0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0.0, 0, 0.0, 0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, coalesce(transit_frac, 0), (transit_frac IS NULL)::INTEGER, 0.0, 0
+              FROM cp WHERE end_ns > wait_end_ns
+    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -coalesce(transit_frac, 0), -(transit_frac IS NULL)::INTEGER, 0.0, 0
+              FROM cp WHERE end_ns > wait_end_ns
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, bps, 1 FROM cw
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, -bps, -1 FROM cw
 ), pts AS (
     SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp,
-           sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf
+           sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf, sum(du) AS du, sum(dcb) AS dcb, sum(dcs) AS dcs
     FROM ev GROUP BY run_id, rank, t
 ), seg AS (
     SELECT run_id, rank, t AS seg_start, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
            sum(dc) OVER c AS n_comp, sum(dk) OVER c AS n_kernels, sum(dp) OVER c AS n_copy, sum(dbw) OVER c AS bw_sum,
-           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum
+           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum,
+           sum(du) OVER c AS n_unsplit, sum(dcb) OVER c AS counter_bw, sum(dcs) OVER c AS n_counter
     FROM pts
     WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
 )
 SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
        seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
        seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels, seg.n_copy::BIGINT AS n_copy,
-       CASE WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
-       src.rank_source,
-       seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait,
+       CASE WHEN src.bw_source = 'sampled' THEN greatest(seg.counter_bw, 0)
+            WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
+       src.rank_source, src.bw_source, seg.n_counter > 0 AS in_counter_span,
+       seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait, seg.n_unsplit::BIGINT AS n_unsplit,
        CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
 FROM seg
 ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.seg_start >= win.win_start
@@ -424,7 +523,7 @@ FROM q;
 CREATE OR REPLACE MACRO _timeline_base() AS TABLE
 WITH tl AS (
     SELECT run_id, rank, step, window_source, win_start, win_end, seg_start AS t0, seg_end AS t1, dur_ns,
-           n_comp, n_copy, bw_bps, n_comm, n_peer_wait, transit_share
+           n_comp, n_copy, bw_bps, bw_source, n_comm, n_peer_wait, n_unsplit, transit_share
     FROM _bw_segments()
 ), tb AS (
     SELECT *,
@@ -446,8 +545,10 @@ SELECT *,
 FROM tk
 WINDOW p AS (PARTITION BY run_id, rank ORDER BY t0 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
 
--- _timeline_base with the parameter-dependent parts: sat (compute running at >= sat_threshold x peak) and
--- peer_hbm_share (the mean, over the communication parts running, of peer_sat_frac for those in peer wait).
+-- _timeline_base with the parameter-dependent parts: sat (compute running at >= sat_threshold x peak, judged
+-- only on measured or sampled bandwidth: a modeled lower bound never decides saturation) and the shares of the
+-- communication parts running: peer_hbm_share (mean peer_sat_frac of those in peer wait), peer_wait_share (in
+-- peer wait), unsplit_share (no transit split recorded) and transit_share.
 -- The peer-wait parts' peer_sat_frac are summed by a sweep over the parts alone (their edges are segment edges
 -- of the base), then looked up per segment.
 CREATE OR REPLACE MACRO _timeline(sat_threshold, peak_hbm_bps) AS TABLE
@@ -463,9 +564,13 @@ WITH cp AS (
     FROM ev GROUP BY run_id, rank, t
 )
 SELECT tb.run_id, tb.rank, tb.step, tb.window_source, tb.win_start, tb.win_end, tb.t0, tb.t1, tb.dur_ns,
-       tb.n_comp, tb.bw_bps, coalesce(tb.n_comp > 0 AND tb.bw_bps >= sat_threshold * peak_hbm_bps, false) AS sat,
+       tb.n_comp, tb.bw_bps, tb.bw_source,
+       coalesce(tb.n_comp > 0 AND tb.bw_source IN ('pmu', 'sampled') AND tb.bw_bps >= sat_threshold * peak_hbm_bps,
+                false) AS sat,
        tb.n_comm, tb.n_peer_wait,
        CASE WHEN tb.n_comm > 0 THEN coalesce(tb.peer_sat_sum, 0) / tb.n_comm ELSE 0 END AS peer_hbm_share,
+       CASE WHEN tb.n_comm > 0 THEN tb.n_peer_wait / tb.n_comm ELSE 0 END AS peer_wait_share,
+       CASE WHEN tb.n_comm > 0 THEN tb.n_unsplit / tb.n_comm ELSE 0 END AS unsplit_share,
        tb.transit_share, tb.first_busy, tb.last_busy
 FROM (
     -- only segments with a part in peer wait can have a peer share: the look-up runs for those alone (a small
@@ -476,17 +581,26 @@ FROM (
     UNION ALL
     SELECT tb.*, 0 FROM _timeline_base() tb WHERE tb.n_peer_wait = 0) tb;
 
--- Each timeline segment's time in the seven parts wait_attribution reports (c_sat + c_other + m_transit +
--- m_peer + m_other + idle + host = dur_ns; see wait_attribution.sql) and in step_breakdown's phases (computing,
--- comm_no = communication not overlapped, overlapped, preparing, tail). One definition, read by
--- wait_attribution and step_groups, so their rank totals agree by construction.
+-- Each timeline segment's time in the parts wait_attribution reports (c_sat + c_other + m_transit + m_peer +
+-- m_peer_other + m_after + m_unsplit + idle + host = dur_ns; m_other = m_peer_other + m_after; see
+-- wait_attribution.sql) and in step_breakdown's phases (computing, comm_no = communication not overlapped,
+-- overlapped, preparing, tail). One definition, read by wait_attribution, step_groups and the findings that
+-- cite waiting (comm_waits_on_memory, slow_rank), so their totals agree by construction.
+--   m_peer        waiting for a late captured peer while it computed at saturated HBM bandwidth
+--   m_peer_other  waiting for a late captured peer otherwise
+--   m_after       communication after every captured member arrived, not moving data: HCCL sync / idle, or
+--                 waiting for ranks that are not in the dump (wait_attribution names it by the capture's coverage)
+--   m_unsplit     communication whose transit / wait split the dump does not record (Level0, kernels only)
 CREATE OR REPLACE MACRO _timeline_parts(sat_threshold, peak_hbm_bps) AS TABLE
 SELECT run_id, rank, step, t0, t1, dur_ns,
        CASE WHEN n_comp > 0 AND sat THEN dur_ns ELSE 0 END AS c_sat,
        CASE WHEN n_comp > 0 AND NOT sat THEN dur_ns ELSE 0 END AS c_other,
        CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * transit_share ELSE 0 END AS m_transit,
        CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * peer_hbm_share ELSE 0 END AS m_peer,
-       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * (1 - transit_share - peer_hbm_share) ELSE 0 END AS m_other,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * greatest(peer_wait_share - peer_hbm_share, 0) ELSE 0 END AS m_peer_other,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * greatest(1 - peer_wait_share - unsplit_share - transit_share, 0) ELSE 0 END AS m_after,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * unsplit_share ELSE 0 END AS m_unsplit,
+       CASE WHEN n_comp = 0 AND n_comm > 0 THEN dur_ns * (1 - transit_share - peer_hbm_share - unsplit_share) ELSE 0 END AS m_other,
        CASE WHEN n_comp = 0 AND n_comm = 0 AND t0 >= first_busy AND t1 <= last_busy THEN dur_ns ELSE 0 END AS idle,
        CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false) THEN dur_ns ELSE 0 END AS host,
        CASE WHEN n_comp > 0 THEN dur_ns ELSE 0 END AS computing,
@@ -495,5 +609,46 @@ SELECT run_id, rank, step, t0, t1, dur_ns,
        CASE WHEN n_comp = 0 AND n_comm = 0 AND NOT coalesce(t0 >= first_busy AND t1 <= last_busy, false)
                  AND (first_busy IS NULL OR t1 <= first_busy) THEN dur_ns ELSE 0 END AS preparing,
        CASE WHEN n_comp = 0 AND n_comm = 0 AND first_busy IS NOT NULL AND t0 >= last_busy THEN dur_ns ELSE 0 END AS tail,
-       CASE WHEN n_comp > 0 THEN bw_bps * dur_ns ELSE 0 END AS comp_bw_ns
+       CASE WHEN n_comp > 0 THEN bw_bps * dur_ns ELSE 0 END AS comp_bw_ns,
+       bw_source
 FROM _timeline(sat_threshold, peak_hbm_bps);
+
+-- How much of the job the dump holds, per run: ranks_captured (ranks with kernels, communication or steps) and
+-- job_ranks, the job's size as the dump itself records it: the largest of the distinct rank ids it names
+-- (communication_matrix source / destination ranks, profiler_metadata parallel groups' global_ranks,
+-- msprof-analyze communication_group.json) and a recorded world size (profiler_metadata distributed_args,
+-- Kineto distributedInfo). missing_ranks lists the named rank ids with no data (a world size alone names none).
+CREATE OR REPLACE MACRO _capture_coverage() AS TABLE
+WITH cap AS (
+    SELECT DISTINCT run_id, rank FROM (
+        SELECT run_id, rank FROM kernels UNION ALL SELECT run_id, rank FROM comm_ops
+        UNION ALL SELECT run_id, rank FROM steps) WHERE rank IS NOT NULL
+), named AS (
+    SELECT run_id, src_rank AS r, 'communication_matrix' AS src FROM comm_matrix WHERE src_rank IS NOT NULL
+    UNION ALL SELECT run_id, dst_rank, 'communication_matrix' FROM comm_matrix WHERE dst_rank IS NOT NULL
+    UNION ALL SELECT run_id, unnest(TRY_CAST(value AS INTEGER[])), 'parallel groups' FROM run_meta
+              WHERE key LIKE '%.global_ranks' AND TRY_CAST(value AS INTEGER[]) IS NOT NULL
+    UNION ALL SELECT run_id, unnest(flatten(TRY_CAST(value AS INTEGER[][]))), 'communication groups' FROM run_meta
+              WHERE key LIKE 'communication_group.%' AND TRY_CAST(value AS INTEGER[][]) IS NOT NULL
+), ws AS (
+    SELECT run_id, max(TRY_CAST(value AS BIGINT)) AS world_size FROM run_meta
+    WHERE regexp_matches(key, '(^|\.)(world_size|rank_size|rankSize)$') GROUP BY run_id
+), ids AS (
+    SELECT run_id, r, string_agg(DISTINCT src, ', ' ORDER BY src) AS srcs FROM named WHERE r >= 0 GROUP BY run_id, r
+), per AS (
+    SELECT c.run_id, count(*) AS ranks_captured, list(c.rank ORDER BY c.rank) AS captured
+    FROM cap c GROUP BY c.run_id
+), nm AS (
+    SELECT i.run_id, count(*) AS named_ranks, string_agg(DISTINCT i.srcs, '; ') AS named_from,
+           list(i.r ORDER BY i.r) FILTER (WHERE NOT EXISTS (
+               SELECT 1 FROM cap c WHERE c.run_id = i.run_id AND c.rank = i.r)) AS missing
+    FROM ids i GROUP BY i.run_id
+)
+SELECT p.run_id, p.ranks_captured::BIGINT AS ranks_captured,
+       greatest(p.ranks_captured, coalesce(nm.named_ranks, 0), coalesce(ws.world_size, 0))::BIGINT AS job_ranks,
+       CASE WHEN coalesce(ws.world_size, 0) > greatest(p.ranks_captured, coalesce(nm.named_ranks, 0)) THEN 'world size'
+            WHEN coalesce(nm.named_ranks, 0) > p.ranks_captured THEN nm.named_from
+            ELSE 'ranks captured' END AS job_ranks_source,
+       coalesce(nm.missing, []::INTEGER[]) AS missing_ranks,
+       p.captured AS captured_ranks
+FROM per p LEFT JOIN nm ON nm.run_id = p.run_id LEFT JOIN ws ON ws.run_id = p.run_id;

@@ -17,14 +17,21 @@
 -- column: example_output_shape VARCHAR -- output shapes of the longest call
 --
 -- Definitions: a layout transform is a compute kernel whose op_type starts with TransData or Transpose, or
--- contains FormatCast, or whose name contains transdata, transpose, format_cast or permute (case-insensitive).
+-- contains FormatCast, or whose function name (the name before any template or parameter list) contains
+-- transdata, transpose, format_cast or permute (case-insensitive). Memory copies (memcpy / memset tasks)
+-- are never layout transforms.
 -- Groups are (op_type, input formats, output formats, input dtypes, output dtypes).
 WITH kb AS MATERIALIZED (
     SELECT * FROM _kernel_bytes() WHERE NOT is_comm
 ), t AS (
-    SELECT * FROM kb
-    WHERE op_type ILIKE 'TransData%' OR op_type ILIKE 'Transpose%' OR op_type ILIKE '%FormatCast%'
-       OR name ILIKE '%transdata%' OR name ILIKE '%transpose%' OR name ILIKE '%format_cast%' OR name ILIKE '%permute%'
+    SELECT * FROM (SELECT *, regexp_extract(name, '^[^(<]*') AS fname FROM kb)
+    -- copies (memcpy/memset tasks) move bytes but change no layout; a CUDA kernel's name is matched on its
+    -- function name only (`scal_kernel<...>(cublasTransposeParams<float>, ...)` is a BLAS scale, not a transpose)
+    WHERE NOT (coalesce(task_type, '') ILIKE '%memcpy%' OR coalesce(task_type, '') ILIKE '%memset%'
+               OR name ILIKE 'memcpy%' OR name ILIKE 'memset%' OR name = 'MEMCPY_ASYNC')
+      AND (op_type ILIKE 'TransData%' OR op_type ILIKE 'Transpose%' OR op_type ILIKE '%FormatCast%'
+           OR fname ILIKE '%transdata%' OR fname ILIKE '%transpose%' OR fname ILIKE '%format_cast%'
+           OR fname ILIKE '%permute%')
 ), tot AS (
     SELECT run_id, sum(dur_ns) AS compute_ns FROM kb GROUP BY run_id
 )

@@ -14,16 +14,17 @@
 -- column: hbm_gb DOUBLE                -- hbm_bytes / 1e9 (the article's GB column)
 -- column: share DOUBLE                 -- hbm_bytes / all operators' HBM bytes in the run, 0..1
 -- column: achieved_bw_bps DOUBLE       -- hbm_bytes / device time of the calls that have bytes, bytes/s
--- column: bw_utilization DOUBLE        -- achieved_bw_bps / peak_hbm_bps, 0..1 (null when the peak is unknown)
+-- column: bw_utilization DOUBLE        -- achieved_bw_bps / peak_hbm_bps, 0..1 (null when the peak is unknown); above 1 is implausible (a data or model problem: `traceql check` lists it), never a finding
 -- column: hbm_bytes_source VARCHAR     -- pmu | sampled | modeled when every call with bytes has that source; mixed otherwise
 -- column: pmu_bytes BIGINT             -- bytes from per-task PMU counters (calls that have them), else null
--- column: sampled_bytes BIGINT         -- bytes apportioned from the HBM counter samples, else null
+-- column: sampled_bytes BIGINT         -- bytes apportioned from the HBM counter samples to calls the sampling resolves (see _kernel_bytes), else null
 -- column: modeled_bytes BIGINT         -- input + output tensor bytes from shapes x dtypes, else null
--- column: measured_over_modeled DOUBLE -- (pmu or sampled bytes) / modeled bytes over calls having both: >1 means re-reads (no UB reuse)
+-- column: measured_over_modeled DOUBLE -- PMU bytes / modeled bytes over calls having both: >1 means re-reads (no UB reuse); never from sampled bytes (a sample's share is not the kernel's own traffic)
 --
 -- Definitions: per-kernel bytes and their sources are defined in _helpers.sql (_kernel_bytes): pmu when the
--- kernel has hbm_read/write_bytes; sampled when the rank has HBM counters (device bandwidth samples split
--- among the kernels overlapping each sample window by overlap time); modeled from tensor shapes otherwise.
+-- kernel has hbm_read/write_bytes; sampled when the rank has HBM counters whose period resolves the kernel
+-- (device bandwidth samples split among the kernels overlapping each sample window by overlap time);
+-- modeled from tensor shapes otherwise (a lower bound).
 -- Communication kernels are included (HCCL/NCCL move data through HBM too).
 WITH kb AS MATERIALIZED (
     SELECT * FROM _kernel_bytes()
@@ -39,12 +40,12 @@ WITH kb AS MATERIALIZED (
            CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
                 WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS hbm_bytes_source,
            sum(coalesce(pmu_read, 0) + coalesce(pmu_write, 0)) FILTER (WHERE pmu_read IS NOT NULL OR pmu_write IS NOT NULL)::BIGINT AS pmu_bytes,
-           sum(sampled_read + sampled_write)::BIGINT AS sampled_bytes,
+           sum(sampled_read + sampled_write) FILTER (WHERE hbm_bytes_source = 'sampled')::BIGINT AS sampled_bytes,
            sum(coalesce(modeled_read, 0) + coalesce(modeled_write, 0)) FILTER (WHERE modeled_read IS NOT NULL OR modeled_write IS NOT NULL)::BIGINT AS modeled_bytes,
-           sum(CASE WHEN hbm_bytes_source IN ('pmu', 'sampled') THEN hbm_bytes END)
+           sum(CASE WHEN hbm_bytes_source = 'pmu' THEN hbm_bytes END)
                FILTER (WHERE modeled_read IS NOT NULL AND modeled_write IS NOT NULL) AS measured_both,
            sum(modeled_read + modeled_write)
-               FILTER (WHERE hbm_bytes_source IN ('pmu', 'sampled') AND modeled_read IS NOT NULL AND modeled_write IS NOT NULL) AS modeled_both
+               FILTER (WHERE hbm_bytes_source = 'pmu' AND modeled_read IS NOT NULL AND modeled_write IS NOT NULL) AS modeled_both
     FROM kb
     GROUP BY run_id, name, op_type
 )

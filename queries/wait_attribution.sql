@@ -14,18 +14,25 @@
 -- column: compute_other_ns BIGINT      -- the rest of the compute time
 -- column: comm_transit_ns BIGINT       -- communication not hidden by compute, moving data
 -- column: comm_wait_peer_hbm_ns BIGINT -- communication waiting for a late peer while that peer was in HBM-saturated compute
--- column: comm_wait_other_ns BIGINT    -- other communication waiting (late peer not saturated, peers not in the dump, sync, HCCL idle)
+-- column: comm_wait_other_ns BIGINT    -- other communication waiting: comm_wait_peer_other + comm_wait_missing_ranks + comm_wait_sync
+-- column: comm_wait_peer_other_ns BIGINT -- waiting for a late captured peer that was not in HBM-saturated compute
+-- column: comm_wait_missing_ranks_ns BIGINT -- in a partial capture: waiting after every captured member arrived, not moving data (ranks outside the dump, or sync: the dump cannot tell)
+-- column: comm_wait_sync_ns BIGINT     -- in a complete capture: waiting after every member arrived, not moving data (HCCL sync / idle)
+-- column: comm_unsplit_ns BIGINT       -- exposed communication whose moving / waiting split the dump does not record (Level0, communication kernels only)
 -- column: idle_ns BIGINT               -- no kernel and no communication between the step's first and last device op: launch gaps, host stalls
 -- column: host_ns BIGINT               -- step time before the first and after the last device op (data loading, Python, the profiler's Preparing)
 -- column: memory_share DOUBLE          -- (compute_hbm_saturated + comm_wait_peer_hbm) / wall, 0..1
--- column: communication_share DOUBLE   -- (comm_transit + comm_wait_other) / wall, 0..1
+-- column: communication_share DOUBLE   -- (comm_transit + comm_wait_other + comm_unsplit) / wall, 0..1
 -- column: compute_share DOUBLE         -- compute_other / wall, 0..1
 -- column: idle_host_share DOUBLE       -- (idle + host) / wall, 0..1
--- column: compute_hbm_utilization DOUBLE -- time-weighted HBM utilisation while computing, 0..1 (null without a peak)
+-- column: compute_hbm_utilization DOUBLE -- time-weighted HBM utilisation while computing, 0..1, from measured (PMU) bytes only (null without a peak or PMU bytes: hbm_utilization has the sampled and modeled figures with their grades)
+-- column: hbm_evidence VARCHAR         -- what the saturation test rests on: measured (per-task PMU) | sampled (HBM counters) | modeled (tensor sizes: never tested, no compute counts as saturated) | mixed | none
+-- column: ranks_captured BIGINT        -- ranks in the dump (capture_coverage)
+-- column: job_ranks BIGINT             -- the job's size as the dump records it (capture_coverage)
 -- column: compute_fraction DOUBLE      -- (all compute) / wall: the scaling-efficiency estimate without a baseline
 -- column: mean_step_ns DOUBLE          -- wall_ns / steps
 -- column: scaling_vs_baseline DOUBLE   -- baseline_step_ns / mean_step_ns (weak scaling: 1.0 = perfect); null without a baseline
--- column: verdict VARCHAR              -- memory-bound | communication-bound | compute-bound | host/idle-bound: the largest share
+-- column: verdict VARCHAR              -- memory-bound | communication-bound | compute-bound | host/idle-bound: the largest share (by time; findings adds what the evidence cannot tell)
 -- column: verdict_reason VARCHAR       -- the shares behind the verdict, in words
 --
 -- Definitions (the timeline is built in _helpers.sql: _bw_segments, _comm_events, _comm_parts, _timeline,
@@ -38,21 +45,27 @@
 --   It is HBM-saturated when the device HBM bandwidth then (every running kernel's bytes / duration, summed)
 --   is at least sat_threshold x peak_hbm_bps.
 -- * Communication not hidden by compute is split per op: the op's peer-wait part runs from its start until
---   the last member of the collective started (collectives are matched across ranks by order within their
---   group, see _comm_events). During it, the fraction of time the late member spent in HBM-saturated compute
---   goes to comm_wait_peer_hbm, the rest to comm_wait_other. In the rest of the op, the profiler's transit time
---   (capped at the rest's length; all of it when the dump has no transit split) is comm_transit, the remainder
---   (HCCL idle/sync, peers outside the dump) is comm_wait_other. Concurrent ops share an instant equally.
+--   the last captured member of the collective started (collectives are matched across ranks by order within
+--   their group, see _comm_events). During it, the fraction of time the late member spent in HBM-saturated
+--   compute goes to comm_wait_peer_hbm, the rest to comm_wait_peer_other. In the rest of the op, the profiler's
+--   transit time (capped at the rest's length) is comm_transit and the remainder is waiting after every
+--   captured member arrived: comm_wait_missing_ranks when the dump holds only part of the job (the ranks not
+--   captured may be the late ones), else comm_wait_sync. When the dump records no transit split, that rest is
+--   comm_unsplit: never assumed to move data. Concurrent ops share an instant equally.
 -- * Verdict: memory = compute_hbm_saturated + comm_wait_peer_hbm, communication = comm_transit +
---   comm_wait_other, compute = compute_other, host/idle = idle + host; the largest share wins (ties in that
+--   comm_wait_other + comm_unsplit, compute = compute_other, host/idle = idle + host; the largest share wins (ties in that
 --   order).
 --   This tells the article's case (ranks wait in all-reduce while a peer computes at >= 80% HBM: memory)
 --   from a truly communication-bound one (time spent moving data or waiting with HBM not saturated).
--- * Scaling: compute_fraction = compute / wall (1.0 = no communication or idle exposed); with a baseline run,
---   scaling_vs_baseline = baseline mean step time / this run's mean step time (the article's 0.58).
-WITH parts AS (
-    -- each timeline segment split into the seven parts (_helpers.sql _timeline_parts)
-    SELECT * FROM _timeline_parts($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
+-- * Scaling: compute_fraction = compute / wall (1.0 = no communication or idle exposed; not a scaling
+--   efficiency); only with a baseline run is there a scaling efficiency: scaling_vs_baseline = baseline mean
+--   step time / this run's mean step time (the article's 0.58).
+WITH cov AS (
+    SELECT run_id, ranks_captured, job_ranks FROM _capture_coverage()
+), parts AS (
+    -- each timeline segment split into its parts (_helpers.sql _timeline_parts)
+    SELECT p.*, coalesce(cov.ranks_captured >= cov.job_ranks, true) AS complete
+    FROM _timeline_parts($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE) p LEFT JOIN cov ON cov.run_id = p.run_id
 ), agg AS (
     SELECT run_id, rank, step,
            CASE WHEN grouping(rank) = 1 THEN 'run' WHEN grouping(step) = 1 THEN 'rank' ELSE 'step' END AS scope,
@@ -62,27 +75,41 @@ WITH parts AS (
            sum(c_other)::BIGINT AS compute_other_ns,
            round(sum(m_transit))::BIGINT AS comm_transit_ns,
            round(sum(m_peer))::BIGINT AS comm_wait_peer_hbm_ns,
-           round(sum(m_other))::BIGINT AS comm_wait_other_ns,
+           round(sum(m_peer_other))::BIGINT AS comm_wait_peer_other_ns,
+           round(sum(m_after) FILTER (WHERE NOT complete))::BIGINT AS comm_wait_missing_ranks_ns,
+           round(sum(m_after) FILTER (WHERE complete))::BIGINT AS comm_wait_sync_ns,
+           round(sum(m_unsplit))::BIGINT AS comm_unsplit_ns,
            sum(idle)::BIGINT AS idle_ns,
            sum(host)::BIGINT AS host_ns,
-           sum(comp_bw_ns) AS comp_bw_ns
+           sum(comp_bw_ns) AS comp_bw_ns,
+           CASE WHEN count(bw_source) = 0 THEN 'none'
+                WHEN min(bw_source) = max(bw_source) THEN CASE min(bw_source) WHEN 'pmu' THEN 'measured' ELSE min(bw_source) END
+                ELSE 'mixed' END AS hbm_evidence
     FROM parts
     GROUP BY GROUPING SETS ((run_id), (run_id, rank), (run_id, rank, step))
+), agg2 AS (
+    SELECT * REPLACE (coalesce(comm_wait_missing_ranks_ns, 0) AS comm_wait_missing_ranks_ns,
+                      coalesce(comm_wait_sync_ns, 0) AS comm_wait_sync_ns),
+           comm_wait_peer_other_ns + coalesce(comm_wait_missing_ranks_ns, 0) + coalesce(comm_wait_sync_ns, 0)
+               AS comm_wait_other_ns
+    FROM agg
 ), shares AS (
     SELECT *,
            (compute_hbm_saturated_ns + comm_wait_peer_hbm_ns) / nullif(wall_ns, 0) AS memory_share,
-           (comm_transit_ns + comm_wait_other_ns) / nullif(wall_ns, 0) AS communication_share,
+           (comm_transit_ns + comm_wait_other_ns + comm_unsplit_ns) / nullif(wall_ns, 0) AS communication_share,
            compute_other_ns / nullif(wall_ns, 0) AS compute_share,
            (idle_ns + host_ns) / nullif(wall_ns, 0) AS idle_host_share,
-           comp_bw_ns / nullif(compute_hbm_saturated_ns + compute_other_ns, 0) / $peak_hbm_bps::DOUBLE AS compute_hbm_utilization,
+           CASE WHEN hbm_evidence = 'measured' THEN
+               comp_bw_ns / nullif(compute_hbm_saturated_ns + compute_other_ns, 0) / $peak_hbm_bps::DOUBLE END AS compute_hbm_utilization,
            (compute_hbm_saturated_ns + compute_other_ns) / nullif(wall_ns, 0) AS compute_fraction,
            wall_ns / nullif(steps, 0) AS mean_step_ns
-    FROM agg
+    FROM agg2
 )
-SELECT run_id, scope, rank, step, steps, wall_ns, compute_hbm_saturated_ns, compute_other_ns, comm_transit_ns,
-       comm_wait_peer_hbm_ns, comm_wait_other_ns, idle_ns, host_ns, memory_share, communication_share, compute_share,
+SELECT s.run_id, scope, rank, step, steps, wall_ns, compute_hbm_saturated_ns, compute_other_ns, comm_transit_ns,
+       comm_wait_peer_hbm_ns, comm_wait_other_ns, comm_wait_peer_other_ns, comm_wait_missing_ranks_ns,
+       comm_wait_sync_ns, comm_unsplit_ns, idle_ns, host_ns, memory_share, communication_share, compute_share,
        idle_host_share,
-       compute_hbm_utilization, compute_fraction, mean_step_ns,
+       compute_hbm_utilization, hbm_evidence, cov.ranks_captured, cov.job_ranks, compute_fraction, mean_step_ns,
        $baseline_step_ns::DOUBLE / nullif(mean_step_ns, 0) AS scaling_vs_baseline,
        CASE WHEN coalesce(wall_ns, 0) = 0 THEN NULL
             WHEN memory_share >= greatest(communication_share, compute_share, idle_host_share) THEN 'memory-bound'
@@ -90,11 +117,16 @@ SELECT run_id, scope, rank, step, steps, wall_ns, compute_hbm_saturated_ns, comp
             WHEN compute_share >= idle_host_share THEN 'compute-bound'
             ELSE 'host/idle-bound' END AS verdict,
        CASE WHEN coalesce(wall_ns, 0) > 0 THEN printf(
-            'memory %.0f%% (HBM-saturated compute %.0f%% + waiting on HBM-saturated peers %.0f%%), communication %.0f%% (transit %.0f%% + other waiting %.0f%%), other compute %.0f%%, idle/host %.0f%% (idle %.0f%% + host %.0f%%)%s',
+            'memory %.0f%% (HBM-saturated compute %.0f%% + waiting on HBM-saturated peers %.0f%%), communication %.0f%% (transit %.0f%% + other waiting %.0f%% + split not recorded %.0f%%), other compute %.0f%%, idle/host %.0f%% (idle %.0f%% + host %.0f%%)%s%s',
             100 * memory_share, 100 * compute_hbm_saturated_ns / wall_ns, 100 * comm_wait_peer_hbm_ns / wall_ns,
             100 * communication_share, 100 * comm_transit_ns / wall_ns, 100 * comm_wait_other_ns / wall_ns,
+            100 * comm_unsplit_ns / wall_ns,
             100 * compute_share, 100 * idle_host_share, 100 * idle_ns / wall_ns, 100 * host_ns / wall_ns,
-            CASE WHEN $peak_hbm_bps::DOUBLE IS NULL THEN '; HBM peak unknown, so no compute counts as saturated' ELSE '' END)
+            CASE WHEN $peak_hbm_bps::DOUBLE IS NULL THEN '; HBM peak unknown, so no compute counts as saturated'
+                 WHEN hbm_evidence IN ('modeled', 'none') THEN '; no measured or sampled HBM bandwidth, so no compute counts as saturated'
+                 ELSE '' END,
+            CASE WHEN cov.ranks_captured < cov.job_ranks
+                 THEN printf('; %d of %d ranks captured', cov.ranks_captured, cov.job_ranks) ELSE '' END)
        END AS verdict_reason
-FROM shares
-ORDER BY run_id, rank NULLS FIRST, step NULLS FIRST, scope = 'step';
+FROM shares s LEFT JOIN cov ON cov.run_id = s.run_id
+ORDER BY s.run_id, rank NULLS FIRST, step NULLS FIRST, scope = 'step';

@@ -108,6 +108,7 @@ def test_every_check_file_is_well_formed_and_its_columns_match(store: Path) -> N
     assert len(found) >= 8, [c.name for c in found]
     write_run(store, "good", good_tables())
     con = engine.connect(store)
+    assert checks._load_helpers(con) == ""  # for the checks that read the analysis macros (`-- needs: analysis`)
     for chk in found:
         assert chk.description, chk.name
         values = {p: ("good" if p == "run_id" else 1e13) for p in chk.params}
@@ -137,6 +138,10 @@ def test_each_planted_defect_is_found_once(store: Path) -> None:
         "timestamps_not_epoch_ns": 1,  # counters of rank 0 (the µs-stamped sample)
         "negative_bytes": 1,  # kernels.hbm_write_bytes
         "duplicate_kernels": 1,  # dup x2
+        # kernel hot (PMU 20 MB / 1 us = 2e13 B/s > the 1e13 fallback peak); the lone 3e14 counter sample holds
+        # for no time (a series' last sample ends it), so it forms no bandwidth window: the 10x check has it
+        "bandwidth_above_peak": 1,
+        "modeled_above_peak": 0,  # no kernel here lists tensor shapes
     }
     assert res["kernels_outside_step"]["sample"][0]["name"] == "early"
     assert res["kernels_outside_step"]["sample"][0]["off_by_ns"] == 50 * MS
@@ -251,7 +256,10 @@ def test_real_dumps_pass_every_check(cli, tmp_path: Path) -> None:  # type: igno
         assert "warning: check" not in r.err, r
     for name in ("text", "db"):
         res = checks.run_checks(store, name)
-        assert [(x["name"], x["failures"], x["error"]) for x in res if x["failures"] or x["error"]] == []
+        # modeled_above_peak is a limit of the byte model, not a defect of the data: these dumps' short
+        # element-wise kernels (Muls, in-place Relu) run faster than HBM could feed their tensors, from L2
+        assert [(x["name"], x["failures"], x["error"]) for x in res
+                if (x["failures"] and x["name"] != "modeled_above_peak") or x["error"]] == []
     # the step window is really exercised: kernels carry steps and the steps have start times
     from traceql import engine
 

@@ -775,3 +775,25 @@ def test_damaged_values_do_not_stop_the_ingest(tmp_path: Path) -> None:
     assert k == {"name": "Mat\ufffdMul", "task_type": "AI_CORE"}
     (m,) = _q(store, "SELECT bytes, transit_ns FROM comm_matrix")
     assert m == {"bytes": None, "transit_ns": 20}  # two 10 ns link tasks; 2 x 9.9e300 bytes do not fit int64
+
+
+def test_src_rank_na_marker_is_null(tmp_path: Path) -> None:
+    """torch_npu db level0 dumps write srcRank 4294967295 (UINT32 "n/a", as dstRank) on some link tasks: the
+    ingest must not fail casting it to INTEGER. Expected by hand: the n/a task has no source rank (NULL) and,
+    with no destination either, no destination rank; the other task keeps 0 -> 1."""
+    na = 4294967295
+    db = _make_db(
+        tmp_path / "msprof_8.db",
+        {
+            "STRING_IDS": ("id INTEGER PRIMARY KEY, value TEXT", [(1, "MatMul"), (2, "AI_CORE")]),
+            "TASK": ("startNs INTEGER, endNs INTEGER, deviceId INTEGER, globalTaskId INTEGER, connectionId INTEGER",
+                     [(10**18, 10**18 + 5, 0, 1, 1), (10**18 + 10, 10**18 + 20, 0, 2, 2), (10**18 + 30, 10**18 + 40, 0, 3, 2)]),
+            "COMPUTE_TASK_INFO": ("name INTEGER, globalTaskId INTEGER, taskType INTEGER", [(1, 1, 2)]),
+            "COMMUNICATION_TASK_INFO": ("globalTaskId INTEGER, srcRank INTEGER, dstRank INTEGER, size NUMERIC, opId INTEGER",
+                                        [(2, na, na, 64, 5), (3, 0, 1, 128, 5)]),
+        },
+    )  # fmt: skip
+    store = tmp_path / "s"
+    _ingest(db, store, "na")
+    rows = _q(store, "SELECT src_rank, dst_rank, bytes FROM comm_matrix ORDER BY bytes NULLS FIRST")
+    assert {(r["src_rank"], r["dst_rank"]) for r in rows} == {(None, None), (0, 1)}, rows

@@ -159,8 +159,14 @@ def sampled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_sampled_bytes_apportioned_by_overlap(sampled_store: Path) -> None:
-    t = queries.run("op_hbm_bytes", sampled_store, peaks={"peak_hbm_bps": PEAK})
-    got = by(t, "name")
+    from traceql import engine
+
+    con = engine.connect(sampled_store, runs=["sampled"], analysis=True)
+    try:
+        kb = {n: (r, w, c, p) for n, r, w, c, p in con.execute(
+            "SELECT name, sampled_read, sampled_write, counter_coverage, sample_period_ns FROM kernel_bytes").fetchall()}
+    finally:
+        con.close()
     # Device read = 200 GB/s on [0,1ms) and 400 GB/s on [1,2ms); write 50 GB/s on [0,2ms).
     # Window 1 [0,1ms): 200e6 read + 50e6 write bytes; overlaps A 0.5 ms, B 0.75 ms -> shares 0.4 / 0.6.
     # Window 2 [1,2ms): 400e6 read + 50e6 write; overlaps B 0.5 ms, C 0.5 ms -> 0.5 / 0.5.
@@ -170,11 +176,19 @@ def test_sampled_bytes_apportioned_by_overlap(sampled_store: Path) -> None:
         "C": (0.5 * 400e6, 0.5 * 50e6),  # 200e6, 25e6
     }
     for name, (r, w) in exp.items():
-        row = got[name]
-        assert row["hbm_bytes_source"] == "sampled", name
-        assert row["hbm_read_bytes"] == round(r) and row["hbm_write_bytes"] == round(w), name
+        assert kb[name][:2] == (round(r), round(w)), name
     # conservation: every window byte went to some kernel (700e6 in all)
-    assert sum(got[n]["hbm_bytes"] for n in "ABC") == 700_000_000
+    assert sum(kb[n][0] + kb[n][1] for n in "ABC") == 700_000_000
+    # the sampling period: median gap of the three series' samples (1, 1, 2, 2 ms) = 1.5 ms. A kernel's share is
+    # its own traffic only when the period is at most twice its duration: A (0.5 ms) is unresolved, B (1.25 ms)
+    # and C (1.5 ms, half of it after the last sample: outside the counters' span) are not graded the same way
+    assert kb["A"][3] == 1_500_000 and kb["A"][2] == "unresolved" and kb["B"][2] == "resolved"
+    assert kb["C"][2] == "outside" and kb["D"][2] == "outside"
+    t = queries.run("op_hbm_bytes", sampled_store, peaks={"peak_hbm_bps": PEAK})
+    got = by(t, "name")
+    assert got["B"]["hbm_bytes_source"] == "sampled"
+    assert got["B"]["hbm_read_bytes"] == 320_000_000 and got["B"]["hbm_write_bytes"] == 55_000_000
+    assert got["A"]["hbm_bytes_source"] is None and got["C"]["hbm_bytes_source"] is None  # no shapes to model
     assert got["D"]["hbm_bytes_source"] == "modeled" and got["D"]["hbm_bytes"] == 8192
     assert got["B"]["achieved_bw_bps"] == approx(375e6 / 1.25e-3)  # 300 GB/s
 
@@ -268,7 +282,7 @@ def story_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 PARTS = ["compute_hbm_saturated_ns", "compute_other_ns", "comm_transit_ns", "comm_wait_peer_hbm_ns",
-         "comm_wait_other_ns", "idle_ns", "host_ns"]
+         "comm_wait_other_ns", "comm_unsplit_ns", "idle_ns", "host_ns"]
 
 
 def _parts(r: dict[str, Any]) -> tuple[int, ...]:
@@ -282,11 +296,11 @@ def test_wait_attribution_memory_bound(story_store: Path) -> None:
     # rank 0: compute 1 ms at 10% (other); all-reduce [1,10ms): waits [1,6ms) for rank 1, which computes at 95%
     # the whole time -> 5 ms waiting on an HBM-saturated peer; the rest [6,10ms) = 4 ms of which the profiler's
     # transit 2 ms moves data and 2 ms is other waiting; [10,11ms) after the last device op is host.
-    assert _parts(got[("rank", 0)]) == (0, 1 * MS, 2 * MS, 5 * MS, 2 * MS, 0, 1 * MS)
+    assert _parts(got[("rank", 0)]) == (0, 1 * MS, 2 * MS, 5 * MS, 2 * MS, 0, 0, 1 * MS)
     # rank 1: 6 ms saturated compute; it arrives last, so no peer wait: 2 ms transit + 2 ms other; 1 ms host.
-    assert _parts(got[("rank", 1)]) == (6 * MS, 0, 2 * MS, 0, 2 * MS, 0, 1 * MS)
+    assert _parts(got[("rank", 1)]) == (6 * MS, 0, 2 * MS, 0, 2 * MS, 0, 0, 1 * MS)
     run = got[("run", None)]
-    assert _parts(run) == (6 * MS, 1 * MS, 4 * MS, 5 * MS, 4 * MS, 0, 2 * MS)
+    assert _parts(run) == (6 * MS, 1 * MS, 4 * MS, 5 * MS, 4 * MS, 0, 0, 2 * MS)
     assert run["wall_ns"] == 22 * MS == sum(_parts(run))
     assert run["memory_share"] == approx(11 / 22) and run["communication_share"] == approx(8 / 22)
     assert run["verdict"] == "memory-bound"
@@ -302,9 +316,9 @@ def test_wait_attribution_communication_bound(story_store: Path) -> None:
     got = by(t, "scope", "rank")
     # rank 0: 1 ms compute; waits [1,2ms) for rank 1 computing at 30% (not saturated) -> other waiting 1 ms;
     # rest [2,10ms) = 8 ms, transit 8 ms -> all transit; 1 ms host.
-    assert _parts(got[("rank", 0)]) == (0, 1 * MS, 8 * MS, 0, 1 * MS, 0, 1 * MS)
+    assert _parts(got[("rank", 0)]) == (0, 1 * MS, 8 * MS, 0, 1 * MS, 0, 0, 1 * MS)
     # rank 1: 2 ms compute at 30%; arrives last; rest 8 ms with transit 7.5 ms -> 0.5 ms other; 1 ms host.
-    assert _parts(got[("rank", 1)]) == (0, 2 * MS, 7_500_000, 0, 500_000, 0, 1 * MS)
+    assert _parts(got[("rank", 1)]) == (0, 2 * MS, 7_500_000, 0, 500_000, 0, 0, 1 * MS)
     run = got[("run", None)]
     assert run["communication_share"] == approx(17 / 22) and run["memory_share"] == 0
     assert run["verdict"] == "communication-bound"

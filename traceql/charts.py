@@ -249,6 +249,13 @@ def hbm_ranks_chart(utilization: pa.Table) -> ChartT:
     if t.num_rows == 0:
         return message_chart(title, "No device kernels in this run: no HBM utilisation to show.")
     if not _has_values(t, "busy_utilization"):
+        if _has_values(t, "utilization") and _has_values(t, "busy_utilization_max"):
+            return message_chart(title, "HBM counters only, sampled too coarsely to resolve the kernels: bandwidth "
+                                        "while computing is bounded, not measured (query hbm_utilization: "
+                                        "utilization, busy_utilization_max, sample_period_ns).")
+        if _has_values(t, "modeled_utilization_lower") and not _has_values(t, "utilization"):
+            return message_chart(title, "Only tensor sizes in this dump: a modeled lower bound, never drawn against "
+                                        "the 80% / 70% lines (capture with Memory aic-metrics for measured bytes).")
         return message_chart(title, "HBM peak unknown for this device, so utilisation cannot be computed: pass "
                                     "--device (a preset) or --peak-hbm-gbps.")
     sat, low = _line_threshold("sat_threshold"), _line_threshold("low_threshold")

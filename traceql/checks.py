@@ -32,7 +32,7 @@ FALLBACK_HBM_LIMIT_BPS = 1e13
 # "above 10x the device peak" (the issue's unit-sanity rule)
 PEAK_FACTOR = 10.0
 
-_HEADER_RE = re.compile(r"^--\s*(name|description|param|column):\s*(.*?)\s*$")
+_HEADER_RE = re.compile(r"^--\s*(name|description|param|column|needs):\s*(.*?)\s*$")
 _PARAM_RE = re.compile(r"^(\w+)\s+([A-Za-z]+)(?:\s*=\s*(\S+))?")
 
 
@@ -45,6 +45,9 @@ class Check:
     # param name -> (type, default text or None)
     params: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     columns: tuple[str, ...] = ()
+    # `-- needs: analysis`: the check reads the helper macros (queries/_helpers.sql: modeled bytes, counter
+    # windows); too costly for the bounded checks every ingest runs, so only `traceql check` runs it
+    needs_analysis: bool = False
 
 
 def checks_dir() -> Path:
@@ -86,7 +89,8 @@ def parse_check(path: Path) -> Check:
     if "run_id" not in params:
         raise QueryError(f"{path}: a check must declare `-- param: run_id VARCHAR` and filter on it")
     sql = text.strip().rstrip(";").strip()
-    return Check(meta["name"], meta.get("description", ""), path, sql, params, tuple(columns))
+    return Check(meta["name"], meta.get("description", ""), path, sql, params, tuple(columns),
+                 needs_analysis=meta.get("needs", "") == "analysis")
 
 
 def load_checks() -> list[Check]:
@@ -128,8 +132,24 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None = None) -> list[dict[str, Any]]:
-    """Run every fidelity check on one run.
+def _load_helpers(con: Any) -> str:
+    """Load the metric library's helper macros into the check connection; '' or why they could not load."""
+    import duckdb
+
+    from . import queries
+
+    try:
+        for stmt in queries.helper_sql():
+            con.execute(stmt)
+    except duckdb.Error as e:
+        return f"helper macros did not load: {str(e).strip().splitlines()[0]}"
+    return ""
+
+
+def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None = None,
+               analysis: bool = True) -> list[dict[str, Any]]:
+    """Run every fidelity check on one run (analysis=False: only those that read the canonical tables alone,
+    as every ingest does).
 
     Returns one dict per check: name, description, failures (offending rows), sample (up to SAMPLE_ROWS
     of them, as dicts), and error (None, or why the check itself could not run: reported, never raised, so
@@ -154,17 +174,25 @@ def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None
         con.execute(f"SET memory_limit='{CHECKS_MEMORY_LIMIT}'")
         con.execute("SET temp_directory=$d", {"d": spill})
     limit, limit_source = hbm_limit_bps(info.get("device"))
+    peak = _device_peak_hbm_bps(info.get("device"))
+    helpers_loaded: str | None = None  # None: not tried; "": loaded; else why not
     results: list[dict[str, Any]] = []
     try:
         for chk in load_checks():
             if names and chk.name not in names:
                 continue
+            if chk.needs_analysis and not analysis:
+                continue
+            if chk.needs_analysis and helpers_loaded is None:
+                helpers_loaded = _load_helpers(con)
             values: dict[str, Any] = {}
             for p, (_type, default) in chk.params.items():
                 if p == "run_id":
                     values[p] = run_id
                 elif p == "hbm_limit_bps":
                     values[p] = limit
+                elif p == "peak_hbm_bps" and peak:
+                    values[p] = peak
                 elif default is not None:
                     values[p] = float(default) if _type in ("DOUBLE", "FLOAT") else default
                 else:
@@ -172,6 +200,13 @@ def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None
             row: dict[str, Any] = {"name": chk.name, "description": chk.description, "failures": 0, "sample": [], "error": None}
             if "hbm_limit_bps" in chk.params:
                 row["bound"] = limit_source
+            if "peak_hbm_bps" in chk.params:
+                row["bound"] = (f"{info.get('device')} peak {peak / 1e12:.2f} TB/s" if peak
+                                else f"{FALLBACK_HBM_LIMIT_BPS / 1e12:.0f} TB/s (device peak unknown)")
+            if chk.needs_analysis and helpers_loaded:
+                row["error"] = helpers_loaded
+                results.append(row)
+                continue
             try:
                 n = con.execute(f"SELECT count(*) FROM ({chk.sql})", values).fetchone()[0]
                 row["failures"] = int(n)

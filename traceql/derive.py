@@ -61,7 +61,8 @@ RANK_TABLES: dict[str, tuple[str, str]] = {
 ALL_TABLES = {**RUN_TABLES, **RANK_TABLES}
 DERIVED_TABLES = list(ALL_TABLES)
 # canonical tables the helper macros read
-_INPUTS = ["kernels", "counters", "steps", "comm_ops"]
+# (comm_matrix and run_meta only so that the helper macros that read them bind: no derived table reads them)
+_INPUTS = ["kernels", "counters", "steps", "comm_ops", "comm_matrix", "run_meta"]
 # DuckDB memory per build session (one per rank, several at once in the pool): it spills to disk rather than
 # grow past it. A share of the memory available when the build starts, split between the sessions, within
 # [MEMORY_FLOOR, MEMORY_CAP]: a rank of ~1M kernels wants ~2.3 GB for its sorts and windows, and at a fixed

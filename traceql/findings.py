@@ -18,22 +18,33 @@ dynamic_shape, free_time. Checks whose rule says `gated = true` (memory work: fu
 checkpointing) do not fire when the run is not bandwidth-bound (every rank's busy HBM utilisation below the
 article's 70% line): the article's checklist step 1, "if not, look at compute or communication".
 
-JSON format (`Report.to_json()`, `traceql findings --format json`), format id "traceql.findings/1". Keys are
-stable; new keys may be added, none renamed or removed without a new format id:
+JSON format (`Report.to_json()`, `traceql findings --format json`), format id "traceql.findings/2". Keys are
+stable; new keys may be added, none renamed or removed without a new format id (/2: evidence grades,
+capture coverage and confidence were added, and scaling_efficiency is null without a baseline run):
 
     {
-      "format": "traceql.findings/1",
+      "format": "traceql.findings/2",
       "run_id": "level1",
       "generated_by": "traceql 0.1.0",
       "rules_version": 1,
       "device": {"preset": "ascend910b", "peaks": {"peak_hbm_bps": 1.6e12, ...}, "note": "device preset ..."},
       "verdict": {
         "bound": "communication",            # memory | communication | compute | host/idle | null (no device time)
-        "headline": "communication-bound: 64% of step time ...",
-        "hbm_utilization": 0.30,             # highest rank's time-weighted HBM utilisation while computing, 0..1
+        "confidence": "cannot tell",          # judged | cannot tell (the evidence or the capture cannot decide)
+        "headline": "2 of 8 ranks captured ...: ... the job's bound cannot be judged from these ranks alone ...",
+        "hbm_utilization": null,             # busiest rank's HBM utilisation while computing, 0..1: measured, or
+                                             # sampled at a period that resolves the kernels; else null
         "hbm_utilization_rank": 0,
-        "scaling_efficiency": 0.06,          # baseline step / this step with --baseline, else compute fraction
+        "hbm_evidence": {"grade": "sampled", "detail": "HBM counters sampled every 20 ms; ...", "period_ns": 20000000},
+        "hbm_mean_utilization": 0.0276,      # sampled counters: time-weighted mean over the step, 0..1
+        "hbm_max_sample": 0.0859,            # sampled counters: the highest sample, 0..1
+        "hbm_busy_utilization_bound": 0.57,  # sampled counters: the most utilisation while computing can be
+        "scaling_efficiency": null,          # baseline step / this step; only with --baseline
         "scaling_method": "compute_fraction",  # or "baseline:<run>"
+        "compute_fraction": 0.06,            # compute time / step time (not a scaling efficiency)
+        "capture": {"ranks_captured": 2, "job_ranks": 8, "job_ranks_source": "communication_matrix",
+                    "missing_ranks": "2,3,4,5,6,7", "complete": false, "kernel_coverage": 1.0},
+        "device_kind": "ascend",             # ascend | gpu | cpu (no device timeline): whose advice applies
         "shares": {"memory": 0.0, "communication": 0.64, "compute": 0.06, "idle_host": 0.30},
         "mean_step_ms": 154.9, "ranks": 2, "steps": 2
       },
@@ -46,11 +57,20 @@ stable; new keys may be added, none renamed or removed without a new format id:
           "top_ops": [{"op_type": "TransData", "src_format": "NCHW", ...}],
           "saving": {"value": 1.42, "unit": "ms/step", "method": "...", "share_of_step": 0.009},
           "query": "traceql query layout_transforms --run level1 --device ascend910b",
-          "suggestion": "..."
+          "suggestion": "...",
+          "grade": {"grade": "measured", "detail": "profiler timestamps"}   # what the numbers rest on
         }
       ],
       "summary": {"checks": 17, "fired": 5, "worst": "medium", "by_severity": {"medium": 2, "low": 3}}
     }
+
+Evidence grades (traceql.grades): measured (per-task PMU bytes; profiler timestamps for times), sampled (device
+counters at a period: the grade carries period_ns), modeled (tensor sizes: a lower bound, never tested against
+the 70% / 80% lines), insufficient (the dump cannot resolve it: the grade names the capture settings that
+would, under "capture"). A number that cannot be true (a share above 100% of a peak, a step or compute time)
+is a data problem, not a finding: the check does not fire, its outcome is "implausible" and
+evidence.implausible lists the fields (plausibility gate in _make); a top_ops row with such a number keeps
+the row, nulls the number and says why under "implausible".
 
 evidence.outcome names the message the check chose (fired, below, gated, not_bound, no_data, ...: the keys of its
 [rules.<id>.messages] table). Severity of a non-firing finding is "info". saving.value is null when a check cannot quantify a saving
@@ -63,6 +83,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import string
 from collections.abc import Callable
@@ -73,7 +94,7 @@ from typing import Any
 
 from .errors import QueryError, TraceQLError
 
-FORMAT_ID = "traceql.findings/1"
+FORMAT_ID = "traceql.findings/2"
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 RULES_PATH = Path(__file__).with_name("rules.toml")
 
@@ -100,6 +121,8 @@ class Finding:
     saving: dict[str, Any] = field(default_factory=dict)  # {value, unit, method, share_of_step}
     query: str = ""  # the re-runnable `traceql query ...` command
     suggestion: str = ""
+    # what the finding's numbers rest on (traceql.grades): {"grade": measured|sampled|modeled|insufficient, ...}
+    grade: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +138,7 @@ class Finding:
             "saving": _clean(self.saving),
             "query": self.query,
             "suggestion": self.suggestion,
+            "grade": _clean(self.grade),
         }
 
 
@@ -308,6 +332,7 @@ class _Ctx:
         self.not_bound: float = float(bb["not_bound"])
         self.gate_open: bool | None = None  # set by the bandwidth check
         self.gate_values: dict[str, Any] = {}
+        self.device_kind = _device_kind(store, run_id)  # ascend | gpu | cpu: whose advice applies
 
     # queries ------------------------------------------------------------------------------------------------
     def _run(self, name: str, params: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[bytes, bytes]]:
@@ -351,6 +376,7 @@ class _Ctx:
             ("cube_efficiency", {"top_n": 1000}),
             ("comm_transport", dict(r["slow_link"].get("params", {}))),
             ("op_exec_modes", dict(r["aicpu_ops"].get("params", {}))),
+            ("capture_coverage", {}),
         ]
 
     def prefetch(self, workers: int) -> None:
@@ -436,20 +462,66 @@ class _Ctx:
         return float(sum(r["compute_ns"] or 0 for r in self.rows("rank_summary")))
 
     def hbm_ranks(self) -> dict[int, dict[str, Any]]:
-        """hbm_utilization's rank rows; a rank without any byte source gets utilisation None (the query's 0 is
-        arithmetic on missing bytes, not a measurement)."""
+        """hbm_utilization's rank rows (busy_utilization is null there unless measured, or sampled at a period
+        that resolves the kernels: see the query's evidence column)."""
         rows = self.rows("hbm_utilization", {"sat_threshold": self.sat, "low_threshold": self.not_bound})
-        out = {}
-        for r in rows:
-            if r["scope"] == "rank":
-                out[r["rank"]] = r if r.get("hbm_bytes_source") is not None else {**r, "busy_utilization": None,
-                                                                                   "busy_bw_bps": None}
-        return out
+        return {r["rank"]: r for r in rows if r["scope"] == "rank"}
+
+    def hbm_run_row(self) -> dict[str, Any] | None:
+        rows = self.rows("hbm_utilization", {"sat_threshold": self.sat, "low_threshold": self.not_bound})
+        return next((r for r in rows if r["scope"] == "run"), None)
+
+    def store_run_info(self) -> dict[str, Any]:
+        from .store import Store
+
+        return (self.store if isinstance(self.store, Store) else Store(self.store)).run(self.run_id)
+
+    def coverage(self) -> dict[str, Any]:
+        """capture_coverage's row for this run ({} when the query has none)."""
+        return next(iter(self.rows("capture_coverage")), {})
+
+    def grade_for(self, rule: Rule, top_ops: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The evidence grade of a check's numbers, from what its rule says they rest on (rules.toml rests_on)."""
+        from . import grades
+
+        rests_on = str(rule.get("rests_on", "time"))
+        if rests_on == "hbm":
+            return grades.hbm_grade(self.hbm_run_row(), self.device_kind)
+        if rests_on == "hbm_ops":
+            sources = [r.get("hbm_bytes_source") for r in (top_ops or []) if "hbm_bytes_source" in r]
+            if not sources:
+                return grades.hbm_grade(self.hbm_run_row(), self.device_kind)
+            g = grades.weakest(sources)
+            return {"grade": g, "detail": "bytes per operator from " + ", ".join(sorted({str(x) for x in sources}))
+                    + (" (modeled: a lower bound)" if g == "modeled" else "")}
+        if rests_on == "pmu":
+            sources = {r.get("hbm_bytes_source") for r in (top_ops or [])}
+            if "pmu" in sources or "mixed" in sources:
+                return {"grade": "measured", "detail": "re-read ratios from per-task PMU bytes only"}
+            return {"grade": "insufficient", "detail": "re-reads need per-task PMU bytes",
+                    "capture": grades.CAPTURE_ADVICE["gpu" if self.device_kind == "gpu" else "ascend"]}
+        return grades.timing_grade()
 
     def peak(self, key: str = "peak_hbm_bps") -> float | None:
         peaks = json.loads(self.meta.get(b"traceql.peaks", b"{}") or b"{}")
         v = peaks.get(key)
         return float(v) if v is not None else None
+
+
+def _device_kind(store: Any, run_id: str) -> str:
+    """ascend (torch_npu / msprof dumps), gpu (a Kineto trace with device kernels) or cpu (no device
+    timeline): the advice and the capture settings differ."""
+    from .store import Store
+
+    try:
+        info = (store if isinstance(store, Store) else Store(store)).run(run_id)
+    except Exception:  # a bad store is reported elsewhere; advice defaults to Ascend
+        return "ascend"
+    fmt = str(info.get("format") or "")
+    if fmt.startswith("kineto"):
+        rows = info.get("rows") or {}
+        return "gpu" if rows.get("kernels") else "cpu"
+    return "ascend"
 
 
 def _peak_override(peaks: Any) -> float | None:
@@ -495,11 +567,61 @@ def _values(rule: Rule, ctx: _Ctx, **kw: Any) -> dict[str, Any]:
     return v
 
 
+# Names of the numbers that are shares of a whole (of a peak, a step, compute time): above 1 no dump can carry
+# them, so they mark the data (or the model behind them) as implausible instead of reaching a finding.
+_SHARE_KEY = re.compile(r"(utili[sz]ation|share|_frac|fraction|^util$|^late_util$)", re.I)
+_NOT_SHARE = re.compile(r"(_rank|_id|_ns|_bytes|_count|_ms|_gbps|_bps)$")
+
+
+def _implausible(values: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
+    """Share-like numbers above 1 (+ rounding) among `values`: [{"field", "observed"}]."""
+    out = []
+    for k, v in values.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and _SHARE_KEY.search(k) \
+                and not _NOT_SHARE.search(k) and math.isfinite(v) and v > 1.0 + 1e-9:
+            out.append({"field": prefix + k, "observed": v})
+    return out
+
+
+def _gate_top_ops(top_ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of a top list whose share-like numbers exceed 1 keep their other numbers; those become null with a
+    note (the row is a data or model problem for `traceql check`, not a measurement)."""
+    out = []
+    for row in top_ops:
+        bad = _implausible(row)
+        if bad:
+            row = {**row, **{b["field"]: None for b in bad},
+                   "implausible": "; ".join(f"{b['field']} {b['observed']:.3g}x the whole (above the device peak "
+                                           "or the step): a data or model problem, see `traceql check`" for b in bad)}
+        out.append(row)
+    return out
+
+
 def _make(ctx: _Ctx, rule: Rule, *, fired: bool, variant: str, values: dict[str, Any],
           evidence: dict[str, Any] | None = None, top_ops: list[dict[str, Any]] | None = None,
           saving: dict[str, Any] | None = None, query_params: dict[str, Any] | None = None,
-          share: float | None = None, query: str | None = None) -> Finding:
+          share: float | None = None, query: str | None = None, grade: dict[str, Any] | None = None) -> Finding:
+    """One Finding, through the plausibility gate: a share above 100% (of a peak, a step, compute) in the
+    values its message would cite or in its evidence means the data or the model is wrong, so the finding
+    does not fire and says that instead."""
+    top_ops = _gate_top_ops(list(top_ops or []))
+    bad = _implausible(values) + _implausible(evidence or {}, "evidence.")
+    if bad:
+        evidence = {k: (None if any(b["field"] in (k, "evidence." + k) for b in bad) else v)
+                    for k, v in (evidence or {}).items()}
+        evidence["implausible"] = bad
+        what = ", ".join(f"{b['field'].removeprefix('evidence.')} = {b['observed']:.3g}x" for b in bad)
+        msg = render(str(ctx.rules["plausibility"]["message"]), {"what": what, "check": rule.id},
+                     "plausibility.message")
+        return Finding(id=rule.id, title=str(rule["title"]), severity="info", optimisation=str(rule["optimisation"]),
+                       checklist_step=int(rule["step"]), fired=False, message=msg,
+                       evidence={"outcome": "implausible", **evidence}, top_ops=top_ops,
+                       saving=_saving(None, "not estimated: implausible input", None),
+                       query=ctx.command(query or str(rule["query"]), query_params if query_params is not None else rule.params),
+                       suggestion=str(ctx.rules["plausibility"]["suggestion"]),
+                       grade={"grade": "insufficient", "detail": "implausible values: " + what})
     sev = rule.severity(share) if fired else "info"
+    suggestion = rule.get(f"suggestion_{ctx.device_kind}") or rule["suggestion"]
     return Finding(
         id=rule.id,
         title=str(rule["title"]),
@@ -512,7 +634,8 @@ def _make(ctx: _Ctx, rule: Rule, *, fired: bool, variant: str, values: dict[str,
         top_ops=list(top_ops or []),
         saving=saving or _saving(None, str(rule.get("saving_method", "no estimate")), None),
         query=ctx.command(query or str(rule["query"]), query_params if query_params is not None else rule.params),
-        suggestion=render(str(rule["suggestion"]), values, f"rules.{rule.id}.suggestion", lenient=not fired),
+        suggestion=render(str(suggestion), values, f"rules.{rule.id}.suggestion", lenient=not fired),
+        grade=grade if grade is not None else ctx.grade_for(rule, top_ops),
     )
 
 
@@ -523,6 +646,12 @@ def _gated(ctx: _Ctx, rule: Rule) -> bool:
 
 # ---- checks ----------------------------------------------------------------------------------------------------
 def check_bandwidth_bound(ctx: _Ctx, rule: Rule) -> Finding:
+    """The article's checklist step 1 on the strongest evidence the dump has (traceql.grades): measured busy
+    utilisation against the 80% / 70% lines; sampled counters against them only as far as the sampling period
+    resolves (the whole-step mean can prove saturation, its upper bound while computing can rule it out, and in
+    between the answer is 'cannot tell'); a modeled lower bound never."""
+    from . import grades
+
     ranks = ctx.hbm_ranks()
     utils = {r: row["busy_utilization"] for r, row in ranks.items() if row.get("busy_utilization") is not None}
     peak = ctx.peak()
@@ -532,35 +661,68 @@ def check_bandwidth_bound(ctx: _Ctx, rule: Rule) -> Finding:
     qp = {"sat_threshold": rule["saturated"], "low_threshold": rule["not_bound"]}
     ev: dict[str, Any] = {"peak_hbm_bps": peak, "busy_utilization_by_rank": {str(k): v for k, v in sorted(utils.items())},
                           "bound": bound}
-    base = dict(bound=bound, bound_share=bound_share if bound_share is not None else 0.0)
+    capture = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
+    base = dict(bound=bound, bound_share=bound_share if bound_share is not None else 0.0, capture=capture)
+    ctx.gate_open = None
+    ctx.gate_values = {"gate_util": 0.0, "gate_line": ctx.not_bound, "bound": bound}
     if peak is None:
-        ctx.gate_open = None
-        ctx.gate_values = {"gate_util": 0.0, "gate_line": ctx.not_bound, "bound": bound}
         note = ctx.meta.get(b"traceql.peaks_note", b"").decode()
         return _make(ctx, rule, fired=False, variant="no_peak", values=_values(rule, ctx, note=note, **base),
                      evidence=ev, query_params=qp)
-    if not utils:
-        ctx.gate_open = None
-        ctx.gate_values = {"gate_util": 0.0, "gate_line": ctx.not_bound, "bound": bound}
-        return _make(ctx, rule, fired=False, variant="no_data", values=_values(rule, ctx, **base), evidence=ev,
-                     query_params=qp)
-    top_rank = max(utils, key=lambda r: utils[r])
-    util = float(utils[top_rank])
-    row = ranks[top_rank]
-    sat_ranks = sorted(r for r, u in utils.items() if u >= rule["saturated"])
-    ev.update(max_utilization=util, max_rank=top_rank, saturated_ranks=sat_ranks,
-              frac_busy_saturated=row.get("frac_busy_saturated"), busy_bw_bps=row.get("busy_bw_bps"),
-              hbm_bytes_source=row.get("hbm_bytes_source"))
-    ctx.gate_open = util >= rule["not_bound"]
-    ctx.gate_values = {"gate_util": util, "gate_line": float(rule["not_bound"]), "bound": bound}
-    vals = _values(rule, ctx, util=util, rank=top_rank, ranks=", ".join(map(str, sat_ranks)) or str(top_rank),
-                   frac_saturated=row.get("frac_busy_saturated") or 0.0, busy_gbps=(row.get("busy_bw_bps") or 0) / 1e9,
-                   source=row.get("hbm_bytes_source") or "unknown", **base)
-    if util >= rule["saturated"]:
-        return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, query_params=qp,
-                     saving=_saving(None, str(rule["saving_method"]), None))
-    variant = "borderline" if util >= rule["not_bound"] else "not_bound"
-    return _make(ctx, rule, fired=False, variant=variant, values=vals, evidence=ev, query_params=qp)
+    if utils:  # measured, or sampled with a period that resolves the kernels
+        top_rank = max(utils, key=lambda r: utils[r])
+        util = float(utils[top_rank])
+        row = ranks[top_rank]
+        sat_ranks = sorted(r for r, u in utils.items() if u >= rule["saturated"])
+        ev.update(max_utilization=util, max_rank=top_rank, saturated_ranks=sat_ranks,
+                  frac_busy_saturated=row.get("frac_busy_saturated"), busy_bw_bps=row.get("busy_bw_bps"),
+                  hbm_bytes_source=row.get("hbm_bytes_source"))
+        ctx.gate_open = util >= rule["not_bound"]
+        ctx.gate_values = {"gate_util": util, "gate_line": float(rule["not_bound"]), "bound": bound}
+        vals = _values(rule, ctx, util=util, rank=top_rank, ranks=", ".join(map(str, sat_ranks)) or str(top_rank),
+                       frac_saturated=row.get("frac_busy_saturated") or 0.0, busy_gbps=(row.get("busy_bw_bps") or 0) / 1e9,
+                       source=row.get("hbm_bytes_source") or "unknown", **base)
+        grade = grades.hbm_grade(row, ctx.device_kind)
+        if util >= rule["saturated"]:
+            return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, query_params=qp,
+                         saving=_saving(None, str(rule["saving_method"]), None), grade=grade)
+        variant = "borderline" if util >= rule["not_bound"] else "not_bound"
+        return _make(ctx, rule, fired=False, variant=variant, values=vals, evidence=ev, query_params=qp, grade=grade)
+    sampled = {r: row for r, row in ranks.items() if row.get("evidence") == "sampled" and row.get("utilization") is not None}
+    if sampled:
+        # the rank whose compute could be the busiest: highest upper bound (then highest mean)
+        top_rank = max(sampled, key=lambda r: (sampled[r].get("busy_utilization_max") or 0.0, sampled[r]["utilization"]))
+        row = sampled[top_rank]
+        mean, umax = float(row["utilization"]), row.get("busy_utilization_max")
+        period_ms = (row.get("sample_period_ns") or 0) / 1e6
+        ev.update(sampled_mean_utilization=mean, busy_utilization_bound=min(umax, 1.0) if umax is not None else None,
+                  max_sample_utilization=row.get("max_utilization"), sample_period_ns=row.get("sample_period_ns"),
+                  max_rank=top_rank, resolved_share=row.get("resolved_share"))
+        vals = _values(rule, ctx, rank=top_rank, mean_util=mean, max_sample=row.get("max_utilization") or 0.0,
+                       period_ms=period_ms, util_max=min(umax or 0.0, 1.0),
+                       util_max_text="100%" if umax is None or umax >= 1 else f"{umax:.0%}", **base)
+        grade = grades.hbm_grade(row, ctx.device_kind)
+        if any(float(r["utilization"]) >= rule["saturated"] for r in sampled.values()):
+            ctx.gate_open = True
+            return _make(ctx, rule, fired=True, variant="fired_sampled", values=vals, evidence=ev, query_params=qp,
+                         saving=_saving(None, str(rule["saving_method"]), None), grade=grade)
+        if all(r.get("busy_utilization_max") is not None and r["busy_utilization_max"] < rule["not_bound"]
+               for r in sampled.values()):
+            ctx.gate_open = False
+            ctx.gate_values = {"gate_util": min(umax or 0.0, 1.0), "gate_line": float(rule["not_bound"]), "bound": bound}
+            return _make(ctx, rule, fired=False, variant="not_bound_sampled", values=vals, evidence=ev,
+                         query_params=qp, grade=grade)
+        grade = {**grade, "grade": "insufficient", "capture": capture}
+        return _make(ctx, rule, fired=False, variant="unresolved", values=vals, evidence=ev, query_params=qp,
+                     grade=grade)
+    lower = [row.get("modeled_utilization_lower") for row in ranks.values() if row.get("modeled_utilization_lower")]
+    if lower:
+        ev.update(modeled_lower_bound_utilization=max(lower))
+        vals = _values(rule, ctx, lower=max(lower), **base)
+        return _make(ctx, rule, fired=False, variant="lower_bound", values=vals, evidence=ev, query_params=qp,
+                     grade={"grade": "insufficient", "detail": "tensor sizes only: a lower bound", "capture": capture})
+    return _make(ctx, rule, fired=False, variant="no_data", values=_values(rule, ctx, **base), evidence=ev,
+                 query_params=qp, grade={"grade": "insufficient", "detail": "no HBM bytes", "capture": capture})
 
 
 def _bound_share(w: dict[str, Any] | None) -> float | None:
@@ -581,51 +743,92 @@ def _per_step_rank(row: dict[str, Any], key: str) -> float:
     return float(row.get(key) or 0) / steps
 
 
+def lateness_split(ctx: _Ctx, slow: int, fast: int) -> dict[str, float]:
+    """Per step, what rank `slow` does more than rank `fast`: HBM-saturated compute, other compute and host/idle
+    time, all from wait_attribution's rank rows (one definition of the split, read by comm_waits_on_memory and
+    slow_rank alike)."""
+    wr = ctx.wait_by_rank()
+    ws, wf = wr.get(slow, {}), wr.get(fast, {})
+
+    def host(w: dict[str, Any]) -> float:
+        return _per_step_rank(w, "idle_ns") + _per_step_rank(w, "host_ns")
+
+    return {"saturated_ns": _per_step_rank(ws, "compute_hbm_saturated_ns") - _per_step_rank(wf, "compute_hbm_saturated_ns"),
+            "other_compute_ns": _per_step_rank(ws, "compute_other_ns") - _per_step_rank(wf, "compute_other_ns"),
+            "host_idle_ns": host(ws) - host(wf)}
+
+
 def check_comm_waits_on_memory(ctx: _Ctx, rule: Rule) -> Finding:
+    """Ranks waiting in collectives for a late peer that is in HBM-saturated compute. Every number is
+    wait_attribution's: the wait is the waiting rank's exposed peer wait (comm_wait_peer_hbm +
+    comm_wait_peer_other), its overlap with the late peer's saturated compute is wait_attribution's split of it,
+    and the cause test is the late rank's extra saturated compute per step (lateness_split, as slow_rank)."""
+    from . import grades
+
     rs, wr = _skew(ctx)
     qp = ctx.wait_params()
     if len(rs) < 2 or not any(r["collectives"] for r in rs.values()):
         return _make(ctx, rule, fired=False, variant="single", values=_values(rule, ctx, ranks=len(rs)),
                      query_params=qp, evidence={"ranks": len(rs)})
     # the rank that waits most for peers, and the rank that arrives last most
-    waiter = max(rs, key=lambda r: _per_step_rank(rs[r], "peer_wait_ns"))
+    def peer_wait(r: int) -> float:
+        return _per_step_rank(wr.get(r, {}), "comm_wait_peer_hbm_ns") + _per_step_rank(wr.get(r, {}), "comm_wait_peer_other_ns")
+
+    waiter = max(rs, key=peer_wait)
     late = max(rs, key=lambda r: _per_step_rank(rs[r], "lateness_ns"))
-    wait = _per_step_rank(rs[waiter], "peer_wait_ns")
-    step_ns = (rs[waiter]["window_ns"] or 0) / (rs[waiter]["steps"] or 1)
+    wait = peer_wait(waiter)
+    w_wait = wr.get(waiter, {})
+    step_ns = (w_wait.get("wall_ns") or 0) / (w_wait.get("steps") or 1)
     wait_share = wait / step_ns if step_ns else 0.0
-    w_wait, w_late = wr.get(waiter, {}), wr.get(late, {})
-    d_sat = _per_step_rank(w_late, "compute_hbm_saturated_ns") - _per_step_rank(w_wait, "compute_hbm_saturated_ns")
+    d_sat = lateness_split(ctx, late, waiter)["saturated_ns"]
     peer_hbm = _per_step_rank(w_wait, "comm_wait_peer_hbm_ns")
+    overlap = peer_hbm / wait if wait > 0 else 0.0
+    covered = min(max(d_sat / wait, 0.0), 1.0) if wait > 0 else 0.0
     transit = _per_step_rank(w_wait, "comm_transit_ns")
-    explained = min(max(max(d_sat, peer_hbm) / wait, 0.0), 1.0) if wait > 0 else 0.0
     hbm = ctx.hbm_ranks()
     late_util = (hbm.get(late) or {}).get("busy_utilization")
     scaling, method = _scaling(ctx)
+    hbm_g = grades.hbm_grade(hbm.get(late), ctx.device_kind)
     ev = {"waiting_rank": waiter, "late_rank": late, "peer_wait_ns_per_step": wait, "wait_share": wait_share,
           "late_extra_saturated_ns_per_step": d_sat, "wait_on_saturated_peer_ns_per_step": peer_hbm,
-          "memory_explained_share": explained, "late_rank_hbm_utilization": late_util,
-          "waiting_rank_transit_ns_per_step": transit, "scaling_efficiency": scaling, "scaling_method": method,
+          "wait_on_saturated_peer_share": overlap, "wait_covered_by_extra_saturated_share": covered,
+          "late_rank_hbm_utilization": late_util,
+          "waiting_rank_transit_ns_per_step": transit, "scaling_efficiency": scaling if method != "compute_fraction" else None,
+          "compute_fraction": (ctx.wait_run() or {}).get("compute_fraction"),
           "related_queries": [ctx.command("comm_skew", {"sat_threshold": ctx.sat, "top_n": 50}),
                               ctx.command("rank_summary")]}
     vals = _values(rule, ctx, waiting=waiter, late=late, wait_ms=_ms(wait), wait_share=wait_share,
-                   d_sat_ms=_ms(d_sat), explained=explained, late_util=_pct(late_util), transit_ms=_ms(transit),
-                   scaling=_num(scaling), scaling_method=method)
+                   d_sat_ms=_ms(d_sat), covered=covered, overlap=overlap, late_util=_pct(late_util),
+                   transit_ms=_ms(transit), scaling_text=_scaling_text(scaling, method).capitalize(),
+                   hbm_text=hbm_g["detail"])
     if wait_share < rule["min_wait_share"] or waiter == late:
         return _make(ctx, rule, fired=False, variant="small_wait", values=vals, evidence=ev, query_params=qp)
-    if explained < rule["min_explained"]:
-        return _make(ctx, rule, fired=False, variant="not_memory", values=vals, evidence=ev, query_params=qp)
-    saving_ns = min(wait, max(d_sat, peer_hbm))
+    if hbm_g["grade"] not in ("measured", "sampled") or late_util is None:
+        return _make(ctx, rule, fired=False, variant="ungraded", values=vals, evidence=ev, query_params=qp,
+                     grade={**hbm_g, "grade": "insufficient"})
+    if covered < rule["min_explained"]:
+        return _make(ctx, rule, fired=False, variant="not_memory", values=vals, evidence=ev, query_params=qp,
+                     grade=hbm_g)
+    saving_ns = min(wait, max(d_sat, 0.0))
     share = ctx.share(saving_ns)
     return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, query_params=qp, share=share,
-                 saving=_saving(_ms(saving_ns), str(rule["saving_method"]), share),
+                 saving=_saving(_ms(saving_ns), str(rule["saving_method"]), share), grade=hbm_g,
                  top_ops=[{"rank": r, "lateness_ms_per_step": _ms(_per_step_rank(rs[r], "lateness_ns")),
-                           "peer_wait_ms_per_step": _ms(_per_step_rank(rs[r], "peer_wait_ns")),
+                           "peer_wait_ms_per_step": _ms(peer_wait(r)),
                            "hbm_saturated_compute_ms_per_step": _ms(_per_step_rank(wr.get(r, {}), "compute_hbm_saturated_ns")),
                            "hbm_utilization": (hbm.get(r) or {}).get("busy_utilization")} for r in sorted(rs)])
 
 
 def _num(x: Any) -> str:
     return "unknown" if x is None else f"{x:.2f}"
+
+
+def _scaling_text(scaling: float | None, method: str) -> str:
+    """'scaling efficiency 0.58 vs baseline run X' only with a baseline; otherwise the compute fraction, named
+    as such (without a baseline there is no scaling efficiency)."""
+    if method.startswith("baseline:"):
+        return f"scaling efficiency {_num(scaling)} vs baseline run {method.removeprefix('baseline:')}"
+    return f"compute fraction {_num(scaling)}"
 
 
 def _scaling(ctx: _Ctx) -> tuple[float | None, str]:
@@ -954,19 +1157,18 @@ def check_slow_rank(ctx: _Ctx, rule: Rule) -> Finding:
     slow = max(rs, key=lambda r: _per_step_rank(rs[r], "lateness_ns"))
     fast = min(rs, key=lambda r: _per_step_rank(rs[r], "lateness_ns"))
     late = _per_step_rank(rs[slow], "lateness_ns")
-    step_ns = ctx.mean_step_ns or 1.0
-    late_share = late / step_ns
-    ws, wf = wr.get(slow, {}), wr.get(fast, {})
-    d_sat = _per_step_rank(ws, "compute_hbm_saturated_ns") - _per_step_rank(wf, "compute_hbm_saturated_ns")
-    d_other = _per_step_rank(ws, "compute_other_ns") - _per_step_rank(wf, "compute_other_ns")
-    d_host = (_per_step_rank(ws, "idle_ns") + _per_step_rank(ws, "host_ns")) - (_per_step_rank(wf, "idle_ns") + _per_step_rank(wf, "host_ns"))
+    # a share needs a step to be a share of: a cluster summary without step times has none
+    step_ns = ctx.mean_step_ns
+    late_share = late / step_ns if step_ns else None
+    split = lateness_split(ctx, slow, fast)
+    d_sat, d_other, d_host = split["saturated_ns"], split["other_compute_ns"], split["host_idle_ns"]
     d_kernels = _per_step_rank(rs[slow], "compute_kernels") - _per_step_rank(rs[fast], "compute_kernels")
     causes = {"memory": d_sat, "compute": d_other, "host": d_host}
     cause = max(causes, key=lambda k: causes[k])
     if late <= 0 or causes[cause] < rule["min_explained"] * late:
         cause = "unexplained"
     hbm = ctx.hbm_ranks()
-    vals = _values(rule, ctx, slow=slow, fast=fast, late_ms=_ms(late), late_share=late_share, d_sat_ms=_ms(d_sat),
+    vals = _values(rule, ctx, slow=slow, fast=fast, late_ms=_ms(late), late_share=late_share or 0.0, d_sat_ms=_ms(d_sat),
                    d_compute_ms=_ms(d_other), d_host_ms=_ms(d_host), d_kernels=int(round(d_kernels)),
                    slow_util=_pct((hbm.get(slow) or {}).get("busy_utilization")),
                    fast_util=_pct((hbm.get(fast) or {}).get("busy_utilization")),
@@ -985,6 +1187,9 @@ def check_slow_rank(ctx: _Ctx, rule: Rule) -> Finding:
             for r in sorted(rs)]
     share = ctx.share(late)
     saving = _saving(_ms(late), str(rule["saving_method"]), share)
+    if late_share is None:
+        return _make(ctx, rule, fired=False, variant="no_steps", values=vals, evidence=ev, top_ops=tops,
+                     saving=_saving(None, "no step times in the dump", None))
     if late_share < rule["min_lateness_share"]:
         return _make(ctx, rule, fired=False, variant="balanced", values=vals, evidence=ev, top_ops=tops, saving=saving)
     return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving, share=share)
@@ -1160,49 +1365,133 @@ CHECKS: dict[str, Callable[[_Ctx, Rule], Finding]] = {
 
 
 # ---- verdict -------------------------------------------------------------------------------------------------
-def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
-    w = ctx.wait_run()
+def _hbm_summary(ctx: _Ctx) -> dict[str, Any]:
+    """The run's HBM bandwidth as the verdict may cite it: the busiest graded rank's utilisation, or for sampled
+    counters too coarse to resolve the kernels their step mean, highest sample and upper bound, or a modeled
+    lower bound; with the grade, a text, and whether it is known to be below the not-bound line."""
+    from . import grades
+
     hbm = ctx.hbm_ranks()
     utils = {r: x["busy_utilization"] for r, x in hbm.items() if x.get("busy_utilization") is not None}
-    top_rank = max(utils, key=lambda r: utils[r]) if utils else None
-    util = utils.get(top_rank) if top_rank is not None else None
+    out: dict[str, Any] = {"util": None, "rank": None, "below_line": False, "grade": grades.hbm_grade(None, ctx.device_kind)}
+    if utils:
+        r = max(utils, key=lambda k: utils[k])
+        g = grades.hbm_grade(hbm[r], ctx.device_kind)
+        out.update(util=utils[r], rank=r, grade=g, below_line=utils[r] < ctx.not_bound,
+                   text=f"utilisation {_pct(utils[r])} on rank {r} ({g['grade']}: {g['detail']})")
+        return out
+    sampled = {r: x for r, x in hbm.items() if x.get("evidence") == "sampled" and x.get("utilization") is not None}
+    if sampled:
+        r = max(sampled, key=lambda k: (sampled[k].get("busy_utilization_max") or 0.0, sampled[k]["utilization"]))
+        x = sampled[r]
+        umax = x.get("busy_utilization_max")
+        period = (x.get("sample_period_ns") or 0) / 1e6
+        bound = "up to 100%" if umax is None or umax >= 1 else f"at most {umax:.0%}"
+        out.update(rank=r, grade=grades.hbm_grade(x, ctx.device_kind), mean=x["utilization"],
+                   max_sample=x.get("max_utilization"), busy_bound=min(umax, 1.0) if umax is not None else None,
+                   below_line=all(v.get("busy_utilization_max") is not None and v["busy_utilization_max"] < ctx.not_bound
+                                  for v in sampled.values()),
+                   text=(f"counters average {x['utilization']:.1%} of peak on rank {r} (sampled every {period:g} ms, "
+                         f"highest sample {(x.get('max_utilization') or 0):.1%}; {bound} while computing)"))
+        return out
+    lower = [x.get("modeled_utilization_lower") for x in hbm.values() if x.get("modeled_utilization_lower")]
+    if lower:
+        out.update(lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)")
+    else:
+        out["text"] = "no HBM bytes in the dump"
+    return out
+
+
+def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
+    from . import grades
+
+    w = ctx.wait_run()
+    hs = _hbm_summary(ctx)
+    util, top_rank = hs["util"], hs["rank"]
     scaling, method = _scaling(ctx)
+    cov = ctx.coverage()
+    capture = {"ranks_captured": cov.get("ranks_captured"), "job_ranks": cov.get("job_ranks"),
+               "job_ranks_source": cov.get("job_ranks_source"), "missing_ranks": cov.get("missing_ranks") or "",
+               "complete": cov.get("complete"), "kernel_coverage": cov.get("kernel_coverage")}
     tmpl = ctx.rules["verdict"]
+    common = {"hbm_utilization": util, "hbm_utilization_rank": top_rank, "hbm_evidence": hs["grade"],
+              "hbm_mean_utilization": hs.get("mean"), "hbm_max_sample": hs.get("max_sample"),
+              "hbm_busy_utilization_bound": hs.get("busy_bound"),
+              "scaling_efficiency": scaling if method != "compute_fraction" else None, "scaling_method": method,
+              "compute_fraction": (w or {}).get("compute_fraction"), "capture": capture,
+              "device_kind": ctx.device_kind}
+    if ctx.device_kind == "cpu":
+        host_ops = int((ctx.store_run_info().get("rows") or {}).get("host_ops") or 0)
+        return {"bound": None, "confidence": "cannot tell",
+                "headline": render(tmpl["no_device"], {"host_ops": host_ops}, "verdict.no_device"),
+                **common, "shares": {}, "mean_step_ms": None, "ranks": len(ctx.hbm_ranks()), "steps": 0}
     if not w or not w.get("verdict"):
-        return {"bound": None, "headline": render(tmpl["none"], {}, "verdict.none"), "hbm_utilization": util,
-                "hbm_utilization_rank": top_rank, "scaling_efficiency": scaling, "scaling_method": method,
-                "shares": {}, "mean_step_ms": None, "ranks": len(hbm), "steps": 0}
+        return {"bound": None, "confidence": "cannot tell", "headline": render(tmpl["none"], {}, "verdict.none"),
+                **common, "shares": {}, "mean_step_ms": None, "ranks": len(ctx.hbm_ranks()), "steps": 0}
     bound = str(w["verdict"]).removesuffix("-bound")
     shares = {"memory": w["memory_share"], "communication": w["communication_share"], "compute": w["compute_share"],
               "idle_host": w["idle_host_share"]}
     wall = w["wall_ns"] or 1
+    capture_text = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
     vals: dict[str, Any] = {
         "util": _pct(util), "util_rank": top_rank if top_rank is not None else "?", "not_bound": ctx.not_bound,
         "sat": ctx.sat, "scaling": _num(scaling), "scaling_method": method.replace("_", " "),
+        "scaling_text": _scaling_text(scaling, method), "hbm_text": hs.get("text", ""),
+        "hbm_grade": f"{hs['grade']['grade']}: {hs['grade']['detail']}", "capture": capture_text,
         "memory_share": shares["memory"] or 0.0, "communication_share": shares["communication"] or 0.0,
         "compute_share": shares["compute"] or 0.0, "idle_host_share": shares["idle_host"] or 0.0,
         "transit_share": (w["comm_transit_ns"] or 0) / wall,
         "wait_share": ((w["comm_wait_other_ns"] or 0) + (w["comm_wait_peer_hbm_ns"] or 0)) / wall,
         "idle_share": (w["idle_ns"] or 0) / wall, "host_share": (w["host_ns"] or 0) / wall,
     }
+    graded = util is not None or hs["below_line"]
+    confidence = "judged"
     variant = {"memory": "memory", "communication": "communication", "compute": "compute", "host/idle": "host_idle"}[bound]
-    if bound == "communication" and util is not None and util >= ctx.not_bound:
-        variant = "communication_busy_hbm"
+    if bound == "communication":
+        comm = (w["comm_transit_ns"] or 0) + (w["comm_wait_other_ns"] or 0) + (w["comm_wait_peer_hbm_ns"] or 0) \
+            + (w.get("comm_unsplit_ns") or 0)
+        if comm and (w.get("comm_unsplit_ns") or 0) >= 0.5 * comm:
+            variant = "unsplit"
+        elif util is not None and util >= ctx.not_bound:
+            variant = "communication_busy_hbm"
+        elif ctx.peak() is None:
+            variant = "communication_no_peak"
+        elif not hs["below_line"]:
+            variant = "communication_hbm_unknown"
+    elif bound == "compute" and not graded:
+        variant = "compute_no_peak" if ctx.peak() is None else "compute_ungraded"
+        confidence = "cannot tell"
     cw = next((f for f in findings if f.id == "comm_waits_on_memory" and f.fired), None)
     if cw is not None:
         variant = "memory_waits" if bound == "memory" else variant
         vals.update(waiting=cw.evidence["waiting_rank"], late=cw.evidence["late_rank"],
                     wait_ms=_ms(cw.evidence["peer_wait_ns_per_step"]),
                     late_util=_pct(cw.evidence.get("late_rank_hbm_utilization")))
-    if util is None:
-        variant += "_no_peak" if f"{variant}_no_peak" in tmpl else ""
+    if util is None and variant in ("memory", "compute") and ctx.peak() is None:
+        variant += "_no_peak"
+    headline = render(tmpl[variant], vals, f"verdict.{variant}")
+    missing_ns = w.get("comm_wait_missing_ranks_ns") or 0
+    if capture["complete"] is False:
+        n_missing = (capture["job_ranks"] or 0) - (capture["ranks_captured"] or 0)
+        ids = capture["missing_ranks"]
+        missing = f"{n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
+        if missing_ns / wall >= 0.05:
+            headline = render(tmpl["partial"], {"captured": capture["ranks_captured"], "job": capture["job_ranks"],
+                                                "missing": missing, "missing_share": missing_ns / wall,
+                                                "local": headline}, "verdict.partial")
+            confidence = "cannot tell"
+        else:
+            headline = f"{capture['ranks_captured']} of {capture['job_ranks']} ranks captured ({missing}); {headline}"
+    kc = capture.get("kernel_coverage")
+    if kc is not None and kc < 0.9:
+        # a partial task list (data_simplification, a capture cut short) under-counts every device share
+        headline += (f"; note: the device task list covers only {kc:.0%} of the device time step_trace_time "
+                     "reports, so the shares above rest on part of each step")
     return {
         "bound": bound,
-        "headline": render(tmpl[variant], vals, f"verdict.{variant}"),
-        "hbm_utilization": util,
-        "hbm_utilization_rank": top_rank,
-        "scaling_efficiency": scaling,
-        "scaling_method": method,
+        "confidence": confidence,
+        "headline": headline,
+        **common,
         "shares": shares,
         "mean_step_ms": _ms(w["mean_step_ns"]),
         "ranks": len(ctx.wait_by_rank()),

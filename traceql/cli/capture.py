@@ -153,7 +153,7 @@ def _ingest(meta: dict[str, Any], store: Path | None, run: str, replace: bool) -
         _console.warn(w)
     from ..checks import run_checks  # the same data-fidelity checks `traceql ingest` runs
 
-    for r in run_checks(store, info["run_id"]):
+    for r in run_checks(store, info["run_id"], analysis=False):
         if r["failures"]:
             _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']}")
 

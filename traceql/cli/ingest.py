@@ -64,7 +64,7 @@ def ingest_cmd(
     if check:
         from ..checks import run_checks
 
-        for r in run_checks(store, info["run_id"]):
+        for r in run_checks(store, info["run_id"], analysis=False):
             if r.get("error"):
                 _console.warn(f"check {r['name']} could not run: {r['error']}")
             elif r["failures"]:

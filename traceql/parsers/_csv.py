@@ -319,3 +319,13 @@ def read_header(path: Path) -> list[str]:
             seen[c] = 0
             out.append(c)
     return out
+
+
+def comm_task_sql(task_type: str, name: str) -> str:
+    """SQL: is this per-task CSV row a communication task? Every Ascend parser that classifies tasks uses it.
+
+    Older torch_npu/msprof exports write the HCCL tasks' core (kernel_details 'Accelerator Core', op_summary
+    'Task Type') as `HCCL`; torch_npu 2.7 / CANN 8.3 write `COMMUNICATION`. Level0 dumps may write N/A there
+    and keep only the name (`hcom_allReduce__...`), hence the name fallback."""
+    return (f"COALESCE(upper({task_type}) IN ('HCCL', 'COMMUNICATION'), false) "
+            f"OR COALESCE(lower({name}) LIKE 'hcom%', false)")

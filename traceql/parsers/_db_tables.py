@@ -461,15 +461,18 @@ def comm_link_sql(x: DbExport) -> str | None:
         )
     src, dst = k("srcRank"), k("dstRank")
     link, tr = k("linkType", "VARCHAR"), k("transportType", "VARCHAR")
-    # "dst rank 4294967295 means local" (formats.md); ON_CHIP links are local copies; SDMA tasks are labelled
+    # "dst rank 4294967295 means local" (formats.md); srcRank 4294967295 is the same UINT32 "n/a" marker (level0
+    # db dumps write it): NULL, never an INTEGER overflow. ON_CHIP links are local copies; SDMA tasks are labelled
     # with their physical link (HCCS/PCIE/SIO), as analysis.db and communication_matrix.json do.
     transport = f"""CASE WHEN {dst} = {UINT32_NONE} OR {dst} = {src} OR {link} = 'ON_CHIP' THEN 'LOCAL'
                          WHEN {tr} = 'RDMA' THEN 'RDMA'
                          WHEN {link} IN ('HCCS', 'PCIE', 'SIO', 'HCCS_SW', 'UB', 'ROCE') THEN {link}
                          ELSE {tr} END"""
     return f"""SELECT {op_name} AS op_name, {k("opId")} AS op_id, {k("groupName", "VARCHAR")} AS group_name,
-                 {op_start} AS op_start, CAST({src} AS INTEGER) AS src_rank,
-                 CAST(CASE WHEN {dst} = {UINT32_NONE} THEN {src} ELSE {dst} END AS INTEGER) AS dst_rank,
+                 {op_start} AS op_start,
+                 CAST(CASE WHEN {src} <> {UINT32_NONE} THEN {src} END AS INTEGER) AS src_rank,
+                 CAST(CASE WHEN {dst} <> {UINT32_NONE} THEN {dst}
+                           WHEN {src} <> {UINT32_NONE} THEN {src} END AS INTEGER) AS dst_rank,
                  {transport} AS transport, {tr} AS raw_transport, {k("size")} AS size, t."endNs" - t."startNs" AS dur_ns
                FROM "COMMUNICATION_TASK_INFO" k JOIN "TASK" t ON {cond} {op_join}"""
 

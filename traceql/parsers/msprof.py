@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
-from ._csv import CsvFile, TaskCsv, text_map_of
+from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from .base import Unit, read_head
 from .torch_npu import api_statistic_exprs, check_complete, op_statistic_exprs
@@ -190,7 +190,7 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
     csvs = {mod: files for (mod, ext), files in groups.items() if ext == "csv" and files}
     jsons = {mod: files for (mod, ext), files in groups.items() if ext == "json" and files}
     # a file cut off mid-write fails the run now, naming its byte offset, not after the others are parsed
-    check_complete([p for (mod, _), files in groups.items() if mod in PARSED_MODULES for p in files])
+    warnings += check_complete([p for (mod, _), files in groups.items() if mod in PARSED_MODULES for p in files])
     parsed: list[str] = []
     skipped: list[str] = []  # files deliberately not read, and why
     meta: list[dict[str, Any]] = []
@@ -342,7 +342,7 @@ def _kernel_exprs(csv: CsvFile, device: int | None) -> dict[str, str]:
         "name": name,
         "op_type": csv.txt(c["op_type"] or "OP Type"),
         "task_type": task_type,
-        "is_comm": f"COALESCE(upper({task_type}) = 'HCCL', lower({name}) LIKE 'hcom%', false)",
+        "is_comm": comm_task_sql(task_type, name),
         "stream_id": csv.int_("Stream ID"),
         "task_id": csv.int_("Task ID"),
         "model_id": csv.int_("Model ID"),
@@ -435,7 +435,7 @@ def _task_time_kernel_exprs(csv: CsvFile, device: int | None) -> dict[str, str]:
         "device_id": _device_expr(csv, device),
         "name": name,
         "task_type": task_type,
-        "is_comm": f"COALESCE(upper({task_type}) = 'HCCL', lower({name}) LIKE 'hcom%', false)",
+        "is_comm": comm_task_sql(task_type, name),
         "stream_id": csv.int_("stream_id"),
         "task_id": csv.int_("task_id"),
         "ts_ns": csv.us_ns("task_start(us)"),

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
-from ._csv import CsvFile, TaskCsv, text_map_of
+from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from ._units import dec_to_ns, to_float
 from .base import Unit, read_head
@@ -457,15 +457,38 @@ _CLOSER = {b"[": (b"]", "array"), b"{": (b"}", "object")}
 _SMALL_JSON = 1 << 20  # JSON files parsed in milliseconds anyway: their parser's own message is more precise
 
 
-def check_complete(paths: list[Path]) -> None:
-    """BadTraceError for the first file that was cut off mid-write, naming the byte offset where it stops.
+def _last_row_complete(head: bytes, tail: bytes) -> bool:
+    """True when the unterminated last row of a CSV has as many fields as its header (it was written whole; a
+    row cut mid-write ends short of the header's field count). A cut inside the last field cannot be told apart
+    from a whole one: torch_npu/msprof end every row with a line break, so this only admits RFC 4180 files."""
+    import csv
+    import io
+
+    if b"\n" not in head or b"\n" not in tail:
+        return False
+    header_line = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    last_line = tail.rsplit(b"\n", 1)[1].decode("utf-8", "replace")
+    try:
+        header = next(csv.reader(io.StringIO(header_line)), [])
+        last = next(csv.reader(io.StringIO(last_line), strict=True), [])
+    except csv.Error:  # an unclosed quote: the row was cut inside a quoted field
+        return False
+    return len(header) > 1 and len(last) == len(header) and last_line.count('"') % 2 == 0
+
+
+def check_complete(paths: list[Path]) -> list[str]:
+    """BadTraceError for the first file that was cut off mid-write, naming the byte offset where it stops; the
+    warnings for CSVs accepted without a final line break.
 
     A profiler killed while writing leaves a JSON file that does not close its root, or a CSV whose last row
     has no line break (every torch_npu/msprof CSV ends each row with one). Checked on the first and last bytes
     of each file before any parsing, so a cut multi-GB dump fails in milliseconds instead of after minutes of
     parsing (or, for a CSV, instead of silently storing a half-written last row whose numbers are cut short).
     Empty, gzip and non-UTF-8 files, and JSON under 1 MiB, are left to the parsers, which report those.
+    A CSV whose unterminated last row has all the header's fields is accepted (RFC 4180 allows it) with a
+    warning: a cut inside that row's last field would look the same.
     """
+    warnings: list[str] = []
     for path in paths:
         suffix = path.suffix.lower()
         if suffix not in (".csv", ".json"):
@@ -482,12 +505,17 @@ def check_complete(paths: list[Path]) -> None:
         if not head or head[:2] == b"\x1f\x8b":
             continue
         if suffix == ".csv":
-            if not tail.endswith(b"\n") and (b"\n" in head or size > 4096):  # a header alone may lack it
-                raise BadTraceError(
-                    path,
-                    f"truncated CSV: the file ends at byte {size} in the middle of a row (no line break after "
-                    "the last row); the profiler was probably killed mid-write",
-                )
+            # a header alone may lack the line break; RFC 4180 allows the last row to lack one too, so an
+            # unterminated last row is cut off only when it has fewer fields than the header
+            if not tail.endswith(b"\n") and (b"\n" in head or size > 4096):
+                if not _last_row_complete(head, tail):
+                    raise BadTraceError(
+                        path,
+                        f"truncated CSV: the file ends at byte {size} in the middle of a row (no line break after "
+                        "the last row); the profiler was probably killed mid-write",
+                    )
+                warnings.append(f"{path}: no line break after the last row; read as complete (it has every "
+                                "column), but if the profiler was killed mid-write its last value may be cut short")
             continue
         closer = _CLOSER.get(head[:1])
         if closer is None or size < _SMALL_JSON:
@@ -500,6 +528,7 @@ def check_complete(paths: list[Path]) -> None:
                 f"truncated JSON: the file ends at byte {size} without the closing {closer[0].decode()!r} of its "
                 f"top-level {closer[1]} (last character {last!r}); the profiler was probably killed mid-write",
             )
+    return warnings
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -536,7 +565,7 @@ def _kernel_exprs(csv: CsvFile) -> dict[str, str]:
         "op_type": csv.txt("Type"),
         "task_type": task_type,
         # level0 dumps write Type=N/A but keep Accelerator Core; older ones may lack both: fall back to the name
-        "is_comm": f"COALESCE({task_type} = 'HCCL', lower({name}) LIKE 'hcom%', false)",
+        "is_comm": comm_task_sql(task_type, name),
         "stream_id": csv.int_("Stream ID"),
         "task_id": csv.int_("Task ID"),
         "model_id": csv.int_("Model ID"),
@@ -931,11 +960,11 @@ class TorchNpuTextParser:
     def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
         path = Path(unit.path)
         if path.is_file():
-            check_complete([path])
+            warns = check_complete([path])
             res = parse_kernel_details(path, out)
             if res["aic_metrics"]:
                 write_rows(out, "run_meta", [{"key": "traceql.aic_metrics", "value": res["aic_metrics"]}])
-            return {"device": None, "aic_metrics": res["aic_metrics"], "files": [path.name], "warnings": []}
+            return {"device": None, "aic_metrics": res["aic_metrics"], "files": [path.name], "warnings": warns}
         lay = _layout(path)
         if lay is None:
             raise BadTraceError(
@@ -953,7 +982,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         p = outdir / name
         return p if p.is_file() else None
 
-    check_complete([p for name in KNOWN_FILES if (p := f(name))])
+    warnings += check_complete([p for name in KNOWN_FILES if (p := f(name))])
     meta_rows, facts = _meta_rows(root)
     kd = f("kernel_details.csv")
     if kd:

@@ -308,9 +308,14 @@ def build_context(store: Any = None, run_id: str | None = None, *, device: str |
     tiles = [
         ("bound", v.get("bound") or "–"),
         ("HBM utilisation while computing" + (f" (rank {v['hbm_utilization_rank']})" if v.get("hbm_utilization_rank") is not None else ""),
-         fmt_value(v.get("hbm_utilization"), "utilization")),
-        ("scaling efficiency (" + str(v.get("scaling_method") or "–").replace("_", " ") + ")",
-         f"{v['scaling_efficiency']:.2f}" if v.get("scaling_efficiency") is not None else "–"),
+         fmt_value(v.get("hbm_utilization"), "utilization") if v.get("hbm_utilization") is not None else
+         ("unresolved" if v.get("hbm_mean_utilization") is not None else "not known")),
+        ("HBM evidence", str((v.get("hbm_evidence") or {}).get("grade") or "–")),
+        ("ranks captured", f"{(v.get('capture') or {}).get('ranks_captured') or '–'} of {(v.get('capture') or {}).get('job_ranks') or '–'}"),
+        # a scaling efficiency needs a baseline run; without one the tile is the compute fraction, named so
+        (("scaling efficiency (" + str(v.get("scaling_method")).removeprefix("baseline:") + ")",
+          f"{v['scaling_efficiency']:.2f}") if v.get("scaling_efficiency") is not None else
+         ("compute fraction", f"{v['compute_fraction']:.2f}" if v.get("compute_fraction") is not None else "–")),
         ("mean step", fmt_value(v.get("mean_step_ms"), "mean_step_ms")),
     ]
     shares = [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()]
