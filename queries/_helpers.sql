@@ -614,10 +614,11 @@ SELECT run_id, rank, step, t0, t1, dur_ns,
 FROM _timeline(sat_threshold, peak_hbm_bps);
 
 -- How much of the job the dump holds, per run: ranks_captured (ranks with kernels, communication or steps) and
--- job_ranks, the job's size as the dump itself records it: the largest of the distinct rank ids it names
--- (communication_matrix source / destination ranks, profiler_metadata parallel groups' global_ranks,
--- msprof-analyze communication_group.json) and a recorded world size (profiler_metadata distributed_args,
--- Kineto distributedInfo). missing_ranks lists the named rank ids with no data (a world size alone names none).
+-- job_ranks, the job's size as the dump itself records it: a recorded world size (profiler_metadata
+-- distributed_args, Kineto distributedInfo) when there is one, else at least the highest rank id it names + 1
+-- (ids are 0-based: communication_matrix source / destination ranks, profiler_metadata parallel groups'
+-- global_ranks, msprof-analyze communication_group.json). job_ranks_exact: from a world size (else a lower
+-- bound). missing_ranks: the ids below job_ranks with no data (none listed from a world size alone).
 CREATE OR REPLACE MACRO _capture_coverage() AS TABLE
 WITH cap AS (
     SELECT DISTINCT run_id, rank FROM (
@@ -639,16 +640,20 @@ WITH cap AS (
     SELECT c.run_id, count(*) AS ranks_captured, list(c.rank ORDER BY c.rank) AS captured
     FROM cap c GROUP BY c.run_id
 ), nm AS (
-    SELECT i.run_id, count(*) AS named_ranks, string_agg(DISTINCT i.srcs, '; ') AS named_from,
-           list(i.r ORDER BY i.r) FILTER (WHERE NOT EXISTS (
-               SELECT 1 FROM cap c WHERE c.run_id = i.run_id AND c.rank = i.r)) AS missing
+    SELECT i.run_id, max(i.r) + 1 AS named_ranks, string_agg(DISTINCT i.srcs, '; ') AS named_from
     FROM ids i GROUP BY i.run_id
+), sized AS (
+    SELECT p.run_id, p.ranks_captured, p.captured, ws.world_size, nm.named_from,
+           greatest(p.ranks_captured, coalesce(nm.named_ranks, 0), coalesce(ws.world_size, 0)) AS job_ranks,
+           greatest(p.ranks_captured, coalesce(nm.named_ranks, 0)) AS by_ids
+    FROM per p LEFT JOIN nm ON nm.run_id = p.run_id LEFT JOIN ws ON ws.run_id = p.run_id
 )
-SELECT p.run_id, p.ranks_captured::BIGINT AS ranks_captured,
-       greatest(p.ranks_captured, coalesce(nm.named_ranks, 0), coalesce(ws.world_size, 0))::BIGINT AS job_ranks,
-       CASE WHEN coalesce(ws.world_size, 0) > greatest(p.ranks_captured, coalesce(nm.named_ranks, 0)) THEN 'world size'
-            WHEN coalesce(nm.named_ranks, 0) > p.ranks_captured THEN nm.named_from
+SELECT run_id, ranks_captured::BIGINT AS ranks_captured, job_ranks::BIGINT AS job_ranks,
+       CASE WHEN coalesce(world_size, 0) >= by_ids AND world_size IS NOT NULL THEN 'world size'
+            WHEN by_ids > ranks_captured THEN named_from
             ELSE 'ranks captured' END AS job_ranks_source,
-       coalesce(nm.missing, []::INTEGER[]) AS missing_ranks,
-       p.captured AS captured_ranks
-FROM per p LEFT JOIN nm ON nm.run_id = p.run_id LEFT JOIN ws ON ws.run_id = p.run_id;
+       world_size IS NOT NULL AND world_size >= by_ids AS job_ranks_exact,
+       CASE WHEN coalesce(world_size, 0) > by_ids THEN []::INTEGER[]
+            ELSE list_filter(range(0, job_ranks::INTEGER), lambda x: NOT list_contains(captured, x)) END AS missing_ranks,
+       captured AS captured_ranks
+FROM sized;

@@ -4,8 +4,9 @@
 -- column: ranks_captured BIGINT        -- ranks with kernels, communication ops or steps in the dump
 -- column: job_ranks BIGINT             -- the job's size as the dump records it (>= ranks_captured)
 -- column: job_ranks_source VARCHAR     -- where job_ranks comes from: communication_matrix | parallel groups | communication groups | world size | ranks captured
+-- column: job_ranks_exact BOOLEAN      -- job_ranks is a recorded world size (else a lower bound from the highest rank id named + 1)
 -- column: complete BOOLEAN             -- every rank of the job is in the dump
--- column: missing_ranks VARCHAR        -- rank ids the dump names but holds no data for ('' when none are named)
+-- column: missing_ranks VARCHAR        -- rank ids below job_ranks with no data ('' when only a world size is known)
 -- column: captured_ranks VARCHAR       -- rank ids with data
 -- column: steps_reported BIGINT        -- rank-steps with a profiler step breakdown (step_trace_time)
 -- column: kernel_coverage DOUBLE       -- device time the task list covers / the device time step_trace_time reports (computing + communication not overlapped + free), over those rank-steps, 0..1; null without a step breakdown
@@ -31,7 +32,7 @@ WITH cov AS (
     FROM st LEFT JOIN ks ON ks.run_id = st.run_id AND ks.rank = st.rank AND ks.step = st.step
     GROUP BY st.run_id
 )
-SELECT cov.run_id, cov.ranks_captured, cov.job_ranks, cov.job_ranks_source,
+SELECT cov.run_id, cov.ranks_captured, cov.job_ranks, cov.job_ranks_source, cov.job_ranks_exact,
        cov.ranks_captured >= cov.job_ranks AS complete,
        array_to_string(cov.missing_ranks, ',') AS missing_ranks,
        array_to_string(cov.captured_ranks, ',') AS captured_ranks,

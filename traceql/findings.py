@@ -1411,7 +1411,8 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
     scaling, method = _scaling(ctx)
     cov = ctx.coverage()
     capture = {"ranks_captured": cov.get("ranks_captured"), "job_ranks": cov.get("job_ranks"),
-               "job_ranks_source": cov.get("job_ranks_source"), "missing_ranks": cov.get("missing_ranks") or "",
+               "job_ranks_source": cov.get("job_ranks_source"), "job_ranks_exact": cov.get("job_ranks_exact"),
+               "missing_ranks": cov.get("missing_ranks") or "",
                "complete": cov.get("complete"), "kernel_coverage": cov.get("kernel_coverage")}
     tmpl = ctx.rules["verdict"]
     common = {"hbm_utilization": util, "hbm_utilization_rank": top_rank, "hbm_evidence": hs["grade"],
@@ -1426,7 +1427,13 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
                 "headline": render(tmpl["no_device"], {"host_ops": host_ops}, "verdict.no_device"),
                 **common, "shares": {}, "mean_step_ms": None, "ranks": len(ctx.hbm_ranks()), "steps": 0}
     if not w or not w.get("verdict"):
-        return {"bound": None, "confidence": "cannot tell", "headline": render(tmpl["none"], {}, "verdict.none"),
+        info = ctx.store_run_info()
+        k = ctx.con.execute("SELECT count(*), count(*) FILTER (WHERE task_type = 'cuda_profiler_range') FROM kernels "
+                            "WHERE run_id = $r", {"r": ctx.run_id}).fetchone() or (0, 0)
+        variant = ("cluster_summary" if str(info.get("format", "")).endswith("cluster") and not k[0]
+                   else "ranges_only" if k[0] and k[0] == k[1] else "none")
+        return {"bound": None, "confidence": "cannot tell",
+                "headline": render(tmpl[variant], {"ranges": k[1]}, f"verdict.{variant}"),
                 **common, "shares": {}, "mean_step_ms": None, "ranks": len(ctx.hbm_ranks()), "steps": 0}
     bound = str(w["verdict"]).removesuffix("-bound")
     shares = {"memory": w["memory_share"], "communication": w["communication_share"], "compute": w["compute_share"],
@@ -1475,13 +1482,15 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
         n_missing = (capture["job_ranks"] or 0) - (capture["ranks_captured"] or 0)
         ids = capture["missing_ranks"]
         missing = f"{n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
+        # a job size read from rank ids is a lower bound (ranks above the highest id named may exist)
+        job = capture["job_ranks"] if capture.get("job_ranks_exact") else f"at least {capture['job_ranks']}"
         if missing_ns / wall >= 0.05:
-            headline = render(tmpl["partial"], {"captured": capture["ranks_captured"], "job": capture["job_ranks"],
+            headline = render(tmpl["partial"], {"captured": capture["ranks_captured"], "job": job,
                                                 "missing": missing, "missing_share": missing_ns / wall,
                                                 "local": headline}, "verdict.partial")
             confidence = "cannot tell"
         else:
-            headline = f"{capture['ranks_captured']} of {capture['job_ranks']} ranks captured ({missing}); {headline}"
+            headline = f"{capture['ranks_captured']} of {job} ranks captured ({missing}); {headline}"
     kc = capture.get("kernel_coverage")
     if kc is not None and kc < 0.9:
         # a partial task list (data_simplification, a capture cut short) under-counts every device share
