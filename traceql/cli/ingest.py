@@ -116,8 +116,10 @@ def rm_cmd(
     from ..store import Store
     from . import _console
 
-    Store(store).remove(run)
-    _console.info(f"removed run {run!r}")
+    if Store(store).remove(run):
+        _console.info(f"removed run {run!r}")
+    else:
+        _console.info(f"removed run {run!r} (its files are deleted once the queries reading them now end)")
 
 
 def register(app: typer.Typer) -> None:
