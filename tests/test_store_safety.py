@@ -153,7 +153,7 @@ def assert_store_healthy(store: Path, expect_runs: dict[str, int]) -> None:
     for rid, info in runs.items():
         for rels in info["files"].values():
             for rel in rels:
-                assert (store / "runs" / rid / rel).is_file(), (rid, rel)
+                assert (st.run_path(rid) / rel).is_file(), (rid, rel)
     con = engine.connect(st)
     for t in schema.TABLE_NAMES:
         con.execute(f"SELECT count(*) FROM {t}").fetchone()
@@ -337,7 +337,7 @@ def test_two_concurrent_ingests_with_the_same_name_one_is_refused(base_store: Pa
 # ---- stores from other traceql versions, damaged stores ---------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", [0, None, "1", 2])
+@pytest.mark.parametrize("fmt", [0, None, "1", 3])
 def test_store_from_another_format_is_refused_with_a_message(base_store: Path, cli, fmt: object) -> None:  # type: ignore[no-untyped-def]
     m = json.loads((base_store / "manifest.json").read_text())
     if fmt is None:
