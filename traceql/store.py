@@ -535,9 +535,12 @@ class Store:
             tmp.write_text(json.dumps(m, indent=1, sort_keys=True), encoding="utf-8")
             _fsync_path(tmp)
             os.replace(tmp, self.manifest_path)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(OSError):
                 tmp.unlink()  # a full disk must not leave temp manifests behind
+            if isinstance(e, OSError):
+                raise StoreError(f"{self.manifest_path}: cannot write the new manifest ({e.strerror or e}); "
+                                 "the store is unchanged") from e
             raise
         _fsync_path(self.root, directory=True)
 
