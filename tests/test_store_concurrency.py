@@ -186,10 +186,17 @@ def test_a_store_path_reads_exactly_its_own_files(tmp_path: Path, cli, name: str
 
     from traceql import engine
 
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     store = tmp_path / name
     make_run(store, "own", 3)
-    for i, sib in enumerate(siblings):
-        make_run(tmp_path / sib, "own", 100 + i)  # same run name and file names: a glob would add them
+    for sib in siblings:  # the same store with 10x the rows: identical paths below the store dir
+        shutil.copytree(store, tmp_path / sib)
+        for f in (tmp_path / sib / "runs").rglob("*.parquet"):
+            t = pq.read_table(f)
+            f.chmod(0o644)
+            pq.write_table(pa.concat_tables([t] * 10), f)
     assert engine.connect(store).execute("SELECT count(*) FROM kernels").fetchone() == (3,)
     r = cli("sql", "SELECT count(*) AS n FROM kernels", "--store", store, "--format", "json")
     assert r.code == 0 and json.loads(r.out) == [{"n": 3}], r
