@@ -450,3 +450,29 @@ def test_a_format_1_store_is_read_and_migrated_on_the_next_write(tmp_path: Path)
     assert not (store / "runs" / "old").exists() and (store / "runs" / "keep").is_dir()
     assert dict(engine.connect(store).execute("SELECT run_id, count(*) FROM kernels GROUP BY 1").fetchall()) == {"old": 4, "keep": 2}
     assert_reaped(store)
+
+
+@pytest.mark.parametrize("torn", ["new_in_place", "nothing_in_place"])
+def test_a_format_1_replace_torn_by_a_kill_is_repaired(tmp_path: Path, torn: str) -> None:
+    """What the old commit left when killed between its renames: the manifest describes the old run, whose dir
+    is in .staging/trash-*, while runs/<run> holds the new files (or nothing). The start-up check puts it back."""
+    from traceql import engine
+
+    store = tmp_path / "s"
+    make_run(store, "old", 3)
+    make_run(store, "new", 8)
+    m = json.loads((store / "manifest.json").read_text())
+    for run_id, info in m["runs"].items():
+        (store / "runs" / info.pop("dir")).rename(store / "runs" / run_id)
+    m["store_format"] = 1
+    del m["runs"]["new"]
+    (store / "manifest.json").write_text(json.dumps(m))
+    (store / "runs" / "old").rename(store / ".staging" / "trash-0123")
+    if torn == "new_in_place":
+        (store / "runs" / "new").rename(store / "runs" / "old")  # same file names, other rows
+    else:
+        shutil.rmtree(store / "runs" / "new")
+    Store(store).tidy()
+    assert engine.connect(store).execute("SELECT count(*) FROM kernels").fetchone() == (3,)
+    assert sorted(p.name for p in (store / "runs").iterdir()) == ["old"]
+    assert_reaped(store)

@@ -204,6 +204,23 @@ def _safe_rel(rel: str) -> bool:
     return bool(parts) and not Path(rel).is_absolute() and ".." not in parts
 
 
+def _holds_run(d: Path, info: dict[str, Any]) -> bool:
+    """Whether dir `d` holds every file the manifest entry lists, with the row counts it records."""
+    import pyarrow.parquet as pq
+
+    if d.is_symlink() or not d.is_dir():
+        return False
+    try:
+        rows = info.get("rows", {})
+        for table, rels in info.get("files", {}).items():
+            n = sum(pq.ParquetFile(d / rel).metadata.num_rows for rel in rels)  # raises if one is missing
+            if table in rows and n != rows[table]:  # derived tables record their rows elsewhere
+                return False
+    except (OSError, ValueError):  # missing or not Parquet (pyarrow raises ArrowInvalid, a ValueError)
+        return False
+    return True
+
+
 class Store:
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root) if root is not None else default_store()
@@ -500,6 +517,7 @@ class Store:
           readers' lock, else left for the next writer."""
         from . import _owned
 
+        self._repair_format_1(m)
         _owned.reap(self.root / ".staging")
         for p in self.root.glob(".*.tmp"):
             with contextlib.suppress(OSError):
@@ -525,6 +543,27 @@ class Store:
             for e in dead:
                 _owned._remove(e)
         return True
+
+    def _repair_format_1(self, m: dict[str, Any]) -> None:
+        """Undo a format-1 commit torn by a kill (before generation dirs): it moved the old run dir to
+        .staging/trash-*, then the new one into runs/<run>, then wrote the manifest, so a kill in between left
+        the manifest describing files that are in the trash dir while runs/<run> holds the new ones or nothing.
+        Put the trash dir back when it holds exactly what the manifest says and runs/<run> does not."""
+        staging = self.root / ".staging"
+        trash = sorted(staging.glob("trash-*")) if staging.is_dir() and not staging.is_symlink() else []
+        for run_id, info in m["runs"].items():
+            if "dir" in info or not trash or not _DIR_RE.match(run_id):
+                continue
+            current = self.root / "runs" / run_id
+            if _holds_run(current, info):
+                continue
+            for t in trash:
+                if not t.is_symlink() and _holds_run(t, info):
+                    if current.exists() or current.is_symlink():
+                        os.replace(current, staging / f"trash-{uuid.uuid4().hex}")  # reaped below
+                    os.replace(t, current)
+                    trash.remove(t)
+                    break
 
     def _write_manifest(self, m: dict[str, Any]) -> None:
         """Replace the manifest durably: temp file, fsync, rename, fsync of the store dir."""
