@@ -97,15 +97,19 @@ def ingest(
     on_unit_done: Callable[[Unit, dict[str, Any]], None] | None = None,
     on_units: Callable[[list[Unit]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
+    follow_links: bool = False,
 ) -> dict[str, Any]:
     """Parse the dump at `path` into a new run of the store, atomically. on_bytes(done, total) is called about
-    5 times a second with the input bytes read so far (traceql.progress), for a progress bar."""
+    5 times a second with the input bytes read so far (traceql.progress), for a progress bar. follow_links:
+    read symbolic links in the dump that lead outside it (refused by default: a dump from someone else can
+    carry a link to your own files; a cluster folder assembled from links to rank dumps needs it)."""
     p = Path(path)
     if not p.exists():
         raise BadTraceError(p, "no such file or directory")
     if not os.access(p, os.R_OK):
         raise BadTraceError(p, "not readable (permission denied)")
-    _refuse_links_outside(p)
+    if not follow_links:
+        _refuse_links_outside(p)
     st = store if isinstance(store, Store) else Store(store)
     run_id = check_run_name(name) if name else run_name_from_path(p.resolve())
     st.check_can_add(run_id, replace)  # fail before parsing; commit() re-checks under the lock
@@ -171,7 +175,7 @@ def _refuse_links_outside(dump: Path) -> None:
             target = os.path.realpath(path)
             if os.path.commonpath([root, target]) != root:
                 raise BadTraceError(path, f"symbolic link to {target}, outside the dump; traceql reads only files "
-                                          "inside the dump (copy the file in, or pass its real folder)")
+                                          "inside the dump unless told to (--follow-links)")
 
 
 def _run_info(path: Path, results: list[dict[str, Any]]) -> dict[str, Any]:
