@@ -16,10 +16,13 @@ Crash safety (kill -9 or power loss at any instant leaves a store that opens, wi
   after it the new ones do. `--replace` and `rm` only change the manifest.
 - whatever the manifest no longer lists (a replaced or removed run's dir, superseded derived files, a dead
   ingest's staging dir, a crashed commit's orphan, a temp manifest) is reaped under the writers' lock
-  (`_reap`, run on every lock: the start-up check), runs/ entries only while no reader holds the shared
-  readers' lock, so a query that read the old manifest keeps its files until it ends.
+  (`_reap`: after every manifest change, and as the start-up check `tidy()` when an ingest starts); runs/
+  entries only while no reader holds the shared readers' lock, so a query that read the old manifest keeps
+  its files until it ends (an open connection defers the deletion to a later write).
 STORE_FORMAT 1 stores (runs/<run_id>/ with no `dir` in the manifest) are read as they are; the next commit
-writes the manifest as format 2 and gives new runs generation dirs.
+writes the manifest as format 2 and gives new runs generation dirs. The start-up check also repairs the torn
+state a kill could leave in a format-1 `--replace` (the old run dir back from .staging/trash-*), and readers
+report a run whose listed files are missing by name (engine._damaged).
 """
 
 from __future__ import annotations
