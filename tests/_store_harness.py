@@ -121,6 +121,7 @@ def kill_loop(store: Path, n: int, seed: int) -> dict[str, Any]:
     durations = [full]
     outcomes = {"old": 0, "new": 0, "killed": 0, "exited": 0, "left_orphan_run_dir": 0, "left_staging": 0}
     st = Store(store)
+    seen: set[str] = set()
     i = -1
     while outcomes["killed"] < n:  # n actual kills (a kill that comes after the ingest ended does not count)
         i += 1
@@ -138,10 +139,13 @@ def kill_loop(store: Path, n: int, seed: int) -> dict[str, Any]:
             durations.append(took)
         # where the kill landed, from what it left: an unlisted generation dir = between the rename into
         # runs/ and the reap (the commit window); a staging entry = while parsing or before the rename
-        left = _leftovers(store)
+        # (counted only when this kill left a new one: an earlier kill's may still wait for its reaper)
         listed = {st.run_dir_name(r, inf) for r, inf in st.runs().items()}
-        outcomes["left_orphan_run_dir"] += any(p.name not in listed for p in (store / "runs").iterdir())
-        outcomes["left_staging"] += left["staging_entries"] > 0
+        orphans = {p.name for p in (store / "runs").iterdir() if p.name not in listed}
+        staged = {p.name for p in (store / ".staging").iterdir()} if (store / ".staging").is_dir() else set()
+        outcomes["left_orphan_run_dir"] += bool(orphans - seen)
+        outcomes["left_staging"] += bool(staged - seen)
+        seen |= orphans | staged
         rows = store_rows(store)  # opens, every listed file present and complete
         assert rows["base"] == {"kernels": 30, "host_ops": 15}, rows
         got = rows.get("hot", {}).get("kernels")
