@@ -183,11 +183,10 @@ def test_rm_while_a_reader_holds_the_store_keeps_its_files_until_it_ends(tmp_pat
 ])
 def test_a_store_path_reads_exactly_its_own_files(tmp_path: Path, cli, name: str, siblings: list[str]) -> None:  # type: ignore[no-untyped-def]
     import duckdb
-
-    from traceql import engine
-
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from traceql import engine
 
     store = tmp_path / name
     make_run(store, "own", 3)
