@@ -86,7 +86,7 @@ def test_first_analysis_builds_per_rank_files_listed_in_the_manifest(tmp_path: P
     v = derive.version()[:8]
     for table in derive.DERIVED_TABLES:
         assert info["files"][table] == [f"{table}/r0-d{v}.parquet", f"{table}/r1-d{v}.parquet"], table
-        assert all((st / "runs" / "demo" / rel).is_file() for rel in info["files"][table])
+        assert all((Store(st).run_path("demo") / rel).is_file() for rel in info["files"][table])
     # 120 kernels: kernel_details.csv has 48 + 72 data rows (`wc -l` minus the headers: 49 and 73 lines)
     assert info["derived"]["rows"]["kernel_bytes"] == info["rows"]["kernels"] == 120
     assert info["derived"]["rows"]["step_windows"] == 6  # 3 ProfilerStep spans per rank
@@ -107,7 +107,8 @@ def test_a_stale_derivation_is_never_used_and_is_rebuilt(tmp_path: Path) -> None
     con = traceql.connect(st)
     assert not con.execute("SELECT derived FROM runs").fetchone()[0]
     assert "kernel_bytes" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
-    old = sorted((st / "runs" / "demo" / "kernel_bytes").iterdir())
+    del con  # an open connection holds the readers' lock: superseded files would stay until it is gone
+    old = sorted((Store(st).run_path("demo") / "kernel_bytes").iterdir())
     # same version in the file names, so the rebuild replaces them: make them look old
     for p in old:
         p.rename(p.with_name(p.name.replace("-d", "-dold")))
@@ -115,7 +116,7 @@ def test_a_stale_derivation_is_never_used_and_is_rebuilt(tmp_path: Path) -> None
     (st / "manifest.json").write_text(json.dumps(m))
     assert _rows("wait_attribution", st, "demo") == before
     assert derive.stored_for(Store(st).run("demo"))
-    assert not list((st / "runs" / "demo" / "kernel_bytes").glob("*-dold*"))
+    assert not list((Store(st).run_path("demo") / "kernel_bytes").glob("*-dold*"))
 
 
 def test_read_only_store_is_analysed_from_the_raw_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,7 +141,7 @@ def test_new_communication_group_layout_names_groups(tmp_path: Path) -> None:
 
     d = _cluster_copy(tmp_path, **{"communication_group.json": real(GROUPS_NEW).read_text()})
     store = tmp_path / "s"
-    ingest(d, store, name="g", workers=1)
+    ingest(d, store, name="g", workers=1, follow_links=True)  # a folder of links to the real files
     meta = {m["key"]: m["value"] for m in _q(store, "SELECT key, value FROM run_meta")}
     # {"type": "collective", "rank_set": [6, 7], "group_name": "5693980869084648454", ..., "pg_name": "tp"}
     assert meta["communication_group.group.5693980869084648454.pg_name"] == "tp"
@@ -177,7 +177,7 @@ def test_cluster_folder_with_rank_dumps_and_cluster_output(tmp_path: Path) -> No
         os.symlink(real(LEVEL1) / f"rank{r}_ascend_pt", parent / f"rank{r}_ascend_pt")
     os.symlink(real(CAO), parent / "cluster_analysis_output")
     store = tmp_path / "s"
-    info = ingest(parent, store, name="job", workers=1)
+    info = ingest(parent, store, name="job", workers=1, follow_links=True)  # links to the real rank dumps
     assert set(info["format"].split("+")) == {"msprof_analyze_cluster", "torch_npu_text"}
     kernels = _q(store, "SELECT rank, count(*) AS n FROM kernels GROUP BY rank ORDER BY rank")
     assert [k["rank"] for k in kernels] == [0, 1]
@@ -203,6 +203,6 @@ def test_broken_cluster_files_are_named(
     tmp_path: Path, cli, store: Path, name: str, text: str, message: str
 ) -> None:  # type: ignore[no-untyped-def]
     d = _cluster_copy(tmp_path, **{name: text})
-    r = cli("ingest", d, "--store", store)
+    r = cli("ingest", d, "--store", store, "--follow-links")
     assert r.code == 1, r
     assert name in r.err and message in r.err, r

@@ -220,7 +220,8 @@ def test_store_is_partitioned_by_run_and_rank_and_sorted_by_time(store: Path, cl
     seen_time_tables = set()
     for f in files:
         rel = f.relative_to(store / "runs")
-        m = re.fullmatch(r"(?P<run>[^/]+)/(?P<table>[a-z_0-9]+)/r(?P<rank>-?\d+)-[\w-]+\.parquet", str(rel))
+        # runs/<run>.<generation>/<table>/r<rank>-<tag>.parquet
+        m = re.fullmatch(r"(?P<run>[^/]+)\.[0-9a-f]{12}/(?P<table>[a-z_0-9]+)/r(?P<rank>-?\d+)-[\w-]+\.parquet", str(rel))
         assert m, rel
         t = pq.read_table(f, columns=None)
         assert set(t.column("run_id").to_pylist()) == {m["run"]}, rel
@@ -323,7 +324,7 @@ def test_trace_view_in_profiler_order_needs_no_post_write_sort(tmp_path: Path, m
     st = tmp_path / "s"
     ingest(dump, st, name="tv", workers=1)
     assert sorted_files == []
-    run = st / "runs" / "tv"
+    run = store_mod.Store(st).run_path("tv")
     host_files = sorted(p.name for p in (run / "host_ops").glob("*.parquet"))
     counter_files = sorted(p.name for p in (run / "counters").glob("*.parquet"))
     assert host_files == ["r0-0-cann.parquet", "r0-0.parquet"]

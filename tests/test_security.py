@@ -130,12 +130,14 @@ def test_replace_or_rm_of_a_symlinked_run_dir_leaves_its_target_alone(cli, tmp_p
     (outside / "precious.txt").write_text("keep me")
     import shutil
 
-    shutil.rmtree(store / "runs" / "victim")
-    (store / "runs" / "victim").symlink_to(outside, target_is_directory=True)
+    victim_dir = Store(store).run_path("victim")  # its generation dir, runs/victim.<gen>
+    shutil.rmtree(victim_dir)
+    victim_dir.symlink_to(outside, target_is_directory=True)
     before = tree(outside)
     ingest_ok(cli, dump, store, "--name", "victim", "--replace")
     assert tree(outside) == before
-    assert not (store / "runs" / "victim").is_symlink()
+    assert not victim_dir.is_symlink() and not victim_dir.exists()  # the link is dropped, never followed
+    assert not Store(store).run_path("victim").is_symlink()
     (store / "runs" / "victim2").symlink_to(outside, target_is_directory=True)
     m = json.loads((store / "manifest.json").read_text())
     m["runs"]["victim2"] = dict(m["runs"]["victim"])
@@ -213,7 +215,7 @@ def sql_store(cli, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
 
 
 def kernels_parquet(store: Path) -> Path:
-    return next((store / "runs" / "r" / "kernels").glob("*.parquet"))
+    return next((Store(store).run_path("r") / "kernels").glob("*.parquet"))
 
 
 @pytest.mark.parametrize(

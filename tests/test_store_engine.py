@@ -46,7 +46,7 @@ def test_views_and_sorting(store: Path) -> None:
     # by hand: 2 ranks x 3 kernels; total = (1000+2000+3000) + (1010+2010+3010) = 12030
     assert con.execute("SELECT count(*), sum(dur_ns) FROM kernels").fetchone() == (6, 12030)
     # the writer sorts each rank's file by ts_ns: TransData (ts ...100) comes first
-    names = [r[0] for r in con.execute("SELECT name FROM read_parquet(?)", [str(next((store / 'runs/demo/kernels').glob('r0-*.parquet')))]).fetchall()]
+    names = [r[0] for r in con.execute("SELECT name FROM read_parquet(?)", [str(next((Store(store).run_path('demo') / 'kernels').glob('r0-*.parquet')))]).fetchall()]
     assert names == ["TransData_2", "Add_3", "MatMul_1"]
     assert con.execute("SELECT run_id, ranks, format FROM runs").fetchall() == [("demo", 2, "canonical")]
     # every canonical table exists as a view, empty ones included, with the documented columns
@@ -170,7 +170,8 @@ def test_connect_limited_to_runs_lists_only_their_files(store: Path) -> None:
         make_run(store, f"run{i}", ranks=1 + i % 2)
     con = engine.connect(store, runs=["run3"])
     sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'kernels'").fetchone()[0]
-    assert "/runs/run3/" in sql and not any(f"/runs/run{i}/" in sql for i in (0, 1, 2, 4))
+    # each run's files live in its generation dir runs/<run>.<gen>/
+    assert "/runs/run3." in sql and not any(f"/runs/run{i}." in sql for i in (0, 1, 2, 4))
     # run3 has 2 ranks x 3 kernels; the other runs are invisible, in the runs view too
     assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM kernels").fetchone() == (6, 1)
     assert con.execute("SELECT list(run_id) FROM runs").fetchone()[0] == ["run3"]

@@ -57,6 +57,13 @@ class SlowParser:
     def parse(self, unit, out):
         chunks, rows, pause = Path(unit.path).read_text().split()
         chunks, rows, pause = int(chunks), int(rows), float(pause)
+        if os.environ.get("PARSE_TEMP"):  # a private temp dir, as the real parsers keep one (traceql._owned)
+            from traceql import _owned
+            with _owned.TempDir("slowtest"):
+                return self._parse(chunks, rows, pause, out)
+        return self._parse(chunks, rows, pause, out)
+
+    def _parse(self, chunks, rows, pause, out):
         for c in range(chunks):
             base_i = c * rows
             out.write("kernels", {
@@ -86,6 +93,25 @@ elif crash == "manifest_tmp_written":  # new manifest written to its temp file, 
     os.replace = replace
 elif crash == "after_manifest":  # manifest replaced, views.sql not yet rewritten
     store_mod.Store.write_views_sql = lambda self: die()
+elif crash == "after_publish":  # the new generation dir renamed into runs/, not yet fsynced nor listed
+    real_publish = store_mod.Store._publish
+    store_mod.Store._publish = lambda self, staging, final: (real_publish(self, staging, final), die())
+elif crash == "after_seal":  # the new generation durable on disk, the manifest not yet written
+    real_seal = store_mod.Store._seal
+    store_mod.Store._seal = lambda self, d, rels: (real_seal(self, d, rels), die())
+elif crash == "before_reap":  # the new manifest durable, nothing of the old run deleted yet
+    store_mod.Store._after_change = lambda self, m: die()
+elif crash == "mid_reap":  # the new manifest durable, the reaper killed after removing its first entry
+    from traceql import _owned
+    real_write, real_remove, switched = store_mod.Store._write_manifest, _owned._remove, []
+    def write_manifest(self, m):
+        real_write(self, m)
+        switched.append(1)
+    def remove(p):
+        real_remove(p)
+        if switched:
+            die()
+    store_mod.Store._write_manifest, _owned._remove = write_manifest, remove
 
 from traceql.cli import main
 sys.argv = ["traceql", *sys.argv[1:]]
@@ -153,7 +179,7 @@ def assert_store_healthy(store: Path, expect_runs: dict[str, int]) -> None:
     for rid, info in runs.items():
         for rels in info["files"].values():
             for rel in rels:
-                assert (store / "runs" / rid / rel).is_file(), (rid, rel)
+                assert (st.run_path(rid) / rel).is_file(), (rid, rel)
     con = engine.connect(st)
     for t in schema.TABLE_NAMES:
         con.execute(f"SELECT count(*) FROM {t}").fetchone()
@@ -215,6 +241,95 @@ def test_crash_after_the_manifest_switch_keeps_the_whole_run(base_store: Path, t
     assert_store_healthy(base_store, {"base": 30, "late": 20})  # all 2 x 10 rows, not a part
     r = run_cli("ingest", slow_file(tmp_path / "y.slow", 1, 7, 0), "--store", base_store, "--name", "late", "-q")
     assert r.returncode == 1 and "already exists" in r.stderr
+
+
+# ---- kill -9 at every step of a --replace and an rm ----------------------------------------------------
+# Each step, in commit order: the ones before the manifest switch must leave the old run (its files byte-
+# identical), the ones after must leave the new run; both leave a store that opens, and the next write reaps
+# whatever the dead process left (unlisted generation dirs, staging dirs, temp manifests).
+REPLACE_STEPS = {"parse": "old", "after_publish": "old", "after_seal": "old", "before_manifest": "old",
+                 "manifest_tmp_written": "old", "after_manifest": "new", "before_reap": "new", "mid_reap": "new"}
+RM_STEPS = {"before_manifest": "old", "manifest_tmp_written": "old", "after_manifest": "gone",
+            "before_reap": "gone", "mid_reap": "gone"}
+
+
+def tree_hashes(d: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.relative_to(d).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def assert_reaped(store: Path) -> None:
+    """Only what the manifest lists is left in runs/; no staging dir or lock, no temp manifest or views."""
+    st = Store(store)
+    listed = {st.run_dir_name(r, i) for r, i in st.runs().items()}
+    assert sorted(p.name for p in (store / "runs").iterdir()) == sorted(listed)
+    assert not list((store / ".staging").iterdir())
+    assert not list(store.glob(".*.tmp"))
+    for r, info in st.runs().items():
+        on_disk = {p.relative_to(st.run_path(r)).as_posix() for p in st.run_path(r).rglob("*.parquet")}
+        assert on_disk == {rel for rels in info["files"].values() for rel in rels}, r
+
+
+@pytest.fixture
+def victim_store(base_store: Path, tmp_path: Path) -> Path:
+    r = run_cli("ingest", slow_file(tmp_path / "victim.slow", 2, 10, 0), "--store", base_store, "--name", "victim", "-q", "--no-check")
+    assert r.returncode == 0, r.stderr
+    return base_store
+
+
+@pytest.mark.parametrize("step", list(REPLACE_STEPS))
+def test_kill_9_at_each_step_of_a_replace(victim_store: Path, tmp_path: Path, step: str) -> None:
+    old_dir = Store(victim_store).run_path("victim")
+    old_files = tree_hashes(old_dir)
+    r = run_cli("ingest", slow_file(tmp_path / "new.slow", 1, 7, 0), "--store", victim_store, "--name", "victim",
+                "--replace", "-q", "--no-check", CRASH_AT=step)
+    assert r.returncode == -signal.SIGKILL, (step, r.stderr)
+    if REPLACE_STEPS[step] == "old":
+        assert_store_healthy(victim_store, {"base": 30, "victim": 20})
+        assert Store(victim_store).run_path("victim") == old_dir and tree_hashes(old_dir) == old_files
+    else:
+        assert_store_healthy(victim_store, {"base": 30, "victim": 7})
+    # the next write's start-up check reaps what the dead one left; the replace then works
+    r = run_cli("ingest", slow_file(tmp_path / "again.slow", 1, 5, 0), "--store", victim_store, "--name", "victim",
+                "--replace", "-q", "--no-check")
+    assert r.returncode == 0, r.stderr
+    assert_store_healthy(victim_store, {"base": 30, "victim": 5})
+    assert_reaped(victim_store)
+
+
+@pytest.mark.parametrize("step", list(RM_STEPS))
+def test_kill_9_at_each_step_of_an_rm(victim_store: Path, step: str) -> None:
+    old_dir = Store(victim_store).run_path("victim")
+    old_files = tree_hashes(old_dir)
+    r = run_cli("rm", "victim", "--store", victim_store, CRASH_AT=step)
+    assert r.returncode == -signal.SIGKILL, (step, r.stderr)
+    if RM_STEPS[step] == "old":
+        assert_store_healthy(victim_store, {"base": 30, "victim": 20})
+        assert tree_hashes(old_dir) == old_files
+    else:
+        assert_store_healthy(victim_store, {"base": 30})
+    Store(victim_store).tidy()  # what the next write does first
+    assert_reaped(victim_store)
+
+
+def test_a_full_disk_leaves_no_temp_manifest_and_the_store_unchanged(victim_store: Path) -> None:
+    """RLIMIT_FSIZE makes every write past 200 bytes fail (EFBIG), as a full disk fails it (ENOSPC)."""
+    before = snapshot(victim_store)
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))\n"
+        "from traceql.cli import main\n"
+        f"sys.argv = ['traceql', 'rm', 'victim', '--store', {str(victim_store)!r}]\n"
+        "main()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env())
+    assert r.returncode == 1, r
+    assert "cannot write the new manifest" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not list(victim_store.glob(".*.tmp"))
+    assert snapshot(victim_store) == before
+    assert_store_healthy(victim_store, {"base": 30, "victim": 20})
 
 
 def test_kill_at_random_moments_is_all_or_nothing(base_store: Path, tmp_path: Path) -> None:
@@ -337,7 +452,7 @@ def test_two_concurrent_ingests_with_the_same_name_one_is_refused(base_store: Pa
 # ---- stores from other traceql versions, damaged stores ---------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", [0, None, "1", 2])
+@pytest.mark.parametrize("fmt", [0, None, "1", 3])
 def test_store_from_another_format_is_refused_with_a_message(base_store: Path, cli, fmt: object) -> None:  # type: ignore[no-untyped-def]
     m = json.loads((base_store / "manifest.json").read_text())
     if fmt is None:

@@ -1,4 +1,4 @@
-"""DuckDB compatibility shims (the Arrow fetch API was renamed in DuckDB 2.0)."""
+"""DuckDB compatibility shims (the Arrow fetch API was renamed in DuckDB 2.0) and path quoting for its readers."""
 
 from __future__ import annotations
 
@@ -18,3 +18,13 @@ def arrow_table(result: Any) -> Any:
         return result.to_arrow_table()
     t = result.arrow()
     return t.read_all() if hasattr(t, "read_all") else t
+
+
+def glob_literal(path: str) -> str:
+    """`path` as a DuckDB file pattern that matches exactly that file.
+
+    read_parquet/read_json/read_csv expand `*`, `?` and `[...]` in every path they are given (a store at
+    `team*` read its siblings teamB and teamC), and have no escape character; a one-character bracket class
+    matches that character literally (`[*]`, `[?]`, `[[]`), which DuckDB's glob honours. Braces are not
+    expanded. Quote the result as an SQL string as usual."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)

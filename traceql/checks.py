@@ -163,16 +163,16 @@ def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None
     st = store if isinstance(store, Store) else Store(store)
     info = st.run(run_id)  # StoreError naming the known runs if it is missing
     own = con is None
-    spill = None
+    spill_dir = None
     if own:
-        import tempfile
+        from . import _owned
 
         con = engine.connect(st)
         # the checks run inside every ingest: bounded like the parse (the duplicate check's GROUP BY over a 4 GB
         # trace's 4.6M kernels took the ingest's peak RSS from 0.56 to 0.78 GB); DuckDB spills beyond it
-        spill = tempfile.mkdtemp(prefix="traceql-checks-")
+        spill_dir = _owned.TempDir("checks")
         con.execute(f"SET memory_limit='{CHECKS_MEMORY_LIMIT}'")
-        con.execute("SET temp_directory=$d", {"d": spill})
+        con.execute("SET temp_directory=$d", {"d": spill_dir.name})
     limit, limit_source = hbm_limit_bps(info.get("device"))
     peak = _device_peak_hbm_bps(info.get("device"))
     helpers_loaded: str | None = None  # None: not tried; "": loaded; else why not
@@ -220,8 +220,6 @@ def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None
     finally:
         if own:
             con.close()
-        if spill:
-            import shutil
-
-            shutil.rmtree(spill, ignore_errors=True)
+        if spill_dir is not None:
+            spill_dir.cleanup()
     return results

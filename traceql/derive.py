@@ -13,6 +13,8 @@ parameters, so they are computed once per run and stored next to the canonical t
     runs/<run>/comm_events/r<rank>-d<v>.parquet     _comm_events() (matched across all ranks, then split by rank)
     runs/<run>/timeline_base/r<rank>-d<v>.parquet   _timeline_base() (needs the rank's comm_events)
 
+Files live in the run's directory (`Store.run_path`: runs/<run>.<gen>/ in a format-2 store).
+
 When: on the first analysis of a run (findings, report, chart, query: `ensure`), or at ingest when asked
 (`traceql ingest --prepare`). By default ingest stays a pure JSON/CSV/SQLite -> Parquet pass (its throughput is
 what a user waits for on a multi-GB dump); the build reads the compact Parquet, costs about a third of the
@@ -132,7 +134,9 @@ def _connect(spill: Path, threads: int, mem_limit: str) -> duckdb.DuckDBPyConnec
 
 
 def _path_list(paths: list[str]) -> str:
-    return "[" + ", ".join(f"'{_q(p)}'" for p in paths) + "]"
+    from ._duck import glob_literal
+
+    return "[" + ", ".join(f"'{_q(glob_literal(p))}'" for p in paths) + "]"
 
 
 def _q(s: str) -> str:
@@ -151,7 +155,7 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     con.execute(f"COPY ({select}) TO '{_q(str(out))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})")
-    row = con.execute(f"SELECT count(*) FROM read_parquet('{_q(str(out))}')").fetchone()
+    row = con.execute(f"SELECT count(*) FROM read_parquet({_path_list([str(out)])})").fetchone()
     return int(row[0]) if row else 0
 
 
@@ -198,7 +202,7 @@ def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: i
             out["rows"][table] = _copy(s.con, f"SELECT * FROM {macro}() ORDER BY {order}", path)
             out["files"][table] = [rel]
             # later tables of this rank read this one instead of recomputing it
-            s.con.execute(f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM read_parquet('{_q(str(path))}')")
+            s.con.execute(f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM read_parquet({_path_list([str(path)])})")
     finally:
         s.close()
     return out
@@ -252,7 +256,9 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
             by_rank[rank].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
     n_pool = max(1, min(len(by_rank), workers))
     threads = max(1, workers // n_pool)
-    ex = ProcessPoolExecutor(max_workers=n_pool) if n_pool > 1 else None
+    from . import _procs
+
+    ex = ProcessPoolExecutor(max_workers=n_pool, initializer=_procs.worker_init, initargs=(os.getpid(),)) if n_pool > 1 else None
     try:
         mem = memory_limit(n_pool)
         jobs = [(str(out_dir), rank, rank_files, threads, mem) for rank, rank_files in sorted(by_rank.items())]
@@ -303,7 +309,11 @@ def ensure(store: Store, run_ids: list[str], workers: int | None = None,
             on_build(run_id)
         staging = store.new_staging()
         try:
-            built = _build(store.root / "runs" / run_id, staging, info.get("files", {}), workers or os.cpu_count() or 1)
+            # the run's files are read under the readers' lock (a concurrent --replace keeps them meanwhile),
+            # released before add_derived, which reaps superseded files only when no reader holds it
+            with store.reading():
+                info = store.run(run_id)
+                built = _build(store.run_path(run_id, info), staging, info.get("files", {}), workers or os.cpu_count() or 1)
             store.add_derived(run_id, staging, built, expect_ingested_at=info.get("ingested_at"))
         except (duckdb.Error, OSError, StoreError, BrokenProcessPool, MemoryError):
             # the analysis still runs, from the raw tables (slower); the next one tries the build again

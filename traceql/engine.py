@@ -1,12 +1,19 @@
 """DuckDB over the store: one VIEW per canonical table, plus `runs` from the manifest.
 
 All store paths are quoted into SQL in exactly one place (`_sql_path_list`), so a run name or path can never
-break out of a string literal.
+break out of a string literal, and DuckDB's glob characters in a store path (`team*`, `a[1]`) match only
+themselves (`_duck.glob_literal`).
+
+A connection holds the store's readers' lock (shared) until it is closed or collected: a writer that replaces
+or removes a run leaves the old files in place while any reader holds it (traceql.store `_reap`), so a query
+never fails with "No files found" because of a concurrent `ingest --replace` or `rm`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +32,9 @@ def _sql_str(s: str) -> str:
 
 
 def _sql_path_list(paths: list[Path] | list[str]) -> str:
-    return "[" + ", ".join(_sql_str(str(p)) for p in paths) + "]"
+    from ._duck import glob_literal
+
+    return "[" + ", ".join(_sql_str(glob_literal(str(p))) for p in paths) + "]"
 
 
 def _empty_select(table: str) -> str:
@@ -85,7 +94,7 @@ def _runs_view(store: Store, only: set[str] | None = None) -> str:
 def _derived_view(store: Store, table: str, relative: bool, only: set[str] | None = None) -> str | None:
     """View over the stored derived table (traceql.derive) of every run whose copy is current; None if none."""
     files = [
-        f"runs/{r}/{rel}" if relative else str(store.root / "runs" / r / rel)
+        f"{_run_base(store, r, info, relative)}/{rel}"
         for r, info in sorted(store.runs().items()) if derive.stored_for(info) and (only is None or r in only)
         for rel in info.get("files", {}).get(table, [])
     ]
@@ -94,10 +103,16 @@ def _derived_view(store: Store, table: str, relative: bool, only: set[str] | Non
     return f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({_sql_path_list(files)}, union_by_name=true)"
 
 
+def _run_base(store: Store, run_id: str, info: dict[str, Any], relative: bool) -> str:
+    """A run's directory as views name it: `runs/<dir>` relative to the store (views.sql), else absolute."""
+    d = store.run_dir_name(run_id, info)
+    return f"runs/{d}" if relative else str(store.root / "runs" / d)
+
+
 def _view(store: Store, table: str, relative: bool, present: set[str] | None = None, only: set[str] | None = None) -> str:
     runs = {r: i for r, i in store.runs().items() if only is None or r in only}
-    root = "runs" if relative else str(store.root / "runs")
-    files = [f"{root}/{r}/{rel}" for r, info in sorted(runs.items()) for rel in info.get("files", {}).get(table, [])]
+    files = [f"{_run_base(store, r, info, relative)}/{rel}" for r, info in sorted(runs.items())
+             for rel in info.get("files", {}).get(table, [])]
     return f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files, present)}"
 
 
@@ -129,6 +144,17 @@ def _note_build(run_id: str) -> None:
     print(f"building the analysis tables of run {run_id!r} (once; later analyses reuse them)", file=sys.stderr)
 
 
+def _damaged(st: Store, only: set[str] | None, e: Exception) -> StoreError:
+    """The start-up check's report: which run lost which file (a reader never sees a file traceql deleted:
+    only damage from outside the store does this), and how to recover the rest of the store."""
+    missing = st.missing_files(only)
+    if missing:
+        run_id, path = missing[0]
+        return StoreError(f"store {st.root} is damaged: run {run_id!r} lists {path}, which is missing "
+                          f"({len(missing)} file(s) in all); `traceql rm {run_id}` and re-ingest it (other runs are intact)")
+    return StoreError(f"store {st.root} is damaged: {str(e).splitlines()[0]}")
+
+
 def connect(store: Any = None, read_only: bool = True, threads: int | None = None,
             runs: Iterable[str | None] | None = None, analysis: bool = False) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views. Nothing is re-parsed: views read the Parquet.
@@ -136,8 +162,6 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
     runs: only these runs are visible (views list only their files, so a store of hundreds of runs opens as
     fast as one; None entries are ignored); default every run. analysis: first build the derived tables of
     those runs if they lack current ones (traceql.derive.ensure; once per run, noted on stderr)."""
-    import duckdb
-
     from .store import Store
 
     st = store if isinstance(store, Store) else Store(store)
@@ -150,6 +174,22 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
             st.run(unknown[0])  # StoreError naming the known runs
         if analysis:
             derive.ensure(st, sorted(only), on_build=_note_build)
+    # the readers' lock before the manifest is read: no writer deletes what this manifest lists while held
+    lock_fd = st.reader_lock()
+    try:
+        con = _connect_snapshot(st, only, threads)
+    except BaseException:
+        if lock_fd is not None:
+            os.close(lock_fd)
+        raise
+    if lock_fd is not None:
+        weakref.finalize(con, os.close, lock_fd)  # released when the connection is closed and collected
+    return con
+
+
+def _connect_snapshot(st: Store, only: set[str] | None, threads: int | None) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
     # every view from one read of the manifest: consistent under a concurrent commit, and one JSON parse
     # instead of one per table on a store of many runs
     st = _snapshot(st)
@@ -170,7 +210,7 @@ def connect(store: Any = None, read_only: bool = True, threads: int | None = Non
             present = _present_columns([str(p) for p in st.table_files(table, only)])
             con.execute(_view(st, table, relative=False, present=present, only=only))
         except duckdb.IOException as e:
-            raise StoreError(f"store {st.root} is damaged: {str(e).splitlines()[0]}") from e
+            raise _damaged(st, only, e) from e
     for table in derive.DERIVED_TABLES:
         v = _derived_view(st, table, relative=False, only=only)
         if v:

@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from . import __version__, progress
+from . import __version__, _owned, progress
 from .errors import BadTraceError, TraceQLError
 from .parsers import Unit, detect
 from .store import RankWriter, Store, check_run_name, run_name_from_path
@@ -37,6 +37,14 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot
     finally:
         writer.close()
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}
+
+
+def _init_worker(slots: Any, parent: int) -> None:
+    """Pool initializer: progress slots, and a worker that dies with its parent (traceql._procs)."""
+    from . import _procs
+
+    _procs.worker_init(parent)
+    progress.init_worker(slots)
 
 
 def _poll_bytes(slots: Any, total: int, on_bytes: Callable[[int, int], None] | None, stop: threading.Event) -> None:
@@ -89,14 +97,19 @@ def ingest(
     on_unit_done: Callable[[Unit, dict[str, Any]], None] | None = None,
     on_units: Callable[[list[Unit]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
+    follow_links: bool = False,
 ) -> dict[str, Any]:
     """Parse the dump at `path` into a new run of the store, atomically. on_bytes(done, total) is called about
-    5 times a second with the input bytes read so far (traceql.progress), for a progress bar."""
+    5 times a second with the input bytes read so far (traceql.progress), for a progress bar. follow_links:
+    read symbolic links in the dump that lead outside it (refused by default: a dump from someone else can
+    carry a link to your own files; a cluster folder assembled from links to rank dumps needs it)."""
     p = Path(path)
     if not p.exists():
         raise BadTraceError(p, "no such file or directory")
     if not os.access(p, os.R_OK):
         raise BadTraceError(p, "not readable (permission denied)")
+    if not follow_links:
+        _refuse_links_outside(p)
     st = store if isinstance(store, Store) else Store(store)
     run_id = check_run_name(name) if name else run_name_from_path(p.resolve())
     st.check_can_add(run_id, replace)  # fail before parsing; commit() re-checks under the lock
@@ -105,7 +118,8 @@ def ingest(
         on_units(units)
     assigned = _assign_ranks(units)
     st.root.mkdir(parents=True, exist_ok=True)
-    st.clean_stale_staging()
+    st.tidy()  # the start-up check: reap what killed ingests and commits left (under the writers' lock)
+    _owned.reap_temp()  # and their temp dirs in the system temp folder
     staging = st.new_staging()
     results: list[dict[str, Any]] = []
     try:
@@ -113,7 +127,7 @@ def ingest(
         slots = multiprocessing.Array("q", max(1, len(assigned)), lock=False)
         jobs = [(u, str(staging), run_id, rank, f"{i}", i, sizes[i]) for i, (u, rank) in enumerate(assigned)]
         n_workers = min(len(jobs), workers or os.cpu_count() or 1)
-        ex = (ProcessPoolExecutor(max_workers=n_workers, initializer=progress.init_worker, initargs=(slots,))
+        ex = (ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker, initargs=(slots, os.getpid()))
               if n_workers > 1 else None)
         if ex is None:
             progress.init_worker(slots)
@@ -145,6 +159,23 @@ def ingest(
         raise
     info["run_id"] = run_id
     return info
+
+
+def _refuse_links_outside(dump: Path) -> None:
+    """Keep every read inside the dump: a symbolic link in it that leads outside (a planted link to a
+    token-bearing JSON landed in run_meta) is refused before anything is read, naming the link."""
+    if not dump.is_dir():
+        return
+    root = os.path.realpath(dump)
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            if not os.path.islink(path):
+                continue
+            target = os.path.realpath(path)
+            if os.path.commonpath([root, target]) != root:
+                raise BadTraceError(path, f"symbolic link to {target}, outside the dump; traceql reads only files "
+                                          "inside the dump unless told to (--follow-links)")
 
 
 def _run_info(path: Path, results: list[dict[str, Any]]) -> dict[str, Any]:

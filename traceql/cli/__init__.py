@@ -48,8 +48,10 @@ def _root(
 
 
 def main() -> None:
+    from .._procs import install_parent_handlers
     from ..errors import TraceQLError
 
+    install_parent_handlers()  # SIGTERM/SIGHUP unwind like Ctrl-C: workers stopped, staging and temp dirs removed
     try:
         rv = app(standalone_mode=False)
         if rv == 130:  # typer turns Ctrl-C into exit code 130 without a word

@@ -19,6 +19,7 @@ def ingest_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     check: Annotated[bool, typer.Option("--check/--no-check", help="Run the data-fidelity checks after ingest.")] = True,
     prepare: Annotated[Optional[bool], typer.Option("--prepare/--no-prepare", help="Build the run's analysis tables now (default: for runs of 2+ ranks; else the first findings/report does, once).")] = None,
+    follow_links: Annotated[bool, typer.Option("--follow-links", help="Read symbolic links that lead outside the dump (refused by default: a dump from elsewhere may link to your files).")] = False,
 ) -> None:
     """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel).
 
@@ -53,7 +54,8 @@ def ingest_cmd(
 
     with progress:
         info = ingest(path, store=store, name=name, replace=replace, workers=workers, on_units=on_units,
-                      on_unit_done=on_done, on_bytes=on_bytes if progress_wanted(quiet) else None)
+                      on_unit_done=on_done, on_bytes=on_bytes if progress_wanted(quiet) else None,
+                      follow_links=follow_links)
     rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
     _console.out.print(
         f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}",
@@ -116,8 +118,10 @@ def rm_cmd(
     from ..store import Store
     from . import _console
 
-    Store(store).remove(run)
-    _console.info(f"removed run {run!r}")
+    if Store(store).remove(run):
+        _console.info(f"removed run {run!r}")
+    else:
+        _console.info(f"removed run {run!r} (its files are deleted once the queries reading them now end)")
 
 
 def register(app: typer.Typer) -> None:

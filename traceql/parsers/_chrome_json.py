@@ -305,10 +305,10 @@ def duck_connection(threads: int | None = None) -> Any:
 
 def duck_source(path: Path, columns: dict[str, str]) -> str:
     """A read_json(...) table expression over a bare event array, reading only `columns` (name -> type)."""
-    from ._csv import lit
+    from ._csv import lit, path_lit
 
     cols = ", ".join(f"{lit(k)}: {lit(v)}" for k, v in columns.items())
-    return f"read_json({lit(str(path))}, format='array', columns={{{cols}}}, maximum_object_size={MAX_EVENT_BYTES})"
+    return f"read_json({path_lit(str(path))}, format='array', columns={{{cols}}}, maximum_object_size={MAX_EVENT_BYTES})"
 
 
 class DuckStream:
@@ -732,12 +732,12 @@ def pair_flows(path: Path, tmp: str | Path, batch_rows: int = 128 * 1024) -> Ite
     import pyarrow.parquet as pq
 
     from .._duck import arrow_reader
-    from ._csv import lit
+    from ._csv import path_lit
 
     passes = max(1, -(-pq.ParquetFile(path).metadata.num_rows // FLOW_PAIR_ROWS))
     con = spill_connection(tmp)
     try:
-        src = f"read_parquet({lit(str(path))})"
+        src = f"read_parquet({path_lit(str(path))})"
         for k in range(passes):
             part = f"hash(coalesce(cat, ''), fid) % {passes} = {k}" if passes > 1 else "true"
             sql = f"""

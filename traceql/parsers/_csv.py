@@ -34,6 +34,14 @@ def lit(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+def path_lit(path: str) -> str:
+    """A file path as the SQL literal a DuckDB reader (read_csv/read_json/read_parquet) gets: glob characters
+    in it match only themselves (traceql._duck.glob_literal), so `trace[1].json` reads exactly that file."""
+    from .._duck import glob_literal
+
+    return lit(glob_literal(path))
+
+
 def _clean(col: str) -> str:
     # trailing TAB (torch_npu start times), spaces, and N/A-like markers -> NULL
     return f"NULLIF(NULLIF(NULLIF(trim({q(col)}, E' \\t\\r'), 'N/A'), ''), 'NA')"
@@ -137,7 +145,7 @@ class CsvFile:
     def from_clause(self) -> str:
         cols = "{" + ", ".join(f"{lit(c)}: 'VARCHAR'" for c in self.header) + "}"
         return (
-            f"read_csv({lit(str(self.path))}, header=true, auto_detect=false, delim=',', quote='\"', escape='\"', "
+            f"read_csv({path_lit(str(self.path))}, header=true, auto_detect=false, delim=',', quote='\"', escape='\"', "
             f"columns={cols}, null_padding=true, strict_mode=false, encoding='utf-8')"
         )
 

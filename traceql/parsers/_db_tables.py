@@ -21,11 +21,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _owned
 from ..errors import BadTraceError
 from ._db_pmu import load_pmu
 from ._sqlite import SqliteDb, lit, q
@@ -81,7 +81,7 @@ class DbExport:
         self.duck = duckdb.connect(":memory:")
         # ingest parses ranks in parallel processes, one scratch DuckDB each: cap it and let it spill to disk
         # (big exports hold tens of millions of TASK_PMU_INFO rows)
-        self._tmp = tempfile.TemporaryDirectory(prefix="traceql-db-")
+        self._tmp = _owned.TempDir("db")
         self.duck.execute(f"SET memory_limit = '{SCRATCH_MEMORY}'")
         self.duck.execute(f"SET temp_directory = {lit(self._tmp.name)}")
         self.duck.execute("SET preserve_insertion_order = false")

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import _owned
 from ..errors import BadTraceError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -76,6 +77,27 @@ def looks_like_sqlite(path: Path) -> bool:
         return False
 
 
+def readonly_uri(path: Path) -> str | None:
+    """A URI that opens `path` read-only in every sense: `immutable=1`, so SQLite creates no -wal/-shm/journal
+    beside it and takes no locks (plain `mode=ro` on a WAL-mode export left both files in the dump). None when
+    a non-empty `-wal` sits beside it: its rows are not in the main file yet, and immutable would skip them
+    (read a private copy then: private_copy_uri)."""
+    wal = Path(str(path) + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        return None
+    return "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
+
+
+def private_copy_uri(path: Path, into: Path) -> str:
+    """Copy the db and its -wal into `into` and return a URI for the copy (SQLite replays the WAL there)."""
+    import shutil
+
+    dst = into / "export.db"
+    shutil.copyfile(path, dst)
+    shutil.copyfile(str(path) + "-wal", str(dst) + "-wal")
+    return "file:" + urllib.parse.quote(str(dst))
+
+
 class SqliteDb:
     """A read-only SQLite export with its discovered schema. `what` says what the file should be (for errors)."""
 
@@ -112,22 +134,29 @@ class SqliteDb:
             )
 
     def _open(self) -> sqlite3.Connection:
-        uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
-        # mode=ro first; immutable=1 when the directory is read-only and SQLite cannot create its lock/shm files.
-        last: Exception | None = None
-        for opts in ("?mode=ro", "?mode=ro&immutable=1"):
-            try:
-                conn = sqlite3.connect(uri + opts, uri=True, check_same_thread=False)
-                conn.text_factory = decode_text
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
-                return conn
-            except sqlite3.DatabaseError as e:
-                last = e
-        raise BadTraceError(self.path, f"{_describe(last)}; expected {self.what}")
+        self._private = None
+        uri = readonly_uri(self.path)
+        if uri is None:  # un-checkpointed WAL content: read a private copy, never the dump's own files
+            self._private = _owned.TempDir("sqlite")
+            uri = private_copy_uri(self.path, Path(self._private.name))
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            conn.text_factory = decode_text
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            return conn
+        except sqlite3.DatabaseError as e:
+            self._drop_copy()
+            raise BadTraceError(self.path, f"{_describe(e)}; expected {self.what}") from e
+
+    def _drop_copy(self) -> None:
+        if self._private is not None:
+            self._private.cleanup()
+            self._private = None
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self.conn.close()
+        self._drop_copy()
 
     def __enter__(self) -> SqliteDb:
         return self

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _owned
 from ..errors import BadTraceError
 from . import _chrome_json as cj
 from .base import Unit, read_head
@@ -335,7 +336,7 @@ def parse_kineto(path: Path, out: RankWriter) -> dict[str, Any]:
 def _read_with(sn: cj.Sniff, header: dict[str, Any], out: Any, read: Any) -> Tally:
     """read(sn, header, writer, tmp) with Parquet encoding on a background thread and a private temp dir."""
     bg = cj.BackgroundWriter(out)
-    tmp = tempfile.TemporaryDirectory(prefix="traceql-kineto-")
+    tmp = _owned.TempDir("kineto")
     try:
         tally: Tally = read(sn, header, bg, tmp.name)
     finally:

@@ -908,10 +908,12 @@ def _meta_rows(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def _device_from_db(outdir: Path) -> str | None:
     """NPU_INFO.name from an ascend_pytorch_profiler_*.db next to the text files (export_type text+db)."""
     import sqlite3
+    import urllib.parse
 
     for db in sorted(outdir.glob("ascend_pytorch_profiler*.db")):
         try:
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            # immutable: no -wal/-shm created beside the dump (the device name is in the main file)
+            con = sqlite3.connect("file:" + urllib.parse.quote(str(db.resolve())) + "?mode=ro&immutable=1", uri=True)
             try:
                 row = con.execute("SELECT name FROM NPU_INFO LIMIT 1").fetchone()
             finally:

@@ -33,13 +33,12 @@ synthetic mix (benchmarks/bench_trace_json.py): ~150 MB/s at 1-4 GB, peak RSS 0.
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import progress
+from .. import _owned, progress
 from ..errors import BadTraceError
 from . import _chrome_json as cj
 from .base import Unit, read_head
@@ -530,7 +529,7 @@ class _Emitter:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        from ._csv import lit
+        from ._csv import path_lit
 
         path = self._pct.close() if self._pct is not None else None
         if path is None:
@@ -538,7 +537,7 @@ class _Emitter:
         con = cj.spill_connection(self.tmp)
         try:
             pct = con.execute(
-                f"SELECT track, name, key FROM read_parquet({lit(str(path))}) GROUP BY ALL HAVING max(value) > 1 ORDER BY ALL"
+                f"SELECT track, name, key FROM read_parquet({path_lit(str(path))}) GROUP BY ALL HAVING max(value) > 1 ORDER BY ALL"
             ).fetchall()
         finally:
             con.close()
@@ -731,7 +730,7 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
         stream.close()
         shown.close(done=False)  # type: ignore[union-attr]
     bg = cj.BackgroundWriter(out)
-    tmp = tempfile.TemporaryDirectory(prefix="traceql-tv-")
+    tmp = _owned.TempDir("tv")
     em = _Emitter(bg, tr, path.name, tmp.name)  # type: ignore[arg-type]
     n_events = 0
     try:

@@ -1,0 +1,81 @@
+"""Worker processes that die with their parent, and a parent that cleans up on SIGTERM/SIGHUP.
+
+A ProcessPoolExecutor worker blocks on its call queue for ever once the parent is gone (kill -9, OOM kill,
+a closed terminal), holding ~190 MB and the parent's stdout/stderr (so `traceql ingest ... | tee log` never
+ends). Each worker therefore:
+- asks the kernel for SIGTERM when its parent dies (Linux prctl PR_SET_PDEATHSIG; it fires when the *thread*
+  that forked the worker exits: traceql starts its pools from the main thread);
+- handles SIGTERM/SIGHUP by removing its temp dirs (traceql._owned) and exiting at once;
+- runs a watchdog thread that polls the parent pid, for systems without prctl and for a main thread stuck in a
+  long C call (a Python signal handler only runs between bytecodes).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+WATCH_INTERVAL_S = 0.5
+
+
+def _set_parent_death_signal(sig: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _die(code: int) -> None:
+    from . import _owned
+
+    try:
+        _owned.release_all()
+    finally:
+        os._exit(code)
+
+
+def _on_fatal_signal(signum: int, _frame: Any) -> None:
+    _die(128 + signum)
+
+
+def _watch(parent: int) -> None:
+    while True:
+        time.sleep(WATCH_INTERVAL_S)
+        if os.getppid() != parent:
+            _die(128 + signal.SIGTERM)
+
+
+def worker_init(parent: int) -> None:
+    """ProcessPoolExecutor initializer: tie this worker's life to `parent` (the pid that made the pool)."""
+    _set_parent_death_signal(signal.SIGTERM)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_fatal_signal)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        _die(128 + signal.SIGTERM)
+    threading.Thread(target=_watch, args=(parent,), name="traceql-parent-watch", daemon=True).start()
+
+
+def _raise_exit(signum: int, _frame: Any) -> None:
+    # SystemExit unwinds the parent like Ctrl-C does: finally blocks stop the pool, discard the staging dir,
+    # remove temp dirs; atexit handlers run
+    raise SystemExit(128 + signum)
+
+
+def install_parent_handlers() -> None:
+    """In the CLI process: SIGTERM and SIGHUP end it through SystemExit instead of killing it outright, so
+    its cleanup (worker pools, staging and temp dirs) runs. Only from the main thread, where signals land."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _raise_exit)
