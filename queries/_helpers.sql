@@ -617,8 +617,9 @@ FROM _timeline(sat_threshold, peak_hbm_bps);
 -- job_ranks, the job's size as the dump itself records it: a recorded world size (profiler_metadata
 -- distributed_args, Kineto distributedInfo) when there is one, else at least the highest rank id it names + 1
 -- (ids are 0-based: communication_matrix source / destination ranks, profiler_metadata parallel groups'
--- global_ranks, msprof-analyze communication_group.json). job_ranks_exact: from a world size (else a lower
--- bound). missing_ranks: the ids below job_ranks with no data (none listed from a world size alone).
+-- global_ranks, msprof-analyze communication_group.json). job_ranks_exact: from a world size, or every id
+-- 0..N-1 is named; else (ids with gaps) a lower bound. missing_ranks: the ids below job_ranks with no data
+-- (none listed from a world size alone).
 CREATE OR REPLACE MACRO _capture_coverage() AS TABLE
 WITH cap AS (
     SELECT DISTINCT run_id, rank FROM (
@@ -640,10 +641,12 @@ WITH cap AS (
     SELECT c.run_id, count(*) AS ranks_captured, list(c.rank ORDER BY c.rank) AS captured
     FROM cap c GROUP BY c.run_id
 ), nm AS (
-    SELECT i.run_id, max(i.r) + 1 AS named_ranks, string_agg(DISTINCT i.srcs, '; ') AS named_from
+    SELECT i.run_id, max(i.r) + 1 AS named_ranks, count(*) AS named_ids, string_agg(DISTINCT i.srcs, '; ') AS named_from
     FROM ids i GROUP BY i.run_id
 ), sized AS (
     SELECT p.run_id, p.ranks_captured, p.captured, ws.world_size, nm.named_from,
+           -- every id from 0 to the highest is named (an 8-rank group's matrix lists 0-7): the dump's own count
+           coalesce(nm.named_ids = nm.named_ranks, false) AS ids_complete,
            greatest(p.ranks_captured, coalesce(nm.named_ranks, 0), coalesce(ws.world_size, 0)) AS job_ranks,
            greatest(p.ranks_captured, coalesce(nm.named_ranks, 0)) AS by_ids
     FROM per p LEFT JOIN nm ON nm.run_id = p.run_id LEFT JOIN ws ON ws.run_id = p.run_id
@@ -652,7 +655,7 @@ SELECT run_id, ranks_captured::BIGINT AS ranks_captured, job_ranks::BIGINT AS jo
        CASE WHEN coalesce(world_size, 0) >= by_ids AND world_size IS NOT NULL THEN 'world size'
             WHEN by_ids > ranks_captured THEN named_from
             ELSE 'ranks captured' END AS job_ranks_source,
-       world_size IS NOT NULL AND world_size >= by_ids AS job_ranks_exact,
+       (world_size IS NOT NULL AND world_size >= by_ids) OR (world_size IS NULL AND ids_complete) AS job_ranks_exact,
        CASE WHEN coalesce(world_size, 0) > by_ids THEN []::INTEGER[]
             ELSE list_filter(range(0, job_ranks::INTEGER), lambda x: NOT list_contains(captured, x)) END AS missing_ranks,
        captured AS captured_ranks

@@ -4,7 +4,7 @@
 -- column: ranks_captured BIGINT        -- ranks with kernels, communication ops or steps in the dump
 -- column: job_ranks BIGINT             -- the job's size as the dump records it (>= ranks_captured)
 -- column: job_ranks_source VARCHAR     -- where job_ranks comes from: communication_matrix | parallel groups | communication groups | world size | ranks captured
--- column: job_ranks_exact BOOLEAN      -- job_ranks is a recorded world size (else a lower bound from the highest rank id named + 1)
+-- column: job_ranks_exact BOOLEAN      -- job_ranks is a recorded world size or every id 0..job_ranks-1 is named (else a lower bound: the highest id named + 1)
 -- column: complete BOOLEAN             -- every rank of the job is in the dump
 -- column: missing_ranks VARCHAR        -- rank ids below job_ranks with no data ('' when only a world size is known)
 -- column: captured_ranks VARCHAR       -- rank ids with data
