@@ -1,0 +1,15 @@
+-- name: clock_offsets
+-- description: Per-rank clock offset estimated from matched collectives (every member ends within the transfer time of the others), with the collectives' own skew it is compared against and whether traceql applies it (traceql export does).
+-- rank_filter: output
+-- column: run_id VARCHAR               -- run
+-- column: rank INTEGER                 -- rank
+-- column: ref_rank INTEGER             -- the reference rank (its clock is the one the offsets align to; null without matched collectives)
+-- column: n_matched BIGINT             -- matched collectives shared with the reference rank the estimate rests on
+-- column: offset_ns BIGINT             -- median of (this rank's collective end - the reference rank's), ns; subtract it to align
+-- column: skew_ns BIGINT               -- median duration of the shorter member of those collectives: the ends' own spread on aligned clocks, ns
+-- column: residual_ns BIGINT           -- median |end difference - offset_ns|, ns: how consistent the estimate is
+-- column: applied BOOLEAN              -- |offset_ns| > skew_ns: the offset exceeds the collectives' own skew, so it is applied
+-- column: basis VARCHAR                -- what the number rests on, in words
+--
+-- Definitions: _timebase.sql (_clock_offsets). Collectives are matched as in _comm_events (_helpers.sql).
+SELECT * FROM _clock_offsets() ORDER BY run_id, rank;
