@@ -65,10 +65,10 @@ def _slice_rows(batches: Iterator[Any]) -> Iterator[tuple[dict[str, Any], list[s
             yield {c: d[c][i] for c in d}, args
 
 
-def _write_slices(w: Any, sess: Session, rows: Iterator[tuple[dict[str, Any], list[str]]]) -> int:
+def _write_slices(w: Any, sess: Session, rows: Iterator[tuple[dict[str, Any], list[str]]], nest: bool = True) -> int:
     """Rows in (rank, track, start) order -> lanes -> the writer. Returns the slices written."""
     key: tuple[int, str] | None = None
-    lanes = Lanes()
+    lanes = Lanes(nest)
     n = 0
 
     def drain() -> None:
@@ -80,7 +80,7 @@ def _write_slices(w: Any, sess: Session, rows: Iterator[tuple[dict[str, Any], li
         rank, track = int(r["rank"]), str(r["track"])
         if (rank, track) != key:
             drain()
-            key, lanes = (rank, track), Lanes()
+            key, lanes = (rank, track), Lanes(nest)
         shift = sess.shift.get(rank, 0)
         ts = int(r["ts_ns"]) - shift
         dur = int(r["dur_ns"] or 0)
@@ -142,7 +142,7 @@ def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "pe
     try:
         counts: dict[str, int] = {}
         origin = _origin(sess)
-        meta = {
+        meta: dict[str, Any] = {
             "format": FORMAT_ID, "run_id": run_id, "ranks": sess.ranks,
             "steps": None if steps is None else f"{steps[0]}-{steps[1]}",
             "origin_ns": str(origin),
@@ -184,7 +184,7 @@ def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "pe
             if with_findings:
                 rows = _findings.finding_slices(sess, store, device, peaks)
                 arg_cols = [c for c in (rows[0] if rows else {}) if c not in _timeline_rows.SLICE_BASE]
-                counts["findings"] = _write_slices(w, sess, ((r, arg_cols) for r in rows))
+                counts["findings"] = _write_slices(w, sess, ((r, arg_cols) for r in rows), nest=False)
             meta["counts"] = counts
             meta["device"] = dev
             w.finish(meta)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 
 class Lanes:
-    __slots__ = ("stacks",)
+    __slots__ = ("stacks", "nest")
 
-    def __init__(self) -> None:
+    def __init__(self, nest: bool = True) -> None:
         self.stacks: list[list[int]] = []  # per lane: ends of the open slices, innermost last
+        self.nest = nest  # False: a lane holds only disjoint slices (the findings track: slices never overlap)
 
     def place(self, ts: int, end: int) -> tuple[int, list[tuple[int, int]]]:
         """(lane, [(lane, end_ns) closed, in order]) for a slice [ts, end)."""
@@ -23,7 +24,7 @@ class Lanes:
         for i, st in enumerate(self.stacks):
             while st and st[-1] <= ts:  # ended before this starts: closed for good (input is in start order)
                 closed.append((i, st.pop()))
-            if not st or st[-1] >= end:
+            if not st or (self.nest and st[-1] >= end):
                 st.append(end)
                 return i, closed
         self.stacks.append([end])
