@@ -3,8 +3,8 @@
 Ranks' clocks can be off by milliseconds to minutes. Every member of a collective ends within the transfer time
 of the others, so the median over matched collectives of (rank's end - reference rank's end) estimates the
 rank's offset; it is applied only where it exceeds the collectives' own skew (the median duration of the
-shorter member: how far apart ends can be on synchronised clocks). The SQL is queries/_timebase.sql
-(`_clock_offsets()`, a macro any query can join on (run_id, rank)) and `traceql query clock_offsets` shows it.
+shorter member: how far apart ends can be on synchronised clocks). The SQL is queries/clock_offsets.sql
+(`traceql query clock_offsets`; its body joins on (run_id, rank) into any query that needs the offsets).
 
 Where the offsets live: they are computed on the fly from the stored `comm_events` (a few ms), not written
 into `run_meta`: adding rows to an ingested run's tables would need a second commit path in the store, and an

@@ -49,6 +49,7 @@ class Session:
     steps: tuple[int, int] | None
     peaks: dict[str, float | None]
     peaks_note: str
+    spill: str | None = None  # DuckDB's temp directory for this session (removed on close)
     offsets: list[dict[str, Any]] = field(default_factory=list)  # clock_offsets rows
     shift: dict[int, int] = field(default_factory=dict)  # rank -> ns to subtract (applied offsets only)
     stored: bool = False
@@ -79,17 +80,28 @@ class Session:
         return out
 
     def close(self) -> None:
+        import shutil
+
         self.cur.close()
         self.con.close()
+        if self.spill:
+            shutil.rmtree(self.spill, ignore_errors=True)
 
 
 def open_session(store: Any, run_id: str, *, ranks: list[int] | None = None, steps: tuple[int, int] | None = None,
                  align: bool = True, device: str | None = None, peaks: dict[str, float] | None = None) -> Session:
-    from .. import devices, engine, queries
+    import shutil
+    import tempfile
+
+    from .. import derive, devices, engine, queries
     from ..store import Store
 
     st = store if isinstance(store, Store) else Store(store)
     con = engine.connect(st, runs=[run_id], analysis=True)
+    # bounded like the derived-table build: the sorts behind the (rank, track, ts) order spill beyond it
+    spill = tempfile.mkdtemp(prefix="traceql-export-")
+    con.execute(f"SET memory_limit='{derive.memory_limit(1)}'")
+    con.execute("SET temp_directory=$d", {"d": spill})
     cur = con.cursor()
     try:
         queries._scope_views(cur, run_id, None)  # all ranks: the clock offsets need every rank's collectives
@@ -108,7 +120,7 @@ def open_session(store: Any, run_id: str, *, ranks: list[int] | None = None, ste
         else:
             chosen = all_ranks
         sess = Session(con, cur, run_id, str(fmt_row[0]) if fmt_row else "", chosen, None, steps,
-                       choice.peaks, choice.note, stored=stored)
+                       choice.peaks, choice.note, spill=spill, stored=stored)
         sess.offsets = _offsets(cur)
         if align:
             sess.shift = {int(o["rank"]): int(o["offset_ns"]) for o in sess.offsets if o["applied"]}
@@ -118,6 +130,7 @@ def open_session(store: Any, run_id: str, *, ranks: list[int] | None = None, ste
     except BaseException:
         cur.close()
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
         raise
 
 
