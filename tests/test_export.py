@@ -192,6 +192,29 @@ def test_steps_slice_is_the_step_window(stores: dict[str, Path], tmp_path: Path,
     assert {e["pid"] for e in doc["traceEvents"]} == {1}
 
 
+def test_wait_state_tiles_the_steps_and_names_the_planted_wait(stores: dict[str, Path], tmp_path: Path, cli: Any) -> None:
+    """hbm_wait as planted: rank 0 waits in each all-reduce while rank 1 runs element-wise kernels at 93% of peak
+    HBM bandwidth. Expected values from the Parquet steps (the step windows tile each rank's run) and comm_ops
+    (the planted wait)."""
+    st = stores["store"]
+    out = tmp_path / "w.json"
+    assert cli("export", "--store", st, "--run", "aligned", "-o", out, "--no-findings", "--device", "ascend910b").code == 0
+    doc = _chrome(out)
+    ws = [e for e in doc["traceEvents"] if e.get("cat") == "traceql.wait_state"]
+    allowed = {"computing", "compute (HBM-saturated)", "transit", "waiting on a peer", "waiting on an HBM-saturated peer",
+               "waiting (sync, or ranks not in the dump)", "idle", "host"}
+    assert {e["name"] for e in ws} <= allowed
+    steps = [s for s in _parquet(st, "aligned", "steps") if s["ts_ns"] is not None]
+    for rank in (0, 1):
+        mine = sorted((e["ts"], e["dur"]) for e in ws if e["pid"] == rank)
+        assert all(a[0] + a[1] == b[0] for a, b in zip(mine, mine[1:], strict=False))  # contiguous, no overlap
+        assert sum(int(d * 1000) for _, d in mine) == sum(s["dur_ns"] for s in steps if s["rank"] == rank)
+    waits = sum(r["wait_ns"] for r in _parquet(st, "aligned", "comm_ops") if r["rank"] == 0 and r["wait_ns"])
+    got = sum(int(e["dur"] * 1000) for e in ws if e["pid"] == 0 and e["name"] == "waiting on an HBM-saturated peer")
+    assert got == waits
+    assert any(e["name"] == "compute (HBM-saturated)" for e in ws if e["pid"] == 1)
+
+
 # ---- Perfetto protobuf --------------------------------------------------------------------------------------
 def _decode(path: Path) -> Any:
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -308,6 +331,30 @@ def test_perfetto_trace_processor_loads_it(stores: dict[str, Path], tmp_path: Pa
         tp.close()
 
 
+def test_l2_hit_rate_track_where_the_dump_has_it(tmp_path: Path) -> None:
+    """An L2Cache-group dump: the per-task L2 hit rate track carries kernels.l2_hit_rate (read from Parquet)."""
+    from traceql.export import export
+    from traceql.synth import MiB, Scenario
+
+    sc = Scenario(n_ranks=1)
+    r0 = sc.rank(0)
+    r0.add_step(1, start_ns=0, dur_ns=5_000_000)
+    for i, (hits, misses) in enumerate(((75, 25), (10, 90))):
+        r0.add_op(f"Add_{i}", "Add", start_ns=1_000_000 + i * 1_500_000, dur_ns=1_000_000, task_type="AI_CORE",
+                  hbm_read_bytes=4 * MiB, hbm_write_bytes=MiB, l2_read_hits=hits, l2_read_misses=misses,
+                  l2_write_hits=0, l2_write_misses=0)
+    write_torch_npu_dump(sc, tmp_path / "d", aic_metrics="L2Cache")
+    ingest(tmp_path / "d", Store(tmp_path / "s"), name="l2", workers=1)
+    want = {k["ts_ns"]: 100 * k["l2_hit_rate"] for k in _parquet(tmp_path / "s", "l2", "kernels") if k["l2_hit_rate"] is not None}
+    assert len(want) == 2
+    out = tmp_path / "l2.json"
+    export(tmp_path / "s", "l2", out, fmt="chrome", with_findings=False)
+    doc = _chrome(out)
+    got = {_abs_ns(doc, e["ts"]): float(e["args"]["value"]) for e in doc["traceEvents"]
+           if e["ph"] == "C" and e["name"].startswith("traceql: L2 hit rate")}
+    assert got.keys() == want.keys() and all(abs(got[t] - want[t]) < 1e-6 for t in want)
+
+
 # ---- hostile names ------------------------------------------------------------------------------------------
 HOSTILE = ['q"uote\\back', "</script><script>alert(1)</script>", "new\nline\r\ttab", "ctl\x00\x01\x1b[31m\x7f",
            "\u2028sep\u2029", "{\"ph\":\"X\"}", "<img src=x onerror=alert(1)>&amp;"]
@@ -334,6 +381,9 @@ def test_hostile_names_stay_inert(tmp_path: Path, cli: Any) -> None:
     assert sorted(e["name"] for e in doc["traceEvents"] if e.get("cat") == "cpu_op") == sorted(HOSTILE)
     pf = tmp_path / "h.pftrace"
     assert cli("export", "--store", tmp_path / "s", "--run", "h", "-o", pf, "--no-findings").code == 0
+    r = cli("export", "--store", tmp_path / "s", "--run", "h", "-o", "-", "--format", "chrome", "--no-findings")
+    assert r.code == 0, r
+    assert json.loads(r.out, parse_float=Decimal)["traceEvents"] == doc["traceEvents"]  # -o -: the same events on stdout
     pb, trace = _decode(pf)
     names = [p.track_event.name for p in trace.packet
              if p.HasField("track_event") and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN
