@@ -67,7 +67,8 @@ class ChromeWriter:
         self.tids: dict[tuple[int, str], int] = {}
         self.next_tid: dict[int, int] = {}
         self.counts: dict[str, int] = {p: 0 for p in PHASES}
-        head = {"baseTimeNanoseconds": origin_ns, "displayTimeUnit": "ns", **header}
+        # no displayTimeUnit: some Perfetto versions read it as the unit of ts, not of the display
+        head = {"baseTimeNanoseconds": origin_ns, **header}
         fh.write("{" + ", ".join(f"{js(k)}: {js_obj(v) if isinstance(v, dict) else json.dumps(v)}"
                                  for k, v in head.items()) + ',\n"traceEvents": [\n')
 
