@@ -100,14 +100,60 @@ def _write_slices(w: Any, sess: Session, rows: Iterator[tuple[dict[str, Any], li
 
 def _write_counters(w: Any, sess: Session, fam: _timeline_rows.Family) -> int:
     n = 0
+    key = "d" if fam.cumulative else "value"
+    run_rank: int | None = None
+    acc = 0.0
     for b in sess.batches(fam.sql):
         d = b.to_pydict()
-        for rank, track, ts, v in zip(d["rank"], d["track"], d["ts_ns"], d["value"], strict=True):
+        for rank, track, ts, v in zip(d["rank"], d["track"], d["ts_ns"], d[key], strict=True):
             if v is None or v != v or v in (float("inf"), float("-inf")):
                 continue
-            w.counter(int(rank), str(track), fam.unit, int(ts) - sess.shift.get(int(rank), 0), v)
+            rank = int(rank)
+            if fam.cumulative:
+                if rank != run_rank:
+                    run_rank, acc = rank, 0.0
+                acc += v
+                v = round(max(acc, 0.0) * fam.scale, 6)  # float sums leave +-1e-12 residues: 0 is 0
+            w.counter(rank, str(track), fam.unit, int(ts) - sess.shift.get(rank, 0), v)
             n += 1
     return n
+
+
+def _merge_states(sess: Session, batches: Iterator[Any], basis: str) -> Iterator[tuple[dict[str, Any], list[str]]]:
+    """Consecutive wait-state segments in the same state -> one slice (shares time-weighted over it)."""
+    args = ["step", "segments", "transit_share", "peer_hbm_share", "basis"]
+    cur: dict[str, Any] | None = None
+    acc: dict[str, float] = {}
+
+    def done(c: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        dur = c["dur_ns"] or 1
+        c["transit_share"] = round(acc["tr"] / dur, 4) if acc["comm"] else None
+        c["peer_hbm_share"] = round(acc["peer"] / dur, 4) if acc["pw"] else None
+        return c, args
+
+    for b in batches:
+        d = b.to_pydict()
+        for i in range(b.num_rows):
+            rank, t0, t1, state = int(d["rank"][i]), int(d["t0"][i]), int(d["t1"][i]), d["state"][i]
+            if cur is not None and (cur["rank"] != rank or cur["name"] != state or cur["ts_ns"] + cur["dur_ns"] != t0):
+                yield done(cur)
+                cur = None
+            if cur is None:
+                cur = {"rank": rank, "track": _timeline_rows.WAIT_TRACK, "ts_ns": t0, "dur_ns": 0, "name": state,
+                       "cat": "traceql.wait_state", "flow_in": None, "flow_out": None, "step": d["step"][i],
+                       "segments": 0, "basis": basis}
+                acc = {"tr": 0.0, "peer": 0.0, "comm": 0, "pw": 0}
+            seg = t1 - t0
+            cur["dur_ns"] += seg
+            cur["segments"] += 1
+            if d["n_comm"][i]:
+                acc["comm"] = 1
+                acc["tr"] += (d["transit_share"][i] or 0.0) * seg
+            if d["n_peer_wait"][i]:
+                acc["pw"] = 1
+                acc["peer"] += (d["peer_hbm_share"][i] or 0.0) * seg
+    if cur is not None:
+        yield done(cur)
 
 
 def _write_flows(w: Any, sess: Session) -> int:
@@ -174,13 +220,20 @@ def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "pe
             dev = sess.peaks_note
             for r in sess.ranks:
                 w.process(r, f"rank {r}", r)
-            for fam in (_timeline_rows.kernels(sess), _timeline_rows.comm_ops(sess), _timeline_rows.host_ops(sess)):
-                counts[fam.name] = _write_slices(w, sess, _slice_rows(sess.batches(fam.sql)))
-            counts["wait_state"] = _write_slices(w, sess, _slice_rows(sess.batches(_timeline_rows.wait_state(sess, sat_threshold).sql)))
-            for fam in _timeline_rows.counter_families(sess):
-                counts[fam.name] = _write_counters(w, sess, fam)
-            if fmt == "chrome":
-                counts["flows"] = _write_flows(w, sess)
+            # rank by rank: each statement's sorts and windows then hold one rank, not the run
+            basis = _timeline_rows.wait_basis(sess, sat_threshold)
+            for r in sess.ranks:
+                sess.only = r
+                for fam in (_timeline_rows.kernels(sess), _timeline_rows.comm_ops(sess), _timeline_rows.host_ops(sess)):
+                    counts[fam.name] = counts.get(fam.name, 0) + _write_slices(w, sess, _slice_rows(sess.batches(fam.sql)))
+                ws = _timeline_rows.wait_state(sess, sat_threshold)
+                counts["wait_state"] = counts.get("wait_state", 0) + _write_slices(
+                    w, sess, _merge_states(sess, sess.batches(ws.sql), basis))
+                for fam in _timeline_rows.counter_families(sess):
+                    counts[fam.name] = counts.get(fam.name, 0) + _write_counters(w, sess, fam)
+                if fmt == "chrome":
+                    counts["flows"] = counts.get("flows", 0) + _write_flows(w, sess)
+            sess.only = None
             if with_findings:
                 rows = _findings.finding_slices(sess, store, device, peaks)
                 arg_cols = [c for c in (rows[0] if rows else {}) if c not in _timeline_rows.SLICE_BASE]

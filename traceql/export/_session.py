@@ -9,6 +9,7 @@ their min/max statistics): a sliced export reads only what it writes.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -53,13 +54,15 @@ class Session:
     offsets: list[dict[str, Any]] = field(default_factory=list)  # clock_offsets rows
     shift: dict[int, int] = field(default_factory=dict)  # rank -> ns to subtract (applied offsets only)
     stored: bool = False
+    only: int | None = None  # set while one rank is exported (the writer goes rank by rank)
 
     def where(self, ts: str = "ts_ns", rank: str = "rank") -> str:
         """SQL predicate selecting the ranks and step windows in scope (constants only: pushed into the scans)."""
+        ranks = self.ranks if self.only is None else [r for r in self.ranks if r == self.only]
         if self.windows is None:
-            return f"{rank} IN ({', '.join(str(int(r)) for r in self.ranks)})" if self.ranks else "false"
+            return f"{rank} IN ({', '.join(str(int(r)) for r in ranks)})" if ranks else "false"
         parts = [f"({rank} = {int(r)} AND {ts} >= {int(lo)} AND {ts} < {int(hi)})"
-                 for r, (lo, hi) in sorted(self.windows.items())]
+                 for r, (lo, hi) in sorted(self.windows.items()) if r in ranks]
         return "(" + " OR ".join(parts) + ")" if parts else "false"
 
     def batches(self, sql: str, params: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
@@ -99,8 +102,12 @@ def open_session(store: Any, run_id: str, *, ranks: list[int] | None = None, ste
     st = store if isinstance(store, Store) else Store(store)
     con = engine.connect(st, runs=[run_id], analysis=True)
     # bounded like the derived-table build: the sorts behind the (rank, track, ts) order spill beyond it
+    # (TRACEQL_EXPORT_MEMORY, e.g. 512MB, overrides the share: benchmarks)
+    limit = os.environ.get("TRACEQL_EXPORT_MEMORY", "")
+    if not re.fullmatch(r"\d{1,6}(MB|GB)", limit):
+        limit = derive.memory_limit(1)
     spill = tempfile.mkdtemp(prefix="traceql-export-")
-    con.execute(f"SET memory_limit='{derive.memory_limit(1)}'")
+    con.execute(f"SET memory_limit='{limit}'")
     con.execute("SET temp_directory=$d", {"d": spill})
     cur = con.cursor()
     try:

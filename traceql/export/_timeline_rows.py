@@ -29,6 +29,11 @@ class Family:
     kind: str  # slice | counter | flow
     sql: str
     unit: str = ""  # counters: % | GB/s | raw unit
+    # counters whose rows are changes (column d, in time order per rank): the writer keeps the running sum,
+    # value = max(sum, 0) x scale. A running sum in SQL would be a window over the whole rank, which DuckDB
+    # holds in memory; the deltas only need a sort, which spills.
+    cumulative: bool = False
+    scale: float = 1.0
 
 
 def _stream_label(sess: Session) -> str:
@@ -145,9 +150,10 @@ ORDER BY w.rank, w.win_start""", unit)
 
 def _sweep(sess: Session, name: str, label: str, bytes_expr: str, have_expr: str, peak_key: str) -> Family:
     """Bandwidth of the kernels running at each instant (each kernel's bytes spread evenly over its run time,
-    concurrent kernels summed, as _helpers.sql defines device bandwidth), one point per change."""
+    concurrent kernels summed, as _helpers.sql defines device bandwidth), one point per change: the rows are
+    the changes (+bw at a kernel's start, -bw at its end), summed by the writer."""
     peak = sess.peaks.get(peak_key)
-    scale, unit = (f"100.0 / {float(peak)!r}", "%") if peak else ("1e-9", "GB/s")
+    scale, unit = (100.0 / float(peak), "%") if peak else (1e-9, "GB/s")
     what = "% of peak" if peak else "GB/s (peak unknown)"
     return Family(name, "counter", f"""
 WITH kb AS (
@@ -155,13 +161,10 @@ WITH kb AS (
     FROM _kernel_bytes() WHERE dur_ns > 0 AND ({have_expr}) AND {sess.where()}
 ), ev AS (
     SELECT rank, ts_ns AS t, bw AS d FROM kb UNION ALL SELECT rank, end_ns, -bw FROM kb
-), pts AS (
-    SELECT rank, t, sum(d) AS d FROM ev GROUP BY rank, t
 )
-SELECT rank, 'traceql: {label}, {what}' AS track, t AS ts_ns,
-       round(greatest(sum(d) OVER (PARTITION BY rank ORDER BY t ROWS UNBOUNDED PRECEDING), 0) * {scale}, 6) AS value
-FROM pts
-ORDER BY rank, t""", unit)
+SELECT rank, 'traceql: {label}, {what}' AS track, t AS ts_ns, sum(d) AS d
+FROM ev GROUP BY rank, t
+ORDER BY rank, t""", unit, cumulative=True, scale=scale)
 
 
 def hbm_pmu(sess: Session) -> Family:
@@ -197,18 +200,13 @@ ORDER BY k.rank, k.ts_ns""", "%")
 
 
 def wait_state(sess: Session, sat_threshold: float) -> Family:
-    """Per rank, what wait_attribution calls each instant (the _timeline segments; consecutive segments in the
-    same state merged into one slice). In a communication segment wait_attribution splits time by shares; the
-    slice is named by the rule below and carries the shares as arguments."""
+    """Per rank, what wait_attribution calls each instant: one row per _timeline segment, in time order, named
+    by the rule below (the writer merges consecutive segments in the same state into one slice). In a
+    communication segment wait_attribution splits time by shares; the slice carries those shares as arguments."""
     peak = sess.peaks.get("peak_hbm_bps")
     peak_sql = "NULL::DOUBLE" if not peak else f"{float(peak)!r}::DOUBLE"
     return Family("wait_state", "slice", f"""
-WITH t AS (
-    SELECT rank, step, t0, t1, n_comp, sat, n_comm, n_peer_wait, peer_hbm_share, transit_share, first_busy, last_busy
-    FROM _timeline({float(sat_threshold)!r}::DOUBLE, {peak_sql})
-    WHERE {sess.where('t0')}
-), s AS (
-    SELECT *, CASE
+SELECT rank, step, t0, t1, n_comm, n_peer_wait, peer_hbm_share, transit_share, CASE
         WHEN n_comp > 0 AND sat THEN 'compute (HBM-saturated)'
         WHEN n_comp > 0 THEN 'computing'
         WHEN n_comm > 0 AND n_peer_wait > 0 AND peer_hbm_share >= 0.5 THEN 'waiting on an HBM-saturated peer'
@@ -217,25 +215,15 @@ WITH t AS (
         WHEN n_comm > 0 THEN 'waiting (sync, or ranks not in the dump)'
         WHEN t0 >= first_busy AND t1 <= last_busy THEN 'idle'
         ELSE 'host' END AS state
-    FROM t
-), e AS (
-    SELECT *, lag(state) OVER w AS prev_state, lag(t1) OVER w AS prev_t1
-    FROM s WINDOW w AS (PARTITION BY rank ORDER BY t0)
-), g AS (
-    SELECT *, sum(CASE WHEN prev_state IS DISTINCT FROM state OR prev_t1 IS DISTINCT FROM t0 THEN 1 ELSE 0 END)
-              OVER (PARTITION BY rank ORDER BY t0 ROWS UNBOUNDED PRECEDING) AS grp
-    FROM e
-)
-SELECT rank, '{WAIT_TRACK}' AS track, min(t0) AS ts_ns, max(t1) - min(t0) AS dur_ns, any_value(state) AS name,
-       'traceql.wait_state' AS cat, NULL::VARCHAR[] AS flow_in, NULL::VARCHAR[] AS flow_out,
-       min(step) AS step, count(*) AS segments,
-       CASE WHEN any_value(n_comm) > 0 THEN round(sum(transit_share * (t1 - t0)) / (max(t1) - min(t0)), 4) END AS transit_share,
-       CASE WHEN bool_or(n_peer_wait > 0) THEN round(sum(peer_hbm_share * (t1 - t0)) / (max(t1) - min(t0)), 4) END AS peer_hbm_share,
-       'wait_attribution timeline (_helpers.sql _timeline, sat_threshold {float(sat_threshold):g}'
-       || CASE WHEN {peak_sql} IS NULL THEN ', HBM peak unknown: no compute counts as saturated' ELSE '' END
-       || '); rerun: traceql query wait_attribution --run ' || '{sess.run_id.replace("'", "''")}' AS basis
-FROM g GROUP BY rank, grp
-ORDER BY rank, ts_ns""")
+FROM _timeline({float(sat_threshold)!r}::DOUBLE, {peak_sql})
+WHERE {sess.where('t0')}
+ORDER BY rank, t0""")
+
+
+def wait_basis(sess: Session, sat_threshold: float) -> str:
+    return (f"wait_attribution timeline (_helpers.sql _timeline, sat_threshold {float(sat_threshold):g}"
+            + (", HBM peak unknown: no compute counts as saturated" if not sess.peaks.get("peak_hbm_bps") else "")
+            + f"); rerun: traceql query wait_attribution --run {sess.run_id}")
 
 
 def counter_families(sess: Session) -> list[Family]:
