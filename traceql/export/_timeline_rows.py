@@ -2,7 +2,9 @@
 order, all on the rank's own clock (the writers apply the clock offsets).
 
 Slice families yield: rank, track, ts_ns, dur_ns, name, cat, flow_in, flow_out, and arguments: every other
-column, written as the event's args when not null. Counter families yield: rank, track, ts_ns, value.
+column, written as the event's args when not null. Counter families yield: rank, track, ts_ns, value (or d, the
+change at ts_ns, for the running-sum families). The wait-state family yields one row per timeline segment
+(the writer merges them).
 Track names follow the profilers: `Stream N` (torch_npu's Ascend Hardware threads; Kineto writes `stream N`),
 `Thread N` host threads, `Group <g> Communication` (torch_npu's HCCL threads); raw counters keep the name the
 profiler wrote (e.g. `HBM 0/Read`) with their unit. Tracks traceql derives say so in their name ("traceql: ...")
