@@ -1,0 +1,81 @@
+"""`traceql export`: a run's timeline with the findings, bandwidth counters and wait state on it, as a Perfetto
+trace (.pftrace) or Chrome trace JSON (traceql.export)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import RunOpt, StoreOpt
+
+FORMATS = ("perfetto", "chrome")
+_CHROME_SUFFIXES = (".json",)
+
+
+def export_cmd(
+    run: RunOpt = None,
+    store: StoreOpt = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write ('-' = stdout). Default: RUN.pftrace, or RUN.json with --format chrome.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="perfetto (protobuf .pftrace) | chrome (trace JSON); default from the --output suffix (.json = chrome), else perfetto.")] = None,
+    rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank (repeatable).")] = None,
+    steps: Annotated[Optional[str], typer.Option("--steps", help="Only events that start in these steps' windows: N or A-B.")] = None,
+    clock_align: Annotated[bool, typer.Option("--clock-align/--no-clock-align", help="Move every rank onto the reference rank's clock where the estimated offset exceeds the collectives' own skew (default on).")] = True,
+    with_findings: Annotated[bool, typer.Option("--findings/--no-findings", help="Add the findings track (runs the checklist: seconds on big runs).")] = True,
+    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks (ascend910b, a100-80gb, h200...); default: detected from the dump.")] = None,
+    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")] = None,
+) -> None:
+    """Export a run's timeline for Perfetto UI, chrome://tracing or MindStudio Insight: device tasks, host ops,
+    communication and flows (one process per rank, tracks named as the profiler names them), counter tracks
+    (HBM bandwidth as % of peak from the sampled counters with their period, per-task PMU bytes and the modeled
+    lower bound on their own tracks, UB bandwidth and L2 hit rate where measured), the wait-attribution state
+    per rank, and a findings track: one slice per finding over its evidence windows, with message, saving and
+    the query that reproduces it. The clock offsets estimated from collectives are printed on stderr.
+
+    \b
+    Examples:
+      traceql export --run job -o job.pftrace
+      traceql export --run job --format chrome -o job.json
+      traceql export --run job --rank 3 --steps 10-12 -o slice.pftrace
+      traceql query clock_offsets --run job          # the offsets alone
+    """
+    from .. import clock_align as calign
+    from .. import export
+    from ..errors import TraceQLError
+    from . import _console
+    from ._common import resolve_run
+
+    if fmt is not None and fmt not in FORMATS:
+        raise typer.BadParameter(f"{fmt!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
+    if fmt is None:
+        fmt = "chrome" if output is not None and output.suffix.lower() in _CHROME_SUFFIXES else "perfetto"
+    step_range = export.parse_steps(steps)
+    run_id = resolve_run(store, run)
+    to_stdout = output is not None and str(output) == "-"
+    if output is None:
+        suffix = "json" if fmt == "chrome" else "pftrace"
+        output = Path(f"{run_id}.{suffix}")
+    if to_stdout and fmt == "perfetto":
+        import sys
+
+        if sys.stdout.isatty():
+            raise TraceQLError("refusing to write a binary Perfetto trace to a terminal: pass -o FILE, or pipe it")
+    if not to_stdout and output.parent != Path("") and not output.parent.is_dir():
+        raise TraceQLError(f"{output}: no such directory {output.parent}")
+    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
+    summary = export.export(store, run_id, None if to_stdout else output, fmt=fmt, ranks=rank or None,
+                            steps=step_range, align=clock_align, device=device, peaks=peaks,
+                            with_findings=with_findings)
+    for line in calign.describe(summary["offsets"], summary["ranks"]):
+        _console.info(f"clock {line}")
+    if not clock_align and summary["offsets"] and any(o["applied"] for o in summary["offsets"]):
+        _console.warn("--no-clock-align: ranks whose clocks disagree beyond the collectives' skew are exported as recorded")
+    c = summary["counts"]
+    what = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in c.items() if v)
+    _console.info(f"wrote {'stdout' if to_stdout else output} ({fmt}, run {run_id}, ranks {', '.join(map(str, summary['ranks']))}"
+                  + (f", steps {steps}" if steps else "") + f"): {what}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export_cmd)
