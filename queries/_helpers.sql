@@ -348,6 +348,13 @@ FROM cut c LEFT JOIN tail t ON t.run_id = c.run_id AND t.rank = c.rank;
 -- group G on one rank is the k-th collective of G on every other rank (`ordinal`; ops without a group name
 -- form one group). The match is trusted only when all members agree on the op type (types_agree).
 -- p2p ops (kind p2p, or send/receive names) are not matched. last_rank is the member that started last.
+-- Clocks: ranks write their own clocks, which can be off by milliseconds to minutes. clock_offset_ns is the
+-- rank's offset from the reference rank (the lowest rank with trusted matches): the median over shared
+-- collectives of (its end - the reference rank's end), since every member of a collective ends within the
+-- transfer time of the others; applied (else 0) only when larger than the collectives' own skew (the median
+-- duration of the shorter member). Arrivals are compared on aligned clocks, and first/last_arrival_ns are
+-- given on the rank's own clock; last_rank_offset_ns is the late member's offset (queries/clock_offsets.sql
+-- reports the same estimate with its basis).
 CREATE OR REPLACE MACRO _comm_events() AS TABLE
 WITH co AS MATERIALIZED (
     SELECT run_id, rank, step, name, lower(op_type) AS op_type, group_name, kind, ts_ns,
@@ -368,15 +375,34 @@ WITH co AS MATERIALIZED (
     FROM (SELECT * FROM co UNION ALL SELECT * FROM ck)
 ), o AS (
     SELECT *, row_number() OVER (PARTITION BY run_id, rank, group_key, is_p2p ORDER BY ts_ns, name) AS ordinal FROM m
+), i AS (
+    SELECT *, count(*) OVER inst AS n_ranks,
+           coalesce(min(op_type) OVER inst = max(op_type) OVER inst, true) AS types_agree
+    FROM o WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal)
+), tm AS (
+    -- trusted matches, for the clock offsets
+    SELECT run_id, rank, group_key, ordinal, ts_ns + dur_ns AS end_ns, dur_ns FROM i
+    WHERE NOT is_p2p AND types_agree AND n_ranks > 1
+), ref AS (
+    SELECT run_id, min(rank) AS ref_rank FROM tm GROUP BY run_id
+), est AS (
+    SELECT c.run_id, c.rank, quantile_disc(c.end_ns - x.end_ns, 0.5) AS off,
+           quantile_disc(least(c.dur_ns, x.dur_ns), 0.5) AS skew
+    FROM tm c JOIN ref r ON r.run_id = c.run_id
+    JOIN tm x ON x.run_id = c.run_id AND x.rank = r.ref_rank AND x.group_key = c.group_key AND x.ordinal = c.ordinal
+    GROUP BY c.run_id, c.rank
+), a AS (
+    SELECT i.*, coalesce(CASE WHEN abs(e.off) > e.skew THEN e.off END, 0)::BIGINT AS clock_offset_ns
+    FROM i LEFT JOIN est e ON e.run_id = i.run_id AND e.rank = i.rank
 )
 SELECT run_id, rank, step, name, op_type, group_name, kind, is_p2p, comm_source, group_key, ordinal,
-       ts_ns, dur_ns, ts_ns + dur_ns AS end_ns, transit_ns,
-       count(*) OVER inst AS n_ranks,
-       min(ts_ns) OVER inst AS first_arrival_ns,
-       max(ts_ns) OVER inst AS last_arrival_ns,
-       arg_max(rank, ts_ns) OVER inst AS last_rank,
-       coalesce(min(op_type) OVER inst = max(op_type) OVER inst, true) AS types_agree
-FROM o
+       ts_ns, dur_ns, ts_ns + dur_ns AS end_ns, transit_ns, n_ranks,
+       min(ts_ns - clock_offset_ns) OVER inst + clock_offset_ns AS first_arrival_ns,
+       max(ts_ns - clock_offset_ns) OVER inst + clock_offset_ns AS last_arrival_ns,
+       arg_max(rank, ts_ns - clock_offset_ns) OVER inst AS last_rank,
+       types_agree, clock_offset_ns,
+       arg_max(clock_offset_ns, ts_ns - clock_offset_ns) OVER inst AS last_rank_offset_ns
+FROM a
 WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal);
 
 -- Each communication op split in two parts (no parameters: stored by traceql.derive via _timeline_base):
@@ -495,11 +521,14 @@ WITH ss AS MATERIALIZED (
     -- the late member's saturated time before each peer-wait edge (0 before its first saturated piece); both
     -- edges in one ASOF pass
     -- (run_id, rank, group_key, is_p2p, ordinal) identifies an op (_comm_events numbers ops per group)
+    -- (the probe instants moved onto the late member's clock: - own offset + its offset)
     SELECT pr.run_id, pr.rank, pr.group_key, pr.is_p2p, pr.ordinal, pr.edge,
            coalesce(s.sat_before_ns, 0) + coalesce(least(pr.p, s.seg_end) - s.seg_start, 0) AS sat_at
-    FROM (SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank, ts_ns AS p, 0 AS edge FROM ce WHERE wait_end_ns > ts_ns
+    FROM (SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank,
+                 ts_ns - clock_offset_ns + last_rank_offset_ns AS p, 0 AS edge FROM ce WHERE wait_end_ns > ts_ns
           UNION ALL
-          SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank, wait_end_ns, 1 FROM ce WHERE wait_end_ns > ts_ns) pr
+          SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank,
+                 wait_end_ns - clock_offset_ns + last_rank_offset_ns, 1 FROM ce WHERE wait_end_ns > ts_ns) pr
     ASOF LEFT JOIN ss s ON s.run_id = pr.run_id AND s.rank = pr.last_rank AND pr.p >= s.seg_start
 ), q AS (
     SELECT ce.*, a.sat_at AS sat_a, b.sat_at AS sat_b

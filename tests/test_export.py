@@ -289,9 +289,8 @@ def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, 
     modeled = [n for (_, n) in counters if "modeled lower bound" in n]
     assert modeled and not any("modeled" in n for n in {tr_name})  # modeled on its own track
 
-    # finding slices: the planted problems (planted.EXPECTED), named by check id, on the aligned run. (On the
-    # offset run the findings' own lateness is the 3.25 s clock offset, far more than a step: the plausibility
-    # gate keeps slow_rank from firing there, since wait attribution does not apply the offsets yet.)
+    # finding slices: the planted problems (planted.EXPECTED), named by check id, on the aligned run (the
+    # offset run's findings are the same: test_findings_on_offset_clocks_equal_the_aligned_run)
     out2 = tmp_path / "aligned.pftrace"
     assert cli("export", "--store", st, "--run", "aligned", "-o", out2, "--device", "ascend910b").code == 0
     slices = read(out2)[4]
@@ -436,3 +435,18 @@ def test_failed_export_leaves_no_file(stores: dict[str, Path], tmp_path: Path, m
     with pytest.raises(TraceQLError):
         ex.export(stores["store"], "aligned", out, fmt="chrome", with_findings=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_findings_on_offset_clocks_equal_the_aligned_run(stores: dict[str, Path]) -> None:
+    """Wait attribution compares arrivals on aligned clocks (_helpers.sql _comm_events' clock_offset_ns): rank 1
+    written 3.25 s ahead gives the same findings, waits and verdict as the same job on one clock (without the
+    alignment its lateness would be 3.25 s, more than a step: implausible, and slow_rank would not fire)."""
+    from traceql import findings
+
+    st = stores["store"]
+    a = findings.evaluate(st, "aligned", device="ascend910b")
+    o = findings.evaluate(st, "off", device="ascend910b")
+    assert sorted(f.id for f in o.fired) == sorted(f.id for f in a.fired) and "slow_rank" in {f.id for f in o.fired}
+    assert o.verdict["headline"] == a.verdict["headline"]
+    for fid in ("comm_waits_on_memory", "slow_rank"):
+        assert o.finding(fid).saving["value"] == pytest.approx(a.finding(fid).saving["value"], abs=1e-6), fid
