@@ -66,7 +66,7 @@ def _raw_counter_utilisation(rank_dir: Path) -> tuple[Decimal, Decimal, Decimal]
     gaps = []
     for pts in series.values():
         pts.sort()
-        for (t, v), (t2, _) in zip(pts, pts[1:]):
+        for (t, v), (t2, _) in zip(pts, pts[1:], strict=False):
             gaps.append(t2 - t)
             x0, x1 = max(t, lo), min(t2, hi)
             if x1 > x0:
@@ -367,3 +367,28 @@ def test_check_reports_bandwidth_above_peak(tmp_path: Path) -> None:
     assert zl["times_peak"] == pytest.approx(zl["modeled_bytes"] / (zl["dur_ns"] / 1e9) / 1.6e12)
     # the ingest-time checks leave them out (they need the analysis macros)
     assert not {"bandwidth_above_peak", "modeled_above_peak"} & {r["name"] for r in run_checks(st, "db", analysis=False)}
+
+
+# ---- device work after the last step marker ------------------------------------------------------------------
+def test_work_after_the_last_step_marker_is_counted(tmp_path: Path) -> None:
+    """A device runs behind its host: the last step's kernels can end after ProfilerStep#N does. By hand: step
+    [1 ms, 6 ms), a kernel [5.5 ms, 6.5 ms) launched in it -> the step's window ends at 6.5 ms (0.5 ms tail)
+    and the whole kernel is compute time."""
+    sc = Scenario(n_ranks=1)
+    rt = sc.ranks[0]
+    rt.add_step(1, start_ns=1_000_000, dur_ns=5_000_000)
+    rt.add_op("Add_0", "Add", start_ns=5_500_000, dur_ns=1_000_000, task_type="AI_VECTOR_CORE")
+    dump = tmp_path / "dump"
+    write_torch_npu_dump(sc, dump, aic_metrics="PipeUtilization", with_trace_view=True)
+    st = _store(tmp_path, dump, "tail")
+    from traceql import engine
+
+    con = engine.connect(st, runs=["tail"], analysis=True)
+    try:
+        ((start, end, tail),) = con.execute("SELECT win_start, win_end, device_tail_ns FROM step_windows").fetchall()
+    finally:
+        con.close()
+    base = sc.base_ns
+    assert (start - base, end - base, tail) == (1_000_000, 6_500_000, 500_000)
+    wa = next(r for r in _rows(st, "wait_attribution") if r["scope"] == "run")
+    assert wa["compute_other_ns"] + wa["compute_hbm_saturated_ns"] == 1_000_000
