@@ -23,7 +23,17 @@ MAX_FRAMEWORK_OPS = 200_000
 
 
 def op_key(op_type: str, is_comm: bool) -> str:
-    return _COMM_INSTANCE.sub("", op_type) if is_comm else op_type
+    return _COMM_INSTANCE.sub("", op_type).rstrip("_") if is_comm else op_type
+
+
+def kernel_types(con: Any, run_id: str) -> dict[str, str]:
+    """name -> op_type as the dump types it (the most frequent type of a name)."""
+    from .. import queries
+
+    out: dict[str, str] = {}
+    for r in _rows(queries.run("compare_kernel_names", con=con, run_id=run_id)):
+        out.setdefault(str(r["name"]), str(r["op_type"]))
+    return out
 
 
 def _rows(table: Any) -> list[dict[str, Any]]:
@@ -132,7 +142,7 @@ def gather(con: Any, store: Any, run_id: str, *, device: str | None = None, peak
         from ..findings import evaluate
 
         rep = evaluate(store, run_id, device=device, peaks=peaks)
-    return RunNumbers(info=info, steps=steps, ops=ops, chains=chain_rows(con, run_id),
+    return RunNumbers(info=info, steps=steps, ops=ops, chains=chain_rows(con, run_id), names=kernel_types(con, run_id),
                       framework=framework_metrics(con, run_id),
                       framework_ops=framework_op_groups(con, run_id) if cross else None,
                       findings=rep, peaks_note=note)

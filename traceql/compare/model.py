@@ -115,6 +115,8 @@ class RunNumbers:
     framework_ops: list[OpGroup] | None  # --mode cross: kernels grouped by the framework op that launched them
     findings: Any | None  # traceql.findings.Report
     peaks_note: str = ""
+    names: dict[str, str] = field(default_factory=dict)  # kernel name -> op_type, where the dump types it
+    notes: list[str] = field(default_factory=list)  # how its operators were matched (diff.harmonize)
 
     @property
     def rank_steps(self) -> int:

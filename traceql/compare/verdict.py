@@ -120,6 +120,9 @@ def comparability(b: RunNumbers, c: RunNumbers, mode: str) -> tuple[list[str], l
                            ("export type", bi.export_type, ci.export_type)):
         if bv != cv:
             diff(aspect, bv, cv, "recorded differently: see what the difference hides")
+    if b.peaks_note != c.peaks_note:
+        diff("HBM peak", b.peaks_note, c.peaks_note, "the sides' HBM peaks were chosen differently, so what counts as "
+             "HBM-saturated compute may differ: pass --device to use one preset for both")
     if (bi.steps_min, bi.steps_max) != (ci.steps_min, ci.steps_max):
         diff("step count", [bi.steps_min, bi.steps_max], [ci.steps_min, ci.steps_max],
              "different numbers of profiled steps per rank: compared per step")
@@ -150,6 +153,10 @@ def hidden_by_difference(b: RunNumbers, c: RunNumbers) -> list[str]:
         more, fewer = ("cand", "base") if ch > bh else ("base", "cand")
         out.append(f"{more} records {abs(ch - bh)} more host events than {fewer} ({max(bh, ch)} vs {min(bh, ch)}): "
                    f"host-side layers {fewer} does not trace, so host-op counts are not comparable")
+    lb, lc = b.info.profiler_level, c.info.profiler_level
+    if lb != lc and (lb or lc):
+        out.append(f"profiler levels differ ({lb or 'unknown'} vs {lc or 'unknown'}): a higher level records more and "
+                   "adds its own overhead, so step-time deltas include profiling overhead, not only the code change")
     gb = {g for g, n in b.info.grade_calls.items() if n}
     gc = {g for g, n in c.info.grade_calls.items() if n}
     if gb != gc:
