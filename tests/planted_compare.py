@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import planted
+
 from traceql.synth import MiB, Scenario, write_torch_npu_dump
 
 STEPS = 3
