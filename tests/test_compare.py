@@ -253,3 +253,33 @@ def test_real_level1_vs_level0_reverse_and_markdown(real_store: Path) -> None:
 
     text = to_markdown(compare(real_store, "level1", "level0", with_findings=False))
     assert "cand (Level0) has no comm_matrix" in text and "What the difference hides" in text
+
+
+# ---- the report's "what changed" section and the charts ---------------------------------------------------------
+def test_report_with_baseline_has_the_what_changed_section(cli: Any, cstore: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = cli("report", "--run", "chain", "--baseline", "clean", "-s", cstore, "--device", DEVICE, "-o", out)
+    assert r.code == 0, r
+    html = out.read_text(encoding="utf-8")
+    assert 'id="changed"' in html and "What changed since <code>clean</code>" in html
+    assert "REGRESSION: step 4.205 ms -&gt; 8.104 ms (+3.898 ms" in html
+    specs = json.loads(html.split('id="traceql-specs"', 1)[1].split(">", 1)[1].split("</script>", 1)[0])
+    assert {"compare_step_split", "compare_traffic"} <= set(specs)
+    assert 'data-chart="compare_step_split"' in html and 'data-chart="compare_traffic"' in html
+    plain = tmp_path / "p.html"
+    assert cli("report", "--run", "chain", "-s", cstore, "--device", DEVICE, "-o", plain).code == 0
+    assert 'id="changed"' not in plain.read_text(encoding="utf-8")
+
+
+def test_charts_carry_the_comparison_numbers(results: dict[str, Any]) -> None:
+    from traceql.compare.charts import step_split_chart, traffic_delta_chart
+
+    d = results["regress"]
+    s = step_split_chart(d).to_dict()
+    rows = s["data"]["values"]
+    cand_ms = sum(r["ms"] for r in rows if r["side"] == "cand: chain")
+    assert cand_ms == pytest.approx((pc.clean_step_ns() + pc.chain_ns()) / 1e6)  # the parts add up to the window
+    t = traffic_delta_chart(d).to_dict()
+    by = {r["op_type"]: r for r in t["data"]["values"]}
+    assert {"Conv2D", "BNTrainingReduce", "BNTrainingUpdate", "Relu"} <= set(by)
+    assert by["Relu"]["grade"] == "measured"
