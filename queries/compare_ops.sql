@@ -1,5 +1,5 @@
 -- name: compare_ops
--- description: Per operator type and input signature (shapes, dtypes) the calls, device time and HBM bytes with where the bytes came from: what `traceql compare` matches across two runs.
+-- description: Per kernel name, operator type and input signature (shapes, dtypes) the calls, device time and HBM bytes with where the bytes came from: what `traceql compare` matches across two runs.
 -- column: run_id VARCHAR               -- run
 -- column: op_type VARCHAR              -- operator type (the kernel name when the dump has none)
 -- column: input_shapes VARCHAR         -- input shapes as written ('' when the dump records none)
@@ -13,9 +13,9 @@
 -- column: pmu_calls BIGINT             -- calls whose bytes are per-task PMU counters (measured)
 -- column: sampled_calls BIGINT         -- calls whose bytes are apportioned HBM counter samples (sampled)
 -- column: modeled_calls BIGINT         -- calls whose bytes are tensor sizes from shapes x dtypes (modeled)
--- column: example_name VARCHAR         -- one kernel name of the group
+-- column: example_name VARCHAR         -- the kernel name (kept so a name map can rename CUDA kernels whose type is coarse)
 --
--- Definitions: one row per (op_type, input_shapes, input_dtypes, is_comm) over every kernel of the run in
+-- Definitions: one row per (kernel name, op_type, input_shapes, input_dtypes, is_comm) over every kernel of the run in
 -- scope; the source counts say how each side's bytes were obtained (pmu = measured, sampled, modeled), so a
 -- comparison can say when one side is measured and the other modeled.
 SELECT run_id, _op_name(op_type, name) AS op_type,
@@ -29,7 +29,7 @@ SELECT run_id, _op_name(op_type, name) AS op_type,
        count(*) FILTER (WHERE hbm_bytes_source = 'pmu') AS pmu_calls,
        count(*) FILTER (WHERE hbm_bytes_source = 'sampled') AS sampled_calls,
        count(*) FILTER (WHERE hbm_bytes_source = 'modeled') AS modeled_calls,
-       min(name) AS example_name
+       name AS example_name
 FROM _kernel_bytes()
 GROUP BY ALL
 ORDER BY run_id, dur_ns DESC, op_type, input_shapes, input_dtypes;

@@ -283,3 +283,59 @@ def test_charts_carry_the_comparison_numbers(results: dict[str, Any]) -> None:
     by = {r["op_type"]: r for r in t["data"]["values"]}
     assert {"Conv2D", "BNTrainingReduce", "BNTrainingUpdate", "Relu"} <= set(by)
     assert by["Relu"]["grade"] == "measured"
+
+
+# ---- --mode cross: a GPU baseline against an NPU port -------------------------------------------------------------
+ALEXNET = "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def cross_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.conftest import HTA
+    from traceql import ingest
+
+    st = tmp_path_factory.mktemp("cross") / "store"
+    ingest(real(HTA / ALEXNET), st, name="gpu", workers=1)  # Kineto, 1 x A100
+    ingest(real(LEVEL1) / "rank0_ascend_pt", st, name="npu", workers=1)  # torch_npu Level1, rank 0 only
+    return st
+
+
+def _raw_kernels(path: Path, needle: str) -> int:
+    import gzip
+
+    trace = json.loads(gzip.open(path).read())
+    return sum(1 for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel" and needle in e.get("name", ""))
+
+
+def test_cross_mode_matches_operators_through_the_framework_op(cli: Any, cross_store: Path, tmp_path: Path) -> None:
+    from tests.conftest import HTA
+
+    same = cli("compare", "gpu", "npu", "-s", cross_store, "--no-findings")
+    assert same.code == 1 and "different profilers" in same.err and "--mode cross" in same.err
+    m = tmp_path / "map.json"
+    m.write_text(json.dumps({"map": {"launch_clamp_scalar": "Relu"}}), encoding="utf-8")
+    r = cli("compare", "gpu", "npu", "-s", cross_store, "--mode", "cross", "--name-map", m, "--format", "json", "--no-findings")
+    assert r.code == 0, r
+    d = json.loads(r.out)
+    assert d["mode"] == "cross" and d["comparability"]["comparable"]
+    assert not any(x["refused"] for x in d["comparability"]["differences"])
+    ops = d["operators"]
+    assert ops["matched_by"].startswith("framework operator")
+    both = {x["op_type"] for x in ops["changed"]}
+    assert {"conv2d", "linear", "relu", "maxpool2d"} <= both  # AlexNet and ResNet share these aten ops
+    # the name map renames the CUDA clamp kernels (ReLU) to Ascend's Relu: their count from the raw trace
+    from traceql.compare import compare, diff, load_name_map
+
+    c = compare(cross_store, "gpu", "npu", mode="cross", with_findings=False, name_map=load_name_map(m))
+    relu = diff._by(diff._renamed(c.base.ops, load_name_map(m)), "type")["Relu"]
+    assert relu.calls == _raw_kernels(HTA / ALEXNET, "launch_clamp_scalar") > 0
+
+
+@pytest.mark.parametrize("content, needle", [("{not json", "not a JSON/TOML name map"),
+                                             ('{"map": {"(": "x"}}', "bad regex"),
+                                             ('{"map": {"a": 1}}', "string keys and values")])
+def test_bad_name_map_is_one_line_exit_1(cli: Any, cstore: Path, tmp_path: Path, content: str, needle: str) -> None:
+    m = tmp_path / "map.json"
+    m.write_text(content, encoding="utf-8")
+    r = cli("compare", "clean", "chain", "-s", cstore, "--mode", "cross", "--name-map", m, "--no-findings")
+    assert r.code == 1 and needle in r.err and "Traceback" not in r.err

@@ -96,7 +96,7 @@ def traffic(b: RunNumbers, c: RunNumbers, rename: dict[str, str] | None = None) 
     nb, nc = max(b.rank_steps, 1), max(c.rank_steps, 1)
     tb, tc = _by(_renamed(b.ops, rename), "type"), _by(c.ops, "type")
     rows = [_pair(k, tb.get(k), tc.get(k), nb, nc) for k in set(tb) | set(tc)]
-    rows.sort(key=lambda r: -abs(r["delta"]["hbm_bytes_per_step"] or 0))
+    rows.sort(key=lambda r: (-abs(r["delta"]["hbm_bytes_per_step"] or 0), -abs(r["delta"]["dur_ns_per_step"] or 0)))
 
     def total(groups: list[OpGroup], n: int, comm: bool | None = None) -> dict[str, Any]:
         g = [o for o in groups if comm is None or o.is_comm == comm]
@@ -152,7 +152,9 @@ def fused_groups(b: RunNumbers, c: RunNumbers) -> list[dict[str, Any]]:
     return out[:TOP]
 
 
-def _renamed(groups: list[OpGroup], rename: dict[str, str] | None) -> list[OpGroup]:
+def _renamed(groups: list[OpGroup], rename: dict[str, str] | None, on_names: bool = True) -> list[OpGroup]:
+    """groups with the name map applied: a pattern matching the group's type (or, on_names, its kernel name:
+    compare_ops keeps one group per kernel name) renames its type."""
     if not rename:
         return groups
     import copy
@@ -163,7 +165,8 @@ def _renamed(groups: list[OpGroup], rename: dict[str, str] | None) -> list[OpGro
         o2 = copy.copy(o)
         o2.grade_calls = dict(o.grade_calls)
         for pat, new in rename.items():
-            if re.search(pat, o.op_type) or re.search(pat, o.example):
+            # framework groups hold many kernels (the first may be a memset): their key only
+            if re.search(pat, o.op_type) or (on_names and re.search(pat, o.example)):
                 o2.op_type = new
                 o2.key = o.key.replace(o.op_type, new, 1)
                 break
@@ -175,7 +178,7 @@ def operators(b: RunNumbers, c: RunNumbers, *, cross: bool = False, rename: dict
     """Added / removed / changed operators, matched by type and input signature (cross: by framework op)."""
     nb, nc = max(b.rank_steps, 1), max(c.rank_steps, 1)
     if cross:
-        gb, gc = _renamed(b.framework_ops or [], rename), _renamed(c.framework_ops or [], rename)
+        gb, gc = _renamed(b.framework_ops or [], rename, on_names=False), _renamed(c.framework_ops or [], rename, on_names=False)
         mb, mc, matched_by = _by(gb, "type"), _by(gc, "type"), "framework operator that launched the kernels (aten op / torch_npu API)"
     else:
         mb, mc, matched_by = _by(b.ops, "key"), _by(c.ops, "key"), "operator type and input shapes/dtypes"
