@@ -26,9 +26,10 @@ WITH meta AS (
     SELECT run_id, min(n) AS smin, max(n) AS smax
     FROM (SELECT run_id, rank, count(*) AS n FROM _step_windows() GROUP BY run_id, rank) GROUP BY run_id
 )
-SELECT r.run_id, r.format, r.device, r.ranks, meta.profiler_level, meta.aic_metrics, meta.export_type,
+SELECT r.run_id, CAST(r.format AS VARCHAR) AS format, CAST(r.device AS VARCHAR) AS device, CAST(r.ranks AS INTEGER) AS ranks,
+       meta.profiler_level, meta.aic_metrics, meta.export_type,
        coalesce(k.kernels, 0)::BIGINT AS kernels, coalesce(w.smin, 0)::BIGINT AS steps_per_rank_min,
-       coalesce(w.smax, 0)::BIGINT AS steps_per_rank_max, r.rows
+       coalesce(w.smax, 0)::BIGINT AS steps_per_rank_max, CAST(r.rows AS VARCHAR) AS rows
 FROM runs r
 LEFT JOIN meta USING (run_id)
 LEFT JOIN k USING (run_id)
