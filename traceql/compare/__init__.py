@@ -72,8 +72,14 @@ def compare(store: Any, base: str, cand: str, *, mode: str = "same", device: str
     cross = mode == "cross"
     con = engine.connect(store, runs=[base, cand], analysis=True)
     try:
-        b = gather(con, store, base, device=device, peaks=peaks, with_findings=with_findings, cross=cross)
-        c = gather(con, store, cand, device=device, peaks=peaks, with_findings=with_findings, cross=cross)
+        # the two runs are independent: gather them side by side (DuckDB releases the GIL; each query runs on
+        # its own cursor of the shared connection)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            fb = ex.submit(gather, con, store, base, device=device, peaks=peaks, with_findings=with_findings, cross=cross)
+            fc = ex.submit(gather, con, store, cand, device=device, peaks=peaks, with_findings=with_findings, cross=cross)
+            b, c = fb.result(), fc.result()
     finally:
         con.close()
     diff.harmonize(b, c)

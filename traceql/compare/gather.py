@@ -92,9 +92,13 @@ def chain_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
     return [r for r in _rows(t) if r["scope"] == "pattern"]
 
 
-def framework_metrics(con: Any, run_id: str) -> dict[str, Any] | None:
-    """Host-side operator numbers (outermost aten ops: count, modeled bytes and FLOPs per profiled step) when
-    the run recorded them; None when it has none or too many to sweep quickly."""
+def framework_metrics(con: Any, run_id: str, fmt: str) -> dict[str, Any] | None:
+    """Host-side operator numbers (outermost aten ops: count, modeled bytes and FLOPs per profiled step) of a
+    Kineto run (torch.profiler captures: a CPU capture has no device kernels, so these are its operators);
+    None for other formats (their kernels carry the numbers), a run without aten ops, or too many to sweep."""
+    if "kineto" not in fmt.lower():
+        return None
+    con = con.cursor()
     row = con.execute("SELECT count(*) FROM host_ops WHERE run_id = ? AND name LIKE 'aten::%'", [run_id]).fetchone()
     n = int(row[0]) if row else 0
     if n == 0:
@@ -143,6 +147,6 @@ def gather(con: Any, store: Any, run_id: str, *, device: str | None = None, peak
 
         rep = evaluate(store, run_id, device=device, peaks=peaks)
     return RunNumbers(info=info, steps=steps, ops=ops, chains=chain_rows(con, run_id), names=kernel_types(con, run_id),
-                      framework=framework_metrics(con, run_id),
+                      framework=framework_metrics(con, run_id, info.format),
                       framework_ops=framework_op_groups(con, run_id) if cross else None,
                       findings=rep, peaks_note=note)
