@@ -60,13 +60,15 @@ def main() -> None:
 
                 derive.ensure(Store(store), [name])
                 rows.append((f"ingest {name} (+ analysis tables)", f"{time.perf_counter() - t0:.1f}", ""))
-        for with_findings in (False, True):
+        for with_findings, with_chains in ((False, False), (False, True), (True, True)):
             for i in range(a.repeat):
                 t0, c0 = time.perf_counter(), _cpu()
-                c = compare(store, "before", "after", device="ascend910b", with_findings=with_findings)
+                c = compare(store, "before", "after", device="ascend910b", with_findings=with_findings,
+                            with_chains=with_chains)
                 dt, dc = time.perf_counter() - t0, _cpu() - c0
                 v = c.verdict or {}
-                rows.append((f"compare{' + findings' if with_findings else ''} #{i + 1}", f"{dt:.2f}",
+                label = "compare" + (" + findings" if with_findings else "") + ("" if with_chains else " --no-fused-groups")
+                rows.append((f"{label} #{i + 1}", f"{dt:.2f}",
                              f"cpu {dc:.1f} s; verdict {v.get('verdict')}; {v.get('base', {}).get('n')} steps"))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"compare on two {a.ranks} x {a.mb_per_rank} MB clusters (peak RSS of this process {rss:.0f} MB)\n")

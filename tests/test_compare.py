@@ -339,3 +339,12 @@ def test_bad_name_map_is_one_line_exit_1(cli: Any, cstore: Path, tmp_path: Path,
     m.write_text(content, encoding="utf-8")
     r = cli("compare", "clean", "chain", "-s", cstore, "--mode", "cross", "--name-map", m, "--no-findings")
     assert r.code == 1 and needle in r.err and "Traceback" not in r.err
+
+
+def test_no_fused_groups_skips_only_the_chains(cli: Any, cstore: Path) -> None:
+    r = cli("compare", "clean", "chain", "-s", cstore, "--format", "json", "--no-findings", "--no-fused-groups",
+            "--device", DEVICE)
+    assert r.code == 0, r
+    d = json.loads(r.out)
+    assert d["traffic"]["fused_groups"] == [] and d["findings"] is None
+    assert d["verdict"]["delta_ns"] == pc.chain_ns()

@@ -85,6 +85,8 @@ def compare_cmd(
     name_map: Annotated[Optional[Path], typer.Option("--name-map", help='--mode cross: JSON/TOML file {"map": {"<regex on '
                                                      'base kernel or op>": "<cand name>"}}, e.g. CUDA kernel -> Ascend op.')] = None,
     no_findings: Annotated[bool, typer.Option("--no-findings", help="Skip the findings diff (faster).")] = False,
+    no_fused_groups: Annotated[bool, typer.Option("--no-fused-groups", help="Skip the fused-group traffic (the "
+                                                  "fusion_chains query: about half of a compare of big runs).")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the comparison to FILE instead of stdout.")] = None,
 ) -> None:
     """Compare a candidate run against a baseline: did the fix work? A verdict (improvement, regression,
@@ -117,7 +119,7 @@ def compare_cmd(
     c = resolve_side(store, cand, quiet=False)
     peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
     res = compare(store, b, c, mode=mode.value, device=device, peaks=peaks, with_findings=not no_findings,
-                  min_effect=eff, gate=gate_v, name_map=rename)
+                  min_effect=eff, gate=gate_v, name_map=rename, with_chains=not no_fused_groups)
     d: dict[str, Any] = res.to_dict()
     if fmt == Format.json:
         import json

@@ -60,9 +60,10 @@ def load_name_map(path: Any) -> dict[str, str]:
 
 def compare(store: Any, base: str, cand: str, *, mode: str = "same", device: str | None = None, peaks: Any = None,
             with_findings: bool = True, min_effect: float = 0.01, gate: float | None = None,
-            name_map: dict[str, str] | None = None) -> Comparison:
+            name_map: dict[str, str] | None = None, with_chains: bool = True) -> Comparison:
     """Compare run `cand` against run `base` (both in the store). Never raises for incomparable runs: the
-    result says comparable=False and why (the CLI turns that into exit 1)."""
+    result says comparable=False and why (the CLI turns that into exit 1). with_findings / with_chains: the
+    findings diff and the fused-group traffic (fusion_chains), the two costliest parts on big runs."""
     from .. import engine
     from . import diff, verdict
     from .gather import gather
@@ -73,13 +74,20 @@ def compare(store: Any, base: str, cand: str, *, mode: str = "same", device: str
     con = engine.connect(store, runs=[base, cand], analysis=True)
     try:
         # the two runs are independent: gather them side by side (DuckDB releases the GIL; each query runs on
-        # its own cursor of the shared connection)
+        # its own cursor of the shared connection). Findings afterwards, one run at a time: each evaluation
+        # already runs its queries on 4 threads, and two at once doubled the peak memory (8 x 1 GB: 5.8 GB)
         from concurrent.futures import ThreadPoolExecutor
 
+        kw: dict[str, Any] = {"device": device, "peaks": peaks, "with_findings": False, "cross": cross,
+                              "with_chains": with_chains}
         with ThreadPoolExecutor(max_workers=2) as ex:
-            fb = ex.submit(gather, con, store, base, device=device, peaks=peaks, with_findings=with_findings, cross=cross)
-            fc = ex.submit(gather, con, store, cand, device=device, peaks=peaks, with_findings=with_findings, cross=cross)
+            fb, fc = ex.submit(gather, con, store, base, **kw), ex.submit(gather, con, store, cand, **kw)
             b, c = fb.result(), fc.result()
+        if with_findings:
+            from ..findings import evaluate
+
+            b.findings = evaluate(store, base, device=device, peaks=peaks)
+            c.findings = evaluate(store, cand, device=device, peaks=peaks)
     finally:
         con.close()
     diff.harmonize(b, c)

@@ -134,7 +134,7 @@ def framework_op_groups(con: Any, run_id: str) -> list[OpGroup]:
 
 
 def gather(con: Any, store: Any, run_id: str, *, device: str | None = None, peaks: Any = None,
-           with_findings: bool = True, cross: bool = False) -> RunNumbers:
+           with_findings: bool = True, cross: bool = False, with_chains: bool = True) -> RunNumbers:
     info = run_info(con, run_id)
     steps, note = step_rows(con, run_id, device, peaks)
     ops = op_groups(con, run_id)
@@ -146,7 +146,7 @@ def gather(con: Any, store: Any, run_id: str, *, device: str | None = None, peak
         from ..findings import evaluate
 
         rep = evaluate(store, run_id, device=device, peaks=peaks)
-    return RunNumbers(info=info, steps=steps, ops=ops, chains=chain_rows(con, run_id), names=kernel_types(con, run_id),
+    return RunNumbers(info=info, steps=steps, ops=ops, chains=chain_rows(con, run_id) if with_chains else [], names=kernel_types(con, run_id),
                       framework=framework_metrics(con, run_id, info.format),
                       framework_ops=framework_op_groups(con, run_id) if cross else None,
                       findings=rep, peaks_note=note)
