@@ -336,13 +336,29 @@ def build_context(store: Any = None, run_id: str | None = None, *, device: str |
         ("chart libraries (inlined)", ", ".join(f"{k} {x}" for k, x in bundle_versions().items())),
     ]
     warnings = [str(w) for w in info.get("warnings", [])][:50]
+    what_changed = _what_changed(store, baseline, rid, device, peaks, ch)
     return {
         "run_id": rid, "version": __version__, "headline": v.get("headline", ""), "bound": v.get("bound"),
         "tiles": tiles, "shares": shares, "verdict_charts": verdict_charts, "findings": finding_views,
         "silent": silent, "summary": rep.to_dict()["summary"], "rank_rows": rank_rows, "rank_charts": rank_charts,
         "op_charts": op_charts, "meta": meta, "warnings": warnings, "problems": ch.problems,
-        "reproduce": reproduce, "specs": ch.specs,
+        "reproduce": reproduce, "specs": ch.specs, "what_changed": what_changed,
     }
+
+
+def _what_changed(store: Any, baseline: str | None, rid: str, device: str | None, peaks: Any, ch: _Charts) -> Any:
+    """The "what changed" section against --baseline (traceql.compare.report); None without a baseline."""
+    if not baseline:
+        return None
+    from ..compare.report import section
+
+    try:
+        s = section(store, baseline, rid, device=device, peaks=peaks)
+    except TraceQLError as e:  # the comparison failing must not lose the rest of the report
+        ch.problems.append(f"what changed: {e}")
+        return None
+    ch.specs.update(s["specs"])
+    return s["view"]
 
 
 def _sev(level: str) -> int:

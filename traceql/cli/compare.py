@@ -1,0 +1,146 @@
+"""`traceql compare BASE CAND`: did the fix work? (traceql.compare)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ._common import StoreOpt
+
+GATE_EXIT = 3  # --gate tripped (1 = error, incl. not comparable; 2 = usage error)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class Mode(str, Enum):
+    same = "same"
+    cross = "cross"
+
+
+def parse_percent(text: str, option: str) -> float:
+    """'5%', '5' or '0.5%' -> 0.05 / 0.05 / 0.005 (a bare number is percent too: `--gate 5` means 5%)."""
+    t = text.strip().rstrip("%").strip()
+    try:
+        v = float(t)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a percentage like 5%", param_hint=option) from None
+    if not 0 <= v < 1000:
+        raise typer.BadParameter(f"{text!r} must be between 0% and 1000%", param_hint=option)
+    return v / 100
+
+
+def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
+    """A run name in the store, or a dump path: the run ingested from that path before (same source), else
+    ingested now under a name made from the path."""
+    from ..errors import StoreError
+    from ..store import Store, run_name_from_path
+    from . import _console
+
+    st = Store(store)
+    runs = st.runs() if st.exists() else {}
+    if arg in runs:
+        return arg
+    p = Path(arg)
+    if not p.exists():
+        raise StoreError(f"{arg!r} is neither a run in store {st.root} (runs: {', '.join(sorted(runs)) or 'none'}) "
+                         "nor a dump path")
+    src = str(p.resolve())
+    for rid, info in runs.items():
+        if str(info.get("source", "")) == src:
+            return rid
+    from ..ingest import ingest
+
+    name, i = run_name_from_path(p.resolve()), 2
+    base = name
+    while name in runs:
+        name, i = f"{base}-{i}", i + 1
+    if not quiet:
+        _console.info(f"ingesting {arg} as run {name!r}")
+    ingest(p, store=st, name=name)
+    return name
+
+
+def compare_cmd(
+    base: Annotated[str, typer.Argument(help="Baseline: a run name in the store, or a dump path (ingested first).")],
+    cand: Annotated[str, typer.Argument(help="Candidate: a run name, or a dump path.")],
+    store: StoreOpt = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="text | json | markdown.")] = Format.text,
+    mode: Annotated[Mode, typer.Option("--mode", help="same: one job before/after a change (default); cross: a "
+                                       "baseline on another device/profiler (GPU vs NPU port), operators matched "
+                                       "through the framework op that launched them.")] = Mode.same,
+    gate: Annotated[Optional[str], typer.Option("--gate", help=f"Exit {GATE_EXIT} when the step time regresses "
+                                                "(beyond the noise) by more than this, e.g. 5%.")] = None,
+    min_effect: Annotated[str, typer.Option("--min-effect", help="Smallest step-time change called an improvement or "
+                                            "regression; below it the verdict is neutral.")] = "1%",
+    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks of both runs "
+                                                  "(ascend910b, a100-80gb, h200...); default: detected per run.")] = None,
+    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak of both runs, GB/s.")] = None,
+    name_map: Annotated[Optional[Path], typer.Option("--name-map", help='--mode cross: JSON/TOML file {"map": {"<regex on '
+                                                     'base kernel or op>": "<cand name>"}}, e.g. CUDA kernel -> Ascend op.')] = None,
+    no_findings: Annotated[bool, typer.Option("--no-findings", help="Skip the findings diff (faster).")] = False,
+    no_fused_groups: Annotated[bool, typer.Option("--no-fused-groups", help="Skip the fused-group traffic (the "
+                                                  "fusion_chains query: about half of a compare of big runs).")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the comparison to FILE instead of stdout.")] = None,
+) -> None:
+    """Compare a candidate run against a baseline: did the fix work? A verdict (improvement, regression,
+    neutral or inconclusive, with the per-step noise behind it) only when the runs are comparable; step time
+    and where it went, HBM traffic per operator type and fused group with each side's evidence grade
+    (measured / sampled / modeled), operators added/removed/changed, findings resolved/new/persisting.
+
+    Exit codes: 0 ok, 1 error or not comparable (says why), 2 usage error, 3 --gate tripped.
+
+    \b
+    Examples:
+      traceql compare before after
+      traceql compare before after --format markdown -o diff.md
+      traceql compare base cand --gate 5%                # CI: exit 3 on a >5% step-time regression
+      traceql compare ./before_ascend_pt ./after_ascend_pt   # dump paths are ingested first
+      traceql compare gpu-a100 npu-910b --mode cross --name-map cuda2ascend.json
+    """
+    import sys
+
+    from ..compare import NotComparableError, compare, load_name_map
+    from ..compare.render import headline, to_markdown, to_text
+    from . import _console
+
+    gate_v = parse_percent(gate, "--gate") if gate is not None else None
+    eff = parse_percent(min_effect, "--min-effect")
+    if name_map is not None and mode != Mode.cross:
+        raise typer.BadParameter("--name-map applies to --mode cross", param_hint="--name-map")
+    rename = load_name_map(name_map) if name_map is not None else None
+    b = resolve_side(store, base, quiet=False)
+    c = resolve_side(store, cand, quiet=False)
+    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
+    res = compare(store, b, c, mode=mode.value, device=device, peaks=peaks, with_findings=not no_findings,
+                  min_effect=eff, gate=gate_v, name_map=rename, with_chains=not no_fused_groups)
+    d: dict[str, Any] = res.to_dict()
+    if fmt == Format.json:
+        import json
+
+        text = json.dumps(d, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    elif fmt == Format.markdown:
+        text = _console.safe(to_markdown(d), newlines=True)
+    else:
+        text = _console.safe(to_text(d), newlines=True)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        _console.info(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+    if not res.comparable:
+        raise NotComparableError(headline(d))
+    _console.info(headline(d))
+    if d.get("gate") and d["gate"]["tripped"]:
+        _console.err.print(f"--gate {gate}: {d['gate']['why']}", markup=False)
+        raise typer.Exit(GATE_EXIT)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare_cmd)

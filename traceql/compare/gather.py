@@ -1,0 +1,152 @@
+"""The per-run numbers a comparison needs, read through the metric library (queries/*.sql), nothing recomputed.
+
+Step split: wait_attribution's step rows (the same timeline `findings` uses, so a compare never disagrees with
+the report of either run). Operators and bytes: compare_ops (kernel_bytes grouped by type and signature).
+Fused groups: fusion_chains. Recording kind: compare_run_info. Findings: traceql.findings.evaluate. Host-side
+framework operators (Kineto captures, where a CPU run has no device kernels): traceql.capture.compare.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..errors import QueryError
+from .model import GRADE_OF_SOURCE, SPLIT_PARTS, OpGroup, RunInfo, RunNumbers, StepRow
+
+# a collective's kernel is named per instance (hcom_allReduce__868_3_1): match collectives by their kind
+_COMM_INSTANCE = re.compile(r"(_+\d+)+$")
+# host-side analysis (capture.compare.run_metrics) is a Python sweep over aten ops: bounded so a big cluster's
+# compare stays fast; past this the framework section says it was skipped
+MAX_FRAMEWORK_OPS = 200_000
+
+
+def op_key(op_type: str, is_comm: bool) -> str:
+    return _COMM_INSTANCE.sub("", op_type).rstrip("_") if is_comm else op_type
+
+
+def kernel_types(con: Any, run_id: str) -> dict[str, str]:
+    """name -> op_type as the dump types it (the most frequent type of a name)."""
+    from .. import queries
+
+    out: dict[str, str] = {}
+    for r in _rows(queries.run("compare_kernel_names", con=con, run_id=run_id)):
+        out.setdefault(str(r["name"]), str(r["op_type"]))
+    return out
+
+
+def _rows(table: Any) -> list[dict[str, Any]]:
+    return list(table.to_pylist())
+
+
+def run_info(con: Any, run_id: str) -> RunInfo:
+    from .. import queries
+
+    rows = _rows(queries.run("compare_run_info", con=con, run_id=run_id))
+    r = rows[0]
+    return RunInfo(run_id=run_id, format=str(r["format"] or ""), device=r["device"], ranks=int(r["ranks"] or 0),
+                   profiler_level=r["profiler_level"], aic_metrics=r["aic_metrics"], export_type=r["export_type"],
+                   kernels=int(r["kernels"]), steps_min=int(r["steps_per_rank_min"]),
+                   steps_max=int(r["steps_per_rank_max"]), rows=json.loads(r["rows"] or "{}"))
+
+
+def step_rows(con: Any, run_id: str, device: str | None, peaks: Any) -> tuple[list[StepRow], str]:
+    from .. import queries
+
+    t = queries.run("wait_attribution", con=con, run_id=run_id, device=device, peaks=peaks)
+    note = (t.schema.metadata or {}).get(b"traceql.peaks_note", b"").decode()
+    out = []
+    for r in _rows(t):
+        if r["scope"] != "step" or not r["wall_ns"]:
+            continue
+        parts = {k: int(r[k] or 0) for k, _ in SPLIT_PARTS if k in r}
+        out.append(StepRow(rank=int(r["rank"]), step=r["step"], wall_ns=int(r["wall_ns"]), parts=parts))
+    return out, note
+
+
+def op_groups(con: Any, run_id: str) -> list[OpGroup]:
+    from .. import queries
+
+    out = []
+    for r in _rows(queries.run("compare_ops", con=con, run_id=run_id)):
+        is_comm = bool(r["is_comm"])
+        key = op_key(str(r["op_type"]), is_comm)
+        out.append(OpGroup(
+            key=f"{key}|{r['input_shapes']}|{r['input_dtypes']}", op_type=key, shapes=r["input_shapes"],
+            dtypes=r["input_dtypes"], is_comm=is_comm, calls=int(r["calls"]), dur_ns=int(r["dur_ns"] or 0),
+            hbm_bytes=int(r["hbm_bytes"] or 0), bytes_dur_ns=int(r["bytes_dur_ns"] or 0),
+            calls_with_bytes=int(r["calls_with_bytes"]),
+            grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
+            example=str(r["example_name"] or "")))
+    return out
+
+
+def chain_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
+    from .. import queries
+
+    try:
+        t = queries.run("fusion_chains", con=con, run_id=run_id, params={"top_n": 50})
+    except QueryError:
+        return []  # a run the chain query cannot read still compares on everything else
+    return [r for r in _rows(t) if r["scope"] == "pattern"]
+
+
+def framework_metrics(con: Any, run_id: str, fmt: str) -> dict[str, Any] | None:
+    """Host-side operator numbers (outermost aten ops: count, modeled bytes and FLOPs per profiled step) of a
+    Kineto run (torch.profiler captures: a CPU capture has no device kernels, so these are its operators);
+    None for other formats (their kernels carry the numbers), a run without aten ops, or too many to sweep."""
+    if "kineto" not in fmt.lower():
+        return None
+    con = con.cursor()
+    row = con.execute("SELECT count(*) FROM host_ops WHERE run_id = ? AND name LIKE 'aten::%'", [run_id]).fetchone()
+    n = int(row[0]) if row else 0
+    if n == 0:
+        return None
+    if n > MAX_FRAMEWORK_OPS:
+        return {"skipped": f"{n} aten ops: more than {MAX_FRAMEWORK_OPS} to sweep in a compare"}
+    from ..capture.compare import run_metrics
+
+    m = run_metrics(con, run_id)
+    keep = ("steps", "ops_per_step", "op_counts", "modeled_bytes_per_step", "modeled_flops_per_step",
+            "flops_per_modeled_byte", "max_op_modeled_bytes", "modeled_bytes_by_dtype", "copy_ops_per_step",
+            "memory_rise_bytes")
+    out = {k: m.get(k) for k in keep}
+    dev = m.get("device") or {}
+    out["device_kernels_per_step"] = dev.get("kernels_per_step")
+    out["device_kernel_ns_per_step"] = dev.get("kernel_ns_per_step")
+    return out
+
+
+def framework_op_groups(con: Any, run_id: str) -> list[OpGroup]:
+    """--mode cross: kernels grouped by the framework operator that launched them (compare_framework_ops)."""
+    from .. import queries
+
+    out = []
+    for r in _rows(queries.run("compare_framework_ops", con=con, run_id=run_id)):
+        fw = str(r["framework_op"])
+        out.append(OpGroup(key=fw, op_type=fw, shapes="", dtypes="", is_comm=bool(r["is_comm"]),
+                           calls=int(r["calls"]), dur_ns=int(r["dur_ns"] or 0), hbm_bytes=int(r["hbm_bytes"] or 0),
+                           bytes_dur_ns=int(r["bytes_dur_ns"] or 0), calls_with_bytes=int(r["calls_with_bytes"]),
+                           grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
+                           example=str(r["example_kernel"] or "")))
+    return out
+
+
+def gather(con: Any, store: Any, run_id: str, *, device: str | None = None, peaks: Any = None,
+           with_findings: bool = True, cross: bool = False, with_chains: bool = True) -> RunNumbers:
+    info = run_info(con, run_id)
+    steps, note = step_rows(con, run_id, device, peaks)
+    ops = op_groups(con, run_id)
+    for o in ops:
+        for g, n in o.grade_calls.items():
+            info.grade_calls[g] = info.grade_calls.get(g, 0) + n
+    rep = None
+    if with_findings:
+        from ..findings import evaluate
+
+        rep = evaluate(store, run_id, device=device, peaks=peaks)
+    return RunNumbers(info=info, steps=steps, ops=ops, chains=chain_rows(con, run_id) if with_chains else [], names=kernel_types(con, run_id),
+                      framework=framework_metrics(con, run_id, info.format),
+                      framework_ops=framework_op_groups(con, run_id) if cross else None,
+                      findings=rep, peaks_note=note)
