@@ -161,3 +161,34 @@ def test_two_rank_folders_with_one_rank_id_are_not_merged(tmp_path: Path) -> Non
     rank_copy(cluster, "a_ascend_pt")
     rank_copy(cluster, "b_ascend_pt")
     refused(cluster, tmp_path, "b_ascend_pt", "rank 0", "a_ascend_pt", limit_s=15)
+
+
+# ---- wide CSV headers -----------------------------------------------------------------------------------
+
+KD_HEAD = "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Dim"
+KD_ROW = "1,4294967295,{t},2,Add_1,Add,dynamic,AI_VECTOR_CORE,1736408883704643.212\t,5.5,0,40"
+
+
+def _wide_csv(d: Path, extra: int) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / "kernel_details.csv"
+    with open(p, "w") as f:
+        f.write(KD_HEAD + "".join(f",x{i}" for i in range(extra)) + "\n")
+        for t in range(3):
+            f.write(KD_ROW.format(t=t) + ",1" * extra + "\n")
+    return p
+
+
+def test_a_wide_csv_header_costs_linear_time_and_keeps_every_column(tmp_path: Path) -> None:
+    # 4,000 extra columns: 124 s for 2,000 before the extra map became one lambda (superlinear), ~4 s now
+    p = _wide_csv(tmp_path / "d", 4000)
+    r = traceql("ingest", p, "--store", tmp_path / "store", timeout=120)
+    assert r.code == 0, r
+    assert r.wall_s < 30, r
+    q = traceql("sql", "SELECT cardinality(metrics) AS n, metrics['x3999'] AS last FROM kernels LIMIT 1", "--store", tmp_path / "store", "--format", "csv")
+    assert q.code == 0 and q.out.split() == ['"n","last"', '4000,1'] , q
+
+
+def test_a_header_wider_than_the_limit_is_refused_at_once(tmp_path: Path) -> None:
+    p = _wide_csv(tmp_path / "d", 20000)
+    refused(p, tmp_path, "kernel_details.csv", "20012 columns", "TRACEQL_MAX_CSV_COLUMNS", limit_s=10)
