@@ -24,18 +24,27 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot
     from .progress import UnitProgress
 
     use_parse_memory_pool()
+    from .fs_errors import store_error
+
     writer = RankWriter(Path(run_dir), run_id, rank, tag=tag)
     try:
         with UnitProgress(slot, size):
             meta = get(unit.parser).parse(unit, writer) or {}
+        writer.close()
     except TraceQLError:
+        writer.abort()
         raise
     except (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError) as e:
+        writer.abort()
+        # the store's disk (full, read-only...) is not the dump's fault: say which and what to do
+        if isinstance(e, OSError) and (se := store_error(e, Path(run_dir).parent.parent, "writing the run")) is not None:
+            raise se from e
         # A parser bug or a dump shape we did not foresee: still one clear line naming the file.
         first = (str(e).strip().splitlines() or [""])[0][:300]
         raise BadTraceError(unit.path, f"could not parse as {unit.parser}: {type(e).__name__}: {first}") from e
-    finally:
-        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}
 
 
@@ -104,9 +113,14 @@ def ingest(
     if on_units:
         on_units(units)
     assigned = _assign_ranks(units)
-    st.root.mkdir(parents=True, exist_ok=True)
-    st.clean_stale_staging()
-    staging = st.new_staging()
+    try:
+        st.root.mkdir(parents=True, exist_ok=True)
+        st.clean_stale_staging()
+        staging = st.new_staging()
+    except OSError as e:
+        from .fs_errors import store_error
+
+        raise (store_error(e, st.root, "creating the store") or e) from e
     results: list[dict[str, Any]] = []
     try:
         sizes = [progress.input_bytes(u.path) for u, _rank in assigned]
