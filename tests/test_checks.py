@@ -137,6 +137,7 @@ def test_each_planted_defect_is_found_once(store: Path) -> None:
         "timestamps_not_epoch_ns": 1,  # counters of rank 0 (the µs-stamped sample)
         "negative_bytes": 1,  # kernels.hbm_write_bytes
         "duplicate_kernels": 1,  # dup x2
+        "unparsed_numbers": 0,  # written at ingest from CSV cells; tests/test_hostile_inputs.py plants them
     }
     assert res["kernels_outside_step"]["sample"][0]["name"] == "early"
     assert res["kernels_outside_step"]["sample"][0]["off_by_ns"] == 50 * MS

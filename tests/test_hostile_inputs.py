@@ -192,3 +192,29 @@ def test_a_wide_csv_header_costs_linear_time_and_keeps_every_column(tmp_path: Pa
 def test_a_header_wider_than_the_limit_is_refused_at_once(tmp_path: Path) -> None:
     p = _wide_csv(tmp_path / "d", 20000)
     refused(p, tmp_path, "kernel_details.csv", "20012 columns", "TRACEQL_MAX_CSV_COLUMNS", limit_s=10)
+
+
+# ---- numbers no profiler writes: NULL, a warning, and the unparsed_numbers check -------------------------
+
+
+def test_hex_underscores_nan_and_foreign_digits_are_null_warned_and_checked(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    rows = [("10", "1_000", "0"), ("11", "0x10", "1.5"), ("12", "١٢", "NaN"), ("13", "1e400", "Infinity"), ("14", "5.5", "0")]
+    (d / "kernel_details.csv").write_text(KD_HEAD + "\n" + "".join(
+        f"1,4294967295,{t},2,Mm,MatMulV2,dynamic,AI_CORE,17364088837047{t}.000\t,{dur},{wait},24\n" for t, dur, wait in rows),
+        encoding="utf-8")
+    store = tmp_path / "store"
+    r = traceql("ingest", d / "kernel_details.csv", "--store", store, timeout=120)
+    assert r.code == 0, r
+    assert "column 'Duration(us)': 4 cell(s) not a number, stored as NULL (first at line 2: '1_000')" in r.err, r
+    assert "column 'Wait Time(us)': 2 cell(s) not a number" in r.err, r
+    q = traceql("sql", "SELECT task_id, dur_ns, wait_ns FROM kernels ORDER BY task_id", "--store", store, "--format", "csv")
+    # '1_000' is not 1000 us and '0x10' is not 16 us: NULL, like the other non-numbers
+    assert q.out.split() == ['"task_id","dur_ns","wait_ns"', "10,,0", "11,,1500", "12,,", "13,,", "14,5500,0"], q
+    c = traceql("check", "--store", store, "--check", "unparsed_numbers", "--format", "json", "--strict")
+    assert c.code == 1, c  # --strict: the check found rows
+    (res,) = json.loads(c.out)["kernel_details"]
+    got = [{k: r[k] for k in ("field", "cells", "first_line", "example")} for r in next(v for v in res.values() if isinstance(v, list))]
+    assert got == [{"field": "Duration(us)", "cells": 4, "first_line": 2, "example": "1_000"},
+                   {"field": "Wait Time(us)", "cells": 2, "first_line": 4, "example": "NaN"}], res

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import threading
@@ -30,6 +31,7 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot
     try:
         with UnitProgress(slot, size):
             meta = get(unit.parser).parse(unit, writer) or {}
+        _record_unparsed(meta, writer)
         writer.close()
     except TraceQLError:
         writer.abort()
@@ -46,6 +48,23 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot
         writer.abort()
         raise
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}
+
+
+def _record_unparsed(meta: dict[str, Any], writer: RankWriter) -> None:
+    """Numeric cells that held text no profiler writes (hex, '1_000', NaN, Arabic-Indic digits...) were stored
+    as NULL: warn, and keep them in run_meta, where the `unparsed_numbers` check reports them."""
+    from .parsers._csv import take_unparsed
+
+    bad = take_unparsed()
+    if not bad:
+        return
+    warnings = meta.setdefault("warnings", [])
+    keys, values = [], []
+    for path, col, n, line, example in bad:
+        warnings.append(f"{path}: column {col!r}: {n} cell(s) not a number, stored as NULL (first at line {line}: {example!r})")
+        keys.append(f"traceql.unparsed_numbers.{Path(path).name}.{col}")
+        values.append(json.dumps({"file": path, "column": col, "cells": n, "first_line": line, "example": example}))
+    writer.write("run_meta", {"key": keys, "value": values})
 
 
 def _poll_bytes(slots: Any, total: int, on_bytes: Callable[[int, int], None] | None, stop: threading.Event) -> None:

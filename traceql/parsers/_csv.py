@@ -42,10 +42,28 @@ def _clean(col: str) -> str:
 # Numeric casts need no cleaning: DuckDB's string->number casts skip surrounding whitespace (the trailing TAB
 # included) and TRY_CAST turns N/A/empty into NULL. Non-finite values (nan, inf, 1e400) are not measurements:
 # tq_finite() maps them to NULL. These macros are created on every CsvFile connection.
+# DuckDB's casts also accept what no profiler writes and what a reader would not take for a number: '1_000'
+# (underscores, read as 1000) and '0x10' (hex, as BIGINT 16). tq_plain(x) is false for those, so they become
+# NULL like the other unparseable cells ('١٢٣', 'NaN', 'Infinity', '1e400'), and every such cell is counted
+# and reported (unparsed_cells(): ingest warns and stores them for the `unparsed_numbers` check).
 _MACROS = (
     "CREATE OR REPLACE TEMP MACRO tq_finite(v) AS (CASE WHEN isfinite(v) THEN v END)",
-    "CREATE OR REPLACE TEMP MACRO tq_num(x) AS tq_finite(TRY_CAST(x AS DOUBLE))",
+    "CREATE OR REPLACE TEMP MACRO tq_plain(x) AS NOT (contains(x, '_') OR contains(x, 'x') OR contains(x, 'X'))",
+    "CREATE OR REPLACE TEMP MACRO tq_num(x) AS (CASE WHEN tq_plain(x) THEN tq_finite(TRY_CAST(x AS DOUBLE)) END)",
+    # a cell that holds something (not empty, not an N/A marker) yet is no finite plain number
+    "CREATE OR REPLACE TEMP MACRO tq_bad(x) AS (NULLIF(NULLIF(NULLIF(trim(x, E' \\t\\r'), 'N/A'), ''), 'NA') IS NOT NULL "
+    "AND lower(trim(x)) NOT IN ('n/a', 'na', '-', 'none', 'null') AND tq_num(x) IS NULL)",
 )
+
+# Cells of numeric columns that held text no profiler writes, per process (each unit parses in its own
+# worker): (file, column, cells, first data row, example). ingest takes them after each unit.
+_UNPARSED: list[tuple[str, str, int, int, str]] = []
+
+
+def take_unparsed() -> list[tuple[str, str, int, int, str]]:
+    out = list(_UNPARSED)
+    _UNPARSED.clear()
+    return out
 
 class CsvFile:
     def __init__(self, path: Path, con: Any = None) -> None:
@@ -60,6 +78,7 @@ class CsvFile:
             self.con.execute(m)
         self.header = read_header(self.path)
         self._cols = set(self.header)
+        self._numeric: set[str] = set()  # columns read as numbers: checked for unparsed cells after select()
 
     # ---- columns ----------------------------------------------------------------------------------
     def has(self, col: str) -> bool:
@@ -91,26 +110,31 @@ class CsvFile:
         c = self.first(*cols)
         if c is None:
             return "NULL::DOUBLE"
+        self._numeric.add(c)
         return f"tq_num({q(c)})"
 
     def int_(self, *cols: str) -> str:
         c = self.first(*cols)
         if c is None:
             return "NULL::BIGINT"
-        # '12.0' casts too (DuckDB rounds decimal text to integers)
-        return f"TRY_CAST({q(c)} AS BIGINT)"
+        self._numeric.add(c)
+        # '12.0' casts too (DuckDB rounds decimal text to integers); '0x10' and '1_000' do not (tq_plain)
+        return f"(CASE WHEN tq_plain({q(c)}) THEN TRY_CAST({q(c)} AS BIGINT) END)"
 
     def scaled(self, col: str | None, factor: float) -> str:
         """Number x factor rounded to BIGINT (MB -> bytes, GB/s -> bytes/s...)."""
         if col is None or col not in self._cols:
             return "NULL::BIGINT"
+        self._numeric.add(col)
         return f"TRY_CAST(round(tq_num({q(col)}) * {factor!r}) AS BIGINT)"
 
     def dec_ns(self, col: str | None, ns_per_unit: int) -> str:
         """Exact decimal text -> int64 ns (µs: 1000, ms: 1e6)."""
         if col is None or col not in self._cols:
             return "NULL::BIGINT"
-        return f"TRY_CAST(round(TRY_CAST({q(col)} AS DECIMAL(38,6)) * {ns_per_unit}) AS BIGINT)"
+        self._numeric.add(col)
+        return (f"(CASE WHEN tq_plain({q(col)}) THEN TRY_CAST(round(TRY_CAST({q(col)} AS DECIMAL(38,6)) * {ns_per_unit}) "
+                "AS BIGINT) END)")
 
     def us_ns(self, *cols: str) -> str:
         return self.dec_ns(self.first(*cols), 1000)
@@ -160,6 +184,8 @@ class CsvFile:
         try:
             from .._duck import arrow_reader
 
+            # before the streaming query: the connection holds one open result at a time
+            self._count_unparsed(where)
             reader = arrow_reader(self.con.sql(sql), BATCH_ROWS)
             for batch in _prefetch(reader):
                 yield _build_maps(batch, maps) if maps else batch
@@ -167,6 +193,41 @@ class CsvFile:
             # DuckDB messages quote the offending line (which may be megabytes): keep the first line, capped
             msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
             raise BadTraceError(self.path, f"malformed CSV: {msg}") from e
+
+    def _count_unparsed(self, where: str | None) -> None:
+        """One more pass over the numeric columns (a few named ones: cheap next to the select): count the cells
+        that held something yet became NULL, with the first row and an example, into _UNPARSED."""
+        cols = sorted(self._numeric)
+        if not cols:
+            return
+        parts = []
+        for c in cols:
+            parts += [f"count_if(tq_bad({q(c)}))", f"min(CASE WHEN tq_bad({q(c)}) THEN __row END)",
+                      f"arg_min(CASE WHEN tq_bad({q(c)}) THEN left({q(c)}, 40) END, CASE WHEN tq_bad({q(c)}) THEN __row END)"]
+        import duckdb
+
+        # its own connection: the caller's may hold another open result (two CsvFiles streaming on one con)
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute("SET disabled_optimizers = 'type_pushdown'")
+            con.execute("SET threads = 1")  # a few columns of one file: no parallel scan (its null_padding limits)
+            for m in _MACROS:
+                con.execute(m)
+            base = CsvFile.from_clause(self)  # without TaskCsv's l2 join (a temp table of the caller's connection)
+            sql = (f"SELECT {', '.join(parts)} FROM (SELECT *, row_number() OVER () AS __row FROM {base}"
+                   + (f" WHERE {where}" if where else "") + ")")
+            try:
+                got = con.execute(sql).fetchone() or ()
+            except duckdb.Error:
+                # a file this count cannot scan (e.g. quoted newlines the parallel reader refuses) is read, or
+                # refused with its own message, by the select that follows; the count is a diagnostic only
+                return
+        finally:
+            con.close()
+        for i, c in enumerate(cols):
+            n, row, example = got[3 * i : 3 * i + 3]
+            if n:
+                _UNPARSED.append((str(self.path), c, int(n), int(row) + 1, str(example)))  # +1: the header is line 1
 
     def count(self) -> int:
         import duckdb
