@@ -218,3 +218,32 @@ def test_hex_underscores_nan_and_foreign_digits_are_null_warned_and_checked(tmp_
     got = [{k: r[k] for k in ("field", "cells", "first_line", "example")} for r in next(v for v in res.values() if isinstance(v, list))]
     assert got == [{"field": "Duration(us)", "cells": 4, "first_line": 2, "example": "1_000"},
                    {"field": "Wait Time(us)", "cells": 2, "first_line": 4, "example": "NaN"}], res
+
+
+# ---- SQLite bombs ----------------------------------------------------------------------------------------
+
+
+def test_sqlite_generated_column_bomb_is_bounded(tmp_path: Path) -> None:
+    """A 16 KB db whose STRING_IDS value is generated as 100 MB per row (30 rows): 6.6 GB and 78 s before
+    SQLITE_LIMIT_LENGTH was set; now bounded well under the 3 GiB address-space cap."""
+    import sqlite3
+
+    db = tmp_path / "d" / "ascend_pytorch_profiler_0.db"
+    db.parent.mkdir()
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE STRING_IDS (id INTEGER, n INTEGER, value TEXT GENERATED ALWAYS AS (printf('%.*c', 100000000, 'x')) VIRTUAL)")
+    con.executemany("INSERT INTO STRING_IDS (id, n) VALUES (?, ?)", [(i, i) for i in range(30)])
+    con.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, "
+                "globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER)")
+    con.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, blockDim INTEGER, mixBlockDim INTEGER, "
+                "taskType INTEGER, opType INTEGER, inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, "
+                "outputFormats INTEGER, outputDataTypes INTEGER, outputShapes INTEGER, attrInfo INTEGER)")
+    con.execute("INSERT INTO TASK VALUES (1, 2, 0, 1, 1, 1, 1, 0, 1, 1, 0)")
+    con.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (1, 1, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)")
+    con.commit()
+    con.close()
+    assert db.stat().st_size < 1 << 20
+    r = traceql("ingest", db, "--store", tmp_path / "store", timeout=90)  # RLIMIT_AS 3 GiB: 6.6 GB would fail
+    assert r.code in (0, 1) and "Traceback" not in r.err and "internal error" not in r.err, r
+    q = traceql("sql", "SELECT max(length(name)) AS n FROM kernels", "--store", tmp_path / "store", "--format", "csv")
+    assert r.code == 1 or q.out.split()[1:] in ([], ["0"]), q  # no 100 MB name was stored (NULL: see the report)
