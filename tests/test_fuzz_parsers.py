@@ -416,6 +416,76 @@ def _header_only(rng: random.Random, p: Path) -> str | None:
     return "header, no rows"
 
 
+# ---- issue 22 classes: bombs, huge strings, wide headers, numbers no profiler writes, ranks out of range ----
+# (special files, the first class, are test_special_files below: a FIFO cannot be a mutation in place, the
+# harness itself would block reading it back)
+
+
+@mutator("gzip_bomb", ("jsongz",))
+def _gzip_bomb(rng: random.Random, p: Path) -> str | None:
+    # ~70 MB of tiny JSON values from ~70 KB of gzip: past the inflate limit (200x, at least 64 MiB)
+    block = b'"", ' * (1 << 18)
+    with gzip.open(p, "wb", compresslevel=9) as gz:
+        gz.write(b'{"schemaVersion": 1, "traceEvents": [')
+        for _ in range(70):
+            gz.write(block)
+        gz.write(b'""]}')
+    return "gzip inflating ~1000x"
+
+
+@mutator("json_huge_string", ("json",))
+def _json_huge_string(rng: random.Random, p: Path) -> str | None:
+    raw = p.read_bytes()
+    i = raw.find(b'"name"')
+    if i < 0:
+        return None
+    j = raw.find(b'"', raw.find(b":", i) + 1)
+    if j < 0:
+        return None
+    p.write_bytes(raw[: j + 1] + b"A" * (40 << 20) + raw[j + 1 :])
+    return "a 40 MB string (past TRACEQL_MAX_STRING_BYTES)"
+
+
+@mutator("csv_wide_header", ("csv",), preserving=False)
+def _csv_wide_header(rng: random.Random, p: Path) -> str | None:
+    rows, nl = _read_csv(p)
+    if not rows:
+        return None
+    n = rng.choice([3000, 20000])
+    rows[0] += [f"wide{i}" for i in range(n)]
+    for r in rows[1:]:
+        r += ["1"] * n
+    _write_csv(p, rows, nl)
+    return f"{n} extra columns"
+
+
+@mutator("csv_nonstandard_numbers", ("csv",))
+def _csv_nonstandard_numbers(rng: random.Random, p: Path) -> str | None:
+    rows, nl = _read_csv(p)
+    cols = _numeric_cols(rows)
+    if not cols or len(rows) < 2:
+        return None
+    evil = rng.choice(["1_000", "0x1f", "\u0661\u0662", "Infinity", "1e400", "-NaN"])
+    for r in rows[1:]:
+        c = rng.choice(cols)
+        if c < len(r):
+            r[c] = evil
+    _write_csv(p, rows, nl)
+    return f"numeric cells -> {evil!r}"
+
+
+@mutator("rank_out_of_range", ("json",))
+def _rank_out_of_range(rng: random.Random, p: Path) -> str | None:
+    if not p.name.startswith("profiler_info"):
+        return None
+    data = json.loads(p.read_bytes().decode("utf-8-sig"))
+    if not isinstance(data, dict):
+        return None
+    data["rank_id"] = rng.choice([2**63, 2**64 + 1, 2**31])
+    p.write_text(json.dumps(data))
+    return f"rank_id {data['rank_id']}"
+
+
 _NUM = "\x00NUM"
 
 

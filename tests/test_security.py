@@ -297,7 +297,7 @@ def test_sql_read_only_still_allows_reading(cli, sql_store: Path) -> None:  # ty
 
 def test_sql_write_flag_allows_copy(cli, sql_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "k.csv"
-    r = cli("sql", f"COPY (SELECT name, dur_ns FROM kernels ORDER BY name) TO '{out}' (HEADER)", "--store", sql_store, "--write")
+    r = cli("sql", f"COPY (SELECT name, dur_ns FROM kernels ORDER BY name) TO '{out}' (HEADER)", "--store", sql_store, "--write", "--allow-files", tmp_path)
     assert r.code == 0, r
     assert out.read_text().splitlines() == ["name,dur_ns", "a,10", "b,20"]
 

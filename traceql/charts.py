@@ -37,6 +37,11 @@ ChartT = Any
 
 WIDTH = 680  # px, the plotting area of a full-width chart
 MAX_RANK_PANELS = 8  # hbm_timeline: one panel per rank up to this many ranks, a rank x time heatmap beyond
+# Rows a chart's data may hold. Per-rank queries scale their bins/groups down with the rank count (Source.per_rank)
+# so a 1,000-rank run stays under it (Altair refuses more than 5,000 rows by default: a 26-rank hbm_timeline was
+# an internal MaxRowsError and the whole report was lost); to_spec raises Altair's limit to this bound only.
+ROW_BUDGET = 20_000
+MAX_FACET_RANKS = 16  # wait_steps: one facet row per rank up to this many, an even sample of ranks beyond
 FORMATS = (".png", ".svg", ".html", ".json")
 
 # The seven parts of a rank's step time (wait_attribution / step_groups columns), in stacking order, with a label
@@ -175,6 +180,10 @@ def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> Cha
         alt.Tooltip("hbm_bytes_source:N", title="bytes from"),
     ]
     sub = [f"bins of {width_ms:.3g} ms; bytes per kernel spread over its run time (query hbm_timeline)"]
+    n_bins = len(set(timeline["bin"].to_pylist())) if "bin" in timeline.column_names else 0
+    if len(ranks) * 200 > ROW_BUDGET and n_bins:
+        sub.append(f"{len(ranks)} ranks: {n_bins} bins per rank (coarser than the usual 200, to keep the chart "
+                   f"under {ROW_BUDGET:,} points)")
     if peak:
         sub.append(f"peak {_fmt_gbps(peak)} (red), {_line_threshold('sat_threshold'):.0%} bottleneck line (orange), "
                    f"{_line_threshold('low_threshold'):.0%} not-bandwidth-bound line (grey)")
@@ -428,6 +437,17 @@ def wait_steps_chart(groups: pa.Table) -> ChartT:
     labels = {c: lab for c, lab, _ in WAIT_PARTS}
     domain: list[Any] = [lab for _, lab, _ in WAIT_PARTS]
     t = _select(t, ["rank", "grp", "label", "steps", *labels], rename=labels)
+    all_ranks = sorted(set(t["rank"].to_pylist()))
+    sampled = ""
+    if len(all_ranks) > MAX_FACET_RANKS:
+        # one facet row per rank is unreadable (and megabytes) at hundreds of ranks: an even sample, said so
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        step = (len(all_ranks) - 1) / (MAX_FACET_RANKS - 1)
+        keep = sorted({all_ranks[round(i * step)] for i in range(MAX_FACET_RANKS)})
+        t = t.filter(pc.is_in(t["rank"], pa.array(keep, t.schema.field("rank").type)))
+        sampled = f"; {len(keep)} of {len(all_ranks)} ranks shown, evenly spaced (query step_groups --rank N for any other)"
     n_ranks = len(set(t["rank"].to_pylist()))
     merged = max(t["steps"].to_pylist())
     chart = alt.Chart(t).transform_fold(domain, as_=["part", "ns"]).transform_calculate(
@@ -443,8 +463,8 @@ def wait_steps_chart(groups: pa.Table) -> ChartT:
         tooltip=[alt.Tooltip("rank:O"), alt.Tooltip("label:N", title="steps"), alt.Tooltip("steps:Q", title="steps merged"),
                  alt.Tooltip("part:N"), alt.Tooltip("ms_per_step:Q", title="ms per step", format=",.3f")],
     ).properties(width=WIDTH, height=110 if n_ranks > 2 else 160)
-    sub = ("mean per step of each group (query step_groups" + (f"; up to {merged} consecutive steps merged per bar)"
-                                                                if merged > 1 else ")"))
+    sub = ("mean per step of each group (query step_groups" + (f"; up to {merged} consecutive steps merged per bar"
+                                                                if merged > 1 else "") + sampled + ")")
     return chart.facet(row=alt.Row("rank:O", title="rank")).resolve_scale(x="independent").properties(
         title=_title(title, sub))
 
@@ -575,6 +595,16 @@ class Source:
     arg: str
     query: str
     params: dict[str, Any] = field(default_factory=dict)
+    # (param, its default, floor): a per-rank row count the query takes as a parameter, scaled down with the
+    # run's rank count so ranks x rows stays under ROW_BUDGET (the aggregation happens in the SQL)
+    per_rank: tuple[str, int, int] | None = None
+
+    def params_for(self, ranks: int) -> dict[str, Any]:
+        p = dict(self.params)
+        if self.per_rank is not None:
+            name, default, floor = self.per_rank
+            p[name] = max(floor, min(int(p.get(name, default)), ROW_BUDGET // max(1, ranks)))
+        return p
 
 
 @dataclass(frozen=True)
@@ -591,16 +621,17 @@ class ChartDef:
 
 CHARTS: dict[str, ChartDef] = {c.name: c for c in [
     ChartDef("hbm_timeline", "HBM bandwidth over time per rank, peak and 80%/70% lines, steps shaded, top operators per bin",
-             (Source("timeline", "hbm_timeline"), Source("steps", "step_windows")), hbm_timeline_chart),
+             (Source("timeline", "hbm_timeline", per_rank=("max_bins", 200, 10)), Source("steps", "step_windows")),
+             hbm_timeline_chart),
     ChartDef("hbm_ranks", "HBM utilisation per rank while computing, against the 80%/70% lines",
              (Source("utilization", "hbm_utilization"),), hbm_ranks_chart),
     ChartDef("wait_attribution", "Where each rank's step time goes: HBM-saturated compute, other compute, comm transit, "
              "waiting on an HBM-saturated peer, other waiting, idle, host", (Source("wait", "wait_attribution"),),
              wait_attribution_chart),
     ChartDef("wait_steps", "The same split per rank and step (consecutive steps merged on long runs)",
-             (Source("groups", "step_groups"),), wait_steps_chart),
+             (Source("groups", "step_groups", per_rank=("max_groups", 60, 1)),), wait_steps_chart),
     ChartDef("step_breakdown", "Mean step per rank split like the profiler's step_trace, beside the profiler's own numbers",
-             (Source("groups", "step_groups"),), step_breakdown_chart),
+             (Source("groups", "step_groups", per_rank=("max_groups", 60, 1)),), step_breakdown_chart),
     ChartDef("op_hbm_bytes", "Top 10 operators by HBM bytes, read/write split, byte source marked",
              (Source("ops", "op_hbm_bytes", {"top_n": 10}),), op_hbm_bytes_chart),
     ChartDef("roofline", "Operators by arithmetic intensity vs achieved FLOP/s under the device roof, sized by time",
@@ -630,8 +661,22 @@ def data(name: str, store: Any = None, *, run_id: str | None = None, rank: int |
     from . import queries
 
     spec = get(name)
-    return {s.arg: queries.run(s.query, store, run_id=run_id, rank=rank, params=dict(s.params), device=device,
+    ranks = 1 if rank is not None else rank_count(store, run_id)
+    return {s.arg: queries.run(s.query, store, run_id=run_id, rank=rank, params=s.params_for(ranks), device=device,
                                peaks=peaks, con=con) for s in spec.sources}
+
+
+def rank_count(store: Any, run_id: str | None) -> int:
+    """Ranks of the run (the most recent one when run_id is None), from the manifest; 1 if unknown."""
+    from .store import Store
+
+    st = store if isinstance(store, Store) else Store(store)
+    runs = st.runs() if st.exists() else {}
+    info = runs.get(run_id) if run_id else (max(runs.values(), key=lambda i: i.get("ingested_at", "")) if runs else None)
+    try:
+        return max(1, int((info or {}).get("ranks_count", 1)))
+    except (TypeError, ValueError):
+        return 1
 
 
 def make(name: str, store: Any = None, *, run_id: str | None = None, rank: int | None = None,
@@ -677,7 +722,11 @@ def vl_version() -> str | None:
 
 def to_spec(chart: Any) -> dict[str, Any]:
     """The chart's Vega-Lite spec as plain JSON-safe data (NaN/inf -> null)."""
-    spec: dict[str, Any] = _json_safe(chart.to_dict())
+    import altair as alt
+
+    # every chart's data is bounded first (ROW_BUDGET, Source.per_rank); slack for bins rounding up
+    with alt.data_transformers.enable("default", max_rows=2 * ROW_BUDGET):
+        spec: dict[str, Any] = _json_safe(chart.to_dict())
     return spec
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import threading
@@ -24,18 +25,28 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot
     from .progress import UnitProgress
 
     use_parse_memory_pool()
+    from .fs_errors import store_error
+
     writer = RankWriter(Path(run_dir), run_id, rank, tag=tag)
     try:
         with UnitProgress(slot, size):
             meta = get(unit.parser).parse(unit, writer) or {}
+        _record_unparsed(meta, writer)
+        writer.close()
     except TraceQLError:
+        writer.abort()
         raise
     except (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError) as e:
+        writer.abort()
+        # the store's disk (full, read-only...) is not the dump's fault: say which and what to do
+        if isinstance(e, OSError) and (se := store_error(e, Path(run_dir).parent.parent, "writing the run")) is not None:
+            raise se from e
         # A parser bug or a dump shape we did not foresee: still one clear line naming the file.
         first = (str(e).strip().splitlines() or [""])[0][:300]
         raise BadTraceError(unit.path, f"could not parse as {unit.parser}: {type(e).__name__}: {first}") from e
-    finally:
-        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}
 
 
@@ -45,6 +56,21 @@ def _init_worker(slots: Any, parent: int) -> None:
 
     _procs.worker_init(parent)
     progress.init_worker(slots)
+def _record_unparsed(meta: dict[str, Any], writer: RankWriter) -> None:
+    """Numeric cells that held text no profiler writes (hex, '1_000', NaN, Arabic-Indic digits...) were stored
+    as NULL: warn, and keep them in run_meta, where the `unparsed_numbers` check reports them."""
+    from .parsers._csv import take_unparsed
+
+    bad = take_unparsed()
+    if not bad:
+        return
+    warnings = meta.setdefault("warnings", [])
+    keys, values = [], []
+    for path, col, n, line, example in bad:
+        warnings.append(f"{path}: column {col!r}: {n} cell(s) not a number, stored as NULL (first at line {line}: {example!r})")
+        keys.append(f"traceql.unparsed_numbers.{Path(path).name}.{col}")
+        values.append(json.dumps({"file": path, "column": col, "cells": n, "first_line": line, "example": example}))
+    writer.write("run_meta", {"key": keys, "value": values})
 
 
 def _poll_bytes(slots: Any, total: int, on_bytes: Callable[[int, int], None] | None, stop: threading.Event) -> None:
@@ -117,10 +143,15 @@ def ingest(
     if on_units:
         on_units(units)
     assigned = _assign_ranks(units)
-    st.root.mkdir(parents=True, exist_ok=True)
-    st.tidy()  # the start-up check: reap what killed ingests and commits left (under the writers' lock)
-    _owned.reap_temp()  # and their temp dirs in the system temp folder
-    staging = st.new_staging()
+    try:
+        st.root.mkdir(parents=True, exist_ok=True)
+        st.tidy()  # the start-up check: reap what killed ingests and commits left (under the writers' lock)
+        _owned.reap_temp()  # and their temp dirs in the system temp folder
+        staging = st.new_staging()
+    except OSError as e:
+        from .fs_errors import store_error
+
+        raise (store_error(e, st.root, "creating the store") or e) from e
     results: list[dict[str, Any]] = []
     try:
         sizes = [progress.input_bytes(u.path) for u, _rank in assigned]

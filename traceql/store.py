@@ -130,6 +130,12 @@ class RankWriter:
         if "ts_ns" in t.schema.names and rel not in self._unsorted:
             self._track_order(rel, t.column("ts_ns"))
 
+    def abort(self) -> None:
+        """Close every writer on an error path, ignoring their errors (the staging dir is discarded anyway);
+        a ParquetWriter left open prints 'Exception ignored in ParquetWriter.__del__' when collected."""
+        writers, self._writers = list(self._writers.values()), {}
+        _abandon(writers)
+
     def _track_order(self, rel: str, ts: pa.ChunkedArray) -> None:
         import pyarrow.compute as pc
 
@@ -148,14 +154,27 @@ class RankWriter:
             self._unsorted.add(rel)
 
     def close(self, sort: bool = True) -> None:
-        for w in self._writers.values():
-            w.close()
-        self._writers.clear()
+        writers, self._writers = list(self._writers.values()), {}
+        for i, w in enumerate(writers):
+            try:
+                w.close()
+            except BaseException:
+                _abandon(writers[i:])  # one failed close (disk full) must not leave the others to __del__
+                raise
         if sort:
             for rels in self.files.values():
                 for rel in rels:
                     if rel in self._unsorted:
                         sort_parquet_by_time(self.run_dir / rel)
+
+
+def _abandon(writers: list[Any]) -> None:
+    for w in writers:
+        try:
+            w.close()
+        except BaseException:  # noqa: BLE001, S110  # an error path already: the first error is the one reported
+            pass
+        w.is_open = False  # pyarrow's __del__ closes again (and prints) while is_open is still set
 
 
 def sort_parquet_by_time(path: Path) -> None:

@@ -85,5 +85,14 @@ def main() -> None:
             raise
         from ._console import error
 
+        if isinstance(e, OSError):
+            # disk full, read-only filesystem, a store path through a file...: one line with what to do
+            from ..fs_errors import store_error
+
+            se = store_error(e, e.filename or "the store", "reading or writing the store")
+            if se is not None:
+                error(str(se))
+                sys.exit(1)
+
         error(f"internal error: {type(e).__name__}: {e} (re-run with --debug for the traceback)")
         sys.exit(1)

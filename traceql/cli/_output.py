@@ -64,7 +64,15 @@ def emit(table: Any, fmt: str, output: Path | None = None, max_rows: int = 200) 
         else:
             sink = pa.BufferOutputStream()
             pcsv.write_csv(t, sink)
-            sys.stdout.write(sink.getvalue().to_pybytes().decode("utf-8"))
+            text = sink.getvalue().to_pybytes().decode("utf-8")
+            if sys.stdout.isatty():
+                # dump text (op and file names) could carry ANSI/OSC sequences that retitle the terminal or
+                # write its clipboard: a terminal gets them escaped, as the table and JSON output do; a pipe
+                # or a file gets the exact bytes
+                from ._console import safe
+
+                text = safe(text, newlines=True)
+            sys.stdout.write(text)
         return
     if fmt == "json":
         rows = [{k: _jsonable(v) for k, v in r.items()} for r in table.to_pylist()]

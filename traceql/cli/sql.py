@@ -27,8 +27,17 @@ def _check_read_only(sql: str) -> None:
     except duckdb.Error as e:
         raise QueryError(f"SQL error: {str(e).splitlines()[0]}") from e
     for s in stmts:
-        kind = str(s.type).split(".")[-1]
         text = s.query.strip()
+        try:
+            kind = str(s.type).split(".")[-1]
+        except ValueError:
+            # a statement type newer than DuckDB's Python enum (UPDATE EXTENSIONS in 2.0: ValueError "29 is not
+            # a valid StatementType"): unknown means refused, not an internal error
+            first = " ".join(text.split()[:2])[:40]
+            raise QueryError(
+                f"statement {first!r} is of a type traceql does not know, refused: traceql sql runs SELECT, "
+                "EXPLAIN and metadata PRAGMAs (pass --write to allow others)"
+            ) from None
         if kind == "SELECT":
             continue
         if kind == "EXPLAIN" and not re.match(r"(?is)^explain\s+analy[sz]e\b", text):
@@ -49,35 +58,34 @@ def sql_cmd(
     store: StoreOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table|csv|json|parquet")] = "table",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")] = None,
-    write: Annotated[bool, typer.Option("--write", help="Allow statements other than SELECT (e.g. COPY ... TO).")] = False,
+    write: Annotated[bool, typer.Option("--write", help="Allow statements other than SELECT (e.g. COPY ... TO a path given with --allow-files).")] = False,
+    allow_files: Annotated[Optional[list[Path]], typer.Option("--allow-files", help="A folder or file the SQL may read (and, with --write, write) besides the store's tables; repeatable.")] = None,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop the query after SECONDS (default 300 or $TRACEQL_SQL_TIMEOUT; 0 = no limit).", metavar="SECONDS")] = None,
+    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit for the query, e.g. 4GB (default DuckDB's: 80% of RAM).", envvar="TRACEQL_SQL_MEMORY")] = None,
 ) -> None:
     """Run SQL over the store (DuckDB dialect).
+
+    The SQL sees only the store's tables: no extensions are installed or loaded, no other file or URL is
+    opened (--allow-files PATH admits one), nothing is spilled to disk, and a query stops after --timeout.
 
     Example:  traceql sql "SELECT op_type, sum(dur_ns)/1e6 AS ms FROM kernels GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
     """
     import sys
 
-    import duckdb
-
-    from .. import engine
-    from ..errors import QueryError
+    from .. import engine, sql_sandbox
+    from ..store import Store
     from ._output import emit
 
     if query == "-":
         query = sys.stdin.read()
     if not write:
         _check_read_only(query)
-    con = engine.connect(store)
-    if not write:
-        # defence in depth: no setting (log paths, profiling output...) can be changed by the user's SQL
-        con.execute("SET lock_configuration = true")
-    try:
-        from .._duck import arrow_table
-
-        rel = con.sql(query)
-        table = arrow_table(rel) if rel is not None else None
-    except duckdb.Error as e:
-        raise QueryError(f"SQL error: {str(e).strip().splitlines()[0]}") from e
+    limit_s = sql_sandbox.timeout_from_env(timeout)
+    st = Store(store)
+    con = engine.connect(st)
+    # every SET (extensions off, file access confined, no temp dir) happens before lock_configuration
+    sql_sandbox.confine(con, st.root, allow_files or [], memory_limit=memory_limit)
+    table = sql_sandbox.run(con, query, limit_s)
     if table is None:
         return
     emit(table, fmt, output)

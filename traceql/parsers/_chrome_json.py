@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadTraceError
+from ._files import open_regular
+from ._limits import GuardedStream
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -73,8 +76,8 @@ class Sniff:
 def sniff(path: Path, n: int = HEAD_BYTES) -> Sniff:
     path = Path(path)
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
             raw = fh.read(n)
     except OSError as e:
         raise BadTraceError(path, f"cannot read: {e.strerror or e}") from e
@@ -146,7 +149,7 @@ def check_complete(sn: Sniff) -> None:
     """
     if sn.gzip or sn.root not in ("array", "object"):
         return
-    with open(sn.path, "rb") as fh:
+    with open_regular(sn.path) as fh:
         fh.seek(max(0, sn.size - 4096))
         tail = fh.read()
     end = tail.rstrip(_WS + b"\x00")
@@ -164,12 +167,7 @@ def check_complete(sn: Sniff) -> None:
 
 
 def _raw_chunks(sn: Sniff) -> Iterator[bytes]:
-    if not sn.gzip:
-        with open(sn.path, "rb") as fh:
-            while chunk := fh.read(CHUNK):
-                yield chunk
-        return
-    with _open_gzip(sn.path) as gz:
+    with open_stream(sn) as gz:
         while True:
             try:
                 chunk = gz.read(CHUNK)
@@ -468,8 +466,9 @@ class _CountingReader(io.RawIOBase):
         return len(data)
 
 
-def _open_gzip(path: Path) -> gzip.GzipFile:
-    return gzip.GzipFile(filename=str(path), mode="rb")
+def open_stream(sn: Sniff) -> GuardedStream:
+    """The file's (decompressed) bytes through the size/ratio/string limits (traceql.parsers._limits)."""
+    return GuardedStream(sn.path, sn.gzip)
 
 
 def _gzip_error(path: Path, e: BaseException, offset: int | None) -> BadTraceError:
@@ -490,7 +489,7 @@ def iter_events(sn: Sniff, *, keep_tail: int = 0, tail_out: list[bytes] | None =
     require_root(sn, want="events")
     check_complete(sn)
     prefix = "item" if sn.root == "array" else "traceEvents.item"
-    fh: Any = _open_gzip(sn.path) if sn.gzip else open(sn.path, "rb")  # noqa: SIM115
+    fh = open_stream(sn)
     reader = _CountingReader(fh, keep_tail, sn.path)
     unit = "decompressed byte" if sn.gzip else "byte"
     try:
@@ -529,7 +528,7 @@ def read_header(sn: Sniff, stop_key: str = "traceEvents") -> dict[str, Any]:
 
     if sn.root != "object":
         return {}
-    fh: Any = _CountingReader(_open_gzip(sn.path) if sn.gzip else open(sn.path, "rb"), 0, sn.path)  # noqa: SIM115
+    fh: Any = _CountingReader(open_stream(sn), 0, sn.path)
     out: dict[str, Any] = {}
     try:
         key = None
@@ -583,7 +582,7 @@ class _Builder:
 def tail_bytes(sn: Sniff, n: int = 1 << 16) -> bytes:
     """The last n bytes of the (decompressed) file. For gzip this decompresses the whole stream (C speed)."""
     if not sn.gzip:
-        with open(sn.path, "rb") as fh:
+        with open_regular(sn.path) as fh:
             fh.seek(max(0, sn.size - n))
             return fh.read()
     tail = b""

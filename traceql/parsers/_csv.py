@@ -50,10 +50,28 @@ def _clean(col: str) -> str:
 # Numeric casts need no cleaning: DuckDB's string->number casts skip surrounding whitespace (the trailing TAB
 # included) and TRY_CAST turns N/A/empty into NULL. Non-finite values (nan, inf, 1e400) are not measurements:
 # tq_finite() maps them to NULL. These macros are created on every CsvFile connection.
+# DuckDB's casts also accept what no profiler writes and what a reader would not take for a number: '1_000'
+# (underscores, read as 1000) and '0x10' (hex, as BIGINT 16). tq_plain(x) is false for those, so they become
+# NULL like the other unparseable cells ('١٢٣', 'NaN', 'Infinity', '1e400'), and every such cell is counted
+# and reported (unparsed_cells(): ingest warns and stores them for the `unparsed_numbers` check).
 _MACROS = (
     "CREATE OR REPLACE TEMP MACRO tq_finite(v) AS (CASE WHEN isfinite(v) THEN v END)",
-    "CREATE OR REPLACE TEMP MACRO tq_num(x) AS tq_finite(TRY_CAST(x AS DOUBLE))",
+    "CREATE OR REPLACE TEMP MACRO tq_plain(x) AS NOT (contains(x, '_') OR contains(x, 'x') OR contains(x, 'X'))",
+    "CREATE OR REPLACE TEMP MACRO tq_num(x) AS (CASE WHEN tq_plain(x) THEN tq_finite(TRY_CAST(x AS DOUBLE)) END)",
+    # a cell that holds something (not empty, not an N/A marker) yet is no finite plain number
+    "CREATE OR REPLACE TEMP MACRO tq_bad(x) AS (NULLIF(NULLIF(NULLIF(trim(x, E' \\t\\r'), 'N/A'), ''), 'NA') IS NOT NULL "
+    "AND lower(trim(x)) NOT IN ('n/a', 'na', '-', 'none', 'null') AND tq_num(x) IS NULL)",
 )
+
+# Cells of numeric columns that held text no profiler writes, per process (each unit parses in its own
+# worker): (file, column, cells, first data row, example). ingest takes them after each unit.
+_UNPARSED: list[tuple[str, str, int, int, str]] = []
+
+
+def take_unparsed() -> list[tuple[str, str, int, int, str]]:
+    out = list(_UNPARSED)
+    _UNPARSED.clear()
+    return out
 
 class CsvFile:
     def __init__(self, path: Path, con: Any = None) -> None:
@@ -68,6 +86,7 @@ class CsvFile:
             self.con.execute(m)
         self.header = read_header(self.path)
         self._cols = set(self.header)
+        self._numeric: set[str] = set()  # columns read as numbers: checked for unparsed cells after select()
 
     # ---- columns ----------------------------------------------------------------------------------
     def has(self, col: str) -> bool:
@@ -99,26 +118,31 @@ class CsvFile:
         c = self.first(*cols)
         if c is None:
             return "NULL::DOUBLE"
+        self._numeric.add(c)
         return f"tq_num({q(c)})"
 
     def int_(self, *cols: str) -> str:
         c = self.first(*cols)
         if c is None:
             return "NULL::BIGINT"
-        # '12.0' casts too (DuckDB rounds decimal text to integers)
-        return f"TRY_CAST({q(c)} AS BIGINT)"
+        self._numeric.add(c)
+        # '12.0' casts too (DuckDB rounds decimal text to integers); '0x10' and '1_000' do not (tq_plain)
+        return f"(CASE WHEN tq_plain({q(c)}) THEN TRY_CAST({q(c)} AS BIGINT) END)"
 
     def scaled(self, col: str | None, factor: float) -> str:
         """Number x factor rounded to BIGINT (MB -> bytes, GB/s -> bytes/s...)."""
         if col is None or col not in self._cols:
             return "NULL::BIGINT"
+        self._numeric.add(col)
         return f"TRY_CAST(round(tq_num({q(col)}) * {factor!r}) AS BIGINT)"
 
     def dec_ns(self, col: str | None, ns_per_unit: int) -> str:
         """Exact decimal text -> int64 ns (µs: 1000, ms: 1e6)."""
         if col is None or col not in self._cols:
             return "NULL::BIGINT"
-        return f"TRY_CAST(round(TRY_CAST({q(col)} AS DECIMAL(38,6)) * {ns_per_unit}) AS BIGINT)"
+        self._numeric.add(col)
+        return (f"(CASE WHEN tq_plain({q(col)}) THEN TRY_CAST(round(TRY_CAST({q(col)} AS DECIMAL(38,6)) * {ns_per_unit}) "
+                "AS BIGINT) END)")
 
     def us_ns(self, *cols: str) -> str:
         return self.dec_ns(self.first(*cols), 1000)
@@ -132,14 +156,14 @@ class CsvFile:
         cols = [c for c in cols if c in self._cols]
         if not cols:
             return "NULL::MAP(VARCHAR, VARCHAR)"
-        return MapExpr(cols, [_clean(c) for c in cols])
+        return MapExpr(cols, [_clean(c) for c in cols], each=_clean("x").replace(q("x"), "x"))
 
     def num_map(self, cols: Iterable[str]) -> str:
         """MAP(VARCHAR,DOUBLE) of the given columns' finite numeric values (for `metrics`)."""
         cols = [c for c in cols if c in self._cols]
         if not cols:
             return "NULL::MAP(VARCHAR, DOUBLE)"
-        return MapExpr(cols, [f"tq_num({q(c)})" for c in cols])
+        return MapExpr(cols, [f"tq_num({q(c)})" for c in cols], each="tq_num(x)")
 
     # ---- reading ----------------------------------------------------------------------------------
     def from_clause(self) -> str:
@@ -168,6 +192,8 @@ class CsvFile:
         try:
             from .._duck import arrow_reader
 
+            # before the streaming query: the connection holds one open result at a time
+            self._count_unparsed(where)
             reader = arrow_reader(self.con.sql(sql), BATCH_ROWS)
             for batch in _prefetch(reader):
                 yield _build_maps(batch, maps) if maps else batch
@@ -175,6 +201,41 @@ class CsvFile:
             # DuckDB messages quote the offending line (which may be megabytes): keep the first line, capped
             msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
             raise BadTraceError(self.path, f"malformed CSV: {msg}") from e
+
+    def _count_unparsed(self, where: str | None) -> None:
+        """One more pass over the numeric columns (a few named ones: cheap next to the select): count the cells
+        that held something yet became NULL, with the first row and an example, into _UNPARSED."""
+        cols = sorted(self._numeric)
+        if not cols:
+            return
+        parts = []
+        for c in cols:
+            parts += [f"count_if(tq_bad({q(c)}))", f"min(CASE WHEN tq_bad({q(c)}) THEN __row END)",
+                      f"arg_min(CASE WHEN tq_bad({q(c)}) THEN left({q(c)}, 40) END, CASE WHEN tq_bad({q(c)}) THEN __row END)"]
+        import duckdb
+
+        # its own connection: the caller's may hold another open result (two CsvFiles streaming on one con)
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute("SET disabled_optimizers = 'type_pushdown'")
+            con.execute("SET threads = 1")  # a few columns of one file: no parallel scan (its null_padding limits)
+            for m in _MACROS:
+                con.execute(m)
+            base = CsvFile.from_clause(self)  # without TaskCsv's l2 join (a temp table of the caller's connection)
+            sql = (f"SELECT {', '.join(parts)} FROM (SELECT *, row_number() OVER () AS __row FROM {base}"
+                   + (f" WHERE {where}" if where else "") + ")")
+            try:
+                got = con.execute(sql).fetchone() or ()
+            except duckdb.Error:
+                # a file this count cannot scan (e.g. quoted newlines the parallel reader refuses) is read, or
+                # refused with its own message, by the select that follows; the count is a diagnostic only
+                return
+        finally:
+            con.close()
+        for i, c in enumerate(cols):
+            n, row, example = got[3 * i : 3 * i + 3]
+            if n:
+                _UNPARSED.append((str(self.path), c, int(n), int(row) + 1, str(example)))  # +1: the header is line 1
 
     def count(self) -> int:
         import duckdb
@@ -249,14 +310,20 @@ class MapExpr(str):
 
     keys: list[str]
     values: list[str]
+    each: str | None
 
-    def __new__(cls, keys: list[str], values: list[str]) -> MapExpr:
+    def __new__(cls, keys: list[str], values: list[str], each: str | None = None) -> MapExpr:
         entries = ", ".join(f"{{'k': {lit(k)}, 'v': {v}}}" for k, v in zip(keys, values, strict=True))
         obj = super().__new__(cls, f"map_from_entries(list_filter([{entries}], lambda e: e.v IS NOT NULL))")
-        obj.keys, obj.values = list(keys), list(values)
+        obj.keys, obj.values, obj.each = list(keys), list(values), each
         return obj
 
     def values_sql(self) -> str:
+        if self.each is not None:
+            # one lambda over the list of raw columns, not one expression per column: DuckDB's optimizer is
+            # superlinear in the number of expressions (2,000 NULLIF(trim()) columns: 124 s, as a lambda 0.5 s;
+            # issue 22's 10,000-column header took 262 s)
+            return f"list_transform([{', '.join(q(k) for k in self.keys)}], lambda x: {self.each})"
         return "[" + ", ".join(self.values) + "]"
 
     def positions_sql(self) -> str:
@@ -299,11 +366,16 @@ def _build_maps(batch: Any, maps: dict[str, MapExpr]) -> Any:
 
 def read_header(path: Path) -> list[str]:
     """The header row, checked: UTF-8 (BOM allowed), non-empty, unique names (duplicates get a suffix)."""
+    from ._files import open_regular
+    from ._limits import limit
+
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(1 << 20)
     except OSError as e:
         raise BadTraceError(path, f"cannot read file: {e.strerror or e}") from e
+    if len(raw) == 1 << 20 and b"\n" not in raw:
+        raise BadTraceError(path, "the CSV header row is longer than 1 MiB: not a profiler CSV")
     if not raw.strip():
         raise BadTraceError(path, "empty file; expected a CSV header row and data rows")
     if raw.startswith(codecs.BOM_UTF8):
@@ -314,6 +386,10 @@ def read_header(path: Path) -> list[str]:
     except UnicodeDecodeError as e:
         raise BadTraceError(path, f"not UTF-8 text (byte 0x{first[e.start]:02x} at offset {e.start}); expected a UTF-8 CSV") from e
     row = next(csv.reader(io.StringIO(line)), [])
+    cap = limit("TRACEQL_MAX_CSV_COLUMNS")
+    if len(row) > cap:
+        raise BadTraceError(path, f"the CSV header has {len(row)} columns, more than the {cap} traceql accepts "
+                                  "(profilers write under 200; raise the limit with TRACEQL_MAX_CSV_COLUMNS)")  # fmt: skip
     row = [c.strip().strip("\ufeff") for c in row]
     if not any(row):
         raise BadTraceError(path, "no CSV header row found")

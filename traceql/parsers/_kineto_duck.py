@@ -252,8 +252,8 @@ class Feed:
         import gzip
         import zlib
 
-        fh: Any = cj._open_gzip(self.sn.path) if self.sn.gzip else open(self.sn.path, "rb")  # noqa: SIM115
-        raw = fh.fileobj if self.sn.gzip else fh
+        fh = cj.open_stream(self.sn)  # the size/ratio/string limits apply here too
+        raw = fh.fileobj
         pos = 0
         try:
             first = True

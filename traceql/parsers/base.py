@@ -73,6 +73,24 @@ def get(name: str) -> Parser:
     return registry()[name]
 
 
+MAX_RANK = 2**31 - 1  # ranks are int32 in every launcher (torch.distributed, HCCL); the store keeps int64
+
+
+def check_rank(value: int, path: str | Path, field: str) -> int:
+    """A rank read from a dump, or BadTraceError naming the file and field when it is outside 0..MAX_RANK
+    (a rank_id >= 2**63 was an internal OverflowError naming nothing)."""
+    if not 0 <= value <= MAX_RANK:
+        raise BadTraceError(path, f"{field} {value} is not a rank (expected 0..{MAX_RANK})")
+    return value
+
+
+def _check_units(units: list[Unit]) -> list[Unit]:
+    for u in units:
+        if u.rank is not None and u.rank != -1:  # -1: cluster-level rows (parsers.cluster)
+            check_rank(u.rank, u.path, "rank")
+    return units
+
+
 def _claim(path: Path) -> list[Unit] | None:
     for p in registry().values():
         try:
@@ -83,23 +101,34 @@ def _claim(path: Path) -> list[Unit] | None:
             # a sniffer tripping over a damaged file still owes the user one line naming it
             raise BadTraceError(path, f"cannot read it to detect the format ({type(e).__name__}: {e})") from e
         if units:
-            return units
+            return _check_units(units)
     return None
 
 
 def detect(path: Path) -> list[Unit]:
     """Units to parse for `path`: the path itself, or (for a cluster folder) each child dump, one rank each."""
+    from ._files import check_tree
+
+    check_tree(path)  # no sniffer may open a FIFO or a device (a hang, or /dev/zero read whole)
     units = _claim(path)
     if units:
         return units
     if path.is_dir():
         found: list[Unit] = []
+        owner: dict[int, Path] = {}
         for child in sorted(path.iterdir(), key=lambda p: p.name):
             if child.name.startswith(".") or child.name == "cluster_analysis_output":
                 continue
             if child.is_dir():
                 u = _claim(child)
                 if u:
+                    for x in u:
+                        # two rank folders claiming one rank would be merged into one rank's tables, silently
+                        if x.rank is not None and x.rank >= 0:
+                            other = owner.setdefault(x.rank, child)
+                            if other != child:
+                                raise BadTraceError(child, f"says it is rank {x.rank}, as does {other}: two rank folders "
+                                                           "with one rank_id (copied folder? ingest them separately)")  # fmt: skip
                     found.extend(u)
         if found:
             # cluster-level outputs (msprof-analyze) ride along with the per-rank dumps
@@ -124,12 +153,15 @@ def read_head(path: Path, n: int = 4096) -> bytes:
     """First bytes of a file, gunzipped when it is gzip: what sniffers look at."""
     import gzip
 
-    with open(path, "rb") as fh:
+    from ._files import open_regular
+
+    with open_regular(path) as fh:
         head = fh.read(n)
-    if head[:2] == b"\x1f\x8b":
+        if head[:2] != b"\x1f\x8b":
+            return head
+        fh.seek(0)
         try:
-            with gzip.open(path, "rb") as gz:
+            with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
                 return gz.read(n)
         except (OSError, EOFError):
             return b""
-    return head

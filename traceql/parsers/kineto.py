@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _owned
 from ..errors import BadTraceError
 from . import _chrome_json as cj
-from .base import Unit, read_head
+from .base import Unit, check_rank, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
@@ -121,7 +121,7 @@ def _rank_from_head(path: Path) -> int | None:
     m = _DIST_RANK.search(read_head(path, 1 << 16))
     if m is None and not path.name.lower().endswith(".gz"):
         m = _DIST_RANK.search(cj.tail_bytes(cj.sniff(path, 16)))
-    return int(m.group(1)) if m else None
+    return check_rank(int(m.group(1)), path, "distributedInfo.rank") if m else None
 
 
 class KinetoParser:

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
+from ._files import read_small
 from ._pmu import aic_metrics_group, pmu_exprs
 from ._units import dec_to_ns, to_float
-from .base import Unit, read_head
+from .base import Unit, check_rank, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
@@ -861,13 +862,13 @@ def rank_of(root: Path) -> int | None:
     if info is None:
         return None
     try:
-        rank = json.loads(info.read_text(encoding="utf-8-sig")).get("rank_id")
+        rank = json.loads(read_small(info).decode("utf-8-sig")).get("rank_id")
     except (OSError, ValueError, AttributeError):
         rank = None  # claim() stays cheap and lenient; parse() reports a broken profiler_info
     if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-        return rank
+        return check_rank(rank, info, "rank_id")
     m = re.fullmatch(r"profiler_info_(\d+)\.json", info.name)
-    return int(m.group(1)) if m else None
+    return check_rank(int(m.group(1)), info, "the rank in the file name") if m else None
 
 
 def _looks_like_kernel_details(path: Path) -> bool:

@@ -43,9 +43,10 @@ from ._db_tables import (
     write_run_meta,
     write_step_windows,
 )
+from ._files import read_small
 from ._sqlite import SqliteDb, decode_text, lit, looks_like_sqlite, q
 from ._units import GB_PER_S
-from .base import Unit
+from .base import Unit, check_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
@@ -74,14 +75,14 @@ def _rank_from_info(root: Path) -> int | None:
     for p in infos:
         m = re.match(r"^profiler_info_(\d+)\.json$", p.name)
         if m:
-            return int(m.group(1))
+            return check_rank(int(m.group(1)), p, "the rank in the file name")
     for p in infos:
         try:
-            rank = json.loads(p.read_text(encoding="utf-8")).get("rank_id")
+            rank = json.loads(read_small(p).decode("utf-8")).get("rank_id")
         except (OSError, ValueError, AttributeError):
             continue
-        if isinstance(rank, int) and rank >= 0:
-            return rank
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+            return check_rank(rank, p, "rank_id")
     return None
 
 
@@ -205,7 +206,7 @@ def _profiler_info_rows(root: Path) -> list[tuple[str, str]]:
         if not p.is_file():
             continue
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = json.loads(read_small(p).decode("utf-8"))
         except (OSError, ValueError):
             continue  # metadata only: a broken file must not fail the ingest of the db itself
         prefix = "" if name.startswith("profiler_info") else "metadata"

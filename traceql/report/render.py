@@ -209,13 +209,14 @@ class _Charts:
         if name in self.specs:
             return
         cdef = charts.get(name)
+        ranks = charts.rank_count(self.store, self.run_id)
         try:
-            args = {s.arg: self.table(s.query, dict(s.params)) for s in cdef.sources}
-            chart = cdef.builder(**args)
-        except QueryError as e:  # one failing query must not hide the rest of the report
-            self.problems.append(f"chart {name}: {e}")
-            chart = charts.message_chart(cdef.description, f"This chart could not be drawn: {e}")
-        self.specs[name] = charts.to_spec(chart)
+            args = {s.arg: self.table(s.query, s.params_for(ranks)) for s in cdef.sources}
+            self.specs[name] = charts.to_spec(cdef.builder(**args))
+        except Exception as e:  # noqa: BLE001  # one failing chart must not lose the rest of the report
+            why = str(e) if isinstance(e, QueryError) else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"
+            self.problems.append(f"chart {name}: {why}")
+            self.specs[name] = charts.to_spec(charts.message_chart(cdef.description, f"This chart could not be drawn: {why}"))
 
     def place(self, name: str) -> dict[str, Any]:
         """A container for chart `name` (its spec is built on first use)."""

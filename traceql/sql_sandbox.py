@@ -1,0 +1,133 @@
+"""The sandbox `traceql sql` runs the user's SQL in: no extensions, no files but the store's, bounded time.
+
+DuckDB's own switches do the confining (a check of the SQL text cannot see every way DuckDB has to open a
+file or a URL): extension auto-install and auto-load off (a `SELECT * FROM 'https://...'` otherwise makes
+DuckDB download httpfs into ~/.duckdb/extensions/), external access off with the store's Parquet folder (and
+whatever `--allow-files` names) as the only paths it may open, no spilling to a temp directory (DuckDB's
+default is `./.tmp` in the current directory: a write outside the store), then the configuration locked so
+the SQL cannot undo any of it. The order matters: every SET before `lock_configuration`.
+
+A query runs on a worker thread so the main thread can interrupt the connection when `--timeout` passes or
+Ctrl-C arrives (a query blocked inside DuckDB otherwise holds the signal until it finishes).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import QueryError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+
+#: seconds a `traceql sql` query may run before it is interrupted (0: no limit); $TRACEQL_SQL_TIMEOUT
+DEFAULT_TIMEOUT_S = 300.0
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _dir_prefix(p: Path) -> str:
+    # allowed_directories is a string-prefix match: without the slash /store/runs would also admit /store/runs-x
+    return str(p).rstrip("/") + "/"
+
+
+def confine(con: duckdb.DuckDBPyConnection, store_root: Path, allow: Iterable[Path] = (),
+            memory_limit: str | None = None, threads: int | None = None) -> None:
+    """Lock `con` down: no extension installs or loads, file access only under the store's runs/ and `allow`,
+    no temp files, optional memory limit; then lock the configuration."""
+    import duckdb
+
+    # the views name the Parquet files as the store path was given (relative or not): admit both spellings
+    dirs = sorted({_dir_prefix(store_root / "runs"), _dir_prefix(store_root.absolute() / "runs")})
+    files: list[str] = []
+    for a in allow:
+        a = a.absolute()
+        if a.is_dir():
+            dirs.append(_dir_prefix(a))
+        else:
+            # a file (or one COPY ... TO will create): that path only; its folder must exist
+            if not a.parent.is_dir():
+                raise QueryError(f"--allow-files {a}: its folder {a.parent} does not exist")
+            files.append(str(a))
+    settings = [
+        "SET autoinstall_known_extensions = false",
+        "SET autoload_known_extensions = false",
+        "SET allow_community_extensions = false",
+        f"SET allowed_directories = [{', '.join(map(_sql_str, dirs))}]",
+        f"SET allowed_paths = [{', '.join(map(_sql_str, files))}]",
+        "SET temp_directory = ''",
+    ]
+    if memory_limit:
+        settings.append(f"SET memory_limit = {_sql_str(memory_limit)}")
+    if threads:
+        settings.append(f"SET threads = {int(threads)}")
+    settings += ["SET enable_external_access = false", "SET lock_configuration = true"]
+    for s in settings:
+        try:
+            con.execute(s)
+        except duckdb.Error as e:
+            if "memory_limit" in s:
+                raise QueryError(f"--memory-limit {memory_limit!r}: {str(e).splitlines()[0]} (e.g. 2GB, 500MB)") from e
+            raise
+
+
+def timeout_from_env(given: float | None) -> float:
+    if given is not None:
+        return given
+    raw = os.environ.get("TRACEQL_SQL_TIMEOUT", "")
+    try:
+        return float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError as e:
+        raise QueryError(f"TRACEQL_SQL_TIMEOUT={raw!r}: expected seconds (0 for no limit)") from e
+
+
+def run(con: duckdb.DuckDBPyConnection, query: str, timeout_s: float) -> Any:
+    """The Arrow table of `query` (None for a statement with no result), interrupted after `timeout_s`
+    seconds (0: never) or on Ctrl-C. DuckDB errors become one-line QueryErrors."""
+    import duckdb
+
+    from ._duck import arrow_table
+
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            rel = con.sql(query)
+            box["table"] = arrow_table(rel) if rel is not None else None
+        except BaseException as e:  # noqa: BLE001  # handed to the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="traceql-sql", daemon=True)
+    t.start()
+    timed_out = False
+    try:
+        t.join(timeout_s if timeout_s > 0 else None)
+        if t.is_alive():
+            timed_out = True
+            con.interrupt()
+            t.join(10)
+    except KeyboardInterrupt:
+        con.interrupt()
+        t.join(10)
+        raise
+    if timed_out:
+        raise QueryError(
+            f"query stopped after the {timeout_s:g} s limit (raise it with --timeout SECONDS or TRACEQL_SQL_TIMEOUT; 0 = no limit)"
+        )
+    err = box.get("error")
+    if isinstance(err, duckdb.Error):
+        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if isinstance(err, duckdb.PermissionException):
+            msg += " (traceql sql reads only the store's tables; --allow-files PATH lets it read or write PATH)"
+        elif isinstance(err, duckdb.OutOfMemoryException):
+            msg += " (raise the limit with --memory-limit, e.g. --memory-limit 8GB)"
+        raise QueryError(f"SQL error: {msg}") from err
+    if err is not None:
+        raise err
+    return box.get("table")
