@@ -12,12 +12,13 @@
 -- column: last_step BIGINT             -- last step id of the group
 -- column: label VARCHAR                -- "first-last" step ids ("7" for a one-step group; "all" for scope rank)
 -- column: steps BIGINT                 -- step windows in the row
--- column: window_ns BIGINT             -- wall time of those windows, ns; the seven wait parts add up to it
+-- column: window_ns BIGINT             -- wall time of those windows, ns; the eight wait parts add up to it
 -- column: compute_hbm_saturated_ns BIGINT -- compute while device HBM bandwidth >= sat_threshold x peak (as wait_attribution)
 -- column: compute_other_ns BIGINT      -- the rest of the compute time (as wait_attribution)
 -- column: comm_transit_ns BIGINT       -- exposed communication moving data (as wait_attribution)
 -- column: comm_wait_peer_hbm_ns BIGINT -- exposed communication waiting on a peer in HBM-saturated compute (as wait_attribution)
 -- column: comm_wait_other_ns BIGINT    -- other exposed communication waiting (as wait_attribution)
+-- column: comm_unsplit_ns BIGINT       -- exposed communication whose moving / waiting split the dump does not record (as wait_attribution)
 -- column: idle_ns BIGINT               -- nothing running between the first and last device op (as wait_attribution; = step_breakdown free)
 -- column: host_ns BIGINT               -- before the first / after the last device op (as wait_attribution; = preparing + tail)
 -- column: computing_ns BIGINT          -- at least one compute kernel running (step_breakdown computing)
@@ -57,7 +58,7 @@ WITH win AS (
     -- one row per step window: its parts, and the profiler's step_trace numbers for it
     SELECT p.run_id, p.rank, p.step, p.grp,
            sum(p.dur_ns) AS wall, sum(p.c_sat) AS c_sat, sum(p.c_other) AS c_other, sum(p.m_transit) AS m_transit,
-           sum(p.m_peer) AS m_peer, sum(p.m_other) AS m_other, sum(p.idle) AS idle, sum(p.host) AS host,
+           sum(p.m_peer) AS m_peer, sum(p.m_other) AS m_other, sum(p.m_unsplit) AS m_unsplit, sum(p.idle) AS idle, sum(p.host) AS host,
            sum(p.computing) AS computing, sum(p.comm_no) AS comm_no, sum(p.overlapped) AS overlapped,
            sum(p.preparing) AS preparing, sum(p.tail) AS tail,
            any_value(st.dur_ns) AS p_step, any_value(st.computing_ns) AS p_comp,
@@ -73,7 +74,8 @@ WITH win AS (
            sum(wall)::BIGINT AS window_ns,
            sum(c_sat)::BIGINT AS compute_hbm_saturated_ns, sum(c_other)::BIGINT AS compute_other_ns,
            round(sum(m_transit))::BIGINT AS comm_transit_ns, round(sum(m_peer))::BIGINT AS comm_wait_peer_hbm_ns,
-           round(sum(m_other))::BIGINT AS comm_wait_other_ns, sum(idle)::BIGINT AS idle_ns, sum(host)::BIGINT AS host_ns,
+           round(sum(m_other))::BIGINT AS comm_wait_other_ns, round(sum(m_unsplit))::BIGINT AS comm_unsplit_ns,
+           sum(idle)::BIGINT AS idle_ns, sum(host)::BIGINT AS host_ns,
            sum(computing)::BIGINT AS computing_ns, sum(comm_no)::BIGINT AS comm_not_overlapped_ns,
            sum(overlapped)::BIGINT AS overlapped_ns, sum(preparing)::BIGINT AS preparing_ns, sum(tail)::BIGINT AS tail_ns,
            CASE WHEN count(p_step) = count(*) THEN sum(p_step)::BIGINT END AS profiler_step_ns,
@@ -90,7 +92,7 @@ SELECT run_id, scope, rank, grp, first_step, last_step,
             WHEN first_step = last_step THEN first_step::VARCHAR
             ELSE first_step::VARCHAR || '-' || last_step::VARCHAR END AS label,
        steps, window_ns, compute_hbm_saturated_ns, compute_other_ns, comm_transit_ns, comm_wait_peer_hbm_ns,
-       comm_wait_other_ns, idle_ns, host_ns, computing_ns, comm_not_overlapped_ns, overlapped_ns, preparing_ns,
+       comm_wait_other_ns, comm_unsplit_ns, idle_ns, host_ns, computing_ns, comm_not_overlapped_ns, overlapped_ns, preparing_ns,
        tail_ns, profiler_step_ns, profiler_computing_ns, profiler_comm_not_overlapped_ns, profiler_free_ns,
        profiler_preparing_ns
 FROM agg

@@ -44,7 +44,7 @@ ROW_BUDGET = 20_000
 MAX_FACET_RANKS = 16  # wait_steps: one facet row per rank up to this many, an even sample of ranks beyond
 FORMATS = (".png", ".svg", ".html", ".json")
 
-# The seven parts of a rank's step time (wait_attribution / step_groups columns), in stacking order, with a label
+# The eight parts of a rank's step time (wait_attribution / step_groups columns), in stacking order, with a label
 # and a colour: reds = memory, green = other compute, blues = communication, greys = idle/host.
 WAIT_PARTS: list[tuple[str, str, str]] = [
     ("compute_hbm_saturated_ns", "compute, HBM-saturated", "#d62728"),
@@ -52,6 +52,7 @@ WAIT_PARTS: list[tuple[str, str, str]] = [
     ("compute_other_ns", "compute, other", "#2ca02c"),
     ("comm_transit_ns", "comm transit", "#1f77b4"),
     ("comm_wait_other_ns", "comm waiting, other", "#aec7e8"),
+    ("comm_unsplit_ns", "comm, moving/waiting not recorded", "#6baed6"),
     ("idle_ns", "idle (between device ops)", "#c7c7c7"),
     ("host_ns", "host (before/after device ops)", "#7f7f7f"),
 ]

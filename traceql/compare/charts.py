@@ -12,7 +12,8 @@ WIDTH = 680
 # communication, greys idle/host)
 _COLOURS = {
     "compute_hbm_saturated_ns": "#d62728", "comm_wait_peer_hbm_ns": "#ff9896", "compute_other_ns": "#2ca02c",
-    "comm_transit_ns": "#1f77b4", "comm_wait_missing_ns": "#9edae5", "comm_wait_other_ns": "#aec7e8",
+    "comm_transit_ns": "#1f77b4", "comm_wait_peer_other_ns": "#aec7e8", "comm_wait_missing_ranks_ns": "#9edae5",
+    "comm_wait_sync_ns": "#c5dbee", "comm_unsplit_ns": "#6baed6",
     "idle_ns": "#c7c7c7", "host_ns": "#7f7f7f",
 }
 _GRADE_COLOURS = {"measured": "#1f77b4", "sampled": "#9467bd", "modeled": "#ff7f0e", "mixed": "#8c564b", "none": "#c7c7c7"}

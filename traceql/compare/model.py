@@ -14,15 +14,17 @@ FORMAT_ID = "traceql.compare/1"
 VERDICTS = ("improvement", "regression", "neutral", "inconclusive")
 MODES = ("same", "cross")
 
-# The parts of a step, in the order the split is shown. They add up to the step window (wait_attribution's
-# seven parts; comm_wait_missing_ns, "waiting on ranks outside the dump", is read when the query has it).
+# The parts of a step, in the order the split is shown: wait_attribution's disjoint parts, which add up to the
+# step window (its comm_wait_other_ns is the sum of the three waiting parts below).
 SPLIT_PARTS = (
     ("compute_hbm_saturated_ns", "HBM-saturated compute"),
     ("compute_other_ns", "other compute"),
     ("comm_transit_ns", "communication: transit"),
     ("comm_wait_peer_hbm_ns", "communication: waiting on HBM-bound peers"),
-    ("comm_wait_missing_ns", "communication: waiting on ranks not in the dump"),
-    ("comm_wait_other_ns", "communication: other waiting"),
+    ("comm_wait_peer_other_ns", "communication: waiting on other late peers"),
+    ("comm_wait_missing_ranks_ns", "communication: waiting after every captured peer (ranks not in the dump, or sync)"),
+    ("comm_wait_sync_ns", "communication: sync / HCCL idle"),
+    ("comm_unsplit_ns", "communication: moving/waiting split not recorded"),
     ("idle_ns", "idle (gaps between device ops)"),
     ("host_ns", "host (before/after the device work)"),
 )
