@@ -33,11 +33,12 @@ def tree(d: Path) -> dict[str, object]:
     return out
 
 
-def refused(dump: Path, tmp: Path, *expect: str, limit_s: float = 25, env: dict[str, str] | None = None) -> str:
+def refused(dump: Path, tmp: Path, *expect: str, limit_s: float = 25, env: dict[str, str] | None = None,
+            args: tuple[str, ...] = ()) -> str:
     """Ingest `dump`; assert the one-line refusal naming `expect` texts; the store and the dump untouched."""
     store = tmp / "store"
     before = tree(dump) if dump.is_dir() else None
-    r = traceql("ingest", dump, "--store", store, timeout=limit_s + 30, env=env)
+    r = traceql("ingest", dump, "--store", store, *args, timeout=limit_s + 30, env=env)
     assert r.code == 1, r
     errors = [ln for ln in r.err_lines if not ln.startswith("detected ")]  # ingest says what it detected first
     assert len(errors) == 1 and errors[0].startswith("error: "), r
@@ -66,7 +67,10 @@ def test_profiler_info_symlinked_to_an_endless_device_is_refused_at_once(tmp_pat
     info = d / "profiler_info_0.json"
     info.unlink()
     info.symlink_to(dev)
-    refused(d, tmp_path, "profiler_info_0.json", "character device", "regular", limit_s=15)
+    # a link out of the dump is refused before anything is opened (issue 23's containment) ...
+    refused(d, tmp_path, "profiler_info_0.json", "outside the dump", limit_s=15)
+    # ... and when links are followed on purpose, the special file itself is refused, not read
+    refused(d, tmp_path, "profiler_info_0.json", "character device", "regular", limit_s=15, args=("--follow-links",))
 
 
 @pytest.mark.parametrize("rel", ["profiler_info_0.json", "ASCEND_PROFILER_OUTPUT/kernel_details.csv", "ASCEND_PROFILER_OUTPUT/trace_view.json"])

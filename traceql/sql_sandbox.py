@@ -44,7 +44,12 @@ def confine(con: duckdb.DuckDBPyConnection, store_root: Path, allow: Iterable[Pa
     import duckdb
 
     # the views name the Parquet files as the store path was given (relative or not): admit both spellings
-    dirs = sorted({_dir_prefix(store_root / "runs"), _dir_prefix(store_root.absolute() / "runs")})
+    from ._duck import glob_literal
+
+    runs = {_dir_prefix(store_root / "runs"), _dir_prefix(store_root.absolute() / "runs")}
+    # and as the views spell them when the store path holds glob characters (escaped: `team[*]/runs/...`),
+    # which DuckDB checks against this list before expanding the pattern
+    dirs = sorted(runs | {glob_literal(d) for d in runs})
     files: list[str] = []
     for a in allow:
         a = a.absolute()
