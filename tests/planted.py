@@ -134,6 +134,20 @@ def _extra_hbm_block(rt) -> None:  # type: ignore[no-untyped-def]
 
 
 # ---- the job ---------------------------------------------------------------------------------------------
+def all_reduce(sc: Scenario, arrivals: dict[int, int], k: int, group: str, transit: int, grad: int) -> int:
+    """The k-th gradient all-reduce: every rank enters at its arrival, all leave together once the last one has
+    arrived and the data moved (transit + 30 us); the wait and sync the profiler writes are the rank's wait for
+    the last arrival. Returns the end."""
+    last = max(arrivals.values())
+    end = last + transit + 30_000
+    for rt in sc.ranks:
+        a = arrivals[rt.rank]
+        rt.add_comm(f"hcom_allReduce__586_{k}_1", start_ns=a, dur_ns=end - a, op_type="allreduce", group=group,
+                    transit_ns=transit, wait_ns=last - a, sync_ns=last - a, transports={"HCCS": grad},
+                    data_type="FP16", host_op="HcclAllreduce")
+    return end
+
+
 def build(case: str) -> Scenario:
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}; cases: {', '.join(CASES)}")
@@ -178,13 +192,7 @@ def build(case: str) -> Scenario:
             else:
                 _clean_block(rt)
             arrivals[rt.rank] = rt.cursor() + 20_000
-        last = max(arrivals.values())
-        end = last + transit + 30_000
-        for rt in sc.ranks:
-            a = arrivals[rt.rank]
-            rt.add_comm(f"hcom_allReduce__586_{k}_1", start_ns=a, dur_ns=end - a, op_type="allreduce", group=group,
-                        transit_ns=transit, wait_ns=last - a, sync_ns=last - a, transports={"HCCS": grad},
-                        data_type="FP16", host_op="HcclAllreduce")
+        end = all_reduce(sc, arrivals, k, group, transit, grad)
         step_end = end + 200_000
         for rt in sc.ranks:
             rt.add_step(sid, start_ns=s0, dur_ns=step_end - s0)

@@ -79,13 +79,7 @@ def build(*, chain: bool = False, jitter: tuple[int, ...] = (0,) * STEPS, n_rank
             if chain:
                 planted._unfused_block(rt)
             arrivals[rt.rank] = rt.cursor() + 20_000
-        last = max(arrivals.values())
-        end = last + transit + 30_000
-        for rt in sc.ranks:
-            a = arrivals[rt.rank]
-            rt.add_comm(f"hcom_allReduce__586_{k}_1", start_ns=a, dur_ns=end - a, op_type="allreduce", group=group,
-                        transit_ns=transit, wait_ns=last - a, sync_ns=last - a, transports={"HCCS": grad},
-                        data_type="FP16", host_op="HcclAllreduce")
+        end = planted.all_reduce(sc, arrivals, k, group, transit, grad)
         step_end = end + 200_000 + jitter[k]
         for rt in sc.ranks:
             rt.add_step(k + 1, start_ns=s0, dur_ns=step_end - s0)
