@@ -17,6 +17,20 @@ DB_LEVEL1 = MSI / "test/data/pytorch/db/level1"
 HTA = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
 
 
+def write_two_kernel_run(store: Path, run: str = "r") -> Path:
+    """A store holding one run of two kernels (a and b), written through the store's own writer and commit."""
+    from traceql.store import RankWriter, Store
+
+    s = Store(store)
+    staging = s.new_staging()
+    w = RankWriter(staging, run, 0)
+    w.write("kernels", {"name": ["a", "b"], "ts_ns": [1, 2], "dur_ns": [10, 20]})
+    w.close()
+    s.commit(staging, run, {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1, "rows": w.rows,
+                            "files": w.files})
+    return store
+
+
 def real(path: Path) -> Path:
     """A real dump under ../shared/real_traces, or skip the test saying which file is missing."""
     if not path.exists():

@@ -15,20 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import write_two_kernel_run
 
 from tests._bounded import ROOT, traceql
-from traceql.store import RankWriter, Store
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> dict[str, Path]:
     store = tmp_path / "store"
-    s = Store(store)
-    staging = s.new_staging()
-    w = RankWriter(staging, "r", 0)
-    w.write("kernels", {"name": ["a", "b"], "ts_ns": [1, 2], "dur_ns": [10, 20]})
-    w.close()
-    s.commit(staging, "r", {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1, "rows": w.rows, "files": w.files})
+    write_two_kernel_run(store)
     home = tmp_path / "home"
     home.mkdir()
     cwd = tmp_path / "cwd"

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import write_two_kernel_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -202,15 +203,8 @@ def test_parquet_files_are_read_only_on_disk_after_a_real_ingest(cli, tmp_path: 
 
 @pytest.fixture
 def sql_store(cli, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
-    from traceql.store import RankWriter
-
     store = tmp_path / "store"
-    s = Store(store)
-    staging = s.new_staging()
-    w = RankWriter(staging, "r", 0)
-    w.write("kernels", {"name": ["a", "b"], "ts_ns": [1, 2], "dur_ns": [10, 20]})
-    w.close()
-    s.commit(staging, "r", {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1, "rows": w.rows, "files": w.files})
+    write_two_kernel_run(store)
     return store
 
 

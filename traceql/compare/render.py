@@ -10,28 +10,29 @@ from typing import Any
 from .model import Comparison
 
 
+def _num(x: float | None, scale: float = 1.0, signed: bool = False) -> str:
+    """x / scale with 4 significant digits ('+' kept for deltas), '-' when unknown."""
+    return "-" if x is None else f"{x / scale:{'+' if signed else ''}.4g}"
+
+
 def _ms(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e6:.4g}"
+    return _num(ns, 1e6)
 
 
 def _dms(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e6:+.4g}"
+    return _num(ns, 1e6, signed=True)
 
 
 def _gb(b: float | None) -> str:
-    return "-" if b is None else f"{b / 1e9:.4g}"
+    return _num(b, 1e9)
 
 
 def _dgb(b: float | None) -> str:
-    return "-" if b is None else f"{b / 1e9:+.4g}"
+    return _num(b, 1e9, signed=True)
 
 
-def _gbps(bps: float | None) -> str:
-    return "-" if bps is None else f"{bps / 1e9:.4g}"
-
-
-def _n(x: float | None) -> str:
-    return "-" if x is None else f"{x:.4g}"
+_gbps = _gb  # bytes/s -> GB/s: the same scaling
+_n = _num
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
