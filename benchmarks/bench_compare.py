@@ -33,7 +33,9 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=8)
     ap.add_argument("--mb-per-rank", type=int, default=250)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: a temp dir, removed)")
+    ap.add_argument(
+        "--keep", type=Path, default=None, help="work folder to keep (default: a temp dir, removed)"
+    )
     a = ap.parse_args()
 
     from traceql import ingest
@@ -63,15 +65,32 @@ def main() -> None:
         for with_findings, with_chains in ((False, False), (False, True), (True, True)):
             for i in range(a.repeat):
                 t0, c0 = time.perf_counter(), _cpu()
-                c = compare(store, "before", "after", device="ascend910b", with_findings=with_findings,
-                            with_chains=with_chains)
+                c = compare(
+                    store,
+                    "before",
+                    "after",
+                    device="ascend910b",
+                    with_findings=with_findings,
+                    with_chains=with_chains,
+                )
                 dt, dc = time.perf_counter() - t0, _cpu() - c0
                 v = c.verdict or {}
-                label = "compare" + (" + findings" if with_findings else "") + ("" if with_chains else " --no-fused-groups")
-                rows.append((f"{label} #{i + 1}", f"{dt:.2f}",
-                             f"cpu {dc:.1f} s; verdict {v.get('verdict')}; {v.get('base', {}).get('n')} steps"))
+                label = (
+                    "compare"
+                    + (" + findings" if with_findings else "")
+                    + ("" if with_chains else " --no-fused-groups")
+                )
+                rows.append(
+                    (
+                        f"{label} #{i + 1}",
+                        f"{dt:.2f}",
+                        f"cpu {dc:.1f} s; verdict {v.get('verdict')}; {v.get('base', {}).get('n')} steps",
+                    )
+                )
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"compare on two {a.ranks} x {a.mb_per_rank} MB clusters (peak RSS of this process {rss:.0f} MB)\n")
+        print(
+            f"compare on two {a.ranks} x {a.mb_per_rank} MB clusters (peak RSS of this process {rss:.0f} MB)\n"
+        )
         print(f"| {'step':<40} | {'wall s':>7} | notes")
         print(f"|{'-' * 42}|{'-' * 9}|{'-' * 40}")
         for r in rows:

@@ -39,8 +39,22 @@ def main() -> None:
     dump_bytes = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
     store = a.work / f"store-export-{a.ranks}x{a.mb}"
     if not (store / "manifest.json").exists():
-        m = run_measured([py, "-m", "traceql", "ingest", str(src), "--store", str(store), "--name", "bench", "-q",
-                          "--prepare"], timeout=a.timeout)
+        m = run_measured(
+            [
+                py,
+                "-m",
+                "traceql",
+                "ingest",
+                str(src),
+                "--store",
+                str(store),
+                "--name",
+                "bench",
+                "-q",
+                "--prepare",
+            ],
+            timeout=a.timeout,
+        )
         if m["rc"] != 0:
             sys.exit(f"ingest failed:\n{m['out'][-2000:]}")
         print(f"ingested {dump_bytes / 1e6:.0f} MB in {m['wall']:.1f} s", file=sys.stderr)
@@ -56,7 +70,20 @@ def main() -> None:
     rows = []
     for label, fmt, name, extra in cases:
         target = out / name
-        cmd = [py, "-m", "traceql", "export", "--store", str(store), "--run", "bench", "--format", fmt, "-o", str(target)]
+        cmd = [
+            py,
+            "-m",
+            "traceql",
+            "export",
+            "--store",
+            str(store),
+            "--run",
+            "bench",
+            "--format",
+            fmt,
+            "-o",
+            str(target),
+        ]
         cmd += extra if "--findings" in extra else [*extra, "--no-findings"]
         m = run_measured(cmd, timeout=a.timeout)
         if m["rc"] != 0:
@@ -66,16 +93,25 @@ def main() -> None:
         events = sum(int(x.split()[0]) for x in counts.group(1).split(", ")) if counts else 0
         rows.append((label, m["wall"], m["cpu"], m["rss"] / 2**20, target.stat().st_size / 1e6, events))
     head = ["case", "wall s", "cpu s", "peak RSS MB", "output MB", "events", "events/s"]
-    table = [[lbl, f"{w:.1f}", f"{c:.1f}", f"{r:.0f}", f"{mb:.0f}", str(n), f"{n / w:,.0f}"] for lbl, w, c, r, mb, n in rows]
-    print(f"export of a {a.ranks}-rank cluster, {a.mb} MB per rank ({dump_bytes / 1e6:.0f} MB of dump), "
-          f"python {sys.version.split()[0]}")
+    table = [
+        [lbl, f"{w:.1f}", f"{c:.1f}", f"{r:.0f}", f"{mb:.0f}", str(n), f"{n / w:,.0f}"]
+        for lbl, w, c, r, mb, n in rows
+    ]
+    print(
+        f"export of a {a.ranks}-rank cluster, {a.mb} MB per rank ({dump_bytes / 1e6:.0f} MB of dump), "
+        f"python {sys.version.split()[0]}"
+    )
     if a.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
         for t in table:
             print("| " + " | ".join(t) + " |")
     else:
-        w = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)] if table else [len(h) for h in head]
+        w = (
+            [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
+            if table
+            else [len(h) for h in head]
+        )
         print("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
         for t in table:
             print("  ".join(c.ljust(w[i]) for i, c in enumerate(t)))

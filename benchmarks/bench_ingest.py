@@ -37,6 +37,7 @@ loaded machine wall time mostly measures the load, CPU seconds much less so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -85,15 +86,14 @@ def _tree_rss(ps: Any, pid: int) -> int:
         return 0
     total = 0
     for q in procs:
-        try:
+        with contextlib.suppress(ps.Error):
             total += q.memory_info().rss
-        except ps.Error:
-            pass
     return total
 
 
-def run_measured(cmd: list[str], *, timeout: float, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> dict[str, Any]:
+def run_measured(
+    cmd: list[str], *, timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, Any]:
     """Run `cmd`; return wall, cpu (user+sys of it and its reaped descendants), peak tree RSS, rc, output."""
     import psutil
 
@@ -126,8 +126,15 @@ def run_measured(cmd: list[str], *, timeout: float, env: dict[str, str] | None =
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    return {"wall": wall, "cpu": cpu, "rss": peak[0], "rc": rc, "out": text, "timed_out": timed_out,
-            "load": (load0, os.getloadavg()[0])}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "rss": peak[0],
+        "rc": rc,
+        "out": text,
+        "timed_out": timed_out,
+        "load": (load0, os.getloadavg()[0]),
+    }
 
 
 def _kill_tree(ps: Any, pid: int) -> None:
@@ -138,10 +145,8 @@ def _kill_tree(ps: Any, pid: int) -> None:
     except ps.Error:
         return
     for q in procs:
-        try:
+        with contextlib.suppress(ps.Error):
             q.kill()
-        except ps.Error:
-            pass
 
 
 PRIORITY: list[str] = []  # set by --priority: a prefix that runs the command in its own top-priority session
@@ -154,11 +159,27 @@ def priority_prefix(level: int) -> list[str]:
     shared between sessions first. A session of its own at autogroup nice -20 gets nearly all the CPU it asks
     for, which approximates an idle machine on a loaded one (it starves everyone else meanwhile: use briefly).
     Needs root (or CAP_SYS_NICE)."""
-    return ["setsid", "-w", "bash", "-c", f'echo {level} > /proc/self/autogroup && exec nice -n {level} "$@"', "--"]
+    return [
+        "setsid",
+        "-w",
+        "bash",
+        "-c",
+        f'echo {level} > /proc/self/autogroup && exec nice -n {level} "$@"',
+        "--",
+    ]
 
 
-def measure(case: str, tool: str, nbytes: int, cmd: list[str], *, timeout: float, ok_rc: tuple[int, ...] = (0,),
-            env: dict[str, str] | None = None, cwd: Path | None = None) -> Result:
+def measure(
+    case: str,
+    tool: str,
+    nbytes: int,
+    cmd: list[str],
+    *,
+    timeout: float,
+    ok_rc: tuple[int, ...] = (0,),
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Result:
     m = run_measured([*PRIORITY, *cmd], timeout=timeout, env=env, cwd=cwd)
     r = Result(case, tool, nbytes, m["wall"], m["cpu"], m["rss"], m["rc"], m["load"])
     r.extra["out"] = m["out"][-4000:]
@@ -170,8 +191,12 @@ def measure(case: str, tool: str, nbytes: int, cmd: list[str], *, timeout: float
         r.note = f"exit {m['rc']}: {last[0][:160]}"
     else:
         r.rc = 0
-    print(f"  {case:16s} {tool:24s} wall {m['wall']:7.1f}s cpu {m['cpu']:7.1f}s rss {m['rss'] / 2**20:6.0f} MB "
-          f"load {m['load'][0]:.1f}->{m['load'][1]:.1f} {r.note}", file=sys.stderr, flush=True)
+    print(
+        f"  {case:16s} {tool:24s} wall {m['wall']:7.1f}s cpu {m['cpu']:7.1f}s rss {m['rss'] / 2**20:6.0f} MB "
+        f"load {m['load'][0]:.1f}->{m['load'][1]:.1f} {r.note}",
+        file=sys.stderr,
+        flush=True,
+    )
     return r
 
 
@@ -203,7 +228,9 @@ def gen_kineto(work: Path, gb: float, seed: int) -> Path:
     path = work / f"kineto-{gb:g}GB-s{seed}" / "trace.json"
     if not _done(path).exists():
         info = large_kineto(path, int(gb * 1e9), seed)
-        _note(f"generated {path} ({info['bytes'] / 1e6:.0f} MB, {info['events']} events in {info['seconds']:.0f} s)")
+        _note(
+            f"generated {path} ({info['bytes'] / 1e6:.0f} MB, {info['events']} events in {info['seconds']:.0f} s)"
+        )
         _done(path).touch()
     return path
 
@@ -243,7 +270,9 @@ def to_kineto(src: Path, dst_dir: Path, rank: int) -> Path:
     dst = dst_dir / f"rank{rank}_trace.json"
     if _done(dst).exists():
         return dst
-    head = json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": rank, "world_size": 1, "backend": "hccl"}})
+    head = json.dumps(
+        {"schemaVersion": 1, "distributedInfo": {"rank": rank, "world_size": 1, "backend": "hccl"}}
+    )
     with open(src, "rb") as fh, open(dst, "wb") as out:
         out.write(head[:-1].encode() + b', "traceEvents": ')
         carry = b""
@@ -262,7 +291,9 @@ def _note(msg: str) -> None:
 
 
 def dir_bytes(path: Path, pattern: str = "*") -> int:
-    return sum(p.stat().st_size for p in path.rglob(pattern) if p.is_file() and not p.name.endswith(".complete"))
+    return sum(
+        p.stat().st_size for p in path.rglob(pattern) if p.is_file() and not p.name.endswith(".complete")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -377,19 +408,46 @@ class Tools:
         return not any(s in tool for s in self.skip)
 
     # -- traceql -----------------------------------------------------------------------------------------
-    def traceql_ingest(self, case: str, src: Path, store: Path, nbytes: int, *extra: str, tool: str = "traceql",
-                       ok_rc: tuple[int, ...] = (0,)) -> Result:
+    def traceql_ingest(
+        self,
+        case: str,
+        src: Path,
+        store: Path,
+        nbytes: int,
+        *extra: str,
+        tool: str = "traceql",
+        ok_rc: tuple[int, ...] = (0,),
+    ) -> Result:
         shutil.rmtree(store, ignore_errors=True)
-        cmd = [sys.executable, "-m", "traceql", "ingest", str(src), "--store", str(store), "--name", RUN,
-               "--quiet", "--no-check", *(extra or self.ingest_args)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "traceql",
+            "ingest",
+            str(src),
+            "--store",
+            str(store),
+            "--name",
+            RUN,
+            "--quiet",
+            "--no-check",
+            *(extra or self.ingest_args),
+        ]
         return self.add(measure(case, tool, nbytes, cmd, timeout=self.timeout, ok_rc=ok_rc, cwd=ROOT))
 
     # -- JSON loaders --------------------------------------------------------------------------------------
     def json_tools(self, case: str, files: list[Path], nbytes: int, scratch: Path) -> None:
         py = self.py or sys.executable  # duckdb is a traceql dependency: the floor always runs
         if self.want("duckdb"):
-            self.add(measure(case, "duckdb read_json floor", nbytes,
-                             [py, "-c", DUCK_TV, str(scratch / "duck.parquet"), *map(str, files)], timeout=self.timeout))
+            self.add(
+                measure(
+                    case,
+                    "duckdb read_json floor",
+                    nbytes,
+                    [py, "-c", DUCK_TV, str(scratch / "duck.parquet"), *map(str, files)],
+                    timeout=self.timeout,
+                )
+            )
         avail = _available_memory()
         biggest = max(f.stat().st_size for f in files)
         for tool, loader, script, module in (
@@ -404,11 +462,23 @@ class Tools:
                 continue
             need = biggest * (4 if tool.startswith("msgspec") else 8)
             if need > avail * 0.7:
-                self.missing(case, tool, nbytes, f"needs ~{need / 2**30:.1f} GiB RAM, {avail / 2**30:.1f} GiB available")
+                self.missing(
+                    case,
+                    tool,
+                    nbytes,
+                    f"needs ~{need / 2**30:.1f} GiB RAM, {avail / 2**30:.1f} GiB available",
+                )
                 continue
             code = script.replace("LOADER", repr(loader))
-            self.add(measure(case, tool, nbytes, [self.py, "-c", code, str(scratch / "pd.parquet"), *map(str, files)],
-                             timeout=self.timeout))
+            self.add(
+                measure(
+                    case,
+                    tool,
+                    nbytes,
+                    [self.py, "-c", code, str(scratch / "pd.parquet"), *map(str, files)],
+                    timeout=self.timeout,
+                )
+            )
         if self.want("HTA"):
             self.hta(case, files, nbytes, scratch)
 
@@ -422,27 +492,45 @@ class Tools:
         kdir = scratch / "kineto"
         for r, f in enumerate(files):
             to_kineto(f, kdir, r)
-        self.add(measure(case, "HTA TraceAnalysis", nbytes, [self.py, "-c", HTA, str(kdir)], timeout=self.timeout))
+        self.add(
+            measure(case, "HTA TraceAnalysis", nbytes, [self.py, "-c", HTA, str(kdir)], timeout=self.timeout)
+        )
         shutil.rmtree(kdir, ignore_errors=True)
 
     # -- CSV ---------------------------------------------------------------------------------------------
     def csv_tools(self, case: str, csv: Path, nbytes: int, scratch: Path) -> None:
         py = self.py or sys.executable
         if self.want("duckdb"):
-            self.add(measure(case, "duckdb read_csv floor", nbytes, [py, "-c", DUCK_CSV, str(csv), str(scratch / "d.parquet")],
-                             timeout=self.timeout))
+            self.add(
+                measure(
+                    case,
+                    "duckdb read_csv floor",
+                    nbytes,
+                    [py, "-c", DUCK_CSV, str(csv), str(scratch / "d.parquet")],
+                    timeout=self.timeout,
+                )
+            )
         if self.want("pandas"):
             if self.py and self.has("pandas") and self.has("pyarrow"):
-                self.add(measure(case, "pandas read_csv", nbytes, [self.py, "-c", PANDAS_CSV, str(csv), str(scratch / "p.parquet")],
-                                 timeout=self.timeout))
+                self.add(
+                    measure(
+                        case,
+                        "pandas read_csv",
+                        nbytes,
+                        [self.py, "-c", PANDAS_CSV, str(csv), str(scratch / "p.parquet")],
+                        timeout=self.timeout,
+                    )
+                )
             else:
                 self.missing(case, "pandas read_csv", nbytes, "pandas/pyarrow not in --compare-venv")
 
     # -- msprof-analyze -----------------------------------------------------------------------------------
     def msprof(self, case: str, cluster: Path, nbytes: int, scratch: Path) -> None:
         exe = self.venv / "bin" / "msprof-analyze" if self.venv else None
-        for tool, args in (("msprof-analyze cluster", ["cluster", "-m", "all"]),
-                           ("msprof-analyze advisor", ["advisor", "all", "-l", "en"])):
+        for tool, args in (
+            ("msprof-analyze cluster", ["cluster", "-m", "all"]),
+            ("msprof-analyze advisor", ["advisor", "all", "-l", "en"]),
+        ):
             if not self.want(tool):
                 continue
             if exe is None or not exe.exists():
@@ -454,10 +542,21 @@ class Tools:
             out = scratch / "msprof-out"
             out.mkdir(exist_ok=True)
             extra = ["-o", str(out)] if tool.endswith("advisor") else []
-            r = self.add(measure(case, tool, nbytes, [str(exe), *args, "-d", str(copy), *extra], timeout=self.timeout,
-                                 cwd=out))
-            produced = sorted(str(p.relative_to(copy)) for p in (copy / "cluster_analysis_output").glob("*")) \
-                if (copy / "cluster_analysis_output").is_dir() else []
+            r = self.add(
+                measure(
+                    case,
+                    tool,
+                    nbytes,
+                    [str(exe), *args, "-d", str(copy), *extra],
+                    timeout=self.timeout,
+                    cwd=out,
+                )
+            )
+            produced = (
+                sorted(str(p.relative_to(copy)) for p in (copy / "cluster_analysis_output").glob("*"))
+                if (copy / "cluster_analysis_output").is_dir()
+                else []
+            )
             produced += sorted(p.name for p in out.rglob("*") if p.is_file())
             r.extra["produced"] = produced
             if r.ok and not produced:
@@ -468,6 +567,7 @@ class Tools:
 
 def _code_version() -> str:
     """The commit measured, plus the files that differed from it (timings depend on the working tree)."""
+
     def git(*a: str) -> str:
         r = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False)
         return r.stdout.strip()
@@ -520,10 +620,24 @@ def case_kineto(st: State, gb: float) -> None:
     store = st.work / "store-kineto"
     _rows(st.tools.traceql_ingest(case, src, store, n), store)
     shutil.rmtree(store, ignore_errors=True)
-    cmd = [sys.executable, "-m", "traceql", "ingest", str(src), "--store", str(store), "--name", RUN, "--quiet",
-           "--no-check", *st.tools.ingest_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "traceql",
+        "ingest",
+        str(src),
+        "--store",
+        str(store),
+        "--name",
+        RUN,
+        "--quiet",
+        "--no-check",
+        *st.tools.ingest_args,
+    ]
     env = {**os.environ, "TRACEQL_KINETO_READER": "ijson"}
-    r = st.tools.add(measure(case, "traceql (ijson reader)", n, cmd, timeout=st.tools.timeout, env=env, cwd=ROOT))
+    r = st.tools.add(
+        measure(case, "traceql (ijson reader)", n, cmd, timeout=st.tools.timeout, env=env, cwd=ROOT)
+    )
     _rows(r, store)
     shutil.rmtree(store, ignore_errors=True)
 
@@ -549,7 +663,9 @@ def case_cluster(st: State, n_ranks: int, mb: int) -> None:
     r = st.tools.traceql_ingest(case, folder, store, n)
     _rows(r, store)
     if r.ok and st.tools.want("traceql -j1"):
-        st.tools.traceql_ingest(case, folder, st.work / "store-j1", n, "-j", "1", tool="traceql -j1 (1 worker)")
+        st.tools.traceql_ingest(
+            case, folder, st.work / "store-j1", n, "-j", "1", tool="traceql -j1 (1 worker)"
+        )
         shutil.rmtree(st.work / "store-j1", ignore_errors=True)
     st.last_store, st.last_cluster = (store if r.ok else None), folder
     scratch = st.work / "scratch"
@@ -566,8 +682,21 @@ def case_analysis(st: State) -> None:
         return
     n = dir_bytes(st.last_cluster) if st.last_cluster else 0
     case = f"analysis ({st.last_store.name.removeprefix('store-')})"
-    cmd = [sys.executable, "-m", "traceql", "findings", "--store", str(st.last_store), "--run", RUN, "--all",
-           "--format", "json", "--output", str(st.work / "findings.json")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "traceql",
+        "findings",
+        "--store",
+        str(st.last_store),
+        "--run",
+        RUN,
+        "--all",
+        "--format",
+        "json",
+        "--output",
+        str(st.work / "findings.json"),
+    ]
     # the first analysis of a run builds its derived tables (traceql.derive); later ones reuse them
     for tool in ("traceql findings --all (1st: builds tables)", "traceql findings --all (again)"):
         r = st.tools.add(measure(case, tool, n, cmd, timeout=st.tools.timeout, cwd=ROOT))
@@ -590,7 +719,9 @@ def case_reopen(st: State) -> None:
     try:
         sql = "SELECT rank, count(*) AS kernels, sum(dur_ns) AS busy_ns FROM kernels GROUP BY rank ORDER BY rank"
         cmd = [sys.executable, "-m", "traceql", "sql", sql, "--store", str(st.last_store), "--format", "csv"]
-        r = st.tools.add(measure(case, "traceql sql (dump moved away)", 0, cmd, timeout=st.tools.timeout, cwd=ROOT))
+        r = st.tools.add(
+            measure(case, "traceql sql (dump moved away)", 0, cmd, timeout=st.tools.timeout, cwd=ROOT)
+        )
         r.note = (r.note + " " if r.note else "") + f"{len(r.extra['out'].strip().splitlines()) - 1} rows"
         cmd = [sys.executable, "-c", "import duckdb, pyarrow, traceql.engine"]
         st.tools.add(measure(case, "python + imports only", 0, cmd, timeout=st.tools.timeout, cwd=ROOT))
@@ -603,12 +734,43 @@ def case_manyruns(st: State, n_runs: int) -> None:
     layout and manifest are what matter, and ingesting hundreds of dumps would take the whole benchmark)."""
     src_store = st.work / "store-manyruns"
     if not (src_store / "manifest.json").exists():
-        subprocess.run([sys.executable, "-m", "traceql", "ingest", str(ROOT / "sample_traces" / "torch_npu_2rank"),
-                        "--store", str(src_store), "--name", "r0000", "-q", "--no-check"], check=True, cwd=ROOT,
-                       capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "traceql",
+                "ingest",
+                str(ROOT / "sample_traces" / "torch_npu_2rank"),
+                "--store",
+                str(src_store),
+                "--name",
+                "r0000",
+                "-q",
+                "--no-check",
+            ],
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+        )
         # one analysis builds r0000's derived tables, so every copy is an analysed run (the steady state)
-        subprocess.run([sys.executable, "-m", "traceql", "query", "rank_summary", "--store", str(src_store),
-                        "--run", "r0000", "--format", "csv"], check=True, cwd=ROOT, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "traceql",
+                "query",
+                "rank_summary",
+                "--store",
+                str(src_store),
+                "--run",
+                "r0000",
+                "--format",
+                "csv",
+            ],
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+        )
     m = json.loads((src_store / "manifest.json").read_text())
     base = m["runs"]["r0000"]
     for i in range(1, n_runs):
@@ -619,11 +781,31 @@ def case_manyruns(st: State, n_runs: int) -> None:
     (src_store / "manifest.json").write_text(json.dumps(m))
     n_files = sum(len(fl) for info in m["runs"].values() for fl in info.get("files", {}).values())
     case = f"{n_runs} runs ({n_files} files)"
-    cmd = [sys.executable, "-m", "traceql", "query", "rank_summary", "--store", str(src_store), "--run", "r0001",
-           "--format", "csv"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "traceql",
+        "query",
+        "rank_summary",
+        "--store",
+        str(src_store),
+        "--run",
+        "r0001",
+        "--format",
+        "csv",
+    ]
     st.tools.add(measure(case, "traceql query (one run)", 0, cmd, timeout=st.tools.timeout, cwd=ROOT))
-    cmd = [sys.executable, "-m", "traceql", "sql", "SELECT count(*) FROM kernels", "--store", str(src_store),
-           "--format", "csv"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "traceql",
+        "sql",
+        "SELECT count(*) FROM kernels",
+        "--store",
+        str(src_store),
+        "--format",
+        "csv",
+    ]
     st.tools.add(measure(case, "traceql sql (all runs)", 0, cmd, timeout=st.tools.timeout, cwd=ROOT))
 
 
@@ -640,9 +822,15 @@ def case_truncated(st: State) -> None:
             chunk = fh.read(min(left, 8 << 20))
             out.write(chunk)
             left -= len(chunk)
-    r = st.tools.traceql_ingest(f"truncated {cut / 1e9:.2f} GB", folder, st.work / "store-trunc", cut, ok_rc=(1,))
+    r = st.tools.traceql_ingest(
+        f"truncated {cut / 1e9:.2f} GB", folder, st.work / "store-trunc", cut, ok_rc=(1,)
+    )
     msg = r.extra["out"]
-    r.note = ("fails, names byte " + str(cut)) if f"byte {cut}" in msg else ("no byte offset in: " + msg.strip()[-160:])
+    r.note = (
+        ("fails, names byte " + str(cut))
+        if f"byte {cut}" in msg
+        else ("no byte offset in: " + msg.strip()[-160:])
+    )
     shutil.rmtree(folder.parent, ignore_errors=True)
     shutil.rmtree(st.work / "store-trunc", ignore_errors=True)
 
@@ -664,8 +852,20 @@ def _rows(r: Result, store: Path) -> None:
 
 
 def table(results: list[Result], markdown: bool) -> str:
-    head = ["case", "tool", "input MB", "wall s", "MB/s", "CPU s", "MB/CPU-s", "peak RSS MB", "traceql faster (wall)",
-            "(CPU)", "load 1m", "note"]
+    head = [
+        "case",
+        "tool",
+        "input MB",
+        "wall s",
+        "MB/s",
+        "CPU s",
+        "MB/CPU-s",
+        "peak RSS MB",
+        "traceql faster (wall)",
+        "(CPU)",
+        "load 1m",
+        "note",
+    ]
     base: dict[str, Result] = {}
     for r in results:
         if r.tool == "traceql" and r.ok:
@@ -678,17 +878,22 @@ def table(results: list[Result], markdown: bool) -> str:
         if b is not None and r is not b and r.ok and r.input_bytes and b.wall and b.cpu:
             fast_w = f"{r.wall / b.wall:.1f}x"  # type: ignore[operator]
             fast_c = f"{r.cpu / b.cpu:.1f}x" if r.cpu else ""
-        rows.append([
-            r.case, r.tool, f"{mb:.0f}" if mb else "",
-            f"{r.wall:.1f}" if r.wall is not None else "",
-            f"{mb / r.wall:.0f}" if r.ok and mb and r.wall else "",
-            f"{r.cpu:.1f}" if r.cpu is not None else "",
-            f"{mb / r.cpu:.0f}" if r.ok and mb and r.cpu else "",
-            f"{r.rss / 2**20:.0f}" if r.rss else "",
-            fast_w, fast_c,
-            f"{r.load[0]:.1f}-{r.load[1]:.1f}" if r.wall is not None else "",
-            r.note,
-        ])
+        rows.append(
+            [
+                r.case,
+                r.tool,
+                f"{mb:.0f}" if mb else "",
+                f"{r.wall:.1f}" if r.wall is not None else "",
+                f"{mb / r.wall:.0f}" if r.ok and mb and r.wall else "",
+                f"{r.cpu:.1f}" if r.cpu is not None else "",
+                f"{mb / r.cpu:.0f}" if r.ok and mb and r.cpu else "",
+                f"{r.rss / 2**20:.0f}" if r.rss else "",
+                fast_w,
+                fast_c,
+                f"{r.load[0]:.1f}-{r.load[1]:.1f}" if r.wall is not None else "",
+                r.note,
+            ]
+        )
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
         out += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in rows]
@@ -700,7 +905,11 @@ def table(results: list[Result], markdown: bool) -> str:
 
 
 def rss_flatness(results: list[Result]) -> str | None:
-    tv = [(r.input_bytes, r.rss) for r in results if r.tool == "traceql" and r.case.startswith("tv ") and r.ok and r.rss]
+    tv = [
+        (r.input_bytes, r.rss)
+        for r in results
+        if r.tool == "traceql" and r.case.startswith("tv ") and r.ok and r.rss
+    ]
     if len(tv) < 2:
         return None
     lo, hi = min(x[1] for x in tv), max(x[1] for x in tv)  # type: ignore[type-var]
@@ -724,28 +933,48 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
         elif kind == "manyruns":
             out.append((kind, int(arg or 400)))
         else:
-            raise SystemExit(f"unknown case {item!r} (tv:<GB>, kineto:<GB>, kd:<rows>, cluster:<N>x<MB>, analysis, reopen, truncated, "
-                             "manyruns:<N>)")
+            raise SystemExit(
+                f"unknown case {item!r} (tv:<GB>, kineto:<GB>, kd:<rows>, cluster:<N>x<MB>, analysis, reopen, truncated, "
+                "manyruns:<N>)"
+            )
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default="tv:0.25,tv:1,kd:500000,cluster:8x250,analysis,reopen,truncated")
-    ap.add_argument("--compare-venv", type=Path, default=None, help="venv with the comparison tools "
-                    "(benchmarks/requirements.txt); without it only traceql and the DuckDB floor run")
-    ap.add_argument("--dir", type=Path, default=None, help="work dir for inputs and stores (default: a temp dir)")
-    ap.add_argument("--keep", action="store_true", help="keep the work dir (inputs are reused by the next run)")
+    ap.add_argument(
+        "--compare-venv",
+        type=Path,
+        default=None,
+        help="venv with the comparison tools "
+        "(benchmarks/requirements.txt); without it only traceql and the DuckDB floor run",
+    )
+    ap.add_argument(
+        "--dir", type=Path, default=None, help="work dir for inputs and stores (default: a temp dir)"
+    )
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the work dir (inputs are reused by the next run)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per measured command")
-    ap.add_argument("--hta-max-gb", type=float, default=0.3, help="largest input HTA is run on (it needs ~10x RAM)")
-    ap.add_argument("--skip", default="", help="comma-separated tool name substrings not to run (e.g. HTA,orjson)")
+    ap.add_argument(
+        "--hta-max-gb", type=float, default=0.3, help="largest input HTA is run on (it needs ~10x RAM)"
+    )
+    ap.add_argument(
+        "--skip", default="", help="comma-separated tool name substrings not to run (e.g. HTA,orjson)"
+    )
     ap.add_argument("--ingest-args", default="", help="extra arguments for `traceql ingest` (e.g. '-j 1')")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the README)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
-    ap.add_argument("--priority", type=int, default=None, metavar="NICE",
-                    help="run each measured command in its own session at autogroup nice NICE (e.g. -20, root "
-                         "only): approximates an idle machine on a loaded one; starves other work meanwhile")
+    ap.add_argument(
+        "--priority",
+        type=int,
+        default=None,
+        metavar="NICE",
+        help="run each measured command in its own session at autogroup nice NICE (e.g. -20, root "
+        "only): approximates an idle machine on a loaded one; starves other work meanwhile",
+    )
     args = ap.parse_args()
     if args.priority is not None:
         PRIORITY[:] = priority_prefix(args.priority)
@@ -756,13 +985,19 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     venv = args.compare_venv
     if venv is not None and not (venv / "bin" / "python").exists():
-        _note(f"--compare-venv {venv}: no bin/python there; comparisons other than the DuckDB floor are skipped")
+        _note(
+            f"--compare-venv {venv}: no bin/python there; comparisons other than the DuckDB floor are skipped"
+        )
         venv = None
-    tools = Tools(venv, args.timeout, args.hta_max_gb, {s for s in args.skip.split(",") if s}, args.ingest_args.split())
+    tools = Tools(
+        venv, args.timeout, args.hta_max_gb, {s for s in args.skip.split(",") if s}, args.ingest_args.split()
+    )
     st = State(work, args.seed, tools)
     code = _code_version()
-    _note(f"work dir {work}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; "
-          f"free disk {shutil.disk_usage(work).free / 1e9:.0f} GB; traceql {code}")
+    _note(
+        f"work dir {work}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; "
+        f"free disk {shutil.disk_usage(work).free / 1e9:.0f} GB; traceql {code}"
+    )
     try:
         for kind, arg in cases:
             if kind == "tv":
@@ -788,11 +1023,14 @@ def main() -> None:
             print(("\n" if args.markdown else "") + flat)
         prio = f"; each command in its own session at autogroup nice {args.priority}" if PRIORITY else ""
         print(f"traceql {code}")
-        print(f"\n{os.cpu_count()} CPUs; load = 1-min load average before-after each command{prio}; "
-              "traceql faster = tool time / traceql time on the same case.")
+        print(
+            f"\n{os.cpu_count()} CPUs; load = 1-min load average before-after each command{prio}; "
+            "traceql faster = tool time / traceql time on the same case."
+        )
         if args.json:
-            args.json.write_text(json.dumps([{k: v for k, v in r.__dict__.items()} for r in tools.results], indent=1,
-                                            default=str))
+            args.json.write_text(
+                json.dumps([dict(r.__dict__.items()) for r in tools.results], indent=1, default=str)
+            )
         if not args.keep and args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
 

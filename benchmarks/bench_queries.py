@@ -49,11 +49,42 @@ def build(root: Path, steps_per_rank: int) -> int:
     n_kernels = 0
     step_ns = 40 * MS
     for rank in range(RANKS):
-        k: dict[str, list] = {c: [] for c in ("step", "name", "op_type", "task_type", "is_comm", "stream_id", "task_id",
-                                              "ts_ns", "dur_ns", "input_shapes", "input_dtypes", "input_formats",
-                                              "output_shapes", "output_dtypes", "output_formats", "hbm_read_bytes",
-                                              "hbm_write_bytes")}
-        comm: dict[str, list] = {c: [] for c in ("step", "name", "op_type", "group_name", "kind", "ts_ns", "dur_ns", "transit_ns", "source")}
+        k: dict[str, list] = {
+            c: []
+            for c in (
+                "step",
+                "name",
+                "op_type",
+                "task_type",
+                "is_comm",
+                "stream_id",
+                "task_id",
+                "ts_ns",
+                "dur_ns",
+                "input_shapes",
+                "input_dtypes",
+                "input_formats",
+                "output_shapes",
+                "output_dtypes",
+                "output_formats",
+                "hbm_read_bytes",
+                "hbm_write_bytes",
+            )
+        }
+        comm: dict[str, list] = {
+            c: []
+            for c in (
+                "step",
+                "name",
+                "op_type",
+                "group_name",
+                "kind",
+                "ts_ns",
+                "dur_ns",
+                "transit_ns",
+                "source",
+            )
+        }
         steps: dict[str, list] = {c: [] for c in ("step", "ts_ns", "dur_ns", "source")}
         task = 0
         for s in range(steps_per_rank):
@@ -108,8 +139,16 @@ def build(root: Path, steps_per_rank: int) -> int:
             k["task_id"].append(None)
             k["ts_ns"].append(c0)
             k["dur_ns"].append(max(c1 - c0, 1))
-            for col in ("input_shapes", "input_dtypes", "output_shapes", "output_dtypes", "input_formats",
-                        "output_formats", "hbm_read_bytes", "hbm_write_bytes"):
+            for col in (
+                "input_shapes",
+                "input_dtypes",
+                "output_shapes",
+                "output_dtypes",
+                "input_formats",
+                "output_formats",
+                "hbm_read_bytes",
+                "hbm_write_bytes",
+            ):
                 k[col].append(None)
         n_kernels += len(k["ts_ns"])
         end = steps_per_rank * step_ns
@@ -131,8 +170,19 @@ def build(root: Path, steps_per_rank: int) -> int:
             files.setdefault(tbl, []).extend(fl)
         for tbl, n in w.rows.items():
             rows[tbl] = rows.get(tbl, 0) + n
-    st.commit(staging, "bench", {"source": "synthetic", "format": "canonical", "device": "Ascend910B",
-                                 "ranks": list(range(RANKS)), "ranks_count": RANKS, "rows": rows, "files": files})
+    st.commit(
+        staging,
+        "bench",
+        {
+            "source": "synthetic",
+            "format": "canonical",
+            "device": "Ascend910B",
+            "ranks": list(range(RANKS)),
+            "ranks_count": RANKS,
+            "rows": rows,
+            "files": files,
+        },
+    )
     return n_kernels
 
 
@@ -167,8 +217,13 @@ def main() -> None:
             # the derived tables every query reads (built once per run by the first analysis; traceql.derive)
             c0, t = _cpu(), time.perf_counter()
             derive.ensure(Store(root), ["bench"])
-            times.setdefault(BUILD, {})[sc] = time.perf_counter() - t  # wall: the pool workers' CPU is not ours
-            print(f"  {BUILD:18s} cpu {times[BUILD][sc]:8.3f}s  wall {time.perf_counter() - t:8.3f}s", file=sys.stderr)
+            times.setdefault(BUILD, {})[sc] = (
+                time.perf_counter() - t
+            )  # wall: the pool workers' CPU is not ours
+            print(
+                f"  {BUILD:18s} cpu {times[BUILD][sc]:8.3f}s  wall {time.perf_counter() - t:8.3f}s",
+                file=sys.stderr,
+            )
             con = engine.connect(root)
             for n in names:
                 spec = queries.get(n)
@@ -193,7 +248,9 @@ def main() -> None:
         line = f"{n:18s}" + "".join(f"{times[n][sc]:16.3f}" for sc in scales)
         line += f"{times[n][scales[-1]] / max(times[n][scales[0]], 1e-9):10.1f}"
         print(line)
-    print(f"(rows grow {scales[-1] // scales[0]}x; a fixed planning cost of ~0.1-0.5 s per query flattens the small end)")
+    print(
+        f"(rows grow {scales[-1] // scales[0]}x; a fixed planning cost of ~0.1-0.5 s per query flattens the small end)"
+    )
 
 
 if __name__ == "__main__":

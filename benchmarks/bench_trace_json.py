@@ -49,12 +49,22 @@ def _ts(us_ns: int) -> str:
 def _metadata() -> list[str]:
     out = [f'{{"ph": "M", "name": "process_name", "pid": {PY_PID}, "tid": 0, "args": {{"name": "Python"}}}}']
     for name, pid in PIDS.items():
-        out.append(f'{{"name": "process_name", "pid": {pid}, "tid": 0, "args": {{"name": "{name}"}}, "ph": "M"}}')
-        out.append(f'{{"name": "process_labels", "pid": {pid}, "tid": 0, "args": {{"labels": "NPU"}}, "ph": "M"}}')
-    out.append(f'{{"name": "thread_name", "pid": {PIDS["HCCL"]}, "tid": 0, "args": {{"name": "Group 0 Communication"}}, "ph": "M"}}')
-    out.append(f'{{"name": "thread_name", "pid": {PIDS["HCCL"]}, "tid": 1, "args": {{"name": "Plane 0"}}, "ph": "M"}}')
+        out.append(
+            f'{{"name": "process_name", "pid": {pid}, "tid": 0, "args": {{"name": "{name}"}}, "ph": "M"}}'
+        )
+        out.append(
+            f'{{"name": "process_labels", "pid": {pid}, "tid": 0, "args": {{"labels": "NPU"}}, "ph": "M"}}'
+        )
+    out.append(
+        f'{{"name": "thread_name", "pid": {PIDS["HCCL"]}, "tid": 0, "args": {{"name": "Group 0 Communication"}}, "ph": "M"}}'
+    )
+    out.append(
+        f'{{"name": "thread_name", "pid": {PIDS["HCCL"]}, "tid": 1, "args": {{"name": "Plane 0"}}, "ph": "M"}}'
+    )
     for s in range(4):
-        out.append(f'{{"name": "thread_name", "pid": {PIDS["Ascend Hardware"]}, "tid": {s}, "args": {{"name": "Stream {s}"}}, "ph": "M"}}')
+        out.append(
+            f'{{"name": "thread_name", "pid": {PIDS["Ascend Hardware"]}, "tid": {s}, "args": {{"name": "Stream {s}"}}, "ph": "M"}}'
+        )
     return out
 
 
@@ -72,7 +82,9 @@ def _events(rng: random.Random, t: list[int], step: list[int], conn: list[int]) 
         )
     tid = rng.choice(TIDS)
     op = rng.choice(OPS)
-    dims = ";\\r\\n".join(",".join(str(rng.choice([1, 3, 64, 128, 224, 1024])) for _ in range(4)) for _ in range(2))
+    dims = ";\\r\\n".join(
+        ",".join(str(rng.choice([1, 3, 64, 128, 224, 1024])) for _ in range(4)) for _ in range(2)
+    )
     ev.append(
         f'{{"ph": "X", "name": "{op}", "pid": {PY_PID}, "tid": {tid}, "ts": {_ts(now)}, "dur": {rng.randint(1_000, 300_000) / 1000}, '
         f'"cat": "cpu_op", "args": {{"Sequence number": {rng.randint(-1, 90000)}, "Fwd thread id": 0, "Input Dims": "{dims}", '
@@ -111,11 +123,19 @@ def _events(rng: random.Random, t: list[int], step: list[int], conn: list[int]) 
     # flows: framework op -> kernel (big int id) and CANN -> kernel (string id)
     fid = 1736408883000000000 + dev_ts % 10**9
     if rng.random() < 0.5:
-        ev.append(f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {PY_PID}, "tid": {tid}, "ts": {_ts(now)}, "cat": "async_npu"}}')
-        ev.append(f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {PIDS["Ascend Hardware"]}, "tid": {stream}, "ts": {_ts(dev_ts)}, "cat": "async_npu"}}')
+        ev.append(
+            f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {PY_PID}, "tid": {tid}, "ts": {_ts(now)}, "cat": "async_npu"}}'
+        )
+        ev.append(
+            f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {PIDS["Ascend Hardware"]}, "tid": {stream}, "ts": {_ts(dev_ts)}, "cat": "async_npu"}}'
+        )
     if rng.random() < 0.1:
-        ev.append(f'{{"name": "HostToDevice{c}", "ph": "s", "cat": "HostToDevice", "id": "{c}", "pid": {PIDS["CANN"]}, "tid": {tid}, "ts": {_ts(cann_ts)}}}')
-        ev.append(f'{{"name": "HostToDevice{c}", "ph": "f", "id": "{c}", "ts": {_ts(dev_ts)}, "cat": "HostToDevice", "pid": {PIDS["Ascend Hardware"]}, "tid": {stream}, "bp": "e"}}')
+        ev.append(
+            f'{{"name": "HostToDevice{c}", "ph": "s", "cat": "HostToDevice", "id": "{c}", "pid": {PIDS["CANN"]}, "tid": {tid}, "ts": {_ts(cann_ts)}}}'
+        )
+        ev.append(
+            f'{{"name": "HostToDevice{c}", "ph": "f", "id": "{c}", "ts": {_ts(dev_ts)}, "cat": "HostToDevice", "pid": {PIDS["Ascend Hardware"]}, "tid": {stream}, "bp": "e"}}'
+        )
     if rng.random() < 0.01:
         ev.append(
             f'{{"name": "hcom_allReduce__586_{c % 7}_1", "pid": {PIDS["HCCL"]}, "tid": 0, "ts": {_ts(dev_ts)}, '
@@ -128,17 +148,27 @@ def _events(rng: random.Random, t: list[int], step: list[int], conn: list[int]) 
         if k < 0.55:
             hbm = rng.randint(0, 3)
             rw = rng.choice(["Read", "Write"])
-            ev.append(f'{{"name": "HBM {hbm}/{rw}", "ts": {_ts(now)}, "pid": {PIDS["HBM"]}, "tid": 0, "args": {{"{rw}(MB/s)": {rng.randint(0, 900_000) / 10}}}, "ph": "C"}}')
+            ev.append(
+                f'{{"name": "HBM {hbm}/{rw}", "ts": {_ts(now)}, "pid": {PIDS["HBM"]}, "tid": 0, "args": {{"{rw}(MB/s)": {rng.randint(0, 900_000) / 10}}}, "ph": "C"}}'
+            )
         elif k < 0.8:
             llc = rng.randint(0, 1)
             if rng.random() < 0.5:
-                ev.append(f'{{"name": "LLC {llc} Read/Throughput", "ts": {_ts(now)}, "pid": {PIDS["LLC"]}, "tid": 0, "args": {{"Throughput(MB/s)": {rng.randint(0, 90_000) / 10}}}, "ph": "C"}}')
+                ev.append(
+                    f'{{"name": "LLC {llc} Read/Throughput", "ts": {_ts(now)}, "pid": {PIDS["LLC"]}, "tid": 0, "args": {{"Throughput(MB/s)": {rng.randint(0, 90_000) / 10}}}, "ph": "C"}}'
+                )
             else:
-                ev.append(f'{{"name": "LLC {llc} Read/Hit Rate", "ts": {_ts(now)}, "pid": {PIDS["LLC"]}, "tid": 0, "args": {{"Hit Rate(%)": {rng.randint(0, 1000) / 1000}}}, "ph": "C"}}')
+                ev.append(
+                    f'{{"name": "LLC {llc} Read/Hit Rate", "ts": {_ts(now)}, "pid": {PIDS["LLC"]}, "tid": 0, "args": {{"Hit Rate(%)": {rng.randint(0, 1000) / 1000}}}, "ph": "C"}}'
+                )
         else:
-            ev.append(f'{{"name": "APP/HBM", "ts": {_ts(now)}, "pid": {PIDS["NPU MEM"]}, "tid": 0, "args": {{"KB": {rng.randint(0, 64 * 2**20)}.0}}, "ph": "C"}}')
+            ev.append(
+                f'{{"name": "APP/HBM", "ts": {_ts(now)}, "pid": {PIDS["NPU MEM"]}, "tid": 0, "args": {{"KB": {rng.randint(0, 64 * 2**20)}.0}}, "ph": "C"}}'
+            )
     if rng.random() < 0.3:
-        ev.append(f'{{"name": "Computing", "pid": {PIDS["Overlap Analysis"]}, "tid": 0, "ts": {_ts(dev_ts)}, "dur": {rng.randint(500, 90_000) / 1000}, "ph": "X"}}')
+        ev.append(
+            f'{{"name": "Computing", "pid": {PIDS["Overlap Analysis"]}, "tid": 0, "ts": {_ts(dev_ts)}, "dur": {rng.randint(500, 90_000) / 1000}, "ph": "X"}}'
+        )
     return ev
 
 
@@ -204,7 +234,9 @@ def measure(path: Path) -> dict[str, object]:
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, env=env, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, env=env, check=False
+    )
     total = time.perf_counter() - t0
     if res.returncode != 0:
         raise SystemExit(f"parse failed:\n{res.stderr}")
@@ -228,7 +260,10 @@ def main() -> None:
             if not path.exists():
                 t0 = time.perf_counter()
                 n = generate(path, int(gb * 1e9), seed=args.seed)
-                print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB, {n} events) in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+                print(
+                    f"generated {path} ({path.stat().st_size / 1e6:.0f} MB, {n} events) in {time.perf_counter() - t0:.0f}s",
+                    file=sys.stderr,
+                )
             size = path.stat().st_size
             m = measure(path)
             rows.append((gb, size, m))

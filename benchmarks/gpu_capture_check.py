@@ -47,7 +47,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-NCU_WORKLOADS = ["intensity-tanh", "layernorm-naive", "layernorm-fused", "reuse-reread", "reuse-cached", "precision-fp32", "precision-bf16"]
+NCU_WORKLOADS = [
+    "intensity-tanh",
+    "layernorm-naive",
+    "layernorm-fused",
+    "reuse-reread",
+    "reuse-cached",
+    "precision-fp32",
+    "precision-bf16",
+]
 MAX_ARCHIVE = 15 * (1 << 20)
 MAX_ARCHIVES = 5  # + results.md, results.json, log.txt = 8 files
 
@@ -72,7 +80,14 @@ def analyse_trace(path: Path, active_steps: int, peak_bps: float | None) -> dict
     kernels = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "kernel"]
     memcpy = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "gpu_memcpy"]
     cpu_ops = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
-    steps = sum(1 for e in ev if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")) or active_steps
+    steps = (
+        sum(
+            1
+            for e in ev
+            if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")
+        )
+        or active_steps
+    )
 
     def ns(e: dict[str, Any], k: str) -> int:
         return int(round(float(e.get(k, 0)) * 1000))  # Kineto: microseconds with fractions
@@ -89,7 +104,9 @@ def analyse_trace(path: Path, active_steps: int, peak_bps: float | None) -> dict
     memcpy_bytes = sum(int(e.get("args", {}).get("bytes", 0) or 0) for e in memcpy)
     # per op: kernels joined to the cpu_op that launched them ("External id" on both)
     by_ext = {e.get("args", {}).get("External id"): e for e in cpu_ops}
-    per_op: dict[str, dict[str, Any]] = defaultdict(lambda: {"kernels": 0, "kernel_ns": 0, "modeled_bytes": 0, "ops": set()})
+    per_op: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"kernels": 0, "kernel_ns": 0, "modeled_bytes": 0, "ops": set()}
+    )
     for k in kernels:
         ext = k.get("args", {}).get("External id")
         op = by_ext.get(ext)
@@ -100,7 +117,9 @@ def analyse_trace(path: Path, active_steps: int, peak_bps: float | None) -> dict
         if op is not None and ext not in row["ops"]:
             row["ops"].add(ext)
             a = op.get("args", {})
-            row["modeled_bytes"] += compare.input_bytes(json.dumps(a.get("Input Dims")), json.dumps(a.get("Input type")))
+            row["modeled_bytes"] += compare.input_bytes(
+                json.dumps(a.get("Input Dims")), json.dumps(a.get("Input type"))
+            )
     op_table = []
     for name, r in sorted(per_op.items(), key=lambda kv: -kv[1]["kernel_ns"])[:8]:
         bw = r["modeled_bytes"] / (r["kernel_ns"] / 1e9) if r["kernel_ns"] else None
@@ -199,7 +218,10 @@ def run_ncu(name: str, size: str, timeout: int = 120) -> dict[str, Any]:
         "dram_write_MB": totals["dram__bytes_write.sum"] / 1e6,
         "kernel_ms": t / 1e6,
         "dram_GBps": dram / t if t else None,  # bytes per ns = GB/s
-        "top_kernels": {k: {m: v for m, v in c.items()} for k, c in sorted(per_kernel.items(), key=lambda kv: -kv[1]["dram__bytes_read.sum"])[:4]},
+        "top_kernels": {
+            k: dict(c.items())
+            for k, c in sorted(per_kernel.items(), key=lambda kv: -kv[1]["dram__bytes_read.sum"])[:4]
+        },
         "wall_s": round(time.time() - t0, 1),
     }
 
@@ -247,7 +269,7 @@ def pack_dumps(dumps: list[Path], out: Path) -> dict[str, Any]:
                 continue
             cur_path = out / f"dumps-{len(archives) + 1}.tar.gz"
             archives.append(cur_path)
-            cur = tarfile.open(cur_path, "w:gz")
+            cur = tarfile.open(cur_path, "w:gz")  # noqa: SIM115 -- closed when the next archive starts
         cur.add(d, arcname=d.name)
         cur.fileobj.flush()  # type: ignore[union-attr]  # so the size check above sees what was written
     if cur is not None:
@@ -263,8 +285,12 @@ def fmt(v: Any, nd: int = 2) -> str:
     return str(v)
 
 
-def write_report(out: Path, env: dict[str, Any], results: list[dict[str, Any]], packed: dict[str, Any]) -> None:
-    (out / "results.json").write_text(json.dumps({"env": env, "results": results, "packed": packed}, indent=1, default=str))
+def write_report(
+    out: Path, env: dict[str, Any], results: list[dict[str, Any]], packed: dict[str, Any]
+) -> None:
+    (out / "results.json").write_text(
+        json.dumps({"env": env, "results": results, "packed": packed}, indent=1, default=str)
+    )
     lines = [
         f"# traceql capture — GPU check on {env.get('name')} (torch {env.get('torch')}, CUDA {env.get('cuda')})",
         "",
@@ -293,12 +319,21 @@ def write_report(out: Path, env: dict[str, Any], results: list[dict[str, Any]], 
         lines.append(f"**{r['workload']}**: " + "; ".join(
             f"{o['op']} {fmt(o['kernel_ms_per_step'], 3)} ms, {fmt(o['modeled_MB_per_step'], 1)} MB, {fmt(o['modeled_GBps'], 0)} GB/s ({fmt(o['pct_of_peak'], 1)}%)"
             for o in r["trace"]["per_op"][:4]))  # fmt: skip
-    cupti = {r["cupti"].get("reason") for r in results if not r.get("error") and not r["cupti"].get("available")}
-    lines += ["", f"CUPTI range counters: {'unavailable — ' + '; '.join(sorted(c for c in cupti if c)) if cupti else 'available'}"]
+    cupti = {
+        r["cupti"].get("reason") for r in results if not r.get("error") and not r["cupti"].get("available")
+    }
+    lines += [
+        "",
+        f"CUPTI range counters: {'unavailable — ' + '; '.join(sorted(c for c in cupti if c)) if cupti else 'available'}",
+    ]
     ncu_reasons = {r["ncu"].get("reason") for r in results if r.get("ncu") and not r["ncu"].get("available")}
     if ncu_reasons:
         lines.append(f"Nsight Compute: {'; '.join(sorted(str(x) for x in ncu_reasons))}")
-    lines += ["", f"Dumps: {', '.join(packed['archives'])}" + (f"; not returned (too big): {', '.join(packed['dropped'])}" if packed["dropped"] else "")]
+    lines += [
+        "",
+        f"Dumps: {', '.join(packed['archives'])}"
+        + (f"; not returned (too big): {', '.join(packed['dropped'])}" if packed["dropped"] else ""),
+    ]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     log("\n".join(lines))
 
@@ -326,7 +361,15 @@ def check(args: argparse.Namespace) -> int:
         wl = workloads.get(name)
         t0 = time.time()
         try:
-            meta = capture_workload(name, size=args.size, out=dump_root, device="cuda", schedule=Schedule(1, 1, 2), cupti=not args.no_cupti, use_gzip=True)
+            meta = capture_workload(
+                name,
+                size=args.size,
+                out=dump_root,
+                device="cuda",
+                schedule=Schedule(1, 1, 2),
+                cupti=not args.no_cupti,
+                use_gzip=True,
+            )
             dump = Path(meta["dump"])
             dumps.append(dump)
             trace = analyse_trace(dump / meta["ingest_path"], 2, env["peak_hbm_bps"])
@@ -349,7 +392,14 @@ def check(args: argparse.Namespace) -> int:
                 if not r["ncu"]["available"] and not str(r["ncu"]["reason"]).startswith("ncu timed out"):
                     ncu_broken = r["ncu"]["reason"]  # same machine, same answer: do not pay for it again
         r["seconds"] = round(time.time() - t0, 1)
-        log(f"{name}: {r['seconds']} s" + (f" ERROR {r['error']}" if r.get("error") else f", kernel {r['trace']['kernel_ms_per_step']:.3f} ms/step"))
+        log(
+            f"{name}: {r['seconds']} s"
+            + (
+                f" ERROR {r['error']}"
+                if r.get("error")
+                else f", kernel {r['trace']['kernel_ms_per_step']:.3f} ms/step"
+            )
+        )
         results.append(r)
     packed = pack_dumps(dumps, out)
     env["total_seconds"] = round(time.time() - t_all, 1)
@@ -381,7 +431,15 @@ def analyse(folder: Path, store: Path) -> int:
     for problem, fix in workloads.pairs():
         if problem.name in runs and fix.name in runs:
             c = compare_variants(store, problem.name, fix.name)
-            keep = ("ops_per_step", "modeled_bytes_per_step", "max_op_modeled_bytes", "flops_per_modeled_byte", "conv_channels_last", "copy_overlap_ratio", "memory_rise_bytes")
+            keep = (
+                "ops_per_step",
+                "modeled_bytes_per_step",
+                "max_op_modeled_bytes",
+                "flops_per_modeled_byte",
+                "conv_channels_last",
+                "copy_overlap_ratio",
+                "memory_rise_bytes",
+            )
             print(f"\n## {problem.experiment}: {problem.name} vs {fix.name}")
             for side in ("problem", "fix"):
                 print(f"  {side:7s}", {k: c[side].get(k) for k in keep}, "device:", c[side].get("device"))
@@ -393,13 +451,21 @@ def main() -> int:
     ap.add_argument("--size", default="full", choices=["small", "full"])
     ap.add_argument("--only", help="comma-separated workload names (default: all)")
     ap.add_argument("--out", help="results folder (default $OUT, else ./gpu_check_out)")
-    ap.add_argument("--dump-root", help="where the dumps are written before packing (default /tmp/traceql_gpu_dumps)")
+    ap.add_argument(
+        "--dump-root", help="where the dumps are written before packing (default /tmp/traceql_gpu_dumps)"
+    )
     ap.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute DRAM measurement")
     ap.add_argument("--no-cupti", action="store_true", help="skip the CUPTI range-profiler pass")
-    ap.add_argument("--budget-s", type=float, default=420, help="no new ncu run once this many seconds have passed")
+    ap.add_argument(
+        "--budget-s", type=float, default=420, help="no new ncu run once this many seconds have passed"
+    )
     ap.add_argument("--ncu-target", help=argparse.SUPPRESS)
-    ap.add_argument("--analyse", type=Path, help="CPU machine: folder with the returned results/dumps-*.tar.gz")
-    ap.add_argument("--store", type=Path, default=Path("gpu_check_store/.traceql"), help="store for --analyse")
+    ap.add_argument(
+        "--analyse", type=Path, help="CPU machine: folder with the returned results/dumps-*.tar.gz"
+    )
+    ap.add_argument(
+        "--store", type=Path, default=Path("gpu_check_store/.traceql"), help="store for --analyse"
+    )
     args = ap.parse_args()
     if args.ncu_target:
         ncu_target(args.ncu_target, args.size)

@@ -57,8 +57,13 @@ def make_kineto(path: Path) -> Path:
     def save(prof: profile) -> None:
         prof.export_chrome_trace(str(path))
 
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
-                 record_shapes=True, profile_memory=True, on_trace_ready=save) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
+        record_shapes=True,
+        profile_memory=True,
+        on_trace_ready=save,
+    ) as prof:
         for _ in range(4):
             with torch.no_grad():
                 model(x).sum()
@@ -68,7 +73,9 @@ def make_kineto(path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kineto", action="store_true", help="also re-record the Kineto CPU sample (needs torch)")
+    ap.add_argument(
+        "--kineto", action="store_true", help="also re-record the Kineto CPU sample (needs torch)"
+    )
     ap.add_argument("--out", type=Path, default=HERE, help="where to write (default: this folder)")
     args = ap.parse_args(argv)
     made: list[Path] = [args.out / "torch_npu_2rank"]

@@ -33,8 +33,13 @@ class Ran:
         return [ln for ln in self.err.splitlines() if ln.strip()]
 
 
-def traceql(*args: object, timeout: float = 60, mem: int = DEFAULT_MEM, env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> Ran:
+def traceql(
+    *args: object,
+    timeout: float = 60,
+    mem: int = DEFAULT_MEM,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Ran:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
 
@@ -42,8 +47,18 @@ def traceql(*args: object, timeout: float = 60, mem: int = DEFAULT_MEM, env: dic
     e.pop("TRACEQL_DEBUG", None)
     t = time.monotonic()
     try:
-        p = subprocess.run([sys.executable, "-m", "traceql", *map(str, args)], capture_output=True, text=True,
-                           timeout=timeout, preexec_fn=cap, env=e, cwd=cwd, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            [sys.executable, "-m", "traceql", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=cap,
+            env=e,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as x:
-        raise AssertionError(f"traceql {args} still running after {timeout} s (a hang): {x.stderr!r}") from None
+        raise AssertionError(
+            f"traceql {args} still running after {timeout} s (a hang): {x.stderr!r}"
+        ) from None
     return Ran(p.returncode, p.stdout, p.stderr, time.monotonic() - t)

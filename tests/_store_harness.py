@@ -15,6 +15,7 @@ readers STORE N [--no-lock]: N queries (engine.connect, then SQL over kernels, h
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -44,8 +45,18 @@ class RowsParser:
     def parse(self, unit: Any, out: Any) -> dict[str, Any]:
         n = int(Path(unit.path).read_text())
         half = max(1, n // 2)  # two tables, two writes: a kill can land between them
-        out.write("kernels", {"name": [f"k{i}" for i in range(n)], "ts_ns": [T0 + i for i in range(n)], "dur_ns": [7] * n})
-        out.write("host_ops", {"name": [f"h{i}" for i in range(half)], "ts_ns": [T0 + i for i in range(half)], "dur_ns": [3] * half})
+        out.write(
+            "kernels",
+            {"name": [f"k{i}" for i in range(n)], "ts_ns": [T0 + i for i in range(n)], "dur_ns": [7] * n},
+        )
+        out.write(
+            "host_ops",
+            {
+                "name": [f"h{i}" for i in range(half)],
+                "ts_ns": [T0 + i for i in range(half)],
+                "dur_ns": [3] * half,
+            },
+        )
         return {"device": "TestNPU"}
 
 
@@ -66,8 +77,10 @@ def store_rows(store: Path) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for run_id, info in st.runs().items():
         base = st.run_path(run_id, info)
-        out[run_id] = {t: sum(pq.ParquetFile(base / rel).metadata.num_rows for rel in rels)
-                       for t, rels in info["files"].items()}
+        out[run_id] = {
+            t: sum(pq.ParquetFile(base / rel).metadata.num_rows for rel in rels)
+            for t, rels in info["files"].items()
+        }
         if out[run_id] != {t: n for t, n in info["rows"].items() if n}:
             raise AssertionError(f"run {run_id}: files hold {out[run_id]}, manifest says {info['rows']}")
     return out
@@ -91,10 +104,8 @@ def _run_once(dump: Path, store: Path, delay: float | None) -> tuple[int, float]
         _ingest_child(dump, store)
     if delay is not None:
         time.sleep(delay)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     _, status = os.waitpid(pid, 0)
     return status, time.monotonic() - t
 
@@ -155,7 +166,9 @@ def kill_loop(store: Path, n: int, seed: int) -> dict[str, Any]:
             outcomes["new"] += 1
             hot = attempt
         else:
-            raise AssertionError(f"kill {i}: hot has {got} kernels; expected the old {hot} or the new {attempt}")
+            raise AssertionError(
+                f"kill {i}: hot has {got} kernels; expected the old {hot} or the new {attempt}"
+            )
         if i % 10 == 0:
             _duck_check(store, {"base": 30, "hot": hot})
     _duck_check(store, {"base": 30, "hot": hot})
@@ -166,16 +179,23 @@ def kill_loop(store: Path, n: int, seed: int) -> dict[str, Any]:
     status, _ = _run_once(dump, store, None)
     assert status == 0, status
     listed = {st.run_dir_name(r, i) for r, i in st.runs().items()}
-    return {"outcomes": outcomes, "leftovers_before": leftovers, "after": _leftovers(store),
-            "run_dirs": sorted(p.name for p in (store / "runs").iterdir()), "listed_dirs": sorted(listed),
-            "median_ingest_s": sorted(durations)[len(durations) // 2]}
+    return {
+        "outcomes": outcomes,
+        "leftovers_before": leftovers,
+        "after": _leftovers(store),
+        "run_dirs": sorted(p.name for p in (store / "runs").iterdir()),
+        "listed_dirs": sorted(listed),
+        "median_ingest_s": sorted(durations)[len(durations) // 2],
+    }
 
 
 def _leftovers(store: Path) -> dict[str, int]:
     st = store / ".staging"
-    return {"staging_entries": len(list(st.iterdir())) if st.is_dir() else 0,
-            "tmp_files": len(list(store.glob(".*.tmp"))),
-            "run_dirs": len(list((store / "runs").iterdir()))}
+    return {
+        "staging_entries": len(list(st.iterdir())) if st.is_dir() else 0,
+        "tmp_files": len(list(store.glob(".*.tmp"))),
+        "run_dirs": len(list((store / "runs").iterdir())),
+    }
 
 
 def _duck_check(store: Path, expect: dict[str, int]) -> None:
@@ -204,10 +224,24 @@ def _commit_hot(store: Path, n: int) -> None:
     staging = st.new_staging()
     try:
         w = RankWriter(staging, "hot", 0)
-        w.write("kernels", {"name": [f"k{i}" for i in range(n)], "ts_ns": [T0 + i for i in range(n)], "dur_ns": [7] * n})
+        w.write(
+            "kernels",
+            {"name": [f"k{i}" for i in range(n)], "ts_ns": [T0 + i for i in range(n)], "dur_ns": [7] * n},
+        )
         w.close()
-        st.commit(staging, "hot", {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1,
-                                   "rows": w.rows, "files": w.files}, replace=True)
+        st.commit(
+            staging,
+            "hot",
+            {
+                "source": "t",
+                "format": "canonical",
+                "ranks": [0],
+                "ranks_count": 1,
+                "rows": w.rows,
+                "files": w.files,
+            },
+            replace=True,
+        )
     finally:
         st.discard(staging)
 

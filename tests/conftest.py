@@ -26,8 +26,18 @@ def write_two_kernel_run(store: Path, run: str = "r") -> Path:
     w = RankWriter(staging, run, 0)
     w.write("kernels", {"name": ["a", "b"], "ts_ns": [1, 2], "dur_ns": [10, 20]})
     w.close()
-    s.commit(staging, run, {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1, "rows": w.rows,
-                            "files": w.files})
+    s.commit(
+        staging,
+        run,
+        {
+            "source": "t",
+            "format": "canonical",
+            "ranks": [0],
+            "ranks_count": 1,
+            "rows": w.rows,
+            "files": w.files,
+        },
+    )
     return store
 
 

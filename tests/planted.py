@@ -38,8 +38,17 @@ PEAK = 1.6e12  # bytes/s: the ascend910b preset the tests evaluate with
 FP16, FP32 = "FLOAT16", "FLOAT"
 STEPS = 3
 
-CASES = ("clean", "unfused_chain", "fp32_heavy", "no_ub_reuse", "transdata_heavy", "h2d_not_overlapped",
-         "hbm_wait", "slow_link", "late_host")
+CASES = (
+    "clean",
+    "unfused_chain",
+    "fp32_heavy",
+    "no_ub_reuse",
+    "transdata_heavy",
+    "h2d_not_overlapped",
+    "hbm_wait",
+    "slow_link",
+    "late_host",
+)
 
 EXPECTED: dict[str, set[str]] = {
     "clean": set(),
@@ -66,9 +75,23 @@ def at(frac: float, read: int, write: int) -> int:
     return int(round((read + write) / (frac * PEAK) * 1e9))
 
 
-def _op(rt, name: str, op_type: str, ins: list[str], outs: list[str], dtype: str, *, dur_ns: int | None = None,  # type: ignore[no-untyped-def]
-        bw: float | None = None, read_x: float = 1.0, task_type: str = "AI_VECTOR_CORE", fmt: str = "ND",
-        in_fmts: list[str] | None = None, out_fmts: list[str] | None = None, extra_in: list[tuple[str, str]] = ()) -> None:
+def _op(
+    rt,
+    name: str,
+    op_type: str,
+    ins: list[str],
+    outs: list[str],
+    dtype: str,
+    *,
+    dur_ns: int | None = None,  # type: ignore[no-untyped-def]
+    bw: float | None = None,
+    read_x: float = 1.0,
+    task_type: str = "AI_VECTOR_CORE",
+    fmt: str = "ND",
+    in_fmts: list[str] | None = None,
+    out_fmts: list[str] | None = None,
+    extra_in: list[tuple[str, str]] = (),
+) -> None:
     """A kernel whose PMU bytes are its tensors' bytes (reads x read_x), at `bw` x PEAK or for dur_ns."""
     in_shapes = list(ins) + [s for s, _ in extra_in]
     in_types = [dtype] * len(ins) + [d for _, d in extra_in]
@@ -76,39 +99,95 @@ def _op(rt, name: str, op_type: str, ins: list[str], outs: list[str], dtype: str
     write = sum(nbytes(s, dtype) for s in outs)
     if dur_ns is None:
         dur_ns = at(bw or 0.5, read, write)
-    rt.add_op(name, op_type, dur_ns=dur_ns, task_type=task_type, block_dim=24 if task_type == "AI_CORE" else 48,
-              hbm_read_bytes=read, hbm_write_bytes=write, input_shapes=tuple(in_shapes), input_dtypes=tuple(in_types),
-              input_formats=tuple(in_fmts or [fmt] * len(in_shapes)), output_shapes=tuple(outs),
-              output_dtypes=(dtype,) * len(outs), output_formats=tuple(out_fmts or [fmt] * len(outs)),
-              op_state="static", host_op=f"aclnn{op_type}")
+    rt.add_op(
+        name,
+        op_type,
+        dur_ns=dur_ns,
+        task_type=task_type,
+        block_dim=24 if task_type == "AI_CORE" else 48,
+        hbm_read_bytes=read,
+        hbm_write_bytes=write,
+        input_shapes=tuple(in_shapes),
+        input_dtypes=tuple(in_types),
+        input_formats=tuple(in_fmts or [fmt] * len(in_shapes)),
+        output_shapes=tuple(outs),
+        output_dtypes=(dtype,) * len(outs),
+        output_formats=tuple(out_fmts or [fmt] * len(outs)),
+        op_state="static",
+        host_op=f"aclnn{op_type}",
+    )
 
 
 # ---- compute blocks ------------------------------------------------------------------------------------------
 def _clean_block(rt, with_matmuls: bool = True) -> None:  # type: ignore[no-untyped-def]
     if with_matmuls:
         # 2*4096^3 FLOP in 500 us = 275 TFLOP/s, 88% of the 910B's 313: efficient, not a tiling suspect
-        _op(rt, "MatMulV2_a", "MatMulV2", ["4096,4096", "4096,4096"], ["4096,4096"], FP16, dur_ns=500_000, task_type="AI_CORE")
+        _op(
+            rt,
+            "MatMulV2_a",
+            "MatMulV2",
+            ["4096,4096", "4096,4096"],
+            ["4096,4096"],
+            FP16,
+            dur_ns=500_000,
+            task_type="AI_CORE",
+        )
     q = "8,32,2048,128"
-    _op(rt, "FlashAttentionScore_0", "FlashAttentionScore", [q, q, q], [q], FP16, bw=0.67, task_type="MIX_AIC")
+    _op(
+        rt, "FlashAttentionScore_0", "FlashAttentionScore", [q, q, q], [q], FP16, bw=0.67, task_type="MIX_AIC"
+    )
     _op(rt, "LayerNormV3_0", "LayerNormV3", [q], [q], FP16, bw=0.75, extra_in=[("128", FP16), ("128", FP16)])
     if with_matmuls:
-        _op(rt, "MatMulV2_b", "MatMulV2", ["4096,8192", "8192,4096"], ["4096,4096"], FP16, dur_ns=1_000_000, task_type="AI_CORE")
+        _op(
+            rt,
+            "MatMulV2_b",
+            "MatMulV2",
+            ["4096,8192", "8192,4096"],
+            ["4096,4096"],
+            FP16,
+            dur_ns=1_000_000,
+            task_type="AI_CORE",
+        )
 
 
 def _unfused_block(rt) -> None:  # type: ignore[no-untyped-def]
     for i, (n, h) in enumerate(((64, 112), (32, 160))):
         x, y = f"{n},4,{h},{h},16", f"{n},16,{h},{h},16"
-        _op(rt, f"Conv2D_{i}", "Conv2D", [x], [y], FP16, bw=0.65, task_type="AI_CORE", fmt="NC1HWC0",
-            extra_in=[("36,16,16,16", FP16)])
-        _op(rt, f"BNTrainingReduce_{i}", "BNTrainingReduce", [y], ["1,16,1,1,16"], FP16, bw=0.9, fmt="NC1HWC0")
-        _op(rt, f"BNTrainingUpdate_{i}", "BNTrainingUpdate", [y, "1,16,1,1,16", "1,16,1,1,16"], [y], FP16, bw=0.9,
-            fmt="NC1HWC0")
+        _op(
+            rt,
+            f"Conv2D_{i}",
+            "Conv2D",
+            [x],
+            [y],
+            FP16,
+            bw=0.65,
+            task_type="AI_CORE",
+            fmt="NC1HWC0",
+            extra_in=[("36,16,16,16", FP16)],
+        )
+        _op(
+            rt, f"BNTrainingReduce_{i}", "BNTrainingReduce", [y], ["1,16,1,1,16"], FP16, bw=0.9, fmt="NC1HWC0"
+        )
+        _op(
+            rt,
+            f"BNTrainingUpdate_{i}",
+            "BNTrainingUpdate",
+            [y, "1,16,1,1,16", "1,16,1,1,16"],
+            [y],
+            FP16,
+            bw=0.9,
+            fmt="NC1HWC0",
+        )
         _op(rt, f"Relu_{i}", "Relu", [y], [y], FP16, bw=0.9, fmt="NC1HWC0")
 
 
 def _fp32_block(rt) -> None:  # type: ignore[no-untyped-def]
-    for name, op_type, shape, n_in in (("Mul_0", "Mul", "8192,8192", 2), ("Add_0", "Add", "4096,16384", 2),
-                                       ("Sigmoid_0", "Sigmoid", "16384,4096", 1), ("Mul_1", "Mul", "2048,32768", 2)):
+    for name, op_type, shape, n_in in (
+        ("Mul_0", "Mul", "8192,8192", 2),
+        ("Add_0", "Add", "4096,16384", 2),
+        ("Sigmoid_0", "Sigmoid", "16384,4096", 1),
+        ("Mul_1", "Mul", "2048,32768", 2),
+    ):
         _op(rt, name, op_type, [shape] * n_in, [shape], FP32, bw=0.9)
 
 
@@ -119,12 +198,52 @@ def _reread_block(rt) -> None:  # type: ignore[no-untyped-def]
 
 def _transdata_block(rt) -> None:  # type: ignore[no-untyped-def]
     nchw, nc1 = "64,128,56,56", "64,8,56,56,16"
-    _op(rt, "trans_TransData_0", "TransData", [nchw], [nc1], FP16, dur_ns=150_000, in_fmts=["NCHW"], out_fmts=["NC1HWC0"])
-    _op(rt, "Conv2D_td", "Conv2D", [nc1], [nc1], FP16, dur_ns=400_000, task_type="AI_CORE", fmt="NC1HWC0",
-        extra_in=[("72,8,16,16", FP16)])
-    _op(rt, "trans_TransData_1", "TransData", [nc1], [nchw], FP16, dur_ns=150_000, in_fmts=["NC1HWC0"], out_fmts=["NCHW"])
+    _op(
+        rt,
+        "trans_TransData_0",
+        "TransData",
+        [nchw],
+        [nc1],
+        FP16,
+        dur_ns=150_000,
+        in_fmts=["NCHW"],
+        out_fmts=["NC1HWC0"],
+    )
+    _op(
+        rt,
+        "Conv2D_td",
+        "Conv2D",
+        [nc1],
+        [nc1],
+        FP16,
+        dur_ns=400_000,
+        task_type="AI_CORE",
+        fmt="NC1HWC0",
+        extra_in=[("72,8,16,16", FP16)],
+    )
+    _op(
+        rt,
+        "trans_TransData_1",
+        "TransData",
+        [nc1],
+        [nchw],
+        FP16,
+        dur_ns=150_000,
+        in_fmts=["NC1HWC0"],
+        out_fmts=["NCHW"],
+    )
     _op(rt, "aclnnRelu_Relu", "Relu", [nchw], [nchw], FP16, dur_ns=100_000, fmt="NCHW")
-    _op(rt, "trans_TransData_2", "TransData", [nchw], [nc1], FP16, dur_ns=150_000, in_fmts=["NCHW"], out_fmts=["NC1HWC0"])
+    _op(
+        rt,
+        "trans_TransData_2",
+        "TransData",
+        [nchw],
+        [nc1],
+        FP16,
+        dur_ns=150_000,
+        in_fmts=["NCHW"],
+        out_fmts=["NC1HWC0"],
+    )
 
 
 def _extra_hbm_block(rt) -> None:  # type: ignore[no-untyped-def]
@@ -142,9 +261,19 @@ def all_reduce(sc: Scenario, arrivals: dict[int, int], k: int, group: str, trans
     end = last + transit + 30_000
     for rt in sc.ranks:
         a = arrivals[rt.rank]
-        rt.add_comm(f"hcom_allReduce__586_{k}_1", start_ns=a, dur_ns=end - a, op_type="allreduce", group=group,
-                    transit_ns=transit, wait_ns=last - a, sync_ns=last - a, transports={"HCCS": grad},
-                    data_type="FP16", host_op="HcclAllreduce")
+        rt.add_comm(
+            f"hcom_allReduce__586_{k}_1",
+            start_ns=a,
+            dur_ns=end - a,
+            op_type="allreduce",
+            group=group,
+            transit_ns=transit,
+            wait_ns=last - a,
+            sync_ns=last - a,
+            transports={"HCCS": grad},
+            data_type="FP16",
+            host_op="HcclAllreduce",
+        )
     return end
 
 
@@ -163,19 +292,27 @@ def build(case: str) -> Scenario:
         for rt in sc.ranks:
             rt._cursor[2] = s0 + 150_000  # Preparing: the first device task 150 us into the step
             if case == "h2d_not_overlapped":
-                rt.add_host_op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", start_ns=s0 + 20_000,
-                               dur_ns=2_000_000)
+                rt.add_host_op(
+                    "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+                    start_ns=s0 + 20_000,
+                    dur_ns=2_000_000,
+                )
                 rt.add_host_op("aten::_to_copy", start_ns=s0 + 2_030_000, dur_ns=1_000_000)
                 rt.add_memcpy(start_ns=s0 + 2_050_000, dur_ns=950_000, nbytes=24 * MiB)
                 rt._cursor[2] = s0 + 3_100_000
             elif case == "late_host" and rt.rank == 1:
-                rt.add_host_op("train.py(88): augment", start_ns=s0 + 20_000, dur_ns=2_950_000, cat="python_function")
+                rt.add_host_op(
+                    "train.py(88): augment", start_ns=s0 + 20_000, dur_ns=2_950_000, cat="python_function"
+                )
                 rt._cursor[2] = s0 + 3_000_000
             else:
                 # the next batch loads on the host while this one computes: overlapped
                 # (inside the first kernel of the step: the device is busy the whole time)
-                rt.add_host_op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", start_ns=s0 + 160_000,
-                               dur_ns=130_000)
+                rt.add_host_op(
+                    "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+                    start_ns=s0 + 160_000,
+                    dur_ns=130_000,
+                )
             if case == "unfused_chain":
                 _unfused_block(rt)
             elif case == "fp32_heavy":

@@ -55,12 +55,28 @@ def _fused_block(rt) -> None:  # type: ignore[no-untyped-def]
     """The article's fix for the chain: one FusedConvBnRelu per layer, reading x and writing y once."""
     for i, (n, h) in enumerate(((64, 112), (32, 160))):
         x, y = f"{n},4,{h},{h},16", f"{n},16,{h},{h},16"
-        planted._op(rt, f"FusedConvBnRelu_{i}", "FusedConvBnRelu", [x], [y], planted.FP16, bw=0.65,
-                    task_type="AI_CORE", fmt="NC1HWC0", extra_in=[("36,16,16,16", planted.FP16)])
+        planted._op(
+            rt,
+            f"FusedConvBnRelu_{i}",
+            "FusedConvBnRelu",
+            [x],
+            [y],
+            planted.FP16,
+            bw=0.65,
+            task_type="AI_CORE",
+            fmt="NC1HWC0",
+            extra_in=[("36,16,16,16", planted.FP16)],
+        )
 
 
-def build(*, chain: bool = False, jitter: tuple[int, ...] = (0,) * STEPS, n_ranks: int = 2, clean: bool = True,
-          fused: bool = False) -> Scenario:
+def build(
+    *,
+    chain: bool = False,
+    jitter: tuple[int, ...] = (0,) * STEPS,
+    n_ranks: int = 2,
+    clean: bool = True,
+    fused: bool = False,
+) -> Scenario:
     sc = Scenario(n_ranks=n_ranks, hbm_period_ns=1_000_000)
     group = next(iter(sc.groups))
     grad = 48 * MiB
@@ -70,8 +86,11 @@ def build(*, chain: bool = False, jitter: tuple[int, ...] = (0,) * STEPS, n_rank
         arrivals: dict[int, int] = {}
         for rt in sc.ranks:
             rt._cursor[2] = s0 + 150_000
-            rt.add_host_op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", start_ns=s0 + 160_000,
-                           dur_ns=130_000)
+            rt.add_host_op(
+                "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+                start_ns=s0 + 160_000,
+                dur_ns=130_000,
+            )
             if clean:
                 planted._clean_block(rt)
             if fused:

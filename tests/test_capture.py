@@ -34,7 +34,8 @@ def test_every_experiment_is_one_problem_and_one_fix() -> None:
         by_exp.setdefault(w.experiment, []).append(w.role)
         assert set(w.sizes) == {"small", "full"}
     assert {k: sorted(v) for k, v in by_exp.items()} == {
-        e: ["fix", "problem"] for e in ("intensity", "reuse", "layernorm", "conv", "copy", "precision", "checkpoint")
+        e: ["fix", "problem"]
+        for e in ("intensity", "reuse", "layernorm", "conv", "copy", "precision", "checkpoint")
     }
     assert workloads.WORKLOADS["layernorm-naive"].pair == "layernorm-fused"
     assert workloads.WORKLOADS["layernorm-fused"].pair == "layernorm-naive"
@@ -64,7 +65,9 @@ def test_usage_errors_exit_2(cli: Any, args: list[str], needle: str) -> None:
     assert needle in r.err
 
 
-def test_without_torch_capture_says_what_to_install(cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_without_torch_capture_says_what_to_install(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
     r = cli("capture", "--workload", "layernorm-naive", "-o", tmp_path)
     assert r.code == 1, r
@@ -83,7 +86,11 @@ def test_split_command() -> None:
     assert Path(exe).name.startswith("python") and flags == ["-u"] and target == ["train.py", "--steps", "20"]
     assert split_command(["python3", "-m", "pkg.train", "-x"])[2] == ["-m", "pkg.train", "-x"]
     assert split_command(["train.py", "a"]) == (sys.executable, [], ["train.py", "a"])
-    for bad, msg in ([["bash", "x.sh"], "profiles Python scripts"], [["python", "-c", "print(1)"], "-c"], [[], "nothing to run"]):
+    for bad, msg in (
+        [["bash", "x.sh"], "profiles Python scripts"],
+        [["python", "-c", "print(1)"], "-c"],
+        [[], "nothing to run"],
+    ):
         with pytest.raises(CaptureError, match=msg):
             split_command(bad)
 
@@ -95,11 +102,25 @@ def test_modeled_bytes_and_flops_by_hand() -> None:
     assert compare.input_bytes(dims, types_) == 1 * 512 * 4096 * 4 + 512 * 4
     assert compare.input_bytes("1,512,4096;4096", "c10::BFloat16;c10::BFloat16") == (2097152 + 4096) * 2
     # a 0-d tensor (wrapped Python scalar) and a TensorList are not counted
-    assert compare.input_bytes(json.dumps([[4], [], [[2], [2]]]), json.dumps(["float", "double", "TensorList"])) == 16
+    assert (
+        compare.input_bytes(json.dumps([[4], [], [[2], [2]]]), json.dumps(["float", "double", "TensorList"]))
+        == 16
+    )
     # 2*M*N*K: [8,16] @ [16,32]; addmm skips the bias; linear: input [4,8,16], weight [32,16]
-    assert compare.modeled_flops("aten::mm", json.dumps([[8, 16], [16, 32]]), json.dumps(["float", "float"])) == 2 * 8 * 16 * 32
-    assert compare.modeled_flops("aten::addmm", json.dumps([[32], [8, 16], [16, 32]]), json.dumps(["float"] * 3)) == 2 * 8 * 16 * 32
-    assert compare.modeled_flops("aten::linear", json.dumps([[4, 8, 16], [32, 16], [32]]), json.dumps(["float"] * 3)) == 2 * 32 * 16 * 32
+    assert (
+        compare.modeled_flops("aten::mm", json.dumps([[8, 16], [16, 32]]), json.dumps(["float", "float"]))
+        == 2 * 8 * 16 * 32
+    )
+    assert (
+        compare.modeled_flops("aten::addmm", json.dumps([[32], [8, 16], [16, 32]]), json.dumps(["float"] * 3))
+        == 2 * 8 * 16 * 32
+    )
+    assert (
+        compare.modeled_flops(
+            "aten::linear", json.dumps([[4, 8, 16], [32, 16], [32]]), json.dumps(["float"] * 3)
+        )
+        == 2 * 32 * 16 * 32
+    )
     assert compare.modeled_flops("aten::tanh", json.dumps([[10, 10]]), json.dumps(["float"])) == 100
 
 
@@ -113,7 +134,11 @@ def test_outermost_ops_and_overlap() -> None:
         ("aten::E", 1, 2, 5, 10, None, None, None),
     ]
     out = compare._outermost_ops(rows)
-    assert [(o["name"], o["has_child"]) for o in out] == [("aten::A", True), ("aten::D", False), ("aten::E", False)]
+    assert [(o["name"], o["has_child"]) for o in out] == [
+        ("aten::A", True),
+        ("aten::D", False),
+        ("aten::E", False),
+    ]
     assert compare._overlap_ns([(0, 10), (20, 30)], [(5, 25), (8, 12)]) == 5 + 5
 
 
@@ -131,14 +156,18 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     store = base / "store"
     metas = {}
     for name in workloads.WORKLOADS:
-        meta = capture_workload(name, size="small", out=base / "dumps", device="cpu", schedule=Schedule(0, 1, 1))
+        meta = capture_workload(
+            name, size="small", out=base / "dumps", device="cpu", schedule=Schedule(0, 1, 1)
+        )
         ingest(Path(meta["dump"]) / meta["ingest_path"], store=store, name=name, workers=1)
         metas[name] = meta
     return {"store": store, "metas": metas}
 
 
 def _cmp(captured: dict[str, Any], experiment: str) -> dict[str, Any]:
-    problem = next(w for w in workloads.WORKLOADS.values() if w.experiment == experiment and w.role == "problem")
+    problem = next(
+        w for w in workloads.WORKLOADS.values() if w.experiment == experiment and w.role == "problem"
+    )
     return compare.compare_variants(captured["store"], problem.name, problem.pair)
 
 
@@ -160,8 +189,16 @@ def test_capture_meta_and_dump_layout(captured: dict[str, Any]) -> None:
         assert on_disk["device"]["kind"] == "cpu" and on_disk["versions"]["torch"]
         assert on_disk["profiler"] == "torch.profiler"
         opts = on_disk["profiler_options"]
-        assert opts["record_shapes"] and opts["profile_memory"] and opts["schedule"] == {"wait": 0, "warmup": 1, "active": 1, "repeat": 1}
-        assert on_disk["cupti_counters"] == {"attempted": False, "available": False, "reason": "CUPTI counters are CUDA-only (device is cpu)"}
+        assert (
+            opts["record_shapes"]
+            and opts["profile_memory"]
+            and opts["schedule"] == {"wait": 0, "warmup": 1, "active": 1, "repeat": 1}
+        )
+        assert on_disk["cupti_counters"] == {
+            "attempted": False,
+            "available": False,
+            "reason": "CUPTI counters are CUDA-only (device is cpu)",
+        }
         assert (dump / on_disk["ingest_path"]).name.endswith(".pt.trace.json")
         assert len(on_disk["measured"]["step_wall_s"]) == 2
     runs = {r[0] for r in _sql(captured, "SELECT run_id FROM runs")}
@@ -177,7 +214,11 @@ def test_layernorm_naive_has_more_ops_and_bytes_than_fused(captured: dict[str, A
             "AND name IN ('aten::layer_norm', 'aten::rsqrt', 'aten::mean') GROUP BY ALL",
         )
     )
-    assert counts == {"layernorm-naive:aten::mean": 2, "layernorm-naive:aten::rsqrt": 1, "layernorm-fused:aten::layer_norm": 1}
+    assert counts == {
+        "layernorm-naive:aten::mean": 2,
+        "layernorm-naive:aten::rsqrt": 1,
+        "layernorm-fused:aten::layer_norm": 1,
+    }
     c = _cmp(captured, "layernorm")
     # by hand, X = 1*512*4096*4 = 8,388,608 B, S (row stats [1,512,1]) = 2,048 B, W = 4096*4 = 16,384 B:
     # mean(x) X; x-mean X+S; xc*xc 2X; mean X; var+eps S; rsqrt S; xc*r X+S; *w X+W; +b X+W  -> 8X + 4S + 2W
@@ -229,7 +270,9 @@ def test_precision_bf16_moves_about_half_the_bytes(captured: dict[str, Any]) -> 
     # matmul/GELU traffic halves; the fp32 loss (kept on purpose) keeps the ratio above 0.5
     assert 0.5 < c["fix_over_problem"]["modeled_bytes_per_step"] < 0.65
     # same shapes, same op kinds: the FLOPs do not change
-    assert c["fix"]["modeled_flops_per_step"] == pytest.approx(c["problem"]["modeled_flops_per_step"], rel=0.05)
+    assert c["fix"]["modeled_flops_per_step"] == pytest.approx(
+        c["problem"]["modeled_flops_per_step"], rel=0.05
+    )
 
 
 def test_checkpoint_fix_recomputes_the_forward_and_holds_less_memory(captured: dict[str, Any]) -> None:
@@ -244,7 +287,11 @@ def test_checkpoint_fix_recomputes_the_forward_and_holds_less_memory(captured: d
     for name in ("checkpoint-off", "checkpoint-on"):
         meta = captured["metas"][name]
         trace = json.loads((Path(meta["dump"]) / meta["ingest_path"]).read_text())
-        totals = [e["args"]["Total Allocated"] for e in trace["traceEvents"] if e.get("name") == "[memory]" and "args" in e]
+        totals = [
+            e["args"]["Total Allocated"]
+            for e in trace["traceEvents"]
+            if e.get("name") == "[memory]" and "args" in e
+        ]
         assert len(totals) > 10, "profile_memory=True must record allocator events"
         rise[name] = max(totals) - min(totals)
     assert rise["checkpoint-off"] - rise["checkpoint-on"] >= 4 * (1 << 20)
@@ -293,7 +340,9 @@ def test_script_is_profiled_unmodified_and_its_exit_code_passes_through(tmp_path
 
     con = traceql.connect(store)
     try:
-        n = con.execute("SELECT count(*) FROM host_ops WHERE run_id = 'train' AND name = 'aten::linear'").fetchone()[0]
+        n = con.execute(
+            "SELECT count(*) FROM host_ops WHERE run_id = 'train' AND name = 'aten::linear'"
+        ).fetchone()[0]
     finally:
         con.close()
     assert n == 1  # one recorded step: one forward
@@ -315,6 +364,7 @@ def test_script_without_optimizer_steps_needs_a_window(cli: Any, tmp_path: Path)
 
 
 # --- torch_npu, mocked at its API boundary (no NPU here) ---------------------------------------------------------------
+
 
 # Values as torch_npu defines them (profiler/analysis/prof_common_func/_constant.py via experimental_config.py, and the
 # keys of ProfilerMgr::npu_metrics_map_ in torch_npu/csrc/profiler/profiler_mgr.cpp).
@@ -350,7 +400,11 @@ class _FakeNpu:
                              export_type="text") -> None:  # fmt: skip
                     rec["experimental"] = _args(locals())
 
-            aic = type("AiCMetrics", (), {k: v for k, v in vars(_AiC).items() if k != "MemoryAccess" and not k.startswith("_")})
+            aic = type(
+                "AiCMetrics",
+                (),
+                {k: v for k, v in vars(_AiC).items() if k != "MemoryAccess" and not k.startswith("_")},
+            )
         else:  # torch_npu/profiler/experimental_config.py (2025): the full signature
 
             class ExperimentalConfig:  # type: ignore[no-redef]
@@ -376,16 +430,31 @@ class _FakeNpu:
 
             def __exit__(self, *exc: Any) -> None:
                 rec["stopped"] = True
-                self.on_trace_ready(self)  # the schedule ended in RECORD_AND_SAVE: torch_npu analyses and writes
+                self.on_trace_ready(
+                    self
+                )  # the schedule ended in RECORD_AND_SAVE: torch_npu analyses and writes
 
             def step(self) -> None:
                 rec["steps"] += 1
 
-        def schedule(wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_first: int = 0) -> tuple[str, ...]:
-            rec["schedule"] = {"wait": wait, "active": active, "warmup": warmup, "repeat": repeat, "skip_first": skip_first}
+        def schedule(
+            wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_first: int = 0
+        ) -> tuple[str, ...]:
+            rec["schedule"] = {
+                "wait": wait,
+                "active": active,
+                "warmup": warmup,
+                "repeat": repeat,
+                "skip_first": skip_first,
+            }
             return ("schedule",)
 
-        def tensorboard_trace_handler(dir_name: str | None = None, worker_name: str | None = None, analyse_flag: bool = True, async_mode: bool = False) -> Any:
+        def tensorboard_trace_handler(
+            dir_name: str | None = None,
+            worker_name: str | None = None,
+            analyse_flag: bool = True,
+            async_mode: bool = False,
+        ) -> Any:
             rec["handler"] = {"dir_name": dir_name, "worker_name": worker_name}
 
             def handler(prof: Any) -> None:
@@ -404,7 +473,9 @@ class _FakeNpu:
         prof_mod._ExperimentalConfig = ExperimentalConfig  # type: ignore[attr-defined]
         prof_mod.ProfilerLevel = _Level  # type: ignore[attr-defined]
         prof_mod.AiCMetrics = aic  # type: ignore[attr-defined]
-        prof_mod.ProfilerActivity = types.SimpleNamespace(CPU="ProfilerActivity.CPU", NPU="ProfilerActivity.NPU")  # type: ignore[attr-defined]
+        prof_mod.ProfilerActivity = types.SimpleNamespace(
+            CPU="ProfilerActivity.CPU", NPU="ProfilerActivity.NPU"
+        )  # type: ignore[attr-defined]
         if not old_api:
             prof_mod.ExportType = types.SimpleNamespace(Text="text", Db="db")  # type: ignore[attr-defined]
         self.module = types.ModuleType("torch_npu")
@@ -412,8 +483,12 @@ class _FakeNpu:
         self.module.__version__ = "2.7.1"  # type: ignore[attr-defined]
         # what `import torch_npu` patches onto torch: torch.npu
         self.npu = types.SimpleNamespace(
-            is_available=lambda: True, device_count=lambda: 1, get_device_name=lambda i: "Ascend910B3",
-            synchronize=lambda *a: None, reset_peak_memory_stats=lambda *a: None, max_memory_allocated=lambda *a: 123,
+            is_available=lambda: True,
+            device_count=lambda: 1,
+            get_device_name=lambda i: "Ascend910B3",
+            synchronize=lambda *a: None,
+            reset_peak_memory_stats=lambda *a: None,
+            max_memory_allocated=lambda *a: 123,
         )
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -424,14 +499,18 @@ class _FakeNpu:
         monkeypatch.setitem(sys.modules, "torch_npu", self.module)
         monkeypatch.setitem(sys.modules, "torch_npu.profiler", self.module.profiler)
         monkeypatch.setattr(torch, "npu", self.npu, raising=False)
-        monkeypatch.setattr(core, "tensor_device", lambda backend: "cpu")  # the workload's tensors stay on the CPU
+        monkeypatch.setattr(
+            core, "tensor_device", lambda backend: "cpu"
+        )  # the workload's tensors stay on the CPU
 
 
 def _args(loc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in loc.items() if k not in ("self", "__class__", "rec")}
 
 
-def test_npu_path_passes_the_memory_options_to_torch_npu(cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_npu_path_passes_the_memory_options_to_torch_npu(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     pytest.importorskip("torch")
     fake = _FakeNpu()
     fake.install(monkeypatch)
@@ -440,7 +519,9 @@ def test_npu_path_passes_the_memory_options_to_torch_npu(cli: Any, monkeypatch: 
     c = fake.calls
     p = c["profile"]
     assert p["activities"] == ["ProfilerActivity.CPU", "ProfilerActivity.NPU"]
-    assert p["record_shapes"] is True and p["profile_memory"] is True  # profile_memory also turns on HBM/LLC sampling
+    assert (
+        p["record_shapes"] is True and p["profile_memory"] is True
+    )  # profile_memory also turns on HBM/LLC sampling
     assert p["schedule"] == ("schedule",) and p["with_stack"] is False
     # keywords, because torch_npu's Schedule is (wait, active, warmup, ...) positionally
     assert c["schedule"] == {"wait": 1, "warmup": 1, "active": 2, "repeat": 1, "skip_first": 0}
@@ -464,32 +545,65 @@ def test_npu_path_passes_the_memory_options_to_torch_npu(cli: Any, monkeypatch: 
     (dump,) = tmp_path.glob("layernorm-fused-*")
     assert c["handler"] == {"dir_name": str(dump), "worker_name": "layernorm-fused"}
     meta = json.loads((dump / "capture_meta.json").read_text())
-    assert meta["profiler"] == "torch_npu.profiler" and meta["device"] == {"kind": "npu", "torch_device": "npu:0", "name": "Ascend910B3"}
+    assert meta["profiler"] == "torch_npu.profiler" and meta["device"] == {
+        "kind": "npu",
+        "torch_device": "npu:0",
+        "name": "Ascend910B3",
+    }
     assert meta["versions"]["torch_npu"] == "2.7.1"
     assert meta["ingest_path"] == "layernorm-fused_20260101000000000_ascend_pt"
     assert meta["measured"]["peak_device_memory_bytes"] == 123
     assert meta["profiler_options"]["experimental_config"]["aic_metrics"] == "Memory"
 
 
-def test_npu_options_memory_access_db_export_and_level2(cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_npu_options_memory_access_db_export_and_level2(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     pytest.importorskip("torch")
     fake = _FakeNpu()
     fake.install(monkeypatch)
-    r = cli("capture", "-w", "layernorm-naive", "-o", tmp_path, "--aic-metrics", "memory-access", "--export", "both", "--npu-level", "2", "--no-l2-cache")
+    r = cli(
+        "capture",
+        "-w",
+        "layernorm-naive",
+        "-o",
+        tmp_path,
+        "--aic-metrics",
+        "memory-access",
+        "--export",
+        "both",
+        "--npu-level",
+        "2",
+        "--no-l2-cache",
+    )
     assert r.code == 0, r
     e = fake.calls["experimental"]
     assert e["aic_metrics"] == "ACL_AICORE_MEMORY_ACCESS" and e["profiler_level"] == "Level2"
     assert sorted(e["export_type"]) == ["db", "text"] and e["l2_cache"] is False
 
 
-def test_npu_older_torch_npu_gets_only_what_it_accepts(cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_npu_older_torch_npu_gets_only_what_it_accepts(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     pytest.importorskip("torch")
     fake = _FakeNpu(old_api=True)
     fake.install(monkeypatch)
-    r = cli("capture", "-w", "layernorm-naive", "-o", tmp_path, "--aic-metrics", "memory-access", "--export", "both")
+    r = cli(
+        "capture",
+        "-w",
+        "layernorm-naive",
+        "-o",
+        tmp_path,
+        "--aic-metrics",
+        "memory-access",
+        "--export",
+        "both",
+    )
     assert r.code == 0, r
     e = fake.calls["experimental"]
-    assert e["aic_metrics"] == "ACL_AICORE_MEMORY_BANDWIDTH"  # no MemoryAccess in this release: Memory instead
+    assert (
+        e["aic_metrics"] == "ACL_AICORE_MEMORY_BANDWIDTH"
+    )  # no MemoryAccess in this release: Memory instead
     assert e["export_type"] == "text"  # one string, as that signature's default is
     (meta_file,) = tmp_path.glob("layernorm-naive-*/capture_meta.json")
     notes = json.loads(meta_file.read_text())["profiler_options"]["experimental_config"]["notes"]
@@ -503,7 +617,9 @@ def test_npu_requested_without_torch_npu(cli: Any, monkeypatch: pytest.MonkeyPat
     assert r.code == 1 and "pip install 'traceql[npu]'" in r.err
 
 
-def test_npu_capture_ingests_what_torch_npu_writes(cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_npu_capture_ingests_what_torch_npu_writes(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The mocked handler writes a real torch_npu dump (level1 rank0); --ingest must store it as that format."""
     pytest.importorskip("torch")
     fake = _FakeNpu(dump_src=real(LEVEL1 / "rank0_ascend_pt"))

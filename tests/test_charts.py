@@ -57,13 +57,23 @@ def _marks(spec: Any) -> list[str]:
 
 # ---- registry -----------------------------------------------------------------------------------------------
 def test_every_chart_is_fed_by_declared_queries() -> None:
-    assert {"hbm_timeline", "op_hbm_bytes", "roofline", "wait_attribution", "wait_steps", "ub_l2",
-            "layout_transforms", "step_breakdown"} <= set(charts.CHARTS)
+    assert {
+        "hbm_timeline",
+        "op_hbm_bytes",
+        "roofline",
+        "wait_attribution",
+        "wait_steps",
+        "ub_l2",
+        "layout_transforms",
+        "step_breakdown",
+    } <= set(charts.CHARTS)
     for c in charts.list_charts():
         assert c.description and c.sources
         for s in c.sources:
             spec = queries.get(s.query)
-            queries.bind_params(spec, s.params, fill=dict.fromkeys(devices.PEAK_PARAMS, 1.0))  # raises if undeclared
+            queries.bind_params(
+                spec, s.params, fill=dict.fromkeys(devices.PEAK_PARAMS, 1.0)
+            )  # raises if undeclared
 
 
 def test_unknown_chart_lists_the_charts() -> None:
@@ -83,24 +93,61 @@ def _timeline(ranks: int = 2, bins: int = 4) -> pa.Table:
     rows = []
     for r in range(ranks):
         for b in range(bins):
-            rows.append({"run_id": "x", "rank": r, "bin": b, "bin_start_ns": 1000 + b * 500_000,
-                         "bin_end_ns": 1000 + (b + 1) * 500_000, "t_ms": b * 0.5, "read_bytes": 100, "write_bytes": 50,
-                         "hbm_bytes": 150, "bw_bps": 1.2e12 + b, "utilization": 0.75, "kernel_ns": 1,
-                         "top_op": "Tanh", "top_op_share": 1.0, "top_ops": "Tanh 100%", "hbm_bytes_source": "pmu"})
+            rows.append(
+                {
+                    "run_id": "x",
+                    "rank": r,
+                    "bin": b,
+                    "bin_start_ns": 1000 + b * 500_000,
+                    "bin_end_ns": 1000 + (b + 1) * 500_000,
+                    "t_ms": b * 0.5,
+                    "read_bytes": 100,
+                    "write_bytes": 50,
+                    "hbm_bytes": 150,
+                    "bw_bps": 1.2e12 + b,
+                    "utilization": 0.75,
+                    "kernel_ns": 1,
+                    "top_op": "Tanh",
+                    "top_op_share": 1.0,
+                    "top_ops": "Tanh 100%",
+                    "hbm_bytes_source": "pmu",
+                }
+            )
     return _with_peaks(pa.Table.from_pylist(rows), 1.6e12)
 
 
 def test_hbm_timeline_draws_the_query_rows_and_the_article_lines() -> None:
-    steps = pa.Table.from_pylist([{"run_id": "x", "rank": r, "step": s, "step_index": s - 1, "start_ms": (s - 1) * 1.0,
-                                   "end_ms": s * 1.0, "dur_ms": 1.0, "window_source": "steps"}
-                                  for r in (0, 1) for s in (1, 2)])
+    steps = pa.Table.from_pylist(
+        [
+            {
+                "run_id": "x",
+                "rank": r,
+                "step": s,
+                "step_index": s - 1,
+                "start_ms": (s - 1) * 1.0,
+                "end_ms": s * 1.0,
+                "dur_ms": 1.0,
+                "window_source": "steps",
+            }
+            for r in (0, 1)
+            for s in (1, 2)
+        ]
+    )
     spec = charts.to_spec(charts.hbm_timeline_chart(_timeline(), steps))
     data = _datasets(spec)
     bins = next(v for v in data.values() if v and "bw_bps" in v[0])
     # the chart carries the query's numbers unchanged (only the columns it draws)
     assert len(bins) == 8 and {b["bw_bps"] for b in bins} == {1.2e12, 1.2e12 + 1, 1.2e12 + 2, 1.2e12 + 3}
-    assert set(bins[0]) == {"rank", "t_ms", "bw_bps", "utilization", "read_bytes", "write_bytes", "top_ops",
-                            "hbm_bytes_source"}
+    assert set(bins[0]) == {
+        "rank",
+        "t_ms",
+        "bw_bps",
+        "utilization",
+        "read_bytes",
+        "write_bytes",
+        "top_ops",
+        "hbm_bytes_source",
+    }
     # peak 1.6e12 B/s = 1600 GB/s; 80% -> 1280; 70% -> 1120 (by hand)
     lines = sorted({v["gbps"] for v in _all_values(spec) if "gbps" in v})  # repeated in each rank panel
     assert lines == pytest.approx([1120.0, 1280.0, 1600.0])
@@ -124,10 +171,24 @@ def test_hbm_timeline_many_ranks_is_one_heatmap() -> None:
 
 def test_wait_attribution_chart_stacks_the_seven_parts_of_rank_rows() -> None:
     parts = [c for c, _, _ in charts.WAIT_PARTS]
-    rows = [{"run_id": "x", "scope": "run", "rank": None, "steps": 2, "wall_ns": 20, **dict.fromkeys(parts, 1)}]
-    rows += [{"run_id": "x", "scope": "rank", "rank": r, "steps": 1, "wall_ns": 10, "verdict": "memory-bound",
-              **{c: i + r for i, c in enumerate(parts)}} for r in (0, 1)]
-    rows += [{"run_id": "x", "scope": "step", "rank": 0, "steps": 1, "wall_ns": 10, **dict.fromkeys(parts, 5)}]
+    rows = [
+        {"run_id": "x", "scope": "run", "rank": None, "steps": 2, "wall_ns": 20, **dict.fromkeys(parts, 1)}
+    ]
+    rows += [
+        {
+            "run_id": "x",
+            "scope": "rank",
+            "rank": r,
+            "steps": 1,
+            "wall_ns": 10,
+            "verdict": "memory-bound",
+            **{c: i + r for i, c in enumerate(parts)},
+        }
+        for r in (0, 1)
+    ]
+    rows += [
+        {"run_id": "x", "scope": "step", "rank": 0, "steps": 1, "wall_ns": 10, **dict.fromkeys(parts, 5)}
+    ]
     spec = charts.to_spec(charts.wait_attribution_chart(pa.Table.from_pylist(rows)))
     (data,) = _datasets(spec).values()
     assert [d["rank"] for d in data] == [0, 1], "only the rank rows are drawn"
@@ -137,10 +198,24 @@ def test_wait_attribution_chart_stacks_the_seven_parts_of_rank_rows() -> None:
 
 
 def test_op_hbm_bytes_chart_splits_read_write_and_marks_the_source() -> None:
-    t = pa.Table.from_pylist([{"run_id": "x", "name": "<b>Tanh</b>", "op_type": "Tanh", "calls": 2, "dur_ns": 10,
-                               "hbm_read_bytes": 3_000_000_000, "hbm_write_bytes": 1_000_000_000,
-                               "hbm_bytes": 4_000_000_000, "share": 0.5, "bw_utilization": 0.9,
-                               "hbm_bytes_source": "sampled", "measured_over_modeled": 1.5}])
+    t = pa.Table.from_pylist(
+        [
+            {
+                "run_id": "x",
+                "name": "<b>Tanh</b>",
+                "op_type": "Tanh",
+                "calls": 2,
+                "dur_ns": 10,
+                "hbm_read_bytes": 3_000_000_000,
+                "hbm_write_bytes": 1_000_000_000,
+                "hbm_bytes": 4_000_000_000,
+                "share": 0.5,
+                "bw_utilization": 0.9,
+                "hbm_bytes_source": "sampled",
+                "measured_over_modeled": 1.5,
+            }
+        ]
+    )
     spec = charts.to_spec(charts.op_hbm_bytes_chart(t))
     (data,) = _datasets(spec).values()
     assert data[0]["name"] == "<b>Tanh</b>" and data[0]["hbm_read_bytes"] == 3_000_000_000
@@ -149,23 +224,55 @@ def test_op_hbm_bytes_chart_splits_read_write_and_marks_the_source() -> None:
 
 
 def test_roofline_roof_from_the_peaks() -> None:
-    t = pa.Table.from_pylist([
-        {"run_id": "x", "name": "mm", "op_type": "MatMulV2", "calls": 1, "dur_ns": 1000, "flops": 1e9,
-         "flops_source": "modeled", "hbm_bytes": 10**7, "hbm_bytes_source": "pmu", "arithmetic_intensity": 100.0,
-         "achieved_bw_bps": 1e13, "achieved_flops_per_s": 1e15, "bw_utilization": 0.5, "flops_utilization": 0.5,
-         "ridge_point": 200.0, "bound": "memory"},
-        {"run_id": "x", "name": "conv", "op_type": "Conv2D", "calls": 1, "dur_ns": 1000, "flops": None,
-         "flops_source": None, "hbm_bytes": 10, "hbm_bytes_source": "pmu", "arithmetic_intensity": None,
-         "achieved_bw_bps": 1.0, "achieved_flops_per_s": None, "bw_utilization": 0.1, "flops_utilization": None,
-         "ridge_point": 200.0, "bound": None},
-    ])
+    t = pa.Table.from_pylist(
+        [
+            {
+                "run_id": "x",
+                "name": "mm",
+                "op_type": "MatMulV2",
+                "calls": 1,
+                "dur_ns": 1000,
+                "flops": 1e9,
+                "flops_source": "modeled",
+                "hbm_bytes": 10**7,
+                "hbm_bytes_source": "pmu",
+                "arithmetic_intensity": 100.0,
+                "achieved_bw_bps": 1e13,
+                "achieved_flops_per_s": 1e15,
+                "bw_utilization": 0.5,
+                "flops_utilization": 0.5,
+                "ridge_point": 200.0,
+                "bound": "memory",
+            },
+            {
+                "run_id": "x",
+                "name": "conv",
+                "op_type": "Conv2D",
+                "calls": 1,
+                "dur_ns": 1000,
+                "flops": None,
+                "flops_source": None,
+                "hbm_bytes": 10,
+                "hbm_bytes_source": "pmu",
+                "arithmetic_intensity": None,
+                "achieved_bw_bps": 1.0,
+                "achieved_flops_per_s": None,
+                "bw_utilization": 0.1,
+                "flops_utilization": None,
+                "ridge_point": 200.0,
+                "bound": None,
+            },
+        ]
+    )
     spec = charts.to_spec(charts.roofline_chart(_with_peaks(t, 1e12, 2e14)))
     roof = [v for v in _all_values(spec) if "ai" in v]
     # ridge = 2e14 / 1e12 = 200 FLOP/byte; roof starts at min(100/2, 200/10) = 20 -> 20 x 1e12 / 1e12 = 20 TFLOP/s;
     # flat at 2e14 = 200 TFLOP/s from the ridge to max(100 x 2, 200 x 10) = 2000
     assert roof == [{"ai": 20.0, "tf": 20.0}, {"ai": 200.0, "tf": 200.0}, {"ai": 2000.0, "tf": 200.0}]
     (data,) = _datasets(spec).values()
-    assert [d["name"] for d in data] == ["mm"], "operators without FLOPs are left out (and counted in the subtitle)"
+    assert [d["name"] for d in data] == ["mm"], (
+        "operators without FLOPs are left out (and counted in the subtitle)"
+    )
     assert "1 without FLOPs" in json.dumps(spec)
     # no FLOPs at all: achieved bandwidth against the HBM peak instead
     only_conv = charts.to_spec(charts.roofline_chart(_with_peaks(t.slice(1, 1), 1e12, 2e14)))
@@ -173,16 +280,42 @@ def test_roofline_roof_from_the_peaks() -> None:
 
 
 def test_ub_l2_chart_says_why_it_is_empty() -> None:
-    t = pa.Table.from_pylist([{"run_id": "x", "scope": "overall", "name": None, "op_type": None, "calls": 1,
-                               "dur_ns": 1, "ub_bytes": None, "ub_bw_bps": None, "ub_utilization": None,
-                               "l2_hit_rate": None, "l2_weight": None, "l2_source": None,
-                               "reason": "no UB bandwidth metrics in the dump"}],
-                             schema=pa.schema([("run_id", pa.string()), ("scope", pa.string()), ("name", pa.string()),
-                                               ("op_type", pa.string()), ("calls", pa.int64()), ("dur_ns", pa.int64()),
-                                               ("ub_bytes", pa.int64()), ("ub_bw_bps", pa.float64()),
-                                               ("ub_utilization", pa.float64()), ("l2_hit_rate", pa.float64()),
-                                               ("l2_weight", pa.string()), ("l2_source", pa.string()),
-                                               ("reason", pa.string())]))
+    t = pa.Table.from_pylist(
+        [
+            {
+                "run_id": "x",
+                "scope": "overall",
+                "name": None,
+                "op_type": None,
+                "calls": 1,
+                "dur_ns": 1,
+                "ub_bytes": None,
+                "ub_bw_bps": None,
+                "ub_utilization": None,
+                "l2_hit_rate": None,
+                "l2_weight": None,
+                "l2_source": None,
+                "reason": "no UB bandwidth metrics in the dump",
+            }
+        ],
+        schema=pa.schema(
+            [
+                ("run_id", pa.string()),
+                ("scope", pa.string()),
+                ("name", pa.string()),
+                ("op_type", pa.string()),
+                ("calls", pa.int64()),
+                ("dur_ns", pa.int64()),
+                ("ub_bytes", pa.int64()),
+                ("ub_bw_bps", pa.float64()),
+                ("ub_utilization", pa.float64()),
+                ("l2_hit_rate", pa.float64()),
+                ("l2_weight", pa.string()),
+                ("l2_source", pa.string()),
+                ("reason", pa.string()),
+            ]
+        ),
+    )
     spec = charts.to_spec(charts.ub_l2_chart(t))
     assert _marks(spec) == ["text"] and "no UB bandwidth metrics in the dump" in json.dumps(spec)
 
@@ -191,9 +324,22 @@ def test_ub_l2_chart_says_why_it_is_empty() -> None:
 def _steps_store(root: Path, n_steps: int = 7) -> Path:
     """One rank, n 10 ms steps starting at 0; in each, one compute kernel from 2 to 6 ms (no HBM bytes).
     By hand, per step: compute 4 ms (not saturated: no bytes), preparing 2 ms, tail 4 ms, no idle, no comm."""
-    kernels = [dict(name="Tanh", op_type="Tanh", ts_ns=(s - 1) * 10 * MS + 2 * MS, dur_ns=4 * MS, step=s,
-                    task_type="AI_VECTOR_CORE", is_comm=False) for s in range(1, n_steps + 1)]
-    steps = [dict(step=s, ts_ns=(s - 1) * 10 * MS, dur_ns=10 * MS, source="t") for s in range(1, n_steps + 1)]
+    kernels = [
+        {
+            "name": "Tanh",
+            "op_type": "Tanh",
+            "ts_ns": (s - 1) * 10 * MS + 2 * MS,
+            "dur_ns": 4 * MS,
+            "step": s,
+            "task_type": "AI_VECTOR_CORE",
+            "is_comm": False,
+        }
+        for s in range(1, n_steps + 1)
+    ]
+    steps = [
+        {"step": s, "ts_ns": (s - 1) * 10 * MS, "dur_ns": 10 * MS, "source": "t"}
+        for s in range(1, n_steps + 1)
+    ]
     build_store(root, "steps", {0: {"kernels": kernels, "steps": steps}}, device="Ascend910B")
     return root
 
@@ -203,7 +349,10 @@ def test_step_windows_line_up_with_hbm_timeline(tmp_path: Path) -> None:
     t = queries.run("step_windows", store).to_pylist()
     # origin = first kernel start = 2 ms: windows [0,10), [10,20), [20,30) ms -> -2..8, 8..18, 18..28
     assert [(r["step"], r["step_index"], r["start_ms"], r["end_ms"]) for r in t] == [
-        (1, 0, -2.0, 8.0), (2, 1, 8.0, 18.0), (3, 2, 18.0, 28.0)]
+        (1, 0, -2.0, 8.0),
+        (2, 1, 8.0, 18.0),
+        (3, 2, 18.0, 28.0),
+    ]
     tl = queries.run("hbm_timeline", store).to_pylist()
     assert tl[0]["t_ms"] == 0.0 and tl[0]["bin_start_ns"] == 2 * MS  # the same origin
     assert queries.run("step_windows", store, params={"max_steps": 2}).num_rows == 0  # too many to shade
@@ -239,12 +388,19 @@ def test_step_groups_agree_with_wait_attribution_and_step_breakdown() -> None:
     parts = [c for c, _, _ in charts.WAIT_PARTS]
     for w in (r for r in wait if r["scope"] == "rank"):
         g = next(r for r in groups if r["scope"] == "rank" and r["rank"] == w["rank"])
-        assert {p: g[p] for p in parts} == pytest.approx({p: w[p] for p in parts}, abs=1)  # rounding of shares
+        assert {p: g[p] for p in parts} == pytest.approx(
+            {p: w[p] for p in parts}, abs=1
+        )  # rounding of shares
         assert g["window_ns"] == w["wall_ns"] and g["steps"] == w["steps"]
         mine = [r for r in sb if r["rank"] == w["rank"]]
-        for ours, theirs in (("computing_ns", "computing_ns"), ("comm_not_overlapped_ns", "comm_not_overlapped_ns"),
-                             ("overlapped_ns", "overlapped_ns"), ("idle_ns", "free_ns"),
-                             ("preparing_ns", "preparing_ns"), ("tail_ns", "tail_ns")):
+        for ours, theirs in (
+            ("computing_ns", "computing_ns"),
+            ("comm_not_overlapped_ns", "comm_not_overlapped_ns"),
+            ("overlapped_ns", "overlapped_ns"),
+            ("idle_ns", "free_ns"),
+            ("preparing_ns", "preparing_ns"),
+            ("tail_ns", "tail_ns"),
+        ):
             assert g[ours] == sum(r[theirs] for r in mine), ours
         assert g["profiler_computing_ns"] == sum(r["profiler_computing_ns"] for r in mine)
 
@@ -265,7 +421,9 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import traceql
 
     store = tmp_path_factory.mktemp("demo") / "store"
-    traceql.ingest(Path(__file__).resolve().parents[1] / "sample_traces" / "torch_npu_2rank", store=store, name="demo")
+    traceql.ingest(
+        Path(__file__).resolve().parents[1] / "sample_traces" / "torch_npu_2rank", store=store, name="demo"
+    )
     return store
 
 
@@ -302,8 +460,10 @@ def test_export_formats_offline(demo_store: Path, tmp_path: Path) -> None:
 
 def test_reproduce_commands_name_the_queries() -> None:
     cmds = charts.reproduce("hbm_timeline", "r1", device="ascend910b")
-    assert cmds == ["traceql query hbm_timeline --run r1 --device ascend910b",
-                    "traceql query step_windows --run r1 --device ascend910b"]
+    assert cmds == [
+        "traceql query hbm_timeline --run r1 --device ascend910b",
+        "traceql query step_windows --run r1 --device ascend910b",
+    ]
     assert charts.reproduce("op_hbm_bytes", "r1")[0].endswith("--param top_n=10")
 
 
@@ -321,14 +481,36 @@ def test_cli_chart_help_and_list(cli) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".json", ".html"])
 def test_cli_chart_happy_path(cli, demo_store: Path, tmp_path: Path, suffix: str) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / f"c{suffix}"
-    r = cli("chart", "op_hbm_bytes", "--run", "demo", "--store", str(demo_store), "--device", "ascend910b", "-o", str(out))
+    r = cli(
+        "chart",
+        "op_hbm_bytes",
+        "--run",
+        "demo",
+        "--store",
+        str(demo_store),
+        "--device",
+        "ascend910b",
+        "-o",
+        str(out),
+    )
     assert r.code == 0, r
     assert out.stat().st_size > 500 and f"wrote {out}" in r.err
 
 
 def test_cli_chart_rank_scope(cli, demo_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "t.json"
-    r = cli("chart", "hbm_timeline", "--rank", "1", "--store", str(demo_store), "--device", "ascend910b", "-o", str(out))
+    r = cli(
+        "chart",
+        "hbm_timeline",
+        "--rank",
+        "1",
+        "--store",
+        str(demo_store),
+        "--device",
+        "ascend910b",
+        "-o",
+        str(out),
+    )
     assert r.code == 0, r
     rows = [row for v in json.loads(out.read_text())["datasets"].values() for row in v if "bw_bps" in row]
     assert rows and {row["rank"] for row in rows} == {1}
@@ -336,8 +518,14 @@ def test_cli_chart_rank_scope(cli, demo_store: Path, tmp_path: Path) -> None:  #
 
 def test_cli_chart_errors(cli, demo_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     r = cli("chart", "nope", "--store", str(demo_store))
-    assert r.code == 1 and r.err.strip().startswith("error: unknown chart 'nope'") and len(r.err.strip().splitlines()) == 1
-    r = cli("chart", "hbm_timeline", "--run", "ghost", "--store", str(demo_store), "-o", str(tmp_path / "x.png"))
+    assert (
+        r.code == 1
+        and r.err.strip().startswith("error: unknown chart 'nope'")
+        and len(r.err.strip().splitlines()) == 1
+    )
+    r = cli(
+        "chart", "hbm_timeline", "--run", "ghost", "--store", str(demo_store), "-o", str(tmp_path / "x.png")
+    )
     assert r.code == 1 and "no run 'ghost'" in r.err and len(r.err.strip().splitlines()) == 1
     r = cli("chart", "hbm_timeline", "--store", str(tmp_path / "absent"), "-o", str(tmp_path / "x.png"))
     assert r.code == 1 and "no runs in store" in r.err and len(r.err.strip().splitlines()) == 1

@@ -21,7 +21,9 @@ MS = 1_000_000
 US = 1_000
 
 
-def write_run(store: Path, run_id: str, tables: dict[str, dict[str, list[Any]]], device: str | None = None) -> Store:
+def write_run(
+    store: Path, run_id: str, tables: dict[str, dict[str, list[Any]]], device: str | None = None
+) -> Store:
     st = Store(store)
     staging = st.new_staging()
     w = RankWriter(staging, run_id, 0)
@@ -31,7 +33,15 @@ def write_run(store: Path, run_id: str, tables: dict[str, dict[str, list[Any]]],
     st.commit(
         staging,
         run_id,
-        {"source": "test", "format": "canonical", "device": device, "ranks": [0], "ranks_count": 1, "rows": dict(w.rows), "files": dict(w.files)},
+        {
+            "source": "test",
+            "format": "canonical",
+            "device": device,
+            "ranks": [0],
+            "ranks_count": 1,
+            "rows": dict(w.rows),
+            "files": dict(w.files),
+        },
     )
     return st
 
@@ -39,7 +49,13 @@ def write_run(store: Path, run_id: str, tables: dict[str, dict[str, list[Any]]],
 def good_tables() -> dict[str, dict[str, list[Any]]]:
     """A consistent run: one 100 ms step, three kernels inside it, counters inside the window."""
     return {
-        "steps": {"step": [1], "ts_ns": [T0], "dur_ns": [100 * MS], "computing_ns": [60 * MS], "free_ns": [40 * MS]},
+        "steps": {
+            "step": [1],
+            "ts_ns": [T0],
+            "dur_ns": [100 * MS],
+            "computing_ns": [60 * MS],
+            "free_ns": [40 * MS],
+        },
         "kernels": {
             "step": [1, 1, 1],
             "name": ["MatMul_1", "Add_2", "TransData_3"],
@@ -108,7 +124,9 @@ def test_every_check_file_is_well_formed_and_its_columns_match(store: Path) -> N
     assert len(found) >= 8, [c.name for c in found]
     write_run(store, "good", good_tables())
     con = engine.connect(store)
-    assert checks._load_helpers(con) == ""  # for the checks that read the analysis macros (`-- needs: analysis`)
+    assert (
+        checks._load_helpers(con) == ""
+    )  # for the checks that read the analysis macros (`-- needs: analysis`)
     for chk in found:
         assert chk.description, chk.name
         values = {p: ("good" if p == "run_id" else 1e13) for p in chk.params}
@@ -147,7 +165,14 @@ def test_each_planted_defect_is_found_once(store: Path) -> None:
     assert res["kernels_outside_step"]["sample"][0]["name"] == "early"
     assert res["kernels_outside_step"]["sample"][0]["off_by_ns"] == 50 * MS
     assert res["ratios_out_of_range"]["sample"] == [
-        {"table_name": "kernels", "field": "mac_ratio", "rows": 1, "min_value": 55.0, "max_value": 55.0, "example": "pct"}
+        {
+            "table_name": "kernels",
+            "field": "mac_ratio",
+            "rows": 1,
+            "min_value": 55.0,
+            "max_value": 55.0,
+            "example": "pct",
+        }
     ]
     assert res["duplicate_kernels"]["sample"][0]["copies"] == 2
     assert {s["name"] for s in res["hbm_bandwidth_above_peak"]["sample"]} == {"HBM 0/Write", "hot"}
@@ -168,25 +193,40 @@ def test_hbm_bound_uses_the_device_peak_when_known(store: Path) -> None:
     assert r["failures"] == 2
     assert all(s["limit_bps"] == pytest.approx(10 * peak) for s in r["sample"])
     assert "Ascend910B" in r["bound"]
-    assert checks.hbm_limit_bps("NoSuchNPU") == (checks.FALLBACK_HBM_LIMIT_BPS, "fallback 10 TB/s (device peak unknown)")
+    assert checks.hbm_limit_bps("NoSuchNPU") == (
+        checks.FALLBACK_HBM_LIMIT_BPS,
+        "fallback 10 TB/s (device peak unknown)",
+    )
 
 
-def test_hbm_bound_from_a_faster_device_lets_the_fast_kernel_pass(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hbm_bound_from_a_faster_device_lets_the_fast_kernel_pass(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """10 x a 3 TB/s peak = 3e13 B/s: the 2e13 B/s kernel passes, the 3e14 B/s counter still fails."""
     from traceql import devices
 
-    monkeypatch.setattr(devices, "detect", lambda name: types.SimpleNamespace(peak_hbm_bps=3e12) if name == "FakeNPU" else None)
+    monkeypatch.setattr(
+        devices,
+        "detect",
+        lambda name: types.SimpleNamespace(peak_hbm_bps=3e12) if name == "FakeNPU" else None,
+    )
     write_run(store, "bad", bad_tables(), device="FakeNPU")
     r = by_name(checks.run_checks(store, "bad"))["hbm_bandwidth_above_peak"]
     assert r["failures"] == 1 and r["sample"][0]["name"] == "HBM 0/Write"
     assert r["sample"][0]["limit_bps"] == pytest.approx(3e13)
 
 
-def test_a_broken_check_is_reported_not_raised(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_check_is_reported_not_raised(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     d = tmp_path / "checks"
     d.mkdir()
-    (d / "broken.sql").write_text("-- name: broken\n-- description: x\n-- param: run_id VARCHAR\nSELECT nope FROM kernels WHERE run_id = $run_id\n")
-    (d / "fine.sql").write_text("-- name: fine\n-- description: y\n-- param: run_id VARCHAR\nSELECT 1 AS one FROM kernels WHERE run_id = $run_id AND false\n")
+    (d / "broken.sql").write_text(
+        "-- name: broken\n-- description: x\n-- param: run_id VARCHAR\nSELECT nope FROM kernels WHERE run_id = $run_id\n"
+    )
+    (d / "fine.sql").write_text(
+        "-- name: fine\n-- description: y\n-- param: run_id VARCHAR\nSELECT 1 AS one FROM kernels WHERE run_id = $run_id AND false\n"
+    )
     monkeypatch.setattr(checks, "checks_dir", lambda: d)
     write_run(store, "good", good_tables())
     res = by_name(checks.run_checks(store, "good"))
@@ -235,7 +275,11 @@ def test_cli_check_errors_are_one_line(store: Path, cli) -> None:  # type: ignor
     r = cli("check", "--store", store)
     assert r.code == 1 and "no runs" in r.err and len(r.err.strip().splitlines()) == 1
     write_run(store, "good", good_tables())
-    for args, msg in [(("--run", "nope"), "no run 'nope'"), (("-c", "nope"), "unknown check"), (("-f", "xml"), "unknown --format")]:
+    for args, msg in [
+        (("--run", "nope"), "no run 'nope'"),
+        (("-c", "nope"), "unknown check"),
+        (("-f", "xml"), "unknown --format"),
+    ]:
         r = cli("check", "--store", store, *args)
         assert r.code == 1 and msg in r.err and "Traceback" not in r.err, r
         assert len(r.err.strip().splitlines()) == 1, r
@@ -259,13 +303,21 @@ def test_real_dumps_pass_every_check(cli, tmp_path: Path) -> None:  # type: igno
         res = checks.run_checks(store, name)
         # modeled_above_peak is a limit of the byte model, not a defect of the data: these dumps' short
         # element-wise kernels (Muls, in-place Relu) run faster than HBM could feed their tensors, from L2
-        assert [(x["name"], x["failures"], x["error"]) for x in res
-                if (x["failures"] and x["name"] != "modeled_above_peak") or x["error"]] == []
+        assert [
+            (x["name"], x["failures"], x["error"])
+            for x in res
+            if (x["failures"] and x["name"] != "modeled_above_peak") or x["error"]
+        ] == []
     # the step window is really exercised: kernels carry steps and the steps have start times
     from traceql import engine
 
     con = engine.connect(store)
-    assert con.execute("SELECT count(*) FROM kernels k JOIN steps s USING (run_id, rank, step) WHERE s.ts_ns IS NOT NULL").fetchone()[0] > 0
+    assert (
+        con.execute(
+            "SELECT count(*) FROM kernels k JOIN steps s USING (run_id, rank, step) WHERE s.ts_ns IS NOT NULL"
+        ).fetchone()[0]
+        > 0
+    )
 
 
 def test_ingest_prints_a_warning_with_the_count(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -287,4 +339,9 @@ def test_ingest_prints_a_warning_with_the_count(cli, tmp_path: Path) -> None:  #
     r = cli("ingest", d / "kernel_details.csv", "--store", tmp_path / "s", "-q")
     assert r.code == 0, r
     assert "warning: check negative_durations: 1 row(s)" in r.err, r
-    assert cli("ingest", d / "kernel_details.csv", "--store", tmp_path / "s2", "-q", "--no-check").err.count("warning: check") == 0
+    assert (
+        cli("ingest", d / "kernel_details.csv", "--store", tmp_path / "s2", "-q", "--no-check").err.count(
+            "warning: check"
+        )
+        == 0
+    )

@@ -86,17 +86,23 @@ def test_dur_text_to_ns_rounds_ties_away_from_zero_like_decimals() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(min_value=0, max_value=2 * 10**11), min_size=1, max_size=200),
-       st.lists(st.integers(min_value=10**7, max_value=1_099_000_000), min_size=1, max_size=10),
-       st.lists(st.floats(min_value=0, max_value=1e8, allow_nan=False), min_size=1, max_size=50))
-def test_dur_text_to_ns_equals_exact_decimal_conversion(halves: list[int], big: list[int], values: list[float]) -> None:
+@given(
+    st.lists(st.integers(min_value=0, max_value=2 * 10**11), min_size=1, max_size=200),
+    st.lists(st.integers(min_value=10**7, max_value=1_099_000_000), min_size=1, max_size=10),
+    st.lists(st.floats(min_value=0, max_value=1e8, allow_nan=False), min_size=1, max_size=50),
+)
+def test_dur_text_to_ns_equals_exact_decimal_conversion(
+    halves: list[int], big: list[int], values: list[float]
+) -> None:
     """Durations as DuckDB prints a JSON number (the shortest repr of its double): whole and half ns (n / 2000
     µs: ties, where a float product can round the wrong way), large values a hair off a half ns (the float
     error grows with magnitude: 67597223.0005 x 1000 is 67597223000.49999 in floats) and arbitrary doubles.
     The column conversion == Decimal arithmetic per value (the large ones each in a column of its own: one
     value near a half sends its whole column through decimals)."""
     columns = [[repr(float(f"{n / 2000:.4f}")) for n in halves], [repr(v) for v in values]]
-    columns += [[repr(float(f"{i}.000{near}"))] for i in big for near in ("5", "4999", "5001", "49999", "500001")]
+    columns += [
+        [repr(float(f"{i}.000{near}"))] for i in big for near in ("5", "4999", "5001", "49999", "500001")
+    ]
     for texts in columns:
         got = cj.dur_text_to_ns(pa.array(texts, pa.string())).to_pylist()
         assert got == [cj.us_to_ns(Decimal(t)) for t in texts]
@@ -155,13 +161,17 @@ def test_require_root_rejects_what_is_not_a_trace(tmp_path: Path, data: bytes, w
 
 
 def test_iter_events_gives_exact_numbers(tmp_path: Path) -> None:
-    p = _write(tmp_path, "k.json", b'{"traceEvents": [{"ts": 1695835535123456.789, "id": 1736408883700059821}]}')
+    p = _write(
+        tmp_path, "k.json", b'{"traceEvents": [{"ts": 1695835535123456.789, "id": 1736408883700059821}]}'
+    )
     (ev,) = list(cj.iter_events(cj.sniff(p)))
     assert ev["ts"] == Decimal("1695835535123456.789") and ev["id"] == 1736408883700059821
 
 
 def test_iter_events_truncated_gzip_fails_fast(tmp_path: Path) -> None:
-    full = gzip.compress(b'{"traceEvents": [' + b'{"ph": "X", "ts": 1, "name": "a"}, ' * 5000 + b'{"ts": 2}]}')
+    full = gzip.compress(
+        b'{"traceEvents": [' + b'{"ph": "X", "ts": 1, "name": "a"}, ' * 5000 + b'{"ts": 2}]}'
+    )
     p = _write(tmp_path, "t.json.gz", full[: len(full) // 2])
     with pytest.raises(BadTraceError, match="truncated gzip") as ei:
         list(cj.iter_events(cj.sniff(p)))
@@ -193,7 +203,11 @@ def test_absurdly_deep_nesting_is_refused_quickly(tmp_path: Path, nest: str) -> 
     """ijson would need O(depth^2) memory (GBs for this 200 KB file); refused with one line instead."""
     import time
 
-    p = _write(tmp_path, "deep.json", ('{"traceEvents": [{"ph": "X", "ts": 1, "args": {"x": ' + nest + "}}]}").encode())
+    p = _write(
+        tmp_path,
+        "deep.json",
+        ('{"traceEvents": [{"ph": "X", "ts": 1, "args": {"x": ' + nest + "}}]}").encode(),
+    )
     t0 = time.perf_counter()
     with pytest.raises(BadTraceError, match=f"nested deeper than {cj.MAX_NESTING} levels"):
         list(cj.iter_events(cj.sniff(p)))
@@ -202,7 +216,9 @@ def test_absurdly_deep_nesting_is_refused_quickly(tmp_path: Path, nest: str) -> 
 
 def test_ordinary_nesting_passes_the_depth_guard(tmp_path: Path) -> None:
     nest = "[" * 100 + "]" * 100
-    p = _write(tmp_path, "ok.json", ('{"traceEvents": [{"ph": "X", "ts": 1, "args": {"x": ' + nest + "}}]}").encode())
+    p = _write(
+        tmp_path, "ok.json", ('{"traceEvents": [{"ph": "X", "ts": 1, "args": {"x": ' + nest + "}}]}").encode()
+    )
     assert len(list(cj.iter_events(cj.sniff(p)))) == 1
 
 
@@ -231,18 +247,28 @@ def test_tail_bytes_of_gzip_is_the_decompressed_end(tmp_path: Path) -> None:
 # ---- byte scan for metadata events -------------------------------------------------------------------
 
 
-def test_scan_objects_across_chunk_boundaries_and_near_hits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scan_objects_across_chunk_boundaries_and_near_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(cj, "CHUNK", 4096)  # many small chunks: objects straddle boundaries
-    events = [b'{"ph": "X", "name": "a", "ts": "1.0", "args": {"Call stack": "process_name in a string"}}'] * 200
+    events = [
+        b'{"ph": "X", "name": "a", "ts": "1.0", "args": {"Call stack": "process_name in a string"}}'
+    ] * 200
     meta = [
         b'{"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "args": {"name": "HCCL"}}',
         b'{"ph": "M", "name": "thread_name", "pid": 7, "tid": 0, "args": {"name": "Group 5 Communication"}}',
     ]
     data = b"[" + b", ".join(events[:100] + meta + events[100:] + [meta[0].replace(b"7", b"9")]) + b"]"
     p = _write(tmp_path, "m.json", data)
-    found = [o for o in cj.scan_objects(cj.sniff(p), b"process_name", near=(b"thread_name",)) if o.get("ph") == "M"]
+    found = [
+        o for o in cj.scan_objects(cj.sniff(p), b"process_name", near=(b"thread_name",)) if o.get("ph") == "M"
+    ]
     # each M event exactly once, wherever the 4 KiB chunks cut the file
-    assert sorted((o["name"], o["pid"]) for o in found) == [("process_name", 7), ("process_name", 9), ("thread_name", 7)]
+    assert sorted((o["name"], o["pid"]) for o in found) == [
+        ("process_name", 7),
+        ("process_name", 9),
+        ("thread_name", 7),
+    ]
 
 
 # ---- vectorised args ---------------------------------------------------------------------------------
@@ -283,8 +309,9 @@ def test_background_writer_reraises_the_writer_error() -> None:
 
 
 @pytest.mark.parametrize("pair_rows", [3, 1_000_000], ids=["many passes", "one pass"])
-def test_pair_flows_pairs_the_same_in_one_pass_or_many(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       pair_rows: int) -> None:
+def test_pair_flows_pairs_the_same_in_one_pass_or_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pair_rows: int
+) -> None:
     """Flow ends are paired in passes over disjoint hash ranges of (cat, id) so memory stays bounded; the pairs
     must not depend on how many passes. Expected rows written out by hand from the ends below."""
     monkeypatch.setattr(cj, "FLOW_PAIR_ROWS", pair_rows)
@@ -301,21 +328,37 @@ def test_pair_flows_pairs_the_same_in_one_pass_or_many(tmp_path: Path, monkeypat
         ("async_npu", "torch_to_npu", None, "s", 10, 1, 600),  # no id: never paired
     ]
     sp = cj.Spill(tmp_path, "flows")
-    sp.add(pa.table({c: [e[i] for e in ends] for i, c in enumerate(cj.FLOW_ENDS)},
-                    schema=pa.schema([("cat", pa.string()), ("name", pa.string()), ("fid", pa.string()), ("ph", pa.string()),
-                                      ("pid", pa.int64()), ("tid", pa.int64()), ("ts_ns", pa.int64())])))
+    sp.add(
+        pa.table(
+            {c: [e[i] for e in ends] for i, c in enumerate(cj.FLOW_ENDS)},
+            schema=pa.schema(
+                [
+                    ("cat", pa.string()),
+                    ("name", pa.string()),
+                    ("fid", pa.string()),
+                    ("ph", pa.string()),
+                    ("pid", pa.int64()),
+                    ("tid", pa.int64()),
+                    ("ts_ns", pa.int64()),
+                ]
+            ),
+        )
+    )
     path = sp.close()
     assert path is not None
     rows = []
     for b in cj.pair_flows(path, tmp_path, batch_rows=2):
         rows.extend(tuple(r.values()) for r in b.to_pylist())
     # cat, name, flow_id, src_pid, src_tid, src_ts_ns, dst_pid, dst_tid, dst_ts_ns
-    assert sorted(rows, key=repr) == sorted([
-        ("async_npu", "torch_to_npu", "1", 10, 1, 100, 20, 2, 150),
-        ("async_npu", "torch_to_npu", "2", 10, 1, 200, 20, 2, 250),
-        ("async_npu", "torch_to_npu", "2", 10, 1, 200, 20, 3, 260),
-        ("HostToDevice", "HostToDevice7", "1", 11, 4, 300, 21, 5, 350),
-        ("async_npu", "torch_to_npu", "3", 10, 1, 400, None, None, None),
-        (None, "x", "4", None, None, None, 22, 6, 500),
-        ("async_npu", "torch_to_npu", None, 10, 1, 600, None, None, None),
-    ], key=repr)
+    assert sorted(rows, key=repr) == sorted(
+        [
+            ("async_npu", "torch_to_npu", "1", 10, 1, 100, 20, 2, 150),
+            ("async_npu", "torch_to_npu", "2", 10, 1, 200, 20, 2, 250),
+            ("async_npu", "torch_to_npu", "2", 10, 1, 200, 20, 3, 260),
+            ("HostToDevice", "HostToDevice7", "1", 11, 4, 300, 21, 5, 350),
+            ("async_npu", "torch_to_npu", "3", 10, 1, 400, None, None, None),
+            (None, "x", "4", None, None, None, 22, 6, 500),
+            ("async_npu", "torch_to_npu", None, 10, 1, 600, None, None, None),
+        ],
+        key=repr,
+    )

@@ -33,9 +33,12 @@ def cstore(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("compare")
     st = root / "store"
     cases: dict[str, dict[str, Any]] = {
-        "clean": {}, "chain": {"chain": True},
-        "unfused": {"clean": False, "chain": True}, "fused": {"clean": False, "fused": True},
-        "chain_noisy": {"chain": True, "jitter": NOISE_A}, "clean_noisy": {"jitter": NOISE_B},
+        "clean": {},
+        "chain": {"chain": True},
+        "unfused": {"clean": False, "chain": True},
+        "fused": {"clean": False, "fused": True},
+        "chain_noisy": {"chain": True, "jitter": NOISE_A},
+        "clean_noisy": {"jitter": NOISE_B},
         "clean8": {"n_ranks": 8},
     }
     for name, kw in cases.items():
@@ -47,9 +50,14 @@ def cstore(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def results(cstore: Path) -> dict[str, Any]:
     """Each pair compared once (findings included)."""
-    pairs = {"self": ("clean", "clean"), "regress": ("clean", "chain"), "improve": ("chain", "clean"),
-             "fix": ("unfused", "fused"), "noisy_improve": ("chain_noisy", "clean_noisy"),
-             "noisy_regress": ("clean_noisy", "chain_noisy")}
+    pairs = {
+        "self": ("clean", "clean"),
+        "regress": ("clean", "chain"),
+        "improve": ("chain", "clean"),
+        "fix": ("unfused", "fused"),
+        "noisy_improve": ("chain_noisy", "clean_noisy"),
+        "noisy_regress": ("clean_noisy", "chain_noisy"),
+    }
     return {k: compare(cstore, b, c, device=DEVICE).to_dict() for k, (b, c) in pairs.items()}
 
 
@@ -141,11 +149,23 @@ def test_improvement_under_noise_is_never_a_regression(results: dict[str, Any]) 
     assert "spread covers" in v["why"]
 
 
-def test_noise_covering_a_regression_is_inconclusive_and_does_not_trip_the_gate(cli: Any, cstore: Path,
-                                                                                  results: dict[str, Any]) -> None:
+def test_noise_covering_a_regression_is_inconclusive_and_does_not_trip_the_gate(
+    cli: Any, cstore: Path, results: dict[str, Any]
+) -> None:
     v = results["noisy_regress"]["verdict"]
     assert v["verdict"] == "inconclusive" and v["delta_rel"] > 0.05
-    r = cli("compare", "clean_noisy", "chain_noisy", "-s", cstore, "--gate", "5%", "--no-findings", "--device", DEVICE)
+    r = cli(
+        "compare",
+        "clean_noisy",
+        "chain_noisy",
+        "-s",
+        cstore,
+        "--gate",
+        "5%",
+        "--no-findings",
+        "--device",
+        DEVICE,
+    )
     assert r.code == 0, r
     assert "not tripped" in r.out
 
@@ -184,7 +204,17 @@ def test_json_is_versioned_and_markdown_says_the_same(cli: Any, cstore: Path) ->
     assert r.code == 0, r
     d = json.loads(r.out)
     assert d["format"] == "traceql.compare/1" and d["mode"] == "same"
-    assert {"base", "cand", "comparability", "verdict", "step", "ranks", "traffic", "operators", "findings"} <= set(d)
+    assert {
+        "base",
+        "cand",
+        "comparability",
+        "verdict",
+        "step",
+        "ranks",
+        "traffic",
+        "operators",
+        "findings",
+    } <= set(d)
     m = cli("compare", "clean", "chain", "-s", cstore, "--format", "markdown", "--device", DEVICE)
     assert m.code == 0 and "REGRESSION" in m.out and "+3.898 ms" in m.out
     assert "| Conv2D |" in m.out and "## Findings" in m.out
@@ -193,8 +223,12 @@ def test_json_is_versioned_and_markdown_says_the_same(cli: Any, cstore: Path) ->
 def test_help_has_an_example_and_usage_errors_exit_2(cli: Any, cstore: Path) -> None:
     h = cli("compare", "--help")
     assert h.code == 0 and "traceql compare base cand --gate 5%" in h.out
-    for args, needle in ((["--format", "xml"], "--format"), (["--mode", "both"], "--mode"), (["--gate", "abc"], "--gate"),
-                         (["--name-map", "x.json"], "--name-map")):
+    for args, needle in (
+        (["--format", "xml"], "--format"),
+        (["--mode", "both"], "--mode"),
+        (["--gate", "abc"], "--gate"),
+        (["--name-map", "x.json"], "--name-map"),
+    ):
         r = cli("compare", "clean", "chain", "-s", cstore, *args)
         assert r.code == 2, (args, r)
         assert needle in r.err
@@ -281,7 +315,9 @@ def test_charts_carry_the_comparison_numbers(results: dict[str, Any]) -> None:
     s = step_split_chart(d).to_dict()
     rows = s["data"]["values"]
     cand_ms = sum(r["ms"] for r in rows if r["side"] == "cand: chain")
-    assert cand_ms == pytest.approx((pc.clean_step_ns() + pc.chain_ns()) / 1e6)  # the parts add up to the window
+    assert cand_ms == pytest.approx(
+        (pc.clean_step_ns() + pc.chain_ns()) / 1e6
+    )  # the parts add up to the window
     t = traffic_delta_chart(d).to_dict()
     by = {r["op_type"]: r for r in t["data"]["values"]}
     assert {"Conv2D", "BNTrainingReduce", "BNTrainingUpdate", "Relu"} <= set(by)
@@ -306,18 +342,38 @@ def cross_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _raw_kernels(path: Path, needle: str) -> int:
     import gzip
 
-    trace = json.loads(gzip.open(path).read())
-    return sum(1 for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel" and needle in e.get("name", ""))
+    with gzip.open(path) as fh:
+        trace = json.loads(fh.read())
+    return sum(
+        1
+        for e in trace["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") == "kernel" and needle in e.get("name", "")
+    )
 
 
-def test_cross_mode_matches_operators_through_the_framework_op(cli: Any, cross_store: Path, tmp_path: Path) -> None:
+def test_cross_mode_matches_operators_through_the_framework_op(
+    cli: Any, cross_store: Path, tmp_path: Path
+) -> None:
     from tests.conftest import HTA
 
     same = cli("compare", "gpu", "npu", "-s", cross_store, "--no-findings")
     assert same.code == 1 and "different profilers" in same.err and "--mode cross" in same.err
     m = tmp_path / "map.json"
     m.write_text(json.dumps({"map": {"launch_clamp_scalar": "Relu"}}), encoding="utf-8")
-    r = cli("compare", "gpu", "npu", "-s", cross_store, "--mode", "cross", "--name-map", m, "--format", "json", "--no-findings")
+    r = cli(
+        "compare",
+        "gpu",
+        "npu",
+        "-s",
+        cross_store,
+        "--mode",
+        "cross",
+        "--name-map",
+        m,
+        "--format",
+        "json",
+        "--no-findings",
+    )
     assert r.code == 0, r
     d = json.loads(r.out)
     assert d["mode"] == "cross" and d["comparability"]["comparable"]
@@ -334,10 +390,17 @@ def test_cross_mode_matches_operators_through_the_framework_op(cli: Any, cross_s
     assert relu.calls == _raw_kernels(HTA / ALEXNET, "launch_clamp_scalar") > 0
 
 
-@pytest.mark.parametrize("content, needle", [("{not json", "not a JSON/TOML name map"),
-                                             ('{"map": {"(": "x"}}', "bad regex"),
-                                             ('{"map": {"a": 1}}', "string keys and values")])
-def test_bad_name_map_is_one_line_exit_1(cli: Any, cstore: Path, tmp_path: Path, content: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("{not json", "not a JSON/TOML name map"),
+        ('{"map": {"(": "x"}}', "bad regex"),
+        ('{"map": {"a": 1}}', "string keys and values"),
+    ],
+)
+def test_bad_name_map_is_one_line_exit_1(
+    cli: Any, cstore: Path, tmp_path: Path, content: str, needle: str
+) -> None:
     m = tmp_path / "map.json"
     m.write_text(content, encoding="utf-8")
     r = cli("compare", "clean", "chain", "-s", cstore, "--mode", "cross", "--name-map", m, "--no-findings")
@@ -345,8 +408,19 @@ def test_bad_name_map_is_one_line_exit_1(cli: Any, cstore: Path, tmp_path: Path,
 
 
 def test_no_fused_groups_skips_only_the_chains(cli: Any, cstore: Path) -> None:
-    r = cli("compare", "clean", "chain", "-s", cstore, "--format", "json", "--no-findings", "--no-fused-groups",
-            "--device", DEVICE)
+    r = cli(
+        "compare",
+        "clean",
+        "chain",
+        "-s",
+        cstore,
+        "--format",
+        "json",
+        "--no-findings",
+        "--no-fused-groups",
+        "--device",
+        DEVICE,
+    )
     assert r.code == 0, r
     d = json.loads(r.out)
     assert d["traffic"]["fused_groups"] == [] and d["findings"] is None

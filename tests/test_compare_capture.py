@@ -30,11 +30,17 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for exp in PAIRS:
         problem = next(w for w in workloads.WORKLOADS.values() if w.experiment == exp and w.role == "problem")
         for name in (problem.name, problem.pair):
-            meta = capture_workload(name, size="small", out=base / "dumps", device="cpu", schedule=Schedule(0, 1, 1))
+            meta = capture_workload(
+                name, size="small", out=base / "dumps", device="cpu", schedule=Schedule(0, 1, 1)
+            )
             ingest(Path(meta["dump"]) / meta["ingest_path"], store=store, name=name, workers=1)
         fired = {n: {f.id for f in evaluate(store, n).fired} for n in (problem.name, problem.pair)}
-        out[exp] = {"cmp": compare(store, problem.name, problem.pair).to_dict(), "fired": fired,
-                    "problem": problem.name, "fix": problem.pair}
+        out[exp] = {
+            "cmp": compare(store, problem.name, problem.pair).to_dict(),
+            "fired": fired,
+            "problem": problem.name,
+            "fix": problem.pair,
+        }
     return out
 
 

@@ -39,9 +39,14 @@ def _assert_stored_equals_raw(store: Path, run: str, monkeypatch: pytest.MonkeyP
     import traceql
 
     # the one query with a required parameter (op_calls: one operator's calls) gets the busiest operator
-    busiest = traceql.connect(store).execute(
-        "SELECT coalesce(nullif(op_type, 'N/A'), name) FROM kernels WHERE run_id = ? GROUP BY 1 ORDER BY sum(dur_ns) DESC LIMIT 1",
-        [run]).fetchone()[0]
+    busiest = (
+        traceql.connect(store)
+        .execute(
+            "SELECT coalesce(nullif(op_type, 'N/A'), name) FROM kernels WHERE run_id = ? GROUP BY 1 ORDER BY sum(dur_ns) DESC LIMIT 1",
+            [run],
+        )
+        .fetchone()[0]
+    )
     checked = 0
     for spec in queries.list_queries():
         params = {p.name: busiest for p in spec.params if p.required}
@@ -52,7 +57,11 @@ def _assert_stored_equals_raw(store: Path, run: str, monkeypatch: pytest.MonkeyP
             raw = _rows(spec.name, store, run, params)
         assert len(stored) == len(raw), spec.name
         for rs, rr in zip(stored, raw, strict=True):
-            assert all(_same(a, b) for a, b in zip(rs, rr, strict=True)), (spec.name, [(i, a, b) for i, (a, b) in enumerate(zip(rs, rr, strict=True)) if not _same(a, b)], rs)
+            assert all(_same(a, b) for a, b in zip(rs, rr, strict=True)), (
+                spec.name,
+                [(i, a, b) for i, (a, b) in enumerate(zip(rs, rr, strict=True)) if not _same(a, b)],
+                rs,
+            )
         checked += len(stored)
     return checked
 
@@ -64,14 +73,18 @@ def test_sample_every_query_same_from_stored_and_raw(tmp_path: Path, monkeypatch
 
 
 @pytest.mark.parametrize("case", ["unfused_chain", "h2d_not_overlapped", "hbm_wait", "slow_link"])
-def test_planted_every_query_same_from_stored_and_raw(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_planted_every_query_same_from_stored_and_raw(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     st = tmp_path / "s"
     ingest(planted.write(case, tmp_path / "dumps"), st, name=case, workers=1)
     assert _assert_stored_equals_raw(st, case, monkeypatch) > 0
 
 
 @pytest.mark.parametrize("dump", [LEVEL1, DB_LEVEL1], ids=["text", "db"])
-def test_real_every_query_same_from_stored_and_raw(dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_every_query_same_from_stored_and_raw(
+    dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     st = tmp_path / "s"
     ingest(real(dump), st, name="real", workers=2)
     assert _assert_stored_equals_raw(st, "real", monkeypatch) > 0
@@ -106,20 +119,26 @@ def test_a_stale_derivation_is_never_used_and_is_rebuilt(tmp_path: Path) -> None
     assert not derive.stored_for(Store(st).run("demo"))
     con = traceql.connect(st)
     assert not con.execute("SELECT derived FROM runs").fetchone()[0]
-    assert "kernel_bytes" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "kernel_bytes" not in {
+        r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()
+    }
     del con  # an open connection holds the readers' lock: superseded files would stay until it is gone
     old = sorted((Store(st).run_path("demo") / "kernel_bytes").iterdir())
     # same version in the file names, so the rebuild replaces them: make them look old
     for p in old:
         p.rename(p.with_name(p.name.replace("-d", "-dold")))
-    m["runs"]["demo"]["files"]["kernel_bytes"] = [f"kernel_bytes/{p.name.replace('-d', '-dold')}" for p in old]
+    m["runs"]["demo"]["files"]["kernel_bytes"] = [
+        f"kernel_bytes/{p.name.replace('-d', '-dold')}" for p in old
+    ]
     (st / "manifest.json").write_text(json.dumps(m))
     assert _rows("wait_attribution", st, "demo") == before
     assert derive.stored_for(Store(st).run("demo"))
     assert not list((Store(st).run_path("demo") / "kernel_bytes").glob("*-dold*"))
 
 
-def test_read_only_store_is_analysed_from_the_raw_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_store_is_analysed_from_the_raw_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
     monkeypatch.setattr(derive.os, "access", lambda *a, **k: False)
@@ -150,7 +169,9 @@ def test_derived_tables_are_queryable_ad_hoc(tmp_path: Path) -> None:
     assert bad == 0
 
 
-def test_a_failed_build_leaves_the_run_to_the_raw_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_build_leaves_the_run_to_the_raw_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A build that dies (a worker killed for memory) must not fail the analysis or leave files behind."""
     from concurrent.futures.process import BrokenProcessPool
 
@@ -198,7 +219,17 @@ def test_ingest_prepare_builds_the_analysis_tables_at_ingest(tmp_path: Path, cli
     returns what an unprepared run returns); --no-prepare stores only the parsed tables; a single trace is not
     prepared unless asked."""
     st = tmp_path / "s"
-    plain = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "plain", "-q", "--no-check", "--no-prepare")
+    plain = cli(
+        "ingest",
+        SAMPLES / "torch_npu_2rank",
+        "--store",
+        st,
+        "--name",
+        "plain",
+        "-q",
+        "--no-check",
+        "--no-prepare",
+    )
     assert plain.code == 0, plain.err
     assert not derive.stored_for(Store(st).run("plain"))
     prepared = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "prep", "-q", "--no-check")
@@ -213,10 +244,14 @@ def test_ingest_prepare_builds_the_analysis_tables_at_ingest(tmp_path: Path, cli
     assert asked.code == 0 and derive.stored_for(Store(st).run("asked")), asked.err
     q = cli("query", "rank_summary", "--store", st, "--run", "prep", "--format", "csv")
     assert q.code == 0 and "building the analysis tables" not in q.err
-    assert q.out == cli("query", "rank_summary", "--store", st, "--run", "plain", "--format", "csv").out.replace("plain", "prep")
+    assert q.out == cli(
+        "query", "rank_summary", "--store", st, "--run", "plain", "--format", "csv"
+    ).out.replace("plain", "prep")
 
 
-def test_build_memory_limit_is_a_share_of_available_memory_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_memory_limit_is_a_share_of_available_memory_within_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Half of MemAvailable split between the sessions, clamped to [1 GB, 3 GB] (values worked out by hand)."""
     gb = 1 << 30
     monkeypatch.setattr(derive, "_available_bytes", lambda: 20 * gb)

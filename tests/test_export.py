@@ -142,7 +142,9 @@ def test_chrome_phases_exact_ts_and_round_trip(stores: dict[str, Path], tmp_path
     assert sorted((r["ts_ns"], r["dur_ns"], r["name"]) for r in back) == sorted(w[1:] for w in want)
 
 
-def test_chrome_one_rank_round_trip_keeps_rank_and_applies_offset(stores: dict[str, Path], tmp_path: Path, cli: Any) -> None:
+def test_chrome_one_rank_round_trip_keeps_rank_and_applies_offset(
+    stores: dict[str, Path], tmp_path: Path, cli: Any
+) -> None:
     st = stores["store"]
     out = tmp_path / "r1.json"
     r = cli("export", "--store", st, "--run", "off", "--rank", "1", "-o", out, "--no-findings")
@@ -156,17 +158,39 @@ def test_chrome_one_rank_round_trip_keeps_rank_and_applies_offset(stores: dict[s
     assert sorted(b["ts_ns"] for b in back) == sorted(k["ts_ns"] - OFFSET_NS for k in orig)
     # --no-clock-align: as recorded
     out2 = tmp_path / "r1raw.json"
-    assert cli("export", "--store", st, "--run", "off", "--rank", "1", "-o", out2, "--no-findings", "--no-clock-align").code == 0
+    assert (
+        cli(
+            "export",
+            "--store",
+            st,
+            "--run",
+            "off",
+            "--rank",
+            "1",
+            "-o",
+            out2,
+            "--no-findings",
+            "--no-clock-align",
+        ).code
+        == 0
+    )
     doc = _chrome(out2)
-    assert sorted(_abs_ns(doc, e["ts"]) for e in doc["traceEvents"] if e.get("cat") == "kernel") == sorted(k["ts_ns"] for k in orig)
+    assert sorted(_abs_ns(doc, e["ts"]) for e in doc["traceEvents"] if e.get("cat") == "kernel") == sorted(
+        k["ts_ns"] for k in orig
+    )
 
 
 def test_chrome_findings_track_never_overlaps(stores: dict[str, Path], tmp_path: Path, cli: Any) -> None:
     out = tmp_path / "f.json"
-    assert cli("export", "--store", stores["store"], "--run", "off", "-o", out, "--device", "ascend910b").code == 0
+    assert (
+        cli("export", "--store", stores["store"], "--run", "off", "-o", out, "--device", "ascend910b").code
+        == 0
+    )
     doc = _chrome(out)
     evs = doc["traceEvents"]
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "thread_name"
+    }
     fx = [e for e in evs if e["ph"] == "X" and e.get("cat") == "traceql.finding"]
     assert fx
     by_thread: dict[Any, list[Any]] = {}
@@ -179,41 +203,84 @@ def test_chrome_findings_track_never_overlaps(stores: dict[str, Path], tmp_path:
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
     # no finding thread holds anything else
     ftids = {k for k, v in names.items() if v.startswith("traceql: findings")}
-    assert all(e.get("cat") == "traceql.finding" for e in evs if e["ph"] == "X" and (e["pid"], e["tid"]) in ftids)
+    assert all(
+        e.get("cat") == "traceql.finding" for e in evs if e["ph"] == "X" and (e["pid"], e["tid"]) in ftids
+    )
 
 
 def test_steps_slice_is_the_step_window(stores: dict[str, Path], tmp_path: Path, cli: Any) -> None:
     st = stores["store"]
     out = tmp_path / "s.json"
-    assert cli("export", "--store", st, "--run", "aligned", "--rank", "1", "--steps", "2", "-o", out, "--no-findings").code == 0
+    assert (
+        cli(
+            "export",
+            "--store",
+            st,
+            "--run",
+            "aligned",
+            "--rank",
+            "1",
+            "--steps",
+            "2",
+            "-o",
+            out,
+            "--no-findings",
+        ).code
+        == 0
+    )
     doc = _chrome(out)
-    step = next(s for s in _parquet(st, "aligned", "steps") if s["rank"] == 1 and s["step"] == 2 and s["ts_ns"] is not None)
+    step = next(
+        s
+        for s in _parquet(st, "aligned", "steps")
+        if s["rank"] == 1 and s["step"] == 2 and s["ts_ns"] is not None
+    )
     lo, hi = step["ts_ns"], step["ts_ns"] + step["dur_ns"]
-    want = sorted(k["ts_ns"] for k in _parquet(st, "aligned", "kernels") if k["rank"] == 1 and lo <= k["ts_ns"] < hi)
+    want = sorted(
+        k["ts_ns"] for k in _parquet(st, "aligned", "kernels") if k["rank"] == 1 and lo <= k["ts_ns"] < hi
+    )
     got = sorted(_abs_ns(doc, e["ts"]) for e in doc["traceEvents"] if e.get("cat") == "kernel")
     assert got == want and want
     assert {e["pid"] for e in doc["traceEvents"]} == {1}
 
 
-def test_wait_state_tiles_the_steps_and_names_the_planted_wait(stores: dict[str, Path], tmp_path: Path, cli: Any) -> None:
+def test_wait_state_tiles_the_steps_and_names_the_planted_wait(
+    stores: dict[str, Path], tmp_path: Path, cli: Any
+) -> None:
     """hbm_wait as planted: rank 0 waits in each all-reduce while rank 1 runs element-wise kernels at 93% of peak
     HBM bandwidth. Expected values from the Parquet steps (the step windows tile each rank's run) and comm_ops
     (the planted wait)."""
     st = stores["store"]
     out = tmp_path / "w.json"
-    assert cli("export", "--store", st, "--run", "aligned", "-o", out, "--no-findings", "--device", "ascend910b").code == 0
+    assert (
+        cli(
+            "export", "--store", st, "--run", "aligned", "-o", out, "--no-findings", "--device", "ascend910b"
+        ).code
+        == 0
+    )
     doc = _chrome(out)
     ws = [e for e in doc["traceEvents"] if e.get("cat") == "traceql.wait_state"]
-    allowed = {"computing", "compute (HBM-saturated)", "transit", "waiting on a peer", "waiting on an HBM-saturated peer",
-               "waiting (sync, or ranks not in the dump)", "idle", "host"}
+    allowed = {
+        "computing",
+        "compute (HBM-saturated)",
+        "transit",
+        "waiting on a peer",
+        "waiting on an HBM-saturated peer",
+        "waiting (sync, or ranks not in the dump)",
+        "idle",
+        "host",
+    }
     assert {e["name"] for e in ws} <= allowed
     steps = [s for s in _parquet(st, "aligned", "steps") if s["ts_ns"] is not None]
     for rank in (0, 1):
         mine = sorted((e["ts"], e["dur"]) for e in ws if e["pid"] == rank)
-        assert all(a[0] + a[1] == b[0] for a, b in zip(mine, mine[1:], strict=False))  # contiguous, no overlap
+        assert all(
+            a[0] + a[1] == b[0] for a, b in zip(mine, mine[1:], strict=False)
+        )  # contiguous, no overlap
         assert sum(int(d * 1000) for _, d in mine) == sum(s["dur_ns"] for s in steps if s["rank"] == rank)
     waits = sum(r["wait_ns"] for r in _parquet(st, "aligned", "comm_ops") if r["rank"] == 0 and r["wait_ns"])
-    got = sum(int(e["dur"] * 1000) for e in ws if e["pid"] == 0 and e["name"] == "waiting on an HBM-saturated peer")
+    got = sum(
+        int(e["dur"] * 1000) for e in ws if e["pid"] == 0 and e["name"] == "waiting on an HBM-saturated peer"
+    )
     assert got == waits
     assert any(e["name"] == "compute (HBM-saturated)" for e in ws if e["pid"] == 1)
 
@@ -235,11 +302,18 @@ def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, 
 
     def read(path: Path) -> tuple[Any, ...]:
         pb, trace = _decode(path)
-        tracks = {p.track_descriptor.uuid: p.track_descriptor for p in trace.packet if p.HasField("track_descriptor")}
+        tracks = {
+            p.track_descriptor.uuid: p.track_descriptor
+            for p in trace.packet
+            if p.HasField("track_descriptor")
+        }
         proc = {u: d.process.pid - 1 for u, d in tracks.items() if d.HasField("process")}
         rank_of = {u: proc[d.parent_uuid] for u, d in tracks.items() if d.parent_uuid in proc}
         name_of = {u: d.name for u, d in tracks.items()}
-        assert sorted(d.process.process_name for d in tracks.values() if d.HasField("process")) == ["rank 0", "rank 1"]
+        assert sorted(d.process.process_name for d in tracks.values() if d.HasField("process")) == [
+            "rank 0",
+            "rank 1",
+        ]
         assert {"Stream 2", "traceql: findings", "traceql: wait state"} <= set(name_of.values())
 
         begins: dict[str, list[tuple[int, int, str]]] = {}
@@ -259,7 +333,9 @@ def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, 
                 assert p.timestamp >= t0
                 slices[i] = (rk, tr, t0, p.timestamp, nm)
             elif ev.type == pb.TrackEvent.TYPE_COUNTER:
-                counters.setdefault((rank_of[ev.track_uuid], name_of[ev.track_uuid]), {})[p.timestamp] = ev.double_counter_value
+                counters.setdefault((rank_of[ev.track_uuid], name_of[ev.track_uuid]), {})[p.timestamp] = (
+                    ev.double_counter_value
+                )
         assert all(not s for s in stack.values()) and all(s[3] >= 0 for s in slices)
         for s in slices:
             begins.setdefault(s[1], []).append((s[0], s[2], s[3] - s[2]))
@@ -268,8 +344,10 @@ def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, 
 
     pb, tracks, rank_of, name_of, slices, counters, begins = read(out)
     # kernels: every stored kernel, rank 1 moved onto rank 0's clock by the planted offset
-    kern = sorted((k["rank"], k["ts_ns"] - (OFFSET_NS if k["rank"] == 1 else 0), k["dur_ns"])
-                  for k in _parquet(st, "off", "kernels"))
+    kern = sorted(
+        (k["rank"], k["ts_ns"] - (OFFSET_NS if k["rank"] == 1 else 0), k["dur_ns"])
+        for k in _parquet(st, "off", "kernels")
+    )
     got = sorted(x for tr, xs in begins.items() if tr.startswith("Stream ") for x in xs)
     assert got == kern
 
@@ -278,12 +356,16 @@ def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, 
     for c in _parquet(st, "off", "counters"):
         if c["track"] == "HBM" and c["metric"] in ("read_bw", "write_bw"):
             hbm[(c["rank"], c["ts_ns"])] = hbm.get((c["rank"], c["ts_ns"]), 0.0) + c["value"]
-    tr_name = next(n for (_, n) in counters if n.startswith("traceql: HBM bandwidth, % of peak (measured: sampled"))
+    tr_name = next(
+        n for (_, n) in counters if n.startswith("traceql: HBM bandwidth, % of peak (measured: sampled")
+    )
     assert "period 1 ms" in tr_name  # planted.build samples HBM every 1 ms
     for rank in (0, 1):
         series = counters[(rank, tr_name)]
         ts_sorted = sorted(t for (r, t) in hbm if r == rank)
-        want = {t - (OFFSET_NS if rank == 1 else 0): hbm[(rank, t)] / planted.PEAK * 100 for t in ts_sorted[:-1]}
+        want = {
+            t - (OFFSET_NS if rank == 1 else 0): hbm[(rank, t)] / planted.PEAK * 100 for t in ts_sorted[:-1]
+        }
         assert set(series) == set(want)  # the last sample holds for no time (_helpers.sql _hbm_windows)
         assert all(abs(series[t] - want[t]) < 1e-4 for t in want)
     modeled = [n for (_, n) in counters if "modeled lower bound" in n]
@@ -297,7 +379,9 @@ def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, 
     fnames = {s[4] for s in slices if s[1].startswith("traceql: findings")}
     assert planted.EXPECTED["hbm_wait"] <= fnames <= planted.EXPECTED["hbm_wait"] | {"top_hbm_ops"}
     # slow_rank on the waiting rank 0: its wait for rank 1 in each all-reduce = the planted wait (comm_ops.wait_ns)
-    waits = sorted(r["wait_ns"] for r in _parquet(st, "aligned", "comm_ops") if r["rank"] == 0 and r["wait_ns"])
+    waits = sorted(
+        r["wait_ns"] for r in _parquet(st, "aligned", "comm_ops") if r["rank"] == 0 and r["wait_ns"]
+    )
     got_w = sorted(s[3] - s[2] for s in slices if s[4] == "slow_rank" and s[0] == 0)
     assert got_w == waits
     # on the late rank 1: its lateness over the same collectives, on the aligned clock
@@ -311,7 +395,11 @@ def test_perfetto_slice_has_args_and_flows(stores: dict[str, Path], tmp_path: Pa
     out = tmp_path / "a.pftrace"
     export(stores["store"], "aligned", out, with_findings=False)
     pb, trace = _decode(out)
-    evs = [p.track_event for p in trace.packet if p.HasField("track_event") and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN]
+    evs = [
+        p.track_event
+        for p in trace.packet
+        if p.HasField("track_event") and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN
+    ]
     k = next(e for e in evs if "kernel" in e.categories)
     assert {"ts_ns", "op_type", "task_type"} <= {a.name for a in k.debug_annotations}
     outs = {f for e in evs for f in e.flow_ids}
@@ -326,7 +414,9 @@ def test_perfetto_trace_processor_loads_it(stores: dict[str, Path], tmp_path: Pa
 
     binary = os.environ.get("TRACEQL_TRACE_PROCESSOR") or shutil.which("trace_processor_shell")
     if not binary:
-        pytest.skip("no trace_processor_shell binary (not in PyPI/Debian/npm; the perfetto package downloads it)")
+        pytest.skip(
+            "no trace_processor_shell binary (not in PyPI/Debian/npm; the perfetto package downloads it)"
+        )
     from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
 
     from traceql.export import export
@@ -337,7 +427,13 @@ def test_perfetto_trace_processor_loads_it(stores: dict[str, Path], tmp_path: Pa
     try:
         n = next(iter(tp.query("SELECT count(*) AS n FROM slice WHERE category = 'kernel'"))).n
         assert n == len(_parquet(stores["store"], "aligned", "kernels"))
-        errs = next(iter(tp.query("SELECT coalesce(sum(value), 0) AS n FROM stats WHERE severity = 'error' AND source = 'analysis'"))).n
+        errs = next(
+            iter(
+                tp.query(
+                    "SELECT coalesce(sum(value), 0) AS n FROM stats WHERE severity = 'error' AND source = 'analysis'"
+                )
+            )
+        ).n
         assert errs == 0
     finally:
         tp.close()
@@ -352,38 +448,84 @@ def test_l2_hit_rate_track_where_the_dump_has_it(tmp_path: Path) -> None:
     r0 = sc.rank(0)
     r0.add_step(1, start_ns=0, dur_ns=5_000_000)
     for i, (hits, misses) in enumerate(((75, 25), (10, 90))):
-        r0.add_op(f"Add_{i}", "Add", start_ns=1_000_000 + i * 1_500_000, dur_ns=1_000_000, task_type="AI_CORE",
-                  hbm_read_bytes=4 * MiB, hbm_write_bytes=MiB, l2_read_hits=hits, l2_read_misses=misses,
-                  l2_write_hits=0, l2_write_misses=0)
+        r0.add_op(
+            f"Add_{i}",
+            "Add",
+            start_ns=1_000_000 + i * 1_500_000,
+            dur_ns=1_000_000,
+            task_type="AI_CORE",
+            hbm_read_bytes=4 * MiB,
+            hbm_write_bytes=MiB,
+            l2_read_hits=hits,
+            l2_read_misses=misses,
+            l2_write_hits=0,
+            l2_write_misses=0,
+        )
     write_torch_npu_dump(sc, tmp_path / "d", aic_metrics="L2Cache")
     ingest(tmp_path / "d", Store(tmp_path / "s"), name="l2", workers=1)
-    want = {k["ts_ns"]: 100 * k["l2_hit_rate"] for k in _parquet(tmp_path / "s", "l2", "kernels") if k["l2_hit_rate"] is not None}
+    want = {
+        k["ts_ns"]: 100 * k["l2_hit_rate"]
+        for k in _parquet(tmp_path / "s", "l2", "kernels")
+        if k["l2_hit_rate"] is not None
+    }
     assert len(want) == 2
     out = tmp_path / "l2.json"
     export(tmp_path / "s", "l2", out, fmt="chrome", with_findings=False)
     doc = _chrome(out)
-    got = {_abs_ns(doc, e["ts"]): float(e["args"]["value"]) for e in doc["traceEvents"]
-           if e["ph"] == "C" and e["name"].startswith("traceql: L2 hit rate")}
+    got = {
+        _abs_ns(doc, e["ts"]): float(e["args"]["value"])
+        for e in doc["traceEvents"]
+        if e["ph"] == "C" and e["name"].startswith("traceql: L2 hit rate")
+    }
     assert got.keys() == want.keys() and all(abs(got[t] - want[t]) < 1e-6 for t in want)
 
 
 # ---- hostile names ------------------------------------------------------------------------------------------
-HOSTILE = ['q"uote\\back', "</script><script>alert(1)</script>", "new\nline\r\ttab", "ctl\x00\x01\x1b[31m\x7f",
-           "\u2028sep\u2029", "{\"ph\":\"X\"}", "<img src=x onerror=alert(1)>&amp;"]
+HOSTILE = [
+    'q"uote\\back',
+    "</script><script>alert(1)</script>",
+    "new\nline\r\ttab",
+    "ctl\x00\x01\x1b[31m\x7f",
+    "\u2028sep\u2029",
+    '{"ph":"X"}',
+    "<img src=x onerror=alert(1)>&amp;",
+]
 
 
 def test_hostile_names_stay_inert(tmp_path: Path, cli: Any) -> None:
     evs = []
     for i, name in enumerate(HOSTILE):
-        evs.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 1000 + 10 * i, "dur": 2,
-                    "args": {"stream": 7, "correlation": i + 1, "device": 0, name: name}})
-        evs.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 100, "tid": 100, "ts": 999 + 10 * i, "dur": 5,
-                    "args": {"External id": i + 1}})
+        evs.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": name,
+                "pid": 0,
+                "tid": 7,
+                "ts": 1000 + 10 * i,
+                "dur": 2,
+                "args": {"stream": 7, "correlation": i + 1, "device": 0, name: name},
+            }
+        )
+        evs.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": 100,
+                "tid": 100,
+                "ts": 999 + 10 * i,
+                "dur": 5,
+                "args": {"External id": i + 1},
+            }
+        )
     src = tmp_path / "hostile.pt.trace.json"
     src.write_text(json.dumps({"schemaVersion": 1, "traceEvents": evs}), encoding="utf-8")
     ingest(src, Store(tmp_path / "s"), name="h", workers=1)
     out = tmp_path / "h.json"
-    assert cli("export", "--store", tmp_path / "s", "--run", "h", "-o", out, "--no-findings").code == 0, "export failed"
+    assert cli("export", "--store", tmp_path / "s", "--run", "h", "-o", out, "--no-findings").code == 0, (
+        "export failed"
+    )
     raw = out.read_bytes()
     assert b"</script" not in raw.lower() and b"<img" not in raw
     assert all(b >= 0x20 or b == 0x0A for b in raw)  # no raw control characters; newlines only between events
@@ -393,13 +535,21 @@ def test_hostile_names_stay_inert(tmp_path: Path, cli: Any) -> None:
     assert sorted(e["name"] for e in doc["traceEvents"] if e.get("cat") == "cpu_op") == sorted(HOSTILE)
     pf = tmp_path / "h.pftrace"
     assert cli("export", "--store", tmp_path / "s", "--run", "h", "-o", pf, "--no-findings").code == 0
-    r = cli("export", "--store", tmp_path / "s", "--run", "h", "-o", "-", "--format", "chrome", "--no-findings")
+    r = cli(
+        "export", "--store", tmp_path / "s", "--run", "h", "-o", "-", "--format", "chrome", "--no-findings"
+    )
     assert r.code == 0, r
-    assert json.loads(r.out, parse_float=Decimal)["traceEvents"] == doc["traceEvents"]  # -o -: the same events on stdout
+    assert (
+        json.loads(r.out, parse_float=Decimal)["traceEvents"] == doc["traceEvents"]
+    )  # -o -: the same events on stdout
     pb, trace = _decode(pf)
-    names = [p.track_event.name for p in trace.packet
-             if p.HasField("track_event") and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN
-             and set(p.track_event.categories) & {"kernel", "cpu_op"}]
+    names = [
+        p.track_event.name
+        for p in trace.packet
+        if p.HasField("track_event")
+        and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN
+        and set(p.track_event.categories) & {"kernel", "cpu_op"}
+    ]
     assert sorted(names) == sorted(HOSTILE * 2)
 
 
@@ -423,7 +573,9 @@ def test_cli_help_and_bad_input(stores: dict[str, Path], cli: Any, tmp_path: Pat
     assert not list(tmp_path.glob("**/.x.json.tmp-*"))
 
 
-def test_failed_export_leaves_no_file(stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_export_leaves_no_file(
+    stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from traceql import export as ex
     from traceql.errors import TraceQLError
 
@@ -446,7 +598,9 @@ def test_findings_on_offset_clocks_equal_the_aligned_run(stores: dict[str, Path]
     st = stores["store"]
     a = findings.evaluate(st, "aligned", device="ascend910b")
     o = findings.evaluate(st, "off", device="ascend910b")
-    assert sorted(f.id for f in o.fired) == sorted(f.id for f in a.fired) and "slow_rank" in {f.id for f in o.fired}
+    assert sorted(f.id for f in o.fired) == sorted(f.id for f in a.fired) and "slow_rank" in {
+        f.id for f in o.fired
+    }
     assert o.verdict["headline"] == a.verdict["headline"]
     for fid in ("comm_waits_on_memory", "slow_rank"):
         assert o.finding(fid).saving["value"] == pytest.approx(a.finding(fid).saving["value"], abs=1e-6), fid

@@ -22,7 +22,9 @@ from traceql import findings
 from traceql.findings import SEVERITIES, Report, evaluate, load_rules
 
 DEVICE = "ascend910b"  # 1.6 TB/s, the peak the planted cases are built against
-MATRIX_CHECKS = [c for c in findings.CHECKS if c != "top_hbm_ops"]  # top_hbm_ops is information, fires on any bytes
+MATRIX_CHECKS = [
+    c for c in findings.CHECKS if c != "top_hbm_ops"
+]  # top_hbm_ops is information, fires on any bytes
 
 
 # ---- fixtures: every planted case ingested once, evaluated once ----------------------------------------------
@@ -48,22 +50,43 @@ def sparse_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two runs with nearly nothing: 'sparse' (one rank, two back-to-back kernels without shapes or bytes) and
     'empty' (a host op and no device activity at all): the 'no data' side of every check."""
     root = tmp_path_factory.mktemp("sparse") / "store"
-    k = [dict(name="Add", op_type="Add", ts_ns=t, dur_ns=MS, is_comm=False, task_type="AI_VECTOR_CORE", step=1)
-         for t in (0, MS)]
+    k = [
+        {
+            "name": "Add",
+            "op_type": "Add",
+            "ts_ns": t,
+            "dur_ns": MS,
+            "is_comm": False,
+            "task_type": "AI_VECTOR_CORE",
+            "step": 1,
+        }
+        for t in (0, MS)
+    ]
     st = build_store(root, "sparse", {0: {"kernels": k}}, device="Ascend910B")
-    build_store(root, "empty", {0: {"host_ops": [dict(name="aten::add", cat="cpu_op", ts_ns=0, dur_ns=MS)]}}, store=st)
+    build_store(
+        root,
+        "empty",
+        {0: {"host_ops": [{"name": "aten::add", "cat": "cpu_op", "ts_ns": 0, "dur_ns": MS}]}},
+        store=st,
+    )
     return root
 
 
 def _strict_rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """rules.toml with thresholds raised out of reach (the 'below' side of each check, the 'borderline' HBM)."""
     text = findings.RULES_PATH.read_text(encoding="utf-8")
-    for old, new in (("min_saving_share = 0.02\nseverity = \"ladder\"\nsaving_method = \"intermediate",
-                      "min_saving_share = 0.99\nseverity = \"ladder\"\nsaving_method = \"intermediate"),
-                     ("min_fp32_share = 0.30   # fp32 tensors hold at least this share of the tensor bytes\nmin_saving_share = 0.02",
-                      "min_fp32_share = 0.30\nmin_saving_share = 0.99"),
-                     ("min_compute_share = 0.05", "min_compute_share = 0.99"),
-                     ("saturated = 0.80", "saturated = 0.99")):
+    for old, new in (
+        (
+            'min_saving_share = 0.02\nseverity = "ladder"\nsaving_method = "intermediate',
+            'min_saving_share = 0.99\nseverity = "ladder"\nsaving_method = "intermediate',
+        ),
+        (
+            "min_fp32_share = 0.30   # fp32 tensors hold at least this share of the tensor bytes\nmin_saving_share = 0.02",
+            "min_fp32_share = 0.30\nmin_saving_share = 0.99",
+        ),
+        ("min_compute_share = 0.05", "min_compute_share = 0.99"),
+        ("saturated = 0.80", "saturated = 0.99"),
+    ):
         assert old in text, old
         text = text.replace(old, new, 1)
     p = tmp_path_factory.mktemp("rules") / "strict.toml"
@@ -72,7 +95,9 @@ def _strict_rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def variant_reports(planted_store: Path, sparse_store: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
+def variant_reports(
+    planted_store: Path, sparse_store: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Report]:
     """The planted cases evaluated against other peaks and rules, and the near-empty runs."""
     strict = _strict_rules(tmp_path_factory)
     hi = {"peak_hbm_bps": 3 * planted.PEAK}
@@ -104,7 +129,9 @@ def real_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
     for name, path in (("level1", LEVEL1), ("db_level1", DB_LEVEL1)):
         if path.exists():
             ingest(path, st, name=name, workers=1)
-            out[name] = evaluate(st, name, device=DEVICE)  # the dumps name no device: the job ran on Ascend910B
+            out[name] = evaluate(
+                st, name, device=DEVICE
+            )  # the dumps name no device: the job ran on Ascend910B
     return out
 
 
@@ -126,8 +153,15 @@ def test_every_check_is_planted_somewhere_or_explained() -> None:
     planted_checks = set().union(*planted.EXPECTED.values())
     # not planted (no torch_npu Memory-group dump can carry them, or they are diagnosis/parity extras tested on
     # real dumps below): say which, so a new check is not silently left out of the matrix
-    unplanted = {"gradient_checkpointing", "matmul_tiling", "comm_alignment", "small_packets", "aicpu_ops",
-                 "dynamic_shape", "free_time"}
+    unplanted = {
+        "gradient_checkpointing",
+        "matmul_tiling",
+        "comm_alignment",
+        "small_packets",
+        "aicpu_ops",
+        "dynamic_shape",
+        "free_time",
+    }
     assert planted_checks | unplanted == set(MATRIX_CHECKS)
 
 
@@ -141,7 +175,9 @@ def test_fusion_saving_is_the_intermediates(reports: dict[str, Report]) -> None:
     # link 1 saves y written + y read; link 2 s written + two s-shaped inputs read (mean and variance) + y read
     # again (BNTrainingUpdate re-reads the conv output); link 3 z (= y-sized) written + read: 5y + 3s per chain.
     s = planted.nbytes("1,16,1,1,16", planted.FP16)
-    per_step = sum(5 * planted.nbytes(f"{n},16,{h},{h},16", planted.FP16) + 3 * s for n, h in ((64, 112), (32, 160)))
+    per_step = sum(
+        5 * planted.nbytes(f"{n},16,{h},{h},16", planted.FP16) + 3 * s for n, h in ((64, 112), (32, 160))
+    )
     ev = _ev(reports["unfused_chain"], "operator_fusion")
     assert ev["saved_bytes"] == per_step * planted.STEPS * 2  # 3 steps, 2 ranks
     top = reports["unfused_chain"].finding("operator_fusion").top_ops[0]
@@ -153,7 +189,9 @@ def test_mixed_precision_saves_half_the_fp32_bytes(reports: dict[str, Report]) -
     sc = planted.build("fp32_heavy")
     fp32_ops = [o for r in sc.ranks for o in r.ops]
     assert all(o.input_dtypes[0] == planted.FP32 for o in fp32_ops)
-    half = sum(o.hbm_read_bytes + o.hbm_write_bytes for o in fp32_ops) / 2  # every tensor fp32, every op at 90%
+    half = (
+        sum(o.hbm_read_bytes + o.hbm_write_bytes for o in fp32_ops) / 2
+    )  # every tensor fp32, every op at 90%
     ev = _ev(reports["fp32_heavy"], "mixed_precision")
     assert ev["fp32_fraction"] == pytest.approx(1.0)
     assert ev["saved_bytes"] == pytest.approx(half, rel=1e-6)
@@ -163,7 +201,11 @@ def test_mixed_precision_saves_half_the_fp32_bytes(reports: dict[str, Report]) -
 
 
 def test_rereads_are_measured_over_modeled(reports: dict[str, Report]) -> None:
-    rows = {r["op_type"]: r for r in reports["no_ub_reuse"].finding("ub_reuse").top_ops if r.get("kind") == "re-read"}
+    rows = {
+        r["op_type"]: r
+        for r in reports["no_ub_reuse"].finding("ub_reuse").top_ops
+        if r.get("kind") == "re-read"
+    }
     # PMU read = 4 x input, write = 1 x output, input == output size: (4 + 1) / (1 + 1) = 2.5
     assert rows["SoftmaxV2"]["measured_over_modeled"] == pytest.approx(2.5, rel=1e-6)
     assert rows["LayerNormV3"]["measured_over_modeled"] == pytest.approx(2.5, rel=1e-6)
@@ -178,7 +220,7 @@ def test_layout_share_and_forcers(reports: dict[str, Report]) -> None:
     assert ev["conversion_share_of_compute"] == pytest.approx(conv / sum(o.dur_ns for o in ops), rel=1e-9)
     forced = {(f["forced_by"], f["src_format"], f["dst_format"]) for f in ev["forced_by"]}
     assert ("Conv2D", "NCHW", "NC1HWC0") in forced  # the conv reads the NC1HWC0 copy
-    assert ("Relu", "NC1HWC0", "NCHW") in forced    # the ReLU needs NCHW after the conv
+    assert ("Relu", "NC1HWC0", "NCHW") in forced  # the ReLU needs NCHW after the conv
 
 
 def test_prefetch_exposed_time_is_loading_plus_copy(reports: dict[str, Report]) -> None:
@@ -196,7 +238,9 @@ def test_prefetch_exposed_time_is_loading_plus_copy(reports: dict[str, Report]) 
 def test_waiting_rank_and_its_cause(reports: dict[str, Report]) -> None:
     sc = planted.build("hbm_wait")
     sc.finalize()
-    wait = sum(c.wait_ns for c in sc.rank(0).comms) / planted.STEPS  # the scenario's all-reduce wait of rank 0
+    wait = (
+        sum(c.wait_ns for c in sc.rank(0).comms) / planted.STEPS
+    )  # the scenario's all-reduce wait of rank 0
     extra = sum(o.dur_ns for o in sc.rank(1).ops if o.name.startswith("aclnnMul")) / planted.STEPS
     ev = _ev(reports["hbm_wait"], "comm_waits_on_memory")
     assert (ev["waiting_rank"], ev["late_rank"]) == (0, 1)
@@ -248,9 +292,14 @@ def test_gate_with_a_higher_peak(variant_reports: dict[str, Report]) -> None:
 
 
 # ---- rules are data ------------------------------------------------------------------------------------------
-def test_thresholds_come_from_the_rules_file(variant_reports: dict[str, Report], reports: dict[str, Report]) -> None:
-    for case, check in (("unfused_chain", "operator_fusion"), ("fp32_heavy", "mixed_precision"),
-                        ("transdata_heavy", "memory_layout")):
+def test_thresholds_come_from_the_rules_file(
+    variant_reports: dict[str, Report], reports: dict[str, Report]
+) -> None:
+    for case, check in (
+        ("unfused_chain", "operator_fusion"),
+        ("fp32_heavy", "mixed_precision"),
+        ("transdata_heavy", "memory_layout"),
+    ):
         assert reports[case].finding(check).fired
         strict = variant_reports[f"{case}@strict"].finding(check)
         assert not strict.fired and strict.evidence["outcome"] == "below", (case, strict.message)
@@ -262,8 +311,12 @@ def test_thresholds_come_from_the_rules_file(variant_reports: dict[str, Report],
 def test_rules_file_is_validated(tmp_path: Path) -> None:
     text = findings.RULES_PATH.read_text(encoding="utf-8")
     p = tmp_path / "rules.toml"
-    p.write_text(text.replace("[rules.free_time]", "[rules.free_timez]", 1).replace("[rules.free_time.", "[rules.free_timez.")
-                 , encoding="utf-8")
+    p.write_text(
+        text.replace("[rules.free_time]", "[rules.free_timez]", 1).replace(
+            "[rules.free_time.", "[rules.free_timez."
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(findings.TraceQLError, match="free_time"):
         load_rules(p)
     p = tmp_path / "broken.toml"
@@ -289,27 +342,62 @@ def test_rules_ship_inside_the_package() -> None:
 # ---- model and JSON format -----------------------------------------------------------------------------------
 # The JSON format, schema-ish: key -> type (or nested shape). findings.py's docstring documents the same.
 JSON_SHAPE: dict[str, Any] = {
-    "format": str, "run_id": str, "generated_by": str, "rules_version": int,
+    "format": str,
+    "run_id": str,
+    "generated_by": str,
+    "rules_version": int,
     "device": {"preset": (str, type(None)), "peaks": dict, "note": str},
-    "verdict": {"bound": (str, type(None)), "confidence": str, "headline": str,
-                "hbm_utilization": (float, type(None)), "hbm_utilization_rank": (int, type(None)),
-                "hbm_evidence": dict, "hbm_mean_utilization": (float, type(None)),
-                "hbm_max_sample": (float, type(None)), "hbm_busy_utilization_bound": (float, type(None)),
-                "scaling_efficiency": (float, type(None)), "scaling_method": str,
-                "compute_fraction": (float, type(None)), "capture": dict, "device_kind": str,
-                "shares": dict, "mean_step_ms": (float, type(None)), "ranks": int, "steps": int},
-    "findings": [{"id": str, "title": str, "severity": str, "optimisation": str, "checklist_step": int,
-                  "fired": bool, "message": str, "evidence": dict, "top_ops": list,
-                  "saving": {"value": (float, type(None)), "unit": (str, type(None)), "method": str,
-                             "share_of_step": (float, type(None))},
-                  "query": str, "suggestion": str, "grade": dict}],
+    "verdict": {
+        "bound": (str, type(None)),
+        "confidence": str,
+        "headline": str,
+        "hbm_utilization": (float, type(None)),
+        "hbm_utilization_rank": (int, type(None)),
+        "hbm_evidence": dict,
+        "hbm_mean_utilization": (float, type(None)),
+        "hbm_max_sample": (float, type(None)),
+        "hbm_busy_utilization_bound": (float, type(None)),
+        "scaling_efficiency": (float, type(None)),
+        "scaling_method": str,
+        "compute_fraction": (float, type(None)),
+        "capture": dict,
+        "device_kind": str,
+        "shares": dict,
+        "mean_step_ms": (float, type(None)),
+        "ranks": int,
+        "steps": int,
+    },
+    "findings": [
+        {
+            "id": str,
+            "title": str,
+            "severity": str,
+            "optimisation": str,
+            "checklist_step": int,
+            "fired": bool,
+            "message": str,
+            "evidence": dict,
+            "top_ops": list,
+            "saving": {
+                "value": (float, type(None)),
+                "unit": (str, type(None)),
+                "method": str,
+                "share_of_step": (float, type(None)),
+            },
+            "query": str,
+            "suggestion": str,
+            "grade": dict,
+        }
+    ],
     "summary": {"checks": int, "fired": int, "worst": (str, type(None)), "by_severity": dict},
 }
 
 
 def _conforms(obj: Any, shape: Any, where: str = "$") -> None:
     if isinstance(shape, dict):
-        assert isinstance(obj, dict) and list(obj) == list(shape), f"{where}: keys {list(obj)} != {list(shape)}"
+        assert isinstance(obj, dict) and list(obj) == list(shape), (
+            f"{where}: keys {list(obj)} != {list(shape)}"
+        )
         for k, s in shape.items():
             _conforms(obj[k], s, f"{where}.{k}")
     elif isinstance(shape, list):
@@ -347,23 +435,38 @@ def test_finding_fields(reports: dict[str, Report]) -> None:
                 assert f.saving["unit"] == "ms/step" and f.saving["value"] >= 0 and f.saving["method"]
 
 
-def test_every_message_variant_is_reached(reports: dict[str, Report], variant_reports: dict[str, Report],
-                                          real_reports: dict[str, Report]) -> None:
+def test_every_message_variant_is_reached(
+    reports: dict[str, Report], variant_reports: dict[str, Report], real_reports: dict[str, Report]
+) -> None:
     """Each rules.toml message renders with the values its check provides (a missing field would raise)."""
     every = [*reports.values(), *variant_reports.values(), *real_reports.values()]
     seen = {(f.id, f.evidence["outcome"]) for rep in every for f in rep.findings}
     defined = {(rid, v) for rid, r in load_rules()["rules"].items() for v in r["messages"]}
     # reached only by the real dumps (skipped without ../shared/real_traces)
-    real_only = {("memory_layout", "below"), ("ub_reuse", "gated"), ("matmul_tiling", "fired"),
-                 ("comm_alignment", "fired"), ("free_time", "fired")}
+    real_only = {
+        ("memory_layout", "below"),
+        ("ub_reuse", "gated"),
+        ("matmul_tiling", "fired"),
+        ("comm_alignment", "fired"),
+        ("free_time", "fired"),
+    }
     # no committed or real dump has these: bandwidth-bound without compute headroom or with little activation
     # traffic, UB metrics together with a UB peak
-    nowhere = {("ub_reuse", "low_ub"), ("gradient_checkpointing", "no_headroom"), ("gradient_checkpointing", "below")}
+    nowhere = {
+        ("ub_reuse", "low_ub"),
+        ("gradient_checkpointing", "no_headroom"),
+        ("gradient_checkpointing", "below"),
+    }
     # reached (and asserted) by tests/test_honest_numbers.py's sampled-only and modeled-only dumps, and by the
     # real cluster output (no step times)
-    honest = {("bandwidth_bound", "fired_sampled"), ("bandwidth_bound", "unresolved"),
-              ("bandwidth_bound", "lower_bound"), ("bandwidth_bound", "not_bound_sampled"),
-              ("comm_waits_on_memory", "ungraded"), ("slow_rank", "no_steps")}
+    honest = {
+        ("bandwidth_bound", "fired_sampled"),
+        ("bandwidth_bound", "unresolved"),
+        ("bandwidth_bound", "lower_bound"),
+        ("bandwidth_bound", "not_bound_sampled"),
+        ("comm_waits_on_memory", "ungraded"),
+        ("slow_rank", "no_steps"),
+    }
     missing = defined - seen - nowhere - honest - (real_only if "level1" not in real_reports else set())
     assert not missing, f"message variants never rendered: {sorted(missing)}"
     assert not (nowhere & seen), f"now reached, drop from the list: {sorted(nowhere & seen)}"
@@ -394,12 +497,16 @@ def cached_reports(monkeypatch: pytest.MonkeyPatch, reports: dict[str, Report]) 
     real_evaluate = findings.evaluate
 
     def fake(store: Any, run_id: str | None = None, **kw: Any) -> Report:
-        if run_id in reports and kw.get("device") == DEVICE and not kw.get("peaks") and not kw.get("baseline"):
+        if (
+            run_id in reports
+            and kw.get("device") == DEVICE
+            and not kw.get("peaks")
+            and not kw.get("baseline")
+        ):
             return reports[run_id]
         return real_evaluate(store, run_id, **kw)
 
     monkeypatch.setattr(findings, "evaluate", fake)
-
 
 
 def test_cli_help_has_an_example(cli) -> None:  # type: ignore[no-untyped-def]
@@ -422,30 +529,61 @@ def test_cli_formats(cli, planted_store: Path, tmp_path: Path, cached_reports: N
     data = json.loads(r.out)
     assert data["run_id"] == "hbm_wait" and len(data["findings"]) == len(findings.CHECKS)  # json: every check
     out = tmp_path / "f.md"
-    r = cli("findings", "--store", planted_store, "--run", "hbm_wait", "--device", DEVICE, "-f", "markdown", "-o", out)
+    r = cli(
+        "findings",
+        "--store",
+        planted_store,
+        "--run",
+        "hbm_wait",
+        "--device",
+        DEVICE,
+        "-f",
+        "markdown",
+        "-o",
+        out,
+    )
     assert r.code == 0 and r.out == "" and out.read_text().startswith("# traceql findings")
 
 
 def test_cli_fail_on(cli, planted_store: Path, cached_reports: None) -> None:  # type: ignore[no-untyped-def]
-    r = cli("findings", "--store", planted_store, "--run", "hbm_wait", "--device", DEVICE, "--fail-on", "high")
+    r = cli(
+        "findings", "--store", planted_store, "--run", "hbm_wait", "--device", DEVICE, "--fail-on", "high"
+    )
     assert r.code == 3 and "comm_waits_on_memory" in r.err
-    r = cli("findings", "--store", planted_store, "--run", "clean", "--device", DEVICE, "--fail-on", "low",
-            "--format", "json")
+    r = cli(
+        "findings",
+        "--store",
+        planted_store,
+        "--run",
+        "clean",
+        "--device",
+        DEVICE,
+        "--fail-on",
+        "low",
+        "--format",
+        "json",
+    )
     assert r.code == 0 and json.loads(r.out)["summary"]["fired"] == 1  # top_hbm_ops (info) only
     r = cli("findings", "--store", planted_store, "--run", "clean", "--fail-on", "urgent")
     assert r.code == 2 and "--fail-on" in r.err
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--run", "nope"], "no run 'nope'"),
-    (["--format", "yaml"], "unknown --format 'yaml'"),
-    (["--baseline", "nope"], "no run 'nope'"),
-    (["--device", "tpu9"], "unknown device 'tpu9'"),
-    (["--output", "x.txt"], "--output needs --format json or markdown"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--run", "nope"], "no run 'nope'"),
+        (["--format", "yaml"], "unknown --format 'yaml'"),
+        (["--baseline", "nope"], "no run 'nope'"),
+        (["--device", "tpu9"], "unknown device 'tpu9'"),
+        (["--output", "x.txt"], "--output needs --format json or markdown"),
+    ],
+)
 def test_cli_bad_input_is_one_line_exit_1(cli, planted_store: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
-    r = cli("findings", "--store", planted_store, "--run", "clean", *args) if "--run" not in args else \
-        cli("findings", "--store", planted_store, *args)
+    r = (
+        cli("findings", "--store", planted_store, "--run", "clean", *args)
+        if "--run" not in args
+        else cli("findings", "--store", planted_store, *args)
+    )
     assert r.code == 1 and message in r.err and len(r.err.strip().splitlines()) == 1, r
 
 
@@ -471,10 +609,12 @@ def test_baseline_gives_the_scaling_efficiency(planted_store: Path) -> None:
     rep = evaluate(planted_store, "hbm_wait", device=DEVICE, baseline="clean")
     v = rep.verdict
     assert v["scaling_method"] == "baseline:clean"
+
     # baseline mean step / this run's mean step (weak scaling), both from the scenarios' step lengths
     def mean_step(case: str) -> float:
         sc = planted.build(case)
         return sum(s.dur_ns for r in sc.ranks for s in r.steps) / (planted.STEPS * 2)
+
     assert v["scaling_efficiency"] == pytest.approx(mean_step("clean") / mean_step("hbm_wait"), rel=1e-9)
     assert "--baseline clean" in rep.finding("comm_waits_on_memory").query
 
@@ -491,10 +631,14 @@ def test_article_sample_tells_the_articles_story(real_reports: dict[str, Report]
     wait = sum(c.wait_ns for c in sc.rank(0).comms) / 3  # 2.9024 ms, the README's number
     assert rep.verdict["bound"] == "memory" and "rank 0 waits 2.90 ms per step" in rep.verdict["headline"]
     ev = rep.finding("comm_waits_on_memory").evidence
-    assert (ev["waiting_rank"], ev["late_rank"]) == (0, 1) and ev["peer_wait_ns_per_step"] == pytest.approx(wait)
+    assert (ev["waiting_rank"], ev["late_rank"]) == (0, 1) and ev["peer_wait_ns_per_step"] == pytest.approx(
+        wait
+    )
     assert rep.finding("bandwidth_bound").fired and rep.finding("bandwidth_bound").evidence["max_rank"] == 1
     pats = [t["pattern"] for t in rep.finding("operator_fusion").top_ops]
-    assert any("ReduceMean -> Sub -> Mul -> Rsqrt -> Add" in p for p in pats)  # the unfused LayerNorm of rank 1
+    assert any(
+        "ReduceMean -> Sub -> Mul -> Rsqrt -> Add" in p for p in pats
+    )  # the unfused LayerNorm of rank 1
     # activations: 2 layers x 3 [8,4096,4096] fp16 tensors held per step (the scenario's memory samples)
     gc = rep.finding("gradient_checkpointing").evidence
     assert gc["activation_bytes_per_step"] == 2 * 3 * TENSOR_BYTES
@@ -538,7 +682,11 @@ def test_level1_resnet_job(real_reports: dict[str, Report]) -> None:
     rep = real_reports["level1"]
     v = rep.verdict
     # HBM counters every 20 ms, 17 us kernels: utilisation while computing is bounded (57%), not resolved
-    assert v["bound"] == "communication" and v["hbm_utilization"] is None and v["hbm_busy_utilization_bound"] < 0.7
+    assert (
+        v["bound"] == "communication"
+        and v["hbm_utilization"] is None
+        and v["hbm_busy_utilization_bound"] < 0.7
+    )
     # exposed communication per rank-step vs the profiler's own step_trace_time.csv (read with csv, by hand)
     comm = []
     for f in sorted(LEVEL1.glob("rank*_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv")):
@@ -559,7 +707,9 @@ def test_level1_resnet_job(real_reports: dict[str, Report]) -> None:
         groups[key] = groups.get(key, 0.0) + float(r["Duration(us)"])
     f = rep.finding("memory_layout")
     assert f.fired and f.severity == "medium"
-    assert f.evidence["conversion_share_of_compute"] == pytest.approx(sum(float(r["Duration(us)"]) for r in trans) / total, rel=1e-6)
+    assert f.evidence["conversion_share_of_compute"] == pytest.approx(
+        sum(float(r["Duration(us)"]) for r in trans) / total, rel=1e-6
+    )
     top = max(groups, key=lambda g: groups[g])
     assert top == ("NCHW", "NC1HWC0") and (f.top_ops[0]["src_format"], f.top_ops[0]["dst_format"]) == top
     assert "TransData NCHW->NC1HWC0" in f.message

@@ -38,6 +38,7 @@ reported as xfail (strict=False) so CI stays green while they are open, and any 
 from __future__ import annotations
 
 import bz2
+import contextlib
 import csv
 import fnmatch
 import gzip
@@ -67,11 +68,18 @@ EXAMPLES = int(os.environ.get("TRACEQL_FUZZ_EXAMPLES", "40"))
 DERANDOMIZE = os.environ.get("TRACEQL_FUZZ_RANDOM") != "1"
 PER_INPUT_TIMEOUT_S = 45.0
 RSS_LIMIT_MB = 1500
-LINE_KINDS = ("detected ", "warning: ", "error: ", "building the analysis tables ")  # the last: ingest of 2+ ranks
+LINE_KINDS = (
+    "detected ",
+    "warning: ",
+    "error: ",
+    "building the analysis tables ",
+)  # the last: ingest of 2+ ranks
 
 # (seed id glob, mutator glob, reason): failures matching one of these become xfail, anything else fails.
 # Remove an entry when its bug is fixed (the input then simply passes).
-KNOWN_BUGS: list[tuple[str, str, str]] = []  # all fixed so far (claim errors, DuckDB OSError, huge JSON strings)
+KNOWN_BUGS: list[
+    tuple[str, str, str]
+] = []  # all fixed so far (claim errors, DuckDB OSError, huge JSON strings)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -125,7 +133,11 @@ def discover_seeds() -> list[Seed]:
     msi = SHARED / "Ascend__msinsight"
     seeds: list[Seed] = []
     seeds += _dump_seeds("level1", msi / "test/data/pytorch/text/level1/rank0_ascend_pt")
-    seeds += _dump_seeds("level0", msi / "test/data/pytorch/text/level0/rank0_ascend_pt", ["kernel_details.csv", "step_trace_time.csv"])
+    seeds += _dump_seeds(
+        "level0",
+        msi / "test/data/pytorch/text/level0/rank0_ascend_pt",
+        ["kernel_details.csv", "step_trace_time.csv"],
+    )
     seeds += _dump_seeds("rank2023", msi / "server/src/test/test_data/test_rank_0")
     seeds += _dump_seeds("db_level1", msi / "test/data/pytorch/db/level1/rank0_ascend_pt")
     seeds += _dump_seeds("msprof_db", msi / "server/src/test/test_data/full_db/msprof_0.db")
@@ -134,7 +146,9 @@ def discover_seeds() -> list[Seed]:
     seeds += _dump_seeds("kd2023_arith", mpa / "advisor_backend/compute_advice/kernel_details.csv")
     seeds += _dump_seeds("tv_timeline", mpa / "timeline_advice/trace_view.json")
     hta = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
-    seeds += _dump_seeds("kineto_cupti", hta / "cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz")
+    seeds += _dump_seeds(
+        "kineto_cupti", hta / "cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz"
+    )
     seeds += _dump_seeds("kineto_rank0", hta / "trace_filter/sampled_rank-0.json.gz")
     # sample_traces/: every dump folder (one rank of a multi-rank sample is enough) and every lone file
     if SAMPLES.is_dir():
@@ -184,7 +198,9 @@ class Mutator:
 MUTATORS: list[Mutator] = []
 
 
-def mutator(name: str, kinds: tuple[str, ...], preserving: bool = False) -> Callable[[Callable[..., str | None]], Callable[..., str | None]]:
+def mutator(
+    name: str, kinds: tuple[str, ...], preserving: bool = False
+) -> Callable[[Callable[..., str | None]], Callable[..., str | None]]:
     def deco(fn: Callable[..., str | None]) -> Callable[..., str | None]:
         MUTATORS.append(Mutator(name, kinds, fn, preserving))
         return fn
@@ -294,7 +310,9 @@ def _rename_col(rng: random.Random, p: Path) -> str | None:
         return None
     i = rng.randrange(len(rows[0]))
     old = rows[0][i]
-    rows[0][i] = rng.choice([old.upper(), old + "_v2", old.replace("(us)", "(ms)"), old.replace(" ", "_"), "名称"])
+    rows[0][i] = rng.choice(
+        [old.upper(), old + "_v2", old.replace("(us)", "(ms)"), old.replace(" ", "_"), "名称"]
+    )
     _write_csv(p, rows, nl)
     return f"renamed column {old!r} -> {rows[0][i]!r}"
 
@@ -347,7 +365,23 @@ def _numbers(rng: random.Random, p: Path) -> str | None:
     if not cols:
         return None
     col = rng.choice(cols)
-    repl = rng.choice(["N/A", "", "NaN", "nan", "inf", "-inf", "1e400", "-1", "-0.000001", "99999999999999999999999999", "0x1F", "1,5", "１２"])
+    repl = rng.choice(
+        [
+            "N/A",
+            "",
+            "NaN",
+            "nan",
+            "inf",
+            "-inf",
+            "1e400",
+            "-1",
+            "-0.000001",
+            "99999999999999999999999999",
+            "0x1F",
+            "1,5",
+            "１２",
+        ]
+    )
     every = rng.random() < 0.5
     for r in rows[1:]:
         if col < len(r) and (every or rng.random() < 0.3):
@@ -375,7 +409,11 @@ def _gbk(rng: random.Random, p: Path) -> str | None:
     rows, nl = _read_csv(p)
     if len(rows) < 2:
         return None
-    name_cols = [i for i, h in enumerate(rows[0]) if h.strip() in ("Name", "Op Name", "OP Type", "Type", "API Name", "Component")] or [0]
+    name_cols = [
+        i
+        for i, h in enumerate(rows[0])
+        if h.strip() in ("Name", "Op Name", "OP Type", "Type", "API Name", "Component")
+    ] or [0]
     for r in rows[1:]:
         for i in name_cols:
             if i < len(r):
@@ -389,7 +427,16 @@ def _hostile_text(rng: random.Random, p: Path) -> str | None:
     rows, nl = _read_csv(p)
     if len(rows) < 2:
         return None
-    evil = rng.choice(["<img src=x onerror=alert(1)>", "</script><script>alert(1)</script>", "\x1b]0;pwned\x07", "'; DROP TABLE kernels; --", "[bold red]x[/]", "\x00nul"])
+    evil = rng.choice(
+        [
+            "<img src=x onerror=alert(1)>",
+            "</script><script>alert(1)</script>",
+            "\x1b]0;pwned\x07",
+            "'; DROP TABLE kernels; --",
+            "[bold red]x[/]",
+            "\x00nul",
+        ]
+    )
     for r in rows[1:]:
         if r:
             r[rng.randrange(len(r))] = evil
@@ -503,7 +550,10 @@ def _dump_json(d: Any, **kw: Any) -> str:
 
 @mutator("json_reformat", ("json",), preserving=True)
 def _json_reformat(rng: random.Random, p: Path) -> str:
-    p.write_text(_dump_json(_load_json(p), indent=rng.choice([None, 1, 4]), ensure_ascii=rng.random() < 0.5), encoding="utf-8")
+    p.write_text(
+        _dump_json(_load_json(p), indent=rng.choice([None, 1, 4]), ensure_ascii=rng.random() < 0.5),
+        encoding="utf-8",
+    )
     return "same JSON, other whitespace/escaping"
 
 
@@ -525,7 +575,9 @@ def _root_swap(rng: random.Random, p: Path) -> str:
 
 @mutator("json_scalar_root", ("json",))
 def _scalar_root(rng: random.Random, p: Path) -> str:
-    v = rng.choice(["null", "0", '"text"', "[]", "{}", "[[]]", "[null]", '{"traceEvents": null}', '{"traceEvents": {}}'])
+    v = rng.choice(
+        ["null", "0", '"text"', "[]", "{}", "[[]]", "[null]", '{"traceEvents": null}', '{"traceEvents": {}}']
+    )
     p.write_text(v)
     return f"root is {v}"
 
@@ -550,7 +602,9 @@ def _json_values(rng: random.Random, p: Path) -> str | None:
     slots = _walk(d)
     if not slots:
         return None
-    repl = rng.choice([None, "N/A", "", -1, -1.5e300, 1e308, 2**70, "1e400", "NaN", [], {}, True, "1736408883688177.930.5"])
+    repl = rng.choice(
+        [None, "N/A", "", -1, -1.5e300, 1e308, 2**70, "1e400", "NaN", [], {}, True, "1736408883688177.930.5"]
+    )
     picked = rng.sample(slots, min(len(slots), rng.randint(1, 25)))
     for c, k in picked:
         c[k] = repl
@@ -740,21 +794,27 @@ class Outcome:
     killed: str | None = None  # "timeout" | "memory"
 
 
-def run_cli(args: list[str], timeout: float = PER_INPUT_TIMEOUT_S, rss_limit_mb: float = RSS_LIMIT_MB) -> Outcome:
+def run_cli(
+    args: list[str], timeout: float = PER_INPUT_TIMEOUT_S, rss_limit_mb: float = RSS_LIMIT_MB
+) -> Outcome:
     import psutil
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRACEQL_")}
     cmd = [sys.executable, "-c", "from traceql.cli import main; main()", *args]
     t0 = time.monotonic()
     with open(os.devnull, "rb") as devnull, _tmpfile() as fo, _tmpfile() as fe:
-        p = subprocess.Popen(cmd, stdin=devnull, stdout=fo, stderr=fe, env=env, cwd=ROOT, start_new_session=True)
+        p = subprocess.Popen(
+            cmd, stdin=devnull, stdout=fo, stderr=fe, env=env, cwd=ROOT, start_new_session=True
+        )
         killed = None
         peak = 0.0
         try:
             proc = psutil.Process(p.pid)
             while p.poll() is None:
                 try:
-                    rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
+                    rss = proc.memory_info().rss + sum(
+                        c.memory_info().rss for c in proc.children(recursive=True)
+                    )
                     peak = max(peak, rss / 2**20)
                 except psutil.Error:
                     pass
@@ -833,14 +893,14 @@ class Worker:
 
     def stop(self) -> None:
         if self.p is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.p.wait()
             self.p = None
 
-    def run(self, args: list[str], timeout: float = PER_INPUT_TIMEOUT_S, rss_limit_mb: float = RSS_LIMIT_MB) -> Outcome:
+    def run(
+        self, args: list[str], timeout: float = PER_INPUT_TIMEOUT_S, rss_limit_mb: float = RSS_LIMIT_MB
+    ) -> Outcome:
         import psutil
 
         if self.p is None or self.p.poll() is not None or self.tasks >= self.MAX_TASKS:
@@ -928,7 +988,11 @@ def fingerprint(store: Path, run_id: str) -> dict[str, Any]:
         if t == "run_meta":
             continue
         parts = ["count(*)"]
-        cols = [c for c in schema.columns(t) if c.name not in ("run_id", "source") and not c.type.startswith("MAP")]
+        cols = [
+            c
+            for c in schema.columns(t)
+            if c.name not in ("run_id", "source") and not c.type.startswith("MAP")
+        ]
         for c in cols:
             if c.type in ("BIGINT", "INTEGER"):
                 parts.append(f"count({c.name}), sum({c.name})::HUGEINT")
@@ -975,10 +1039,14 @@ def _print_totals(request: pytest.FixtureRequest) -> Any:
         f"{PER_SEED}/seed, + hypothesis and special files): {TALLY.ingested} ingested, {TALLY.refused} refused "
         f"with one line, {len(TALLY.known)} known bugs (xfail), {len(TALLY.failures)} new failures; "
         f"peak RSS {TALLY.max_rss_mb:.0f} MB, slowest input {TALLY.max_wall_s:.1f} s",
-        "fuzz by mutator (tried/ingested/refused): " + ", ".join(f"{k} {v[0]}/{v[1]}/{v[2]}" for k, v in sorted(TALLY.by_mutator.items())),
+        "fuzz by mutator (tried/ingested/refused): "
+        + ", ".join(f"{k} {v[0]}/{v[1]}/{v[2]}" for k, v in sorted(TALLY.by_mutator.items())),
     ]
     if TALLY.preserving_refused:
-        lines.append(f"fuzz: value-preserving variants refused ({len(TALLY.preserving_refused)}): " + "; ".join(TALLY.preserving_refused[:8]))
+        lines.append(
+            f"fuzz: value-preserving variants refused ({len(TALLY.preserving_refused)}): "
+            + "; ".join(TALLY.preserving_refused[:8])
+        )
     # print past pytest's output capture, so the counts show in every run (not only on failure)
     capman = request.config.pluginmanager.getplugin("capturemanager")
     tr = request.config.pluginmanager.getplugin("terminalreporter")
@@ -1042,7 +1110,18 @@ def base_store(path: Path) -> Path:
         w = RankWriter(staging, "base", 0)
         w.write("kernels", {"name": ["k"], "ts_ns": [1_736_408_883_000_000_000], "dur_ns": [1000]})
         w.close()
-        st.commit(staging, "base", {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1, "rows": w.rows, "files": w.files})
+        st.commit(
+            staging,
+            "base",
+            {
+                "source": "t",
+                "format": "canonical",
+                "ranks": [0],
+                "ranks_count": 1,
+                "rows": w.rows,
+                "files": w.files,
+            },
+        )
         _TEMPLATE.append(tpl)
     shutil.copytree(_TEMPLATE[0], path, symlinks=True)
     return path
@@ -1083,8 +1162,27 @@ def test_mutated_dump(seed: Seed, tmp_path: Path, pool: Pool) -> None:
         store = base_store(tmp_path / f"store{i}")
         jobs.append((m, desc, carrier, store, (store / "manifest.json").read_bytes()))
 
-    argvs = [["ingest", str(j[2]), "--store", str(j[3]), "--name", "fz", "-q", "-j", "1", "--no-check"] for j in jobs]
-    b, *outcomes = pool.map([["ingest", str(bcarrier), "--store", str(bstore), "--name", "seed", "-q", "-j", "1", "--no-check"], *argvs])
+    argvs = [
+        ["ingest", str(j[2]), "--store", str(j[3]), "--name", "fz", "-q", "-j", "1", "--no-check"]
+        for j in jobs
+    ]
+    b, *outcomes = pool.map(
+        [
+            [
+                "ingest",
+                str(bcarrier),
+                "--store",
+                str(bstore),
+                "--name",
+                "seed",
+                "-q",
+                "-j",
+                "1",
+                "--no-check",
+            ],
+            *argvs,
+        ]
+    )
     base_fp = fingerprint(bstore, "seed") if b.code == 0 else None
     base_rows = table_counts(bstore, "seed") if b.code == 0 else None
     problems = [f"[unmutated] {p}" for p in check_outcome(b, bcarrier, "seed")]
@@ -1103,7 +1201,9 @@ def test_mutated_dump(seed: Seed, tmp_path: Path, pool: Pool) -> None:
             TALLY.refused += 1
             if (store / "manifest.json").read_bytes() != manifest:
                 found.append("exit 1 but the store's manifest changed")
-            elif (store / "runs").is_dir() and any(p.name.startswith("fz.") for p in (store / "runs").iterdir()):
+            elif (store / "runs").is_dir() and any(
+                p.name.startswith("fz.") for p in (store / "runs").iterdir()
+            ):
                 found.append("exit 1 but a runs/fz.* generation dir exists")
             if m.preserving and base_fp is not None:
                 TALLY.preserving_refused.append(f"{seed.id} {m.name}: {o.err.strip()[-160:]}")
@@ -1119,12 +1219,18 @@ def test_mutated_dump(seed: Seed, tmp_path: Path, pool: Pool) -> None:
                 if m.preserving and base_fp is not None:
                     fp = fingerprint(store, "fz")
                     if fp != base_fp:
-                        diff = {t: (base_fp.get(t), fp.get(t)) for t in set(fp) | set(base_fp) if fp.get(t) != base_fp.get(t)}
+                        diff = {
+                            t: (base_fp.get(t), fp.get(t))
+                            for t in set(fp) | set(base_fp)
+                            if fp.get(t) != base_fp.get(t)
+                        }
                         found.append(f"value-preserving mutation changed the data: {str(diff)[:600]}")
                 if m.name == "truncate" and base_rows is not None:
                     grew = {t: n for t, n in table_counts(store, "fz").items() if n > base_rows.get(t, 0)}
                     if grew:
-                        found.append(f"truncated input produced more rows than the whole file: {grew} vs {base_rows}")
+                        found.append(
+                            f"truncated input produced more rows than the whole file: {grew} vs {base_rows}"
+                        )
             except Exception as e:  # noqa: BLE001 - any failure to read the stored run is a finding
                 found.append(f"stored run unreadable: {type(e).__name__}: {e}")
         if found:
@@ -1233,9 +1339,30 @@ def _exact_ns(cell: str) -> int | None:
 def _hypothesis_strategies() -> Any:
     from hypothesis import strategies as st
 
-    valid_us = st.decimals(min_value=0, max_value=10**9, places=3, allow_nan=False, allow_infinity=False).map(lambda d: f"{d:f}")
-    junk = st.sampled_from(["N/A", "", "NaN", "inf", "-1", "1e400", "abc", "１２", "1,5", "0x10", " ", "\t", "-0", "99999999999999999999999"])
-    text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)
+    valid_us = st.decimals(min_value=0, max_value=10**9, places=3, allow_nan=False, allow_infinity=False).map(
+        lambda d: f"{d:f}"
+    )
+    junk = st.sampled_from(
+        [
+            "N/A",
+            "",
+            "NaN",
+            "inf",
+            "-1",
+            "1e400",
+            "abc",
+            "１２",
+            "1,5",
+            "0x10",
+            " ",
+            "\t",
+            "-0",
+            "99999999999999999999999",
+        ]
+    )
+    text = st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30
+    )
     cell = st.one_of(valid_us, junk, text)
     return st, valid_us, junk, cell
 
@@ -1274,14 +1401,23 @@ def test_hypothesis_kernel_details(tmp_path_factory: pytest.TempPathFactory) -> 
                 if c == "Name":
                     row.append(f"op_{i}")
                 elif c in ("Start Time(us)", "Duration(us)"):
-                    row.append(draw(st.one_of(valid_us, valid_us, junk)) + ("\t" if c.startswith("Start") and draw(st.booleans()) else ""))
+                    row.append(
+                        draw(st.one_of(valid_us, valid_us, junk))
+                        + ("\t" if c.startswith("Start") and draw(st.booleans()) else "")
+                    )
                 else:
                     row.append(draw(cell))
             rows.append(row)
         return cols, rows
 
     @given(kernel_csv())
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=DERANDOMIZE,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
     def prop(data: tuple[list[str], list[list[str]]]) -> None:
         cols, rows = data
         counter["n"] += 1
@@ -1319,25 +1455,69 @@ def test_hypothesis_trace_view_json(tmp_path_factory: pytest.TempPathFactory) ->
 
     st, valid_us, junk, cell = _hypothesis_strategies()
     counter = {"n": 0, "ok": 0}
-    scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.text(max_size=20))
-    json_val = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=12)
-    ts = st.one_of(valid_us.map(lambda s: str(Decimal(s) + Decimal("1736408883000000"))), valid_us.map(float), junk, json_val)
+    scalar = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True),
+        st.text(max_size=20),
+    )
+    json_val = st.recursive(
+        scalar,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        ),
+        max_leaves=12,
+    )
+    ts = st.one_of(
+        valid_us.map(lambda s: str(Decimal(s) + Decimal("1736408883000000"))),
+        valid_us.map(float),
+        junk,
+        json_val,
+    )
     event = st.fixed_dictionaries(
         {"ph": st.sampled_from(["X", "C", "M", "s", "f", "B", "E", "i", "", "x"])},
         optional={
-            "name": st.one_of(st.sampled_from(["process_name", "thread_name", "HBM 0/Read", "ProfilerStep#1", "aten::add", "<img src=x onerror=alert(1)>"]), st.text(max_size=10)),
+            "name": st.one_of(
+                st.sampled_from(
+                    [
+                        "process_name",
+                        "thread_name",
+                        "HBM 0/Read",
+                        "ProfilerStep#1",
+                        "aten::add",
+                        "<img src=x onerror=alert(1)>",
+                    ]
+                ),
+                st.text(max_size=10),
+            ),
             "ts": ts,
             "dur": st.one_of(st.floats(allow_nan=True), st.integers(-5, 10**6), junk),
             "pid": st.one_of(st.integers(-1, 2**40), st.text(max_size=5)),
             "tid": st.one_of(st.integers(-1, 2**40), st.text(max_size=5)),
             "cat": st.sampled_from(["cpu_op", "async_npu", "HostToDevice", "python_function"]),
             "id": st.one_of(st.integers(), st.text(max_size=5)),
-            "args": st.one_of(st.dictionaries(st.sampled_from(["name", "Read(MB/s)", "Task Type", "connection_id", "size(Byte)", "MHz"]), json_val, max_size=4), json_val),
+            "args": st.one_of(
+                st.dictionaries(
+                    st.sampled_from(
+                        ["name", "Read(MB/s)", "Task Type", "connection_id", "size(Byte)", "MHz"]
+                    ),
+                    json_val,
+                    max_size=4,
+                ),
+                json_val,
+            ),
         },
     )
 
     @given(st.lists(event, max_size=25), st.booleans())
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=DERANDOMIZE,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
     def prop(events: list[dict[str, Any]], as_object: bool) -> None:
         counter["n"] += 1
         d = tmp_path_factory.mktemp("tv")
@@ -1362,21 +1542,76 @@ def test_hypothesis_kineto_json(tmp_path_factory: pytest.TempPathFactory) -> Non
 
     st, valid_us, junk, cell = _hypothesis_strategies()
     counter = {"n": 0, "ok": 0}
-    scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.text(max_size=12))
-    anyjson = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)), max_leaves=8)
-    num_ts = st.one_of(st.integers(0, 2**63 + 5), st.floats(allow_nan=True, allow_infinity=True), st.integers(1_679_055_451_545_746, 1_679_055_463_390_908))
+    scalar = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True),
+        st.text(max_size=12),
+    )
+    anyjson = st.recursive(
+        scalar,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+    num_ts = st.one_of(
+        st.integers(0, 2**63 + 5),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(1_679_055_451_545_746, 1_679_055_463_390_908),
+    )
     event = st.fixed_dictionaries(
         {"ph": st.sampled_from(["X", "i", "s", "f", "M", "C", "q"])},
         optional={
-            "name": st.one_of(st.sampled_from(["aten::mm", "cudaLaunchKernel", "void at::native::vectorized_elementwise_kernel<4>", "Memcpy HtoD", "</script>"]), st.text(max_size=8)),
-            "cat": st.sampled_from(["kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cpu_op", "python_function", "ac2g", "user_annotation", "cuda_profiler_range"]),
+            "name": st.one_of(
+                st.sampled_from(
+                    [
+                        "aten::mm",
+                        "cudaLaunchKernel",
+                        "void at::native::vectorized_elementwise_kernel<4>",
+                        "Memcpy HtoD",
+                        "</script>",
+                    ]
+                ),
+                st.text(max_size=8),
+            ),
+            "cat": st.sampled_from(
+                [
+                    "kernel",
+                    "gpu_memcpy",
+                    "gpu_memset",
+                    "cuda_runtime",
+                    "cpu_op",
+                    "python_function",
+                    "ac2g",
+                    "user_annotation",
+                    "cuda_profiler_range",
+                ]
+            ),
             "ts": st.one_of(num_ts, junk, anyjson),
             "dur": st.one_of(st.integers(-10, 10**7), st.floats(allow_nan=True), junk),
             "pid": st.one_of(st.integers(-1, 2**40), st.text(max_size=4)),
             "tid": st.one_of(st.integers(-1, 2**40), st.text(max_size=4)),
             "id": st.one_of(st.integers(), st.text(max_size=4)),
             "args": st.one_of(
-                st.dictionaries(st.sampled_from(["correlation", "External id", "grid", "block", "stream", "device", "registers per thread", "Input Dims", "bytes"]), anyjson, max_size=5),
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "correlation",
+                            "External id",
+                            "grid",
+                            "block",
+                            "stream",
+                            "device",
+                            "registers per thread",
+                            "Input Dims",
+                            "bytes",
+                        ]
+                    ),
+                    anyjson,
+                    max_size=5,
+                ),
                 anyjson,
             ),
         },
@@ -1387,13 +1622,30 @@ def test_hypothesis_kineto_json(tmp_path_factory: pytest.TempPathFactory) -> Non
             "schemaVersion": anyjson,
             "baseTimeNanoseconds": st.one_of(st.integers(-5, 2**64), st.text(max_size=5), anyjson),
             "displayTimeUnit": st.sampled_from(["ms", "ns", "us", "weird"]),
-            "distributedInfo": st.one_of(st.fixed_dictionaries({"rank": st.one_of(st.integers(-3, 2**40), st.text(max_size=3))}), anyjson),
-            "deviceProperties": st.one_of(st.lists(st.dictionaries(st.sampled_from(["id", "name", "totalGlobalMem", "computeMajor"]), anyjson, max_size=4), max_size=2), anyjson),
+            "distributedInfo": st.one_of(
+                st.fixed_dictionaries({"rank": st.one_of(st.integers(-3, 2**40), st.text(max_size=3))}),
+                anyjson,
+            ),
+            "deviceProperties": st.one_of(
+                st.lists(
+                    st.dictionaries(
+                        st.sampled_from(["id", "name", "totalGlobalMem", "computeMajor"]), anyjson, max_size=4
+                    ),
+                    max_size=2,
+                ),
+                anyjson,
+            ),
         },
     )
 
     @given(st.lists(event, max_size=25), root_extra, st.booleans())
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=DERANDOMIZE,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
     def prop(events: list[dict[str, Any]], extra: dict[str, Any], gz: bool) -> None:
         counter["n"] += 1
         d = tmp_path_factory.mktemp("kineto")
@@ -1437,7 +1689,9 @@ def _deep_json_cases(tmp: Path) -> dict[str, Path]:
     cases["kineto .pt.trace.json"] = p
     d = tmp / "comm_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     d.mkdir(parents=True)
-    (d / "communication.json").write_text('{"step1": {"collective": {"hcom_allReduce__1_0_1@g": ' + _NEST + "}}}")
+    (d / "communication.json").write_text(
+        '{"step1": {"collective": {"hcom_allReduce__1_0_1@g": ' + _NEST + "}}}"
+    )
     cases["communication.json"] = d.parent
     d = tmp / "info_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     d.mkdir(parents=True)
@@ -1451,12 +1705,17 @@ STEP_CSV = "Step,Computing,Communication(Not Overlapped),Overlapped,Communicatio
 DEEP_KNOWN: dict[str, str] = {}  # fixed: nesting depth is bounded before ijson; claim maps RecursionError
 
 
-@pytest.mark.parametrize("case", ["trace_view.json", "kineto .pt.trace.json", "communication.json", "profiler_info_0.json"])
+@pytest.mark.parametrize(
+    "case", ["trace_view.json", "kineto .pt.trace.json", "communication.json", "profiler_info_0.json"]
+)
 def test_deeply_nested_json(tmp_path: Path, case: str, pool: Pool) -> None:
     path = _deep_json_cases(tmp_path)[case]
     store = base_store(tmp_path / "store")
     manifest = (store / "manifest.json").read_bytes()
-    o = pool.run(["ingest", str(path), "--store", str(store), "--name", "fz", "-q", "-j", "1", "--no-check"], timeout=30)
+    o = pool.run(
+        ["ingest", str(path), "--store", str(store), "--name", "fz", "-q", "-j", "1", "--no-check"],
+        timeout=30,
+    )
     TALLY.inputs += 1
     TALLY.max_rss_mb = max(TALLY.max_rss_mb, o.rss_mb)
     found = check_outcome(o, path, case)

@@ -54,7 +54,9 @@ def _raw_counter_utilisation(rank_dir: Path) -> tuple[Decimal, Decimal, Decimal]
     for e in ev:
         n = str(e.get("name", ""))
         if e.get("ph") == "C" and re.fullmatch(r"HBM \d+/(Read|Write)", n):
-            series.setdefault(n, []).append((Decimal(str(e["ts"])), Decimal(str(next(iter(e["args"].values()))))))
+            series.setdefault(n, []).append(
+                (Decimal(str(e["ts"])), Decimal(str(next(iter(e["args"].values())))))
+            )
     (step,) = [e for e in ev if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
     a = Decimal(str(step["ts"]))
     b = a + Decimal(str(step["dur"]))
@@ -80,7 +82,9 @@ def _raw_counter_utilisation(rank_dir: Path) -> tuple[Decimal, Decimal, Decimal]
 
 def test_level1_utilisation_is_the_counters_mean(level1_store: Path) -> None:
     mean, top, period_us = _raw_counter_utilisation(LEVEL1 / "rank0_ascend_pt")
-    assert abs(mean - Decimal("0.0276")) < Decimal("0.001") and abs(top - Decimal("0.0859")) < Decimal("0.0001")
+    assert abs(mean - Decimal("0.0276")) < Decimal("0.001") and abs(top - Decimal("0.0859")) < Decimal(
+        "0.0001"
+    )
     (r0,) = [r for r in _rows(level1_store, "hbm_utilization") if r["scope"] == "rank" and r["rank"] == 0]
     assert r0["evidence"] == "sampled"
     assert r0["utilization"] == pytest.approx(float(mean), abs=0.001)  # 2.76% +- 0.1 point
@@ -96,8 +100,16 @@ def test_level1_kernels_get_no_sampled_bytes(level1_store: Path) -> None:
 
     con = engine.connect(level1_store, runs=["level1"], analysis=True)
     try:
-        src = dict(con.execute("SELECT hbm_bytes_source, count(*) FROM kernel_bytes WHERE rank = 0 GROUP BY ALL").fetchall())
-        cov = dict(con.execute("SELECT counter_coverage, count(*) FROM kernel_bytes WHERE rank = 0 GROUP BY ALL").fetchall())
+        src = dict(
+            con.execute(
+                "SELECT hbm_bytes_source, count(*) FROM kernel_bytes WHERE rank = 0 GROUP BY ALL"
+            ).fetchall()
+        )
+        cov = dict(
+            con.execute(
+                "SELECT counter_coverage, count(*) FROM kernel_bytes WHERE rank = 0 GROUP BY ALL"
+            ).fetchall()
+        )
     finally:
         con.close()
     assert "sampled" not in src, src
@@ -154,8 +166,11 @@ def test_communication_core_is_communication(tmp_path: Path) -> None:
         with open(rank_dir / "step_trace_time.csv", newline="", encoding="utf-8") as fh:
             st_row = next(x for x in csv.DictReader(fh) if int(x["Step"]) == r["step"])
         # (traceql.synth writes Free up to the host step's end, so its Free is traceql's free + tail)
-        got = {"Computing": r["computing_ns"], "Communication(Not Overlapped)": r["comm_not_overlapped_ns"],
-               "Free": r["free_ns"] + r["tail_ns"]}
+        got = {
+            "Computing": r["computing_ns"],
+            "Communication(Not Overlapped)": r["comm_not_overlapped_ns"],
+            "Free": r["free_ns"] + r["tail_ns"],
+        }
         for col, ours in got.items():
             expected = float(Decimal(st_row[col]) * 1000)
             assert ours == pytest.approx(expected, rel=1e-3, abs=1000), (r["rank"], col)
@@ -199,12 +214,30 @@ def test_write_only_ops_model_no_reads(tmp_path: Path) -> None:
     rt = sc.ranks[0]
     rt.add_step(1, start_ns=1_000_000, dur_ns=5_000_000)
     rt._cursor[2] = 1_100_000
-    rt.add_op("ZerosLike_0", "ZerosLike", dur_ns=100_000, task_type="AI_VECTOR_CORE", input_shapes=("1024,1024",),
-              input_dtypes=("FLOAT16",), input_formats=("ND",), output_shapes=("1024,1024",),
-              output_dtypes=("FLOAT16",), output_formats=("ND",))
-    rt.add_op("Add_0", "Add", dur_ns=100_000, task_type="AI_VECTOR_CORE", input_shapes=("1024,1024", "1024,1024"),
-              input_dtypes=("FLOAT16", "FLOAT16"), input_formats=("ND", "ND"), output_shapes=("1024,1024",),
-              output_dtypes=("FLOAT16",), output_formats=("ND",))
+    rt.add_op(
+        "ZerosLike_0",
+        "ZerosLike",
+        dur_ns=100_000,
+        task_type="AI_VECTOR_CORE",
+        input_shapes=("1024,1024",),
+        input_dtypes=("FLOAT16",),
+        input_formats=("ND",),
+        output_shapes=("1024,1024",),
+        output_dtypes=("FLOAT16",),
+        output_formats=("ND",),
+    )
+    rt.add_op(
+        "Add_0",
+        "Add",
+        dur_ns=100_000,
+        task_type="AI_VECTOR_CORE",
+        input_shapes=("1024,1024", "1024,1024"),
+        input_dtypes=("FLOAT16", "FLOAT16"),
+        input_formats=("ND", "ND"),
+        output_shapes=("1024,1024",),
+        output_dtypes=("FLOAT16",),
+        output_formats=("ND",),
+    )
     dump = tmp_path / "dump"
     write_torch_npu_dump(sc, dump, aic_metrics="PipeUtilization", with_trace_view=False)
     st = _store(tmp_path, dump, "wo")
@@ -212,7 +245,12 @@ def test_write_only_ops_model_no_reads(tmp_path: Path) -> None:
 
     con = engine.connect(st, runs=["wo"], analysis=True)
     try:
-        got = {n: (r, w) for n, r, w in con.execute("SELECT op_type, modeled_read, modeled_write FROM kernel_bytes").fetchall()}
+        got = {
+            n: (r, w)
+            for n, r, w in con.execute(
+                "SELECT op_type, modeled_read, modeled_write FROM kernel_bytes"
+            ).fetchall()
+        }
     finally:
         con.close()
     mib2 = 1024 * 1024 * 2  # one 1024x1024 fp16 tensor, by hand
@@ -236,8 +274,16 @@ def _stream(tmp: Path, name: str, *, bw: float, busy: float, period_ns: int, cou
         gap = (step_ns - n * k_ns) // (n + 1)
         rt._cursor[2] = s0
         for i in range(n):
-            rt.add_op(f"Mul_{i}", "Mul", dur_ns=k_ns, gap_ns=gap, task_type="AI_VECTOR_CORE",
-                      hbm_read_bytes=per_kernel // 2, hbm_write_bytes=per_kernel // 2, op_state="static")
+            rt.add_op(
+                f"Mul_{i}",
+                "Mul",
+                dur_ns=k_ns,
+                gap_ns=gap,
+                task_type="AI_VECTOR_CORE",
+                hbm_read_bytes=per_kernel // 2,
+                hbm_write_bytes=per_kernel // 2,
+                op_state="static",
+            )
     dump = tmp / name
     write_torch_npu_dump(sc, dump, aic_metrics="PipeUtilization", with_trace_view=counters)
     return _store(tmp / (name + "-st"), dump, name)
@@ -249,8 +295,9 @@ def _stream(tmp: Path, name: str, *, bw: float, busy: float, period_ns: int, cou
     (0.95, 0.50, 20_000_000, True, "unresolved", "insufficient"),    # mean ~0.47, could be 0.95 while computing
     (0.95, 0.50, 20_000_000, False, "lower_bound", "insufficient"),  # no counters, no PMU: shapes only (none here)
 ])  # fmt: skip
-def test_bandwidth_check_on_sampled_counters(tmp_path: Path, bw: float, busy: float, period: int, counters: bool,
-                                             outcome: str, grade: str) -> None:
+def test_bandwidth_check_on_sampled_counters(
+    tmp_path: Path, bw: float, busy: float, period: int, counters: bool, outcome: str, grade: str
+) -> None:
     st = _stream(tmp_path, "s", bw=bw, busy=busy, period_ns=period, counters=counters)
     rep = findings.evaluate(st, "s", device="ascend910b")
     f = rep.finding("bandwidth_bound")
@@ -298,7 +345,9 @@ def test_comm_waits_slow_rank_and_wait_attribution_agree(tmp_path: Path) -> None
     peer = w["comm_wait_peer_hbm_ns"] + w["comm_wait_peer_other_ns"]
     assert cw.evidence["peer_wait_ns_per_step"] == pytest.approx(peer / w["steps"])
     assert cw.evidence["wait_on_saturated_peer_share"] == pytest.approx(w["comm_wait_peer_hbm_ns"] / peer)
-    assert cw.evidence["late_extra_saturated_ns_per_step"] == pytest.approx(sr.evidence["extra_saturated_ns_per_step"])
+    assert cw.evidence["late_extra_saturated_ns_per_step"] == pytest.approx(
+        sr.evidence["extra_saturated_ns_per_step"]
+    )
     # the sentence cites the wait_attribution split, never a second "explained" share
     assert f"{cw.evidence['wait_on_saturated_peer_share']:.0%} of the time" in cw.message
     assert "explained" not in cw.message
@@ -323,7 +372,8 @@ REAL = {
     "msprof-db": MSI / "server/src/test/test_data/full_db/msprof_0.db",
     "rank0-2023": MSI / "server/src/test/test_data/test_rank_0",
     "cluster-output": MSI / "server/src/test/test_data/cluster_analysis_output",
-    "cupti": SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
+    "cupti": SHARED
+    / "facebookresearch__HolisticTraceAnalysis/tests/data/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
 }
 
 
@@ -339,8 +389,12 @@ def test_no_number_above_the_whole_on_real_dumps(tmp_path: Path, key: str) -> No
     doc = json.loads(findings.evaluate(st, "r").to_json())
     for path, v in _walk(doc):
         leaf = path.rsplit(".", 1)[-1]
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and _SHARE.search(leaf) \
-                and not re.search(r"(_rank|_id|_ns|_bytes)$", leaf):
+        if (
+            isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and _SHARE.search(leaf)
+            and not re.search(r"(_rank|_id|_ns|_bytes)$", leaf)
+        ):
             assert v <= 1.0 + 1e-9, (path, v)
         if isinstance(v, str):
             for m in re.finditer(r"(\d[\d,]*(?:\.\d+)?)\s*%\s*of\s*(?:the\s+)?(peak|step|compute)", v):
@@ -366,7 +420,9 @@ def test_check_reports_bandwidth_above_peak(tmp_path: Path) -> None:
     zl = next(s for s in row["sample"] if s["op_type"] == "ZerosLike")
     assert zl["times_peak"] == pytest.approx(zl["modeled_bytes"] / (zl["dur_ns"] / 1e9) / 1.6e12)
     # the ingest-time checks leave them out (they need the analysis macros)
-    assert not {"bandwidth_above_peak", "modeled_above_peak"} & {r["name"] for r in run_checks(st, "db", analysis=False)}
+    assert not {"bandwidth_above_peak", "modeled_above_peak"} & {
+        r["name"] for r in run_checks(st, "db", analysis=False)
+    }
 
 
 # ---- device work after the last step marker ------------------------------------------------------------------
@@ -385,7 +441,9 @@ def test_work_after_the_last_step_marker_is_counted(tmp_path: Path) -> None:
 
     con = engine.connect(st, runs=["tail"], analysis=True)
     try:
-        ((start, end, tail),) = con.execute("SELECT win_start, win_end, device_tail_ns FROM step_windows").fetchall()
+        ((start, end, tail),) = con.execute(
+            "SELECT win_start, win_end, device_tail_ns FROM step_windows"
+        ).fetchall()
     finally:
         con.close()
     base = sc.base_ns

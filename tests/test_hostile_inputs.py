@@ -33,14 +33,22 @@ def tree(d: Path) -> dict[str, object]:
     return out
 
 
-def refused(dump: Path, tmp: Path, *expect: str, limit_s: float = 25, env: dict[str, str] | None = None,
-            args: tuple[str, ...] = ()) -> str:
+def refused(
+    dump: Path,
+    tmp: Path,
+    *expect: str,
+    limit_s: float = 25,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+) -> str:
     """Ingest `dump`; assert the one-line refusal naming `expect` texts; the store and the dump untouched."""
     store = tmp / "store"
     before = tree(dump) if dump.is_dir() else None
     r = traceql("ingest", dump, "--store", store, *args, timeout=limit_s + 30, env=env)
     assert r.code == 1, r
-    errors = [ln for ln in r.err_lines if not ln.startswith("detected ")]  # ingest says what it detected first
+    errors = [
+        ln for ln in r.err_lines if not ln.startswith("detected ")
+    ]  # ingest says what it detected first
     assert len(errors) == 1 and errors[0].startswith("error: "), r
     assert "Traceback" not in r.err and "internal error" not in r.err and "Exception ignored" not in r.err, r
     for e in expect:
@@ -70,10 +78,25 @@ def test_profiler_info_symlinked_to_an_endless_device_is_refused_at_once(tmp_pat
     # a link out of the dump is refused before anything is opened (issue 23's containment) ...
     refused(d, tmp_path, "profiler_info_0.json", "outside the dump", limit_s=15)
     # ... and when links are followed on purpose, the special file itself is refused, not read
-    refused(d, tmp_path, "profiler_info_0.json", "character device", "regular", limit_s=15, args=("--follow-links",))
+    refused(
+        d,
+        tmp_path,
+        "profiler_info_0.json",
+        "character device",
+        "regular",
+        limit_s=15,
+        args=("--follow-links",),
+    )
 
 
-@pytest.mark.parametrize("rel", ["profiler_info_0.json", "ASCEND_PROFILER_OUTPUT/kernel_details.csv", "ASCEND_PROFILER_OUTPUT/trace_view.json"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "profiler_info_0.json",
+        "ASCEND_PROFILER_OUTPUT/kernel_details.csv",
+        "ASCEND_PROFILER_OUTPUT/trace_view.json",
+    ],
+)
 def test_a_fifo_in_place_of_a_dump_file_does_not_hang(tmp_path: Path, rel: str) -> None:
     d = rank_copy(tmp_path)
     (d / rel).unlink()
@@ -108,7 +131,9 @@ def test_gzip_inflating_to_gigabytes_of_whitespace_is_a_bomb(tmp_path: Path) -> 
     # 5-30x); quotes throughout, so it is the inflate limit that trips, not the string one
     _gzip_of(p, b'{"schemaVersion": 1, "traceEvents": [', b'"", ', 1024, b'""]}')
     assert p.stat().st_size < 2 << 20
-    refused(p, tmp_path, "bomb.pt.trace.json.gz", "decompression bomb", "TRACEQL_MAX_INFLATE_RATIO", limit_s=20)
+    refused(
+        p, tmp_path, "bomb.pt.trace.json.gz", "decompression bomb", "TRACEQL_MAX_INFLATE_RATIO", limit_s=20
+    )
 
 
 def test_one_200_mb_string_in_a_small_gzip_is_refused_in_seconds(tmp_path: Path) -> None:
@@ -127,7 +152,14 @@ def test_one_huge_string_in_a_plain_trace_is_refused_by_the_string_limit(tmp_pat
     p.write_text(json.dumps(ev))
     refused(p, tmp_path, "big.pt.trace.json", "without a quote", "TRACEQL_MAX_STRING_BYTES", limit_s=30)
     # the limit is an option: raised above the string, the same file ingests
-    r = traceql("ingest", p, "--store", tmp_path / "store2", timeout=120, env={"TRACEQL_MAX_STRING_BYTES": str(64 << 20)})
+    r = traceql(
+        "ingest",
+        p,
+        "--store",
+        tmp_path / "store2",
+        timeout=120,
+        env={"TRACEQL_MAX_STRING_BYTES": str(64 << 20)},
+    )
     assert r.code == 0, r
 
 
@@ -154,9 +186,13 @@ def test_profiler_info_rank_id_out_of_range_names_the_file(tmp_path: Path, rank:
 
 def test_kineto_distributed_rank_out_of_range_names_the_file(tmp_path: Path) -> None:
     p = tmp_path / "r.pt.trace.json"
-    text = KINETO.read_text().replace("{", '{"distributedInfo": {"backend": "nccl", "rank": 9223372036854775808}, ', 1)
+    text = KINETO.read_text().replace(
+        "{", '{"distributedInfo": {"backend": "nccl", "rank": 9223372036854775808}, ', 1
+    )
     p.write_text(text)
-    refused(p, tmp_path, "r.pt.trace.json", "distributedInfo.rank 9223372036854775808 is not a rank", limit_s=15)
+    refused(
+        p, tmp_path, "r.pt.trace.json", "distributedInfo.rank 9223372036854775808 is not a rank", limit_s=15
+    )
 
 
 def test_two_rank_folders_with_one_rank_id_are_not_merged(tmp_path: Path) -> None:
@@ -189,8 +225,15 @@ def test_a_wide_csv_header_costs_linear_time_and_keeps_every_column(tmp_path: Pa
     r = traceql("ingest", p, "--store", tmp_path / "store", timeout=120)
     assert r.code == 0, r
     assert r.wall_s < 30, r
-    q = traceql("sql", "SELECT cardinality(metrics) AS n, metrics['x3999'] AS last FROM kernels LIMIT 1", "--store", tmp_path / "store", "--format", "csv")
-    assert q.code == 0 and q.out.split() == ['"n","last"', '4000,1'] , q
+    q = traceql(
+        "sql",
+        "SELECT cardinality(metrics) AS n, metrics['x3999'] AS last FROM kernels LIMIT 1",
+        "--store",
+        tmp_path / "store",
+        "--format",
+        "csv",
+    )
+    assert q.code == 0 and q.out.split() == ['"n","last"', "4000,1"], q
 
 
 def test_a_header_wider_than_the_limit_is_refused_at_once(tmp_path: Path) -> None:
@@ -204,24 +247,57 @@ def test_a_header_wider_than_the_limit_is_refused_at_once(tmp_path: Path) -> Non
 def test_hex_underscores_nan_and_foreign_digits_are_null_warned_and_checked(tmp_path: Path) -> None:
     d = tmp_path / "d"
     d.mkdir()
-    rows = [("10", "1_000", "0"), ("11", "0x10", "1.5"), ("12", "١٢", "NaN"), ("13", "1e400", "Infinity"), ("14", "5.5", "0")]
-    (d / "kernel_details.csv").write_text(KD_HEAD + "\n" + "".join(
-        f"1,4294967295,{t},2,Mm,MatMulV2,dynamic,AI_CORE,17364088837047{t}.000\t,{dur},{wait},24\n" for t, dur, wait in rows),
-        encoding="utf-8")
+    rows = [
+        ("10", "1_000", "0"),
+        ("11", "0x10", "1.5"),
+        ("12", "١٢", "NaN"),
+        ("13", "1e400", "Infinity"),
+        ("14", "5.5", "0"),
+    ]
+    (d / "kernel_details.csv").write_text(
+        KD_HEAD
+        + "\n"
+        + "".join(
+            f"1,4294967295,{t},2,Mm,MatMulV2,dynamic,AI_CORE,17364088837047{t}.000\t,{dur},{wait},24\n"
+            for t, dur, wait in rows
+        ),
+        encoding="utf-8",
+    )
     store = tmp_path / "store"
     r = traceql("ingest", d / "kernel_details.csv", "--store", store, timeout=120)
     assert r.code == 0, r
-    assert "column 'Duration(us)': 4 cell(s) not a number, stored as NULL (first at line 2: '1_000')" in r.err, r
+    assert (
+        "column 'Duration(us)': 4 cell(s) not a number, stored as NULL (first at line 2: '1_000')" in r.err
+    ), r
     assert "column 'Wait Time(us)': 2 cell(s) not a number" in r.err, r
-    q = traceql("sql", "SELECT task_id, dur_ns, wait_ns FROM kernels ORDER BY task_id", "--store", store, "--format", "csv")
+    q = traceql(
+        "sql",
+        "SELECT task_id, dur_ns, wait_ns FROM kernels ORDER BY task_id",
+        "--store",
+        store,
+        "--format",
+        "csv",
+    )
     # '1_000' is not 1000 us and '0x10' is not 16 us: NULL, like the other non-numbers
-    assert q.out.split() == ['"task_id","dur_ns","wait_ns"', "10,,0", "11,,1500", "12,,", "13,,", "14,5500,0"], q
+    assert q.out.split() == [
+        '"task_id","dur_ns","wait_ns"',
+        "10,,0",
+        "11,,1500",
+        "12,,",
+        "13,,",
+        "14,5500,0",
+    ], q
     c = traceql("check", "--store", store, "--check", "unparsed_numbers", "--format", "json", "--strict")
     assert c.code == 1, c  # --strict: the check found rows
     (res,) = json.loads(c.out)["kernel_details"]
-    got = [{k: r[k] for k in ("field", "cells", "first_line", "example")} for r in next(v for v in res.values() if isinstance(v, list))]
-    assert got == [{"field": "Duration(us)", "cells": 4, "first_line": 2, "example": "1_000"},
-                   {"field": "Wait Time(us)", "cells": 2, "first_line": 4, "example": "NaN"}], res
+    got = [
+        {k: r[k] for k in ("field", "cells", "first_line", "example")}
+        for r in next(v for v in res.values() if isinstance(v, list))
+    ]
+    assert got == [
+        {"field": "Duration(us)", "cells": 4, "first_line": 2, "example": "1_000"},
+        {"field": "Wait Time(us)", "cells": 2, "first_line": 4, "example": "NaN"},
+    ], res
 
 
 # ---- SQLite bombs ----------------------------------------------------------------------------------------
@@ -235,13 +311,19 @@ def test_sqlite_generated_column_bomb_is_bounded(tmp_path: Path) -> None:
     db = tmp_path / "d" / "ascend_pytorch_profiler_0.db"
     db.parent.mkdir()
     con = sqlite3.connect(db)
-    con.execute("CREATE TABLE STRING_IDS (id INTEGER, n INTEGER, value TEXT GENERATED ALWAYS AS (printf('%.*c', 100000000, 'x')) VIRTUAL)")
+    con.execute(
+        "CREATE TABLE STRING_IDS (id INTEGER, n INTEGER, value TEXT GENERATED ALWAYS AS (printf('%.*c', 100000000, 'x')) VIRTUAL)"
+    )
     con.executemany("INSERT INTO STRING_IDS (id, n) VALUES (?, ?)", [(i, i) for i in range(30)])
-    con.execute("CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, "
-                "globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER)")
-    con.execute("CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, blockDim INTEGER, mixBlockDim INTEGER, "
-                "taskType INTEGER, opType INTEGER, inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, "
-                "outputFormats INTEGER, outputDataTypes INTEGER, outputShapes INTEGER, attrInfo INTEGER)")
+    con.execute(
+        "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, "
+        "globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER)"
+    )
+    con.execute(
+        "CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, blockDim INTEGER, mixBlockDim INTEGER, "
+        "taskType INTEGER, opType INTEGER, inputFormats INTEGER, inputDataTypes INTEGER, inputShapes INTEGER, "
+        "outputFormats INTEGER, outputDataTypes INTEGER, outputShapes INTEGER, attrInfo INTEGER)"
+    )
     con.execute("INSERT INTO TASK VALUES (1, 2, 0, 1, 1, 1, 1, 0, 1, 1, 0)")
     con.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (1, 1, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)")
     con.commit()
@@ -249,5 +331,9 @@ def test_sqlite_generated_column_bomb_is_bounded(tmp_path: Path) -> None:
     assert db.stat().st_size < 1 << 20
     r = traceql("ingest", db, "--store", tmp_path / "store", timeout=90)  # RLIMIT_AS 3 GiB: 6.6 GB would fail
     assert r.code in (0, 1) and "Traceback" not in r.err and "internal error" not in r.err, r
-    q = traceql("sql", "SELECT max(length(name)) AS n FROM kernels", "--store", tmp_path / "store", "--format", "csv")
-    assert r.code == 1 or q.out.split()[1:] in ([], ["0"]), q  # no 100 MB name was stored (NULL: see the report)
+    q = traceql(
+        "sql", "SELECT max(length(name)) AS n FROM kernels", "--store", tmp_path / "store", "--format", "csv"
+    )
+    assert r.code == 1 or q.out.split()[1:] in ([], ["0"]), (
+        q
+    )  # no 100 MB name was stored (NULL: see the report)

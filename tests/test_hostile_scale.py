@@ -24,25 +24,47 @@ def many_rank_store(root: Path, n: int, kernels: int = 30) -> Path:
     for r in range(n):
         w = RankWriter(staging, "big", r, tag=str(r))
         k = kernels
-        w.write("kernels", {"name": [f"op{i % 5}" for i in range(k)], "op_type": [f"T{i % 5}" for i in range(k)],
-                            "task_type": ["AI_CORE"] * k, "stream_id": [1] * k, "task_id": list(range(k)),
-                            "ts_ns": [T0 + i * 100_000 for i in range(k)], "dur_ns": [80_000] * k,
-                            "hbm_read_bytes": [10_000_000 + r] * k, "hbm_write_bytes": [5_000_000] * k})
+        w.write(
+            "kernels",
+            {
+                "name": [f"op{i % 5}" for i in range(k)],
+                "op_type": [f"T{i % 5}" for i in range(k)],
+                "task_type": ["AI_CORE"] * k,
+                "stream_id": [1] * k,
+                "task_id": list(range(k)),
+                "ts_ns": [T0 + i * 100_000 for i in range(k)],
+                "dur_ns": [80_000] * k,
+                "hbm_read_bytes": [10_000_000 + r] * k,
+                "hbm_write_bytes": [5_000_000] * k,
+            },
+        )
         w.write("steps", {"step": [1, 2], "ts_ns": [T0, T0 + 1_500_000], "dur_ns": [1_500_000, 1_500_000]})
         w.close()
         for t, fl in w.files.items():
             files.setdefault(t, []).extend(fl)
         for t, c in w.rows.items():
             rows[t] = rows.get(t, 0) + c
-    s.commit(staging, "big", {"source": "synthetic", "format": "canonical", "ranks": list(range(n)), "ranks_count": n,
-                              "rows": rows, "files": files})
+    s.commit(
+        staging,
+        "big",
+        {
+            "source": "synthetic",
+            "format": "canonical",
+            "ranks": list(range(n)),
+            "ranks_count": n,
+            "rows": rows,
+            "files": files,
+        },
+    )
     return root
 
 
 def test_per_rank_sources_scale_their_rows_with_the_rank_count() -> None:
     src = charts.get("hbm_timeline").sources[0]
     assert src.params_for(1) == {"max_bins": 200}
-    assert src.params_for(26) == {"max_bins": 200 if 26 * 200 <= charts.ROW_BUDGET else charts.ROW_BUDGET // 26}
+    assert src.params_for(26) == {
+        "max_bins": 200 if charts.ROW_BUDGET >= 26 * 200 else charts.ROW_BUDGET // 26
+    }
     assert src.params_for(1000) == {"max_bins": 20}  # 20,000 // 1,000
     assert src.params_for(100_000) == {"max_bins": 10}  # the floor
     groups = charts.get("wait_steps").sources[0]
@@ -54,27 +76,34 @@ def store40(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return many_rank_store(tmp_path_factory.mktemp("s40") / "store", 30, kernels=10)
 
 
-def test_hbm_timeline_of_30_ranks_is_drawn_with_coarser_bins_and_says_so(store40: Path, tmp_path: Path) -> None:
+def test_hbm_timeline_of_30_ranks_is_drawn_with_coarser_bins_and_says_so(
+    store40: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "t.json"
     r = traceql("chart", "hbm_timeline", "--store", store40, "--device", "ascend910b", "-o", out, timeout=240)
     assert r.code == 0, r
     spec = json.loads(out.read_text())
     n_rows = sum(len(v) for v in spec.get("datasets", {}).values())
-    assert 0 < n_rows <= charts.ROW_BUDGET + 30, n_rows  # 30 ranks x 200 bins (6,000 rows: over Altair's default 5,000)
+    assert 0 < n_rows <= charts.ROW_BUDGET + 30, (
+        n_rows
+    )  # 30 ranks x 200 bins (6,000 rows: over Altair's default 5,000)
     text = json.dumps(spec["title"])
     assert "30 ranks" not in text  # 30 x 200 = 6,000 rows is under the budget: the usual bins, nothing to say
     assert spec.get("title") and "MaxRowsError" not in out.read_text()
 
 
-def test_report_of_30_ranks_is_written_and_a_failing_chart_is_a_placeholder(store40: Path, tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_of_30_ranks_is_written_and_a_failing_chart_is_a_placeholder(
+    store40: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from traceql.report import render
 
     def broken(**_: object) -> None:
         raise RuntimeError("builder exploded")
 
     cdef = charts.CHARTS["top_ops"]
-    monkeypatch.setitem(charts.CHARTS, "top_ops", charts.ChartDef(cdef.name, cdef.description, cdef.sources, broken))
+    monkeypatch.setitem(
+        charts.CHARTS, "top_ops", charts.ChartDef(cdef.name, cdef.description, cdef.sources, broken)
+    )
     out = render.write_report(tmp_path / "r.html", store40, "big", device="ascend910b")
     html = out.read_text()
     assert "This chart could not be drawn: RuntimeError: builder exploded" in html

@@ -32,7 +32,9 @@ def sandbox(tmp_path: Path) -> dict[str, Path]:
 
 
 def sql(sb: dict[str, Path], *args: object, timeout: float = 60):  # type: ignore[no-untyped-def]
-    return traceql("sql", *args, "--store", sb["store"], timeout=timeout, env={"HOME": str(sb["home"])}, cwd=sb["cwd"])
+    return traceql(
+        "sql", *args, "--store", sb["store"], timeout=timeout, env={"HOME": str(sb["home"])}, cwd=sb["cwd"]
+    )
 
 
 def untouched(sb: dict[str, Path]) -> None:
@@ -86,13 +88,28 @@ def test_write_with_copy_goes_only_where_allow_files_says(sandbox) -> None:  # t
     out.mkdir()
     r = sql(sandbox, f"COPY kernels TO '{out}/k.csv'", "--write")
     assert r.code == 1 and not (out / "k.csv").exists(), r
-    r = sql(sandbox, f"COPY (SELECT name FROM kernels ORDER BY 1) TO '{out}/k.csv' (HEADER)", "--write", "--allow-files", out)
+    r = sql(
+        sandbox,
+        f"COPY (SELECT name FROM kernels ORDER BY 1) TO '{out}/k.csv' (HEADER)",
+        "--write",
+        "--allow-files",
+        out,
+    )
     assert r.code == 0 and (out / "k.csv").read_text().split() == ["name", "a", "b"], r
     untouched(sandbox)
 
 
-@pytest.mark.parametrize("q", ["UPDATE EXTENSIONS", "UPDATE EXTENSIONS (httpfs)", "INSTALL httpfs", "LOAD httpfs",
-                               "SET enable_external_access = true", "RESET lock_configuration"])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "UPDATE EXTENSIONS",
+        "UPDATE EXTENSIONS (httpfs)",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "RESET lock_configuration",
+    ],
+)
 def test_extension_and_setting_statements_are_refused_with_a_message(sandbox, q: str) -> None:  # type: ignore[no-untyped-def]
     r = sql(sandbox, q)
     assert r.code == 1 and "refused" in r.err and "internal error" not in r.err, r
@@ -111,13 +128,23 @@ def test_unbounded_recursive_cte_stops_at_the_timeout(sandbox) -> None:  # type:
     assert r.code == 1 and "1.5 s limit" in r.err and "--timeout" in r.err, r
     assert r.wall_s < 15, r
     # the environment variable sets the default
-    r = traceql("sql", q, "--store", sandbox["store"], timeout=30, env={"HOME": str(sandbox["home"]), "TRACEQL_SQL_TIMEOUT": "1"}, cwd=sandbox["cwd"])
+    r = traceql(
+        "sql",
+        q,
+        "--store",
+        sandbox["store"],
+        timeout=30,
+        env={"HOME": str(sandbox["home"]), "TRACEQL_SQL_TIMEOUT": "1"},
+        cwd=sandbox["cwd"],
+    )
     assert r.code == 1 and "1 s limit" in r.err, r
     untouched(sandbox)
 
 
 def test_memory_limit_bounds_a_query_and_nothing_spills_to_disk(sandbox) -> None:  # type: ignore[no-untyped-def]
-    r = sql(sandbox, "SELECT count(*) FROM (SELECT DISTINCT range FROM range(30000000))", "--memory-limit", "64MB")
+    r = sql(
+        sandbox, "SELECT count(*) FROM (SELECT DISTINCT range FROM range(30000000))", "--memory-limit", "64MB"
+    )
     assert r.code == 1 and "Out of Memory" in r.err and "--memory-limit" in r.err, r
     r = sql(sandbox, "SELECT 1", "--memory-limit", "lots")
     assert r.code == 1 and "--memory-limit" in r.err and "internal error" not in r.err, r
@@ -127,8 +154,14 @@ def test_memory_limit_bounds_a_query_and_nothing_spills_to_disk(sandbox) -> None
 def test_ctrl_c_stops_a_running_query_at_once(sandbox) -> None:  # type: ignore[no-untyped-def]
     q = "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(sandbox["home"])}
-    p = subprocess.Popen([sys.executable, "-m", "traceql", "sql", q, "--store", str(sandbox["store"]), "--timeout", "0"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=sandbox["cwd"])
+    p = subprocess.Popen(
+        [sys.executable, "-m", "traceql", "sql", q, "--store", str(sandbox["store"]), "--timeout", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=sandbox["cwd"],
+    )
     try:
         time.sleep(4)  # imports and the views, then the query is running
         assert p.poll() is None, p.communicate()

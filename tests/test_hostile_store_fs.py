@@ -30,9 +30,14 @@ def clean_failure(r, *expect: str) -> None:  # type: ignore[no-untyped-def]
         assert e in errors[0], (e, r)
 
 
-@pytest.mark.parametrize("store, expect", [("/dev/null", "is not a traceql store folder"),
-                                           ("/proc/self", "pass --store"),
-                                           ("{file}/sub", "a part of the path is a file")])
+@pytest.mark.parametrize(
+    "store, expect",
+    [
+        ("/dev/null", "is not a traceql store folder"),
+        ("/proc/self", "pass --store"),
+        ("{file}/sub", "a part of the path is a file"),
+    ],
+)
 def test_impossible_store_paths_are_one_line(tmp_path: Path, store: str, expect: str) -> None:
     f = tmp_path / "regular"
     f.write_text("x")
@@ -45,7 +50,9 @@ def test_impossible_store_paths_are_one_line(tmp_path: Path, store: str, expect:
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=120k", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=120k", "tmpfs", str(mnt)], capture_output=True
+    ).returncode:
         pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
     try:
         yield mnt
@@ -58,7 +65,11 @@ def _remount(mnt: Path, opts: str) -> None:
 
 
 def _snapshot(store: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(store)): p.read_bytes() for p in store.rglob("*") if p.is_file() and ".staging" not in p.parts}
+    return {
+        str(p.relative_to(store)): p.read_bytes()
+        for p in store.rglob("*")
+        if p.is_file() and ".staging" not in p.parts
+    }
 
 
 def test_disk_full_mid_ingest_is_one_line_and_leaves_the_store_as_it_was(tmpfs: Path) -> None:

@@ -22,19 +22,42 @@ def _store(tmp: Path) -> Path:
     w = RankWriter(staging, "r", 0)
     w.write("kernels", {"name": [EVIL], "ts_ns": [1], "dur_ns": [10]})
     w.close()
-    s.commit(staging, "r", {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1, "rows": w.rows, "files": w.files})
+    s.commit(
+        staging,
+        "r",
+        {
+            "source": "t",
+            "format": "canonical",
+            "ranks": [0],
+            "ranks_count": 1,
+            "rows": w.rows,
+            "files": w.files,
+        },
+    )
     return store
 
 
 def _args(store: Path) -> list[str]:
-    return [sys.executable, "-m", "traceql", "sql", "SELECT name FROM kernels", "--store", str(store), "--format", "csv"]
+    return [
+        sys.executable,
+        "-m",
+        "traceql",
+        "sql",
+        "SELECT name FROM kernels",
+        "--store",
+        str(store),
+        "--format",
+        "csv",
+    ]
 
 
 def test_csv_to_a_terminal_has_no_escape_sequences(tmp_path: Path) -> None:
     store = _store(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     master, slave = pty.openpty()
-    p = subprocess.Popen(_args(store), stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(
+        _args(store), stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env
+    )
     os.close(slave)
     data = b""
     deadline = time.monotonic() + 60
@@ -55,6 +78,8 @@ def test_csv_to_a_terminal_has_no_escape_sequences(tmp_path: Path) -> None:
 
 def test_csv_to_a_pipe_is_exact(tmp_path: Path) -> None:
     store = _store(tmp_path)
-    r = subprocess.run(_args(store), capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    r = subprocess.run(
+        _args(store), capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60
+    )
     assert r.returncode == 0, r
     assert EVIL.encode() in r.stdout

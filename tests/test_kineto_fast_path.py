@@ -27,7 +27,9 @@ REAL = sorted(HTA.glob("**/*.json.gz")) if HTA.exists() else []
 BASE = 1_790_857_026_000_000_000
 
 
-def _parse(path: Path, reader: str, out_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+def _parse(
+    path: Path, reader: str, out_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     monkeypatch.setenv("TRACEQL_KINETO_READER", reader)
     w = RankWriter(out_dir, "r", 0)
     meta = parse_kineto(path, w)
@@ -38,7 +40,9 @@ def _parse(path: Path, reader: str, out_dir: Path, monkeypatch: pytest.MonkeyPat
     return meta, tables
 
 
-def _both(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+def _both(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """Parse with both readers, assert identical tables and metadata; return the DuckDB side's."""
     m_ij, t_ij = _parse(path, "ijson", tmp_path / "ijson", monkeypatch)
     m_dk, t_dk = _parse(path, "auto", tmp_path / "duck", monkeypatch)
@@ -47,7 +51,9 @@ def _both(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
     for table in t_ij:
         assert len(t_dk[table]) == len(t_ij[table]), table
         assert t_dk[table] == t_ij[table], table
-    assert {k: v for k, v in m_dk.items() if k != "reader"} == {k: v for k, v in m_ij.items() if k != "reader"}
+    assert {k: v for k, v in m_dk.items() if k != "reader"} == {
+        k: v for k, v in m_ij.items() if k != "reader"
+    }
     return m_dk, t_dk
 
 
@@ -83,36 +89,117 @@ def _events(t: Any) -> list[str]:
                    '"grid": [4, 2, 1], "block": [128, 1, 1], "est. achieved occupancy %": 6}')  # fmt: skip
     return [
         _ev("M", t(0), name='"process_name"', pid="100", tid="0", args='{"name": "python"}'),
-        _ev("C", t(1), name='"GPU Memory"', pid='"gpu0"', args='{"Allocated (MB)": 12.5, "Reserved": 3, "note": "x"}'),
+        _ev(
+            "C",
+            t(1),
+            name='"GPU Memory"',
+            pid='"gpu0"',
+            args='{"Allocated (MB)": 12.5, "Reserved": 3, "note": "x"}',
+        ),
         _ev("M", t(1), name='"process_name"', pid='"gpu0"', tid="0", args='{"name": "GPU 0 mem"}'),
-        _ev("X", t(2), cat='"user_annotation"', name='"ProfilerStep#3"', dur=t(40, dur=True), pid="100", tid="100",
-            args='{"External id": 1}'),
-        _ev("X", t(3), cat='"cpu_op"', name='"aten::mm"', dur=t(5, dur=True), pid="100", tid="100", args=args_host),
-        _ev("X", t(4), cat='"cuda_runtime"', name='"cudaLaunchKernel"', dur=t(1, dur=True), pid="100", tid="100",
-            args='{"External id": 5, "cbid": 211, "correlation": 11}'),
+        _ev(
+            "X",
+            t(2),
+            cat='"user_annotation"',
+            name='"ProfilerStep#3"',
+            dur=t(40, dur=True),
+            pid="100",
+            tid="100",
+            args='{"External id": 1}',
+        ),
+        _ev(
+            "X",
+            t(3),
+            cat='"cpu_op"',
+            name='"aten::mm"',
+            dur=t(5, dur=True),
+            pid="100",
+            tid="100",
+            args=args_host,
+        ),
+        _ev(
+            "X",
+            t(4),
+            cat='"cuda_runtime"',
+            name='"cudaLaunchKernel"',
+            dur=t(1, dur=True),
+            pid="100",
+            tid="100",
+            args='{"External id": 5, "cbid": 211, "correlation": 11}',
+        ),
         _ev("s", t(4), id="11", cat='"ac2g"', name='"ac2g"', pid="100", tid="100"),
-        _ev("X", t(6), cat='"kernel"', name='"ampere_sgemm_128x64_nn"', dur=t(7, dur=True), pid="0", tid="7", args=args_kernel),
+        _ev(
+            "X",
+            t(6),
+            cat='"kernel"',
+            name='"ampere_sgemm_128x64_nn"',
+            dur=t(7, dur=True),
+            pid="0",
+            tid="7",
+            args=args_kernel,
+        ),
         _ev("f", t(6), id="11", cat='"ac2g"', name='"ac2g"', bp='"e"', pid="0", tid="7"),
         _ev("f", t(7), id="999", cat='"ac2g"', name='"ac2g"', pid="0", tid="7"),
-        _ev("X", t(8), cat='"gpu_memcpy"', name='"Memcpy HtoD (Pageable -> Device)"', dur=t(2, dur=True), pid="0",
-            tid="7", args='{"device": 0, "stream": 7, "correlation": 12, "bytes": 4096, "memory bandwidth (GB/s)": 1.5}'),
-        _ev("X", t(9), cat='"cuda_profiler_range"', name='"ampere_sgemm_128x64_nn"', dur=t(30, dur=True), pid="0",
-            tid="0", args='{"dram__bytes_read.sum": 1024, "dram__bytes_write.sum": 2048.0, '
-                          '"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 100, "label": "r1"}'),
-        _ev("i", t(10), s='"t"', name='"[memory]"', pid="100", tid="100",
+        _ev(
+            "X",
+            t(8),
+            cat='"gpu_memcpy"',
+            name='"Memcpy HtoD (Pageable -> Device)"',
+            dur=t(2, dur=True),
+            pid="0",
+            tid="7",
+            args='{"device": 0, "stream": 7, "correlation": 12, "bytes": 4096, "memory bandwidth (GB/s)": 1.5}',
+        ),
+        _ev(
+            "X",
+            t(9),
+            cat='"cuda_profiler_range"',
+            name='"ampere_sgemm_128x64_nn"',
+            dur=t(30, dur=True),
+            pid="0",
+            tid="0",
+            args='{"dram__bytes_read.sum": 1024, "dram__bytes_write.sum": 2048.0, '
+            '"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 100, "label": "r1"}',
+        ),
+        _ev(
+            "i",
+            t(10),
+            s='"t"',
+            name='"[memory]"',
+            pid="100",
+            tid="100",
             args='{"Total Reserved": 2097152, "Total Allocated": 512, "Bytes": -512, "Device Id": 0, "Device Type": 1, '
-                 '"Addr": 94000000000000}'),
+            '"Addr": 94000000000000}',
+        ),
         _ev("i", t(11), s='"g"', name='"Record Window End"', pid='""', tid='""'),
-        _ev("X", t(12), cat='"Trace"', name='"PyTorch Profiler (0)"', pid='"Spans"', tid='"PyTorch Profiler"',
-            dur=t(50, dur=True), args='{"Op count": 0}'),
-        _ev("X", t(13), cat='"cpu_op"', name='"ProfilerStep#3"', dur=t(1, dur=True), pid="100", tid="101",
-            args='{"correlation": null, "External id": 77}'),
+        _ev(
+            "X",
+            t(12),
+            cat='"Trace"',
+            name='"PyTorch Profiler (0)"',
+            pid='"Spans"',
+            tid='"PyTorch Profiler"',
+            dur=t(50, dur=True),
+            args='{"Op count": 0}',
+        ),
+        _ev(
+            "X",
+            t(13),
+            cat='"cpu_op"',
+            name='"ProfilerStep#3"',
+            dur=t(1, dur=True),
+            pid="100",
+            tid="101",
+            args='{"correlation": null, "External id": 77}',
+        ),
         _ev("X", t(14), name='"no cat, no pid"'),
         _ev("q", t(15)),
     ]
 
 
-def _write(path: Path, events: list[str], *, base: int | None = None, gz: bool = False, trailer: str = "") -> Path:
+def _write(
+    path: Path, events: list[str], *, base: int | None = None, gz: bool = False, trailer: str = ""
+) -> Path:
     head = '{\n  "schemaVersion": 1,\n  "deviceProperties": [{"id": 0, "name": "NVIDIA A100"}],\n'
     head += '  "distributedInfo": {"rank": 3},\n'
     if base is not None:
@@ -150,7 +237,12 @@ def test_integer_epoch_ts_gzip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     meta, tables = _both(p, tmp_path, monkeypatch)
     assert meta["reader"] == "duckdb" and meta["time_unit"] == "us (Unix epoch)"
     k = next(r for r in tables["kernels"] if r["task_type"] == "kernel")
-    assert (k["ts_ns"], k["dur_ns"], k["block_dim"], k["stream_id"]) == (1_695_835_542_514_267_000, 21_000, 8, 7)
+    assert (k["ts_ns"], k["dur_ns"], k["block_dim"], k["stream_id"]) == (
+        1_695_835_542_514_267_000,
+        21_000,
+        8,
+        7,
+    )
     assert len(tables["flows"]) == 2 and len(tables["memory"]) == 1 and meta["rank"] == 3
 
 
@@ -160,7 +252,9 @@ def test_ns_timestamps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     meta, tables = _both(_write(tmp_path / "ns.json", _events(t)), tmp_path, monkeypatch)
     assert meta["reader"] == "duckdb" and meta["time_unit"].startswith("ns")
-    assert next(r for r in tables["host_ops"] if r["name"] == "aten::mm")["ts_ns"] == 1_731_234_567_890_123_459
+    assert (
+        next(r for r in tables["host_ops"] if r["name"] == "aten::mm")["ts_ns"] == 1_731_234_567_890_123_459
+    )
 
 
 def test_real_ts_beyond_2_43_falls_back_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,7 +263,9 @@ def test_real_ts_beyond_2_43_falls_back_exactly(tmp_path: Path, monkeypatch: pyt
 
     meta, tables = _both(_write(tmp_path / "abs.json", _events(t)), tmp_path, monkeypatch)
     assert meta["reader"].startswith("ijson (DuckDB reader gave up: a real ts/dur of 2**43")
-    assert next(r for r in tables["host_ops"] if r["name"] == "aten::mm")["ts_ns"] == 1_731_234_567_890_003_125
+    assert (
+        next(r for r in tables["host_ops"] if r["name"] == "aten::mm")["ts_ns"] == 1_731_234_567_890_003_125
+    )
 
 
 def test_late_fallback_writes_rows_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,7 +282,9 @@ def test_many_segments_and_trailing_keys(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(kd, "SEGMENT", 1500)
     trailer = ',\n  "traceName": "a]b}, {c",\n  "more": [1, [2]], "deviceProperties2": {"x": [{"y": 1}]}'
     evs = _events(_rel) * 15
-    meta, tables = _both(_write(tmp_path / "seg.json", evs, base=BASE, trailer=trailer), tmp_path, monkeypatch)
+    meta, tables = _both(
+        _write(tmp_path / "seg.json", evs, base=BASE, trailer=trailer), tmp_path, monkeypatch
+    )
     assert meta["reader"] == "duckdb" and len(tables["kernels"]) == 45
 
 
@@ -247,16 +345,32 @@ def test_duckdb_prints_plain_doubles_as_repr() -> None:
     import duckdb
 
     rng = random.Random(7)
-    vals = [rng.random() * 10 ** rng.randint(-4, 15) for _ in range(20000)] + [round(rng.random() * 1e4, 3) for _ in range(5000)]
+    vals = [rng.random() * 10 ** rng.randint(-4, 15) for _ in range(20000)] + [
+        round(rng.random() * 1e4, 3) for _ in range(5000)
+    ]
     vals = [v for v in vals if kd.PLAIN[0] <= v < kd.PLAIN[1]]
     src = json.dumps([{"v": v} for v in vals])
-    rows = duckdb.connect().execute("SELECT unnest(json_extract(?::JSON, '$[*].v'))::VARCHAR", [src]).fetchall()
+    rows = (
+        duckdb.connect().execute("SELECT unnest(json_extract(?::JSON, '$[*].v'))::VARCHAR", [src]).fetchall()
+    )
     assert [r[0] for r in rows] == [repr(v) for v in vals]
 
 
 def test_ns_rule_hand_values() -> None:
-    j = pa.array(["5142431484056.641", "5142431483969.080", "68.0", "0.001", "-1.5", "17", "null", None, '"12.5"'])
-    assert kd.ns(j, 1000).to_pylist() == [5142431484056641, 5142431483969080, 68000, 1, -1500, 17000, None, None, 12500]
+    j = pa.array(
+        ["5142431484056.641", "5142431483969.080", "68.0", "0.001", "-1.5", "17", "null", None, '"12.5"']
+    )
+    assert kd.ns(j, 1000).to_pylist() == [
+        5142431484056641,
+        5142431483969080,
+        68000,
+        1,
+        -1500,
+        17000,
+        None,
+        None,
+        12500,
+    ]
     with pytest.raises(kd.GiveUp, match="more than 3 decimals"):
         kd.ns(pa.array(["0.0001"]), 1000)
     with pytest.raises(kd.GiveUp, match="2\\*\\*43"):

@@ -61,7 +61,11 @@ def test_hta_traces_row_counts(path: Path, tmp_path: Path) -> None:
     f_keys = Counter((e["cat"], str(e["id"])) for e in evs if e.get("ph") == "f")
     s_keys = {(e["cat"], str(e["id"])) for e in evs if e.get("ph") == "s"}
     assert _one(con, "SELECT count(*) FROM flows") == sum(f_keys.values()) + len(s_keys - set(f_keys))
-    steps = sorted((int(e["name"].split("#")[1]), e["ts"] * 1000, e["dur"] * 1000) for e in x if e["name"].startswith("ProfilerStep#"))
+    steps = sorted(
+        (int(e["name"].split("#")[1]), e["ts"] * 1000, e["dur"] * 1000)
+        for e in x
+        if e["name"].startswith("ProfilerStep#")
+    )
     assert con.execute("SELECT step, ts_ns, dur_ns FROM steps ORDER BY step").fetchall() == steps
 
 
@@ -102,13 +106,18 @@ def test_folder_of_ranks_device_and_run_meta(tmp_path: Path) -> None:
     con = traceql.connect(store)
     assert info["ranks"] == [0, 1]  # distributedInfo.rank of each file
     assert con.execute("SELECT DISTINCT rank FROM kernels ORDER BY 1").fetchall() == [(0,), (1,)]
-    assert _one(con, "SELECT value FROM run_meta WHERE rank = 1 AND key = 'distributedInfo.world_size'") == "128"
+    assert (
+        _one(con, "SELECT value FROM run_meta WHERE rank = 1 AND key = 'distributedInfo.world_size'") == "128"
+    )
     # alexnet has deviceProperties: the name of the GPU its kernels ran on (device 0)
     store2 = tmp_path / "s2"
     info = ingest(real(ALEXNET), store=store2)
     assert info["device"] == "NVIDIA A100-PG509-200"
     con2 = traceql.connect(store2)
-    assert _one(con2, "SELECT value FROM run_meta WHERE key = 'deviceProperties.0.name'") == "NVIDIA A100-PG509-200"
+    assert (
+        _one(con2, "SELECT value FROM run_meta WHERE key = 'deviceProperties.0.name'")
+        == "NVIDIA A100-PG509-200"
+    )
 
 
 def test_cupti_profiler_ranges_become_per_kernel_metrics(tmp_path: Path) -> None:
@@ -148,7 +157,11 @@ def test_no_profiler_ranges_is_said_in_meta(tmp_path: Path) -> None:
         ("void xmma_new::gemm::kernel<xmma_new::implicit_gemm::fprop::Params>", "kernel", "conv"),
         ("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int)", "kernel", "index"),
         ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)", "kernel", "nccl"),
-        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "kernel", "elementwise"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
+            "kernel",
+            "elementwise",
+        ),
         ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>", "kernel", "reduce"),
         ("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", "memcpy"),
         ("Memset (Device)", "gpu_memset", "memset"),
@@ -204,10 +217,16 @@ def test_memory_events_become_memory_records(tmp_path: Path) -> None:
     """torch.profiler(profile_memory=True) writes allocator events as `i` events named [memory]."""
     import duckdb
 
-    mem = '{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": %d, ' \
-          '"args": {"Total Reserved": %d, "Total Allocated": %d, "Bytes": %d, "Addr": 140737, "Device Id": %d, "Device Type": %d}}'
-    evs = [mem % (10, 0, 256, 256, -1, 0), mem % (20, 2097152, 1048576, 1048576, 0, 1), mem % (30, 2097152, 0, -1048576, 0, 1)]
-    p = _trace(tmp_path, '{"traceEvents": [' + ", ".join(evs) + ']}')
+    mem = (
+        '{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": %d, '
+        '"args": {"Total Reserved": %d, "Total Allocated": %d, "Bytes": %d, "Addr": 140737, "Device Id": %d, "Device Type": %d}}'
+    )
+    evs = [
+        mem % (10, 0, 256, 256, -1, 0),
+        mem % (20, 2097152, 1048576, 1048576, 0, 1),
+        mem % (30, 2097152, 0, -1048576, 0, 1),
+    ]
+    p = _trace(tmp_path, '{"traceEvents": [' + ", ".join(evs) + "]}")
     w = RankWriter(tmp_path / "w", "r", 0)
     meta = parse_kineto(p, w)
     w.close(sort=False)
@@ -251,7 +270,9 @@ def test_truncated_plain_kineto(tmp_path: Path) -> None:
 
 def test_non_utf8_kineto(tmp_path: Path) -> None:
     p = tmp_path / "bad.json"
-    p.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a\xff", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}')
+    p.write_bytes(
+        b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a\xff", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}'
+    )
     with pytest.raises(BadTraceError, match="not UTF-8"):
         ingest(p, store=tmp_path / "s")
 

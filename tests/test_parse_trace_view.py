@@ -40,7 +40,9 @@ def _events(path: Path) -> list[dict[str, Any]]:
 
 
 def _procs(evs: list[dict[str, Any]]) -> dict[int, str]:
-    return {e["pid"]: e["args"]["name"] for e in evs if e.get("ph") == "M" and e.get("name") == "process_name"}
+    return {
+        e["pid"]: e["args"]["name"] for e in evs if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
 
 
 def _ingested(path: Path, tmp_path: Path, name: str = "tv") -> Any:
@@ -164,23 +166,36 @@ def test_level1_counters_units(level1: tuple[Any, list[dict[str, Any]]]) -> None
     assert _one(con, "SELECT DISTINCT unit FROM counters WHERE metric = 'read_hit_rate'") == "ratio"
     # Acc PMU: {"value": v, "acc_id": n} -> channel n, one row per event
     acc = Counter(str(e["args"]["acc_id"]) for e in c if e["name"] == "read_bandwidth")
-    assert dict(con.sql("SELECT channel, count(*) FROM counters WHERE name = 'read_bandwidth' GROUP BY 1").fetchall()) == acc
+    assert (
+        dict(
+            con.sql(
+                "SELECT channel, count(*) FROM counters WHERE name = 'read_bandwidth' GROUP BY 1"
+            ).fetchall()
+        )
+        == acc
+    )
     assert _one(con, "SELECT unit FROM counters WHERE track = 'AI Core Freq' LIMIT 1") == "MHz"
 
 
 def test_level1_flows_keep_ids_as_text(level1: tuple[Any, list[dict[str, Any]]]) -> None:
     con, _ = level1
     # HostToDevice ids are strings, up to 20 digits (> int64): "40004068119343529983"
-    r = con.sql("SELECT src_pid, dst_tid, dst_ts_ns FROM flows WHERE cat = 'HostToDevice' AND flow_id = '40004068119343529983'").fetchall()
+    r = con.sql(
+        "SELECT src_pid, dst_tid, dst_ts_ns FROM flows WHERE cat = 'HostToDevice' AND flow_id = '40004068119343529983'"
+    ).fetchall()
     assert r and all(x[2] == 1736408883704643212 for x in r)
     # torch_to_npu ids are big JSON integers: exact as text
-    r = con.sql("SELECT name, dst_ts_ns FROM flows WHERE cat = 'async_npu' AND flow_id = '1736408883704643212'").fetchall()
+    r = con.sql(
+        "SELECT name, dst_ts_ns FROM flows WHERE cat = 'async_npu' AND flow_id = '1736408883704643212'"
+    ).fetchall()
     assert r == [("torch_to_npu", 1736408883704643212)]
     # HostToDevice1404 has one s and two f events (one launch, two tasks)
     assert _one(con, "SELECT count(*) FROM flows WHERE cat = 'HostToDevice' AND flow_id = '1404'") == 2
 
 
-def test_level1_comm_matches_the_profilers_communication_json(level1: tuple[Any, list[dict[str, Any]]]) -> None:
+def test_level1_comm_matches_the_profilers_communication_json(
+    level1: tuple[Any, list[dict[str, Any]]],
+) -> None:
     """Bytes/bandwidth aggregated from HCCL plane tasks equal what torch_npu wrote in communication*.json."""
     con, _ = level1
     out = real(TV1).parent
@@ -197,7 +212,11 @@ def test_level1_comm_matches_the_profilers_communication_json(level1: tuple[Any,
         assert len(row) == 1, name
         row = row[0]
         op_type, kind, group, op_bytes, bw_bytes, transit_ns, bw = row
-        assert (op_type, kind, group) == ("allreduce", "collective", "0")  # thread name "Group 0 Communication"
+        assert (op_type, kind, group) == (
+            "allreduce",
+            "collective",
+            "0",
+        )  # thread name "Group 0 Communication"
         assert op_bytes == bw_bytes == round(hccs["Transit Size(MB)"] * 1e6)  # MB = 1e6 bytes in this file
         assert transit_ns == pytest.approx(hccs["Transit Time(ms)"] * 1e6, abs=50)  # ns rounding per task
         assert bw == pytest.approx(hccs["Bandwidth(GB/s)"] * 1e9, rel=1e-3)
@@ -219,7 +238,9 @@ def test_level1_comm_matches_the_profilers_communication_json(level1: tuple[Any,
 def test_level1_step_window(level1: tuple[Any, list[dict[str, Any]]]) -> None:
     con, _ = level1
     # ProfilerStep#50: "ts": "1736408883686740.710", "dur": 155985.8
-    assert con.sql("SELECT step, ts_ns, dur_ns FROM steps").fetchall() == [(50, 1736408883686740710, 155985800)]
+    assert con.sql("SELECT step, ts_ns, dur_ns FROM steps").fetchall() == [
+        (50, 1736408883686740710, 155985800)
+    ]
 
 
 def test_parse_trace_view_flags_and_returned_meta(tmp_path: Path) -> None:
@@ -289,7 +310,9 @@ def test_gzip_and_numeric_ts_take_ijson_and_agree_with_duckdb(tmp_path: Path) ->
     assert got == fast
 
 
-def test_numeric_ts_later_in_the_file_switches_to_ijson(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_numeric_ts_later_in_the_file_switches_to_ijson(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """String ts at the head but numeric ones further down: the pre-scan notices, ijson keeps them exact."""
     from traceql.parsers import _chrome_json as cj
 
@@ -307,7 +330,9 @@ def test_numeric_ts_later_in_the_file_switches_to_ijson(tmp_path: Path, monkeypa
     assert _tables(mixed, tmp_path / "mixed2") == fast
 
 
-def test_duckdb_out_of_memory_on_a_huge_event_falls_back_to_ijson(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_duckdb_out_of_memory_on_a_huge_event_falls_back_to_ijson(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One event holding a 20 MB string: with too little DuckDB memory the fast reader fails before any row
     is written, and the file is read with ijson instead (same rows as usual, a warning says so)."""
     from traceql.parsers import _chrome_json as cj
@@ -322,7 +347,9 @@ def test_duckdb_out_of_memory_on_a_huge_event_falls_back_to_ijson(tmp_path: Path
     w.close(sort=False)
     assert meta["reader"] == "ijson" and "ran out of memory" in meta["warnings"][0]
     procs = _procs(evs)
-    assert w.rows["host_ops"] == sum(1 for e in evs if e["ph"] == "X" and procs.get(e["pid"]) in ("Python", "CANN"))
+    assert w.rows["host_ops"] == sum(
+        1 for e in evs if e["ph"] == "X" and procs.get(e["pid"]) in ("Python", "CANN")
+    )
 
 
 # ---- claim / detection -------------------------------------------------------------------------------

@@ -15,16 +15,38 @@ from traceql import devices, queries
 from traceql.errors import QueryError, StoreError
 
 REQUIRED_QUERIES = {
-    "op_hbm_bytes", "hbm_utilization", "hbm_timeline", "ub_l2_rates", "wait_attribution", "top_ops",
-    "step_breakdown", "layout_transforms", "roofline",
+    "op_hbm_bytes",
+    "hbm_utilization",
+    "hbm_timeline",
+    "ub_l2_rates",
+    "wait_attribution",
+    "top_ops",
+    "step_breakdown",
+    "layout_transforms",
+    "roofline",
 }
-_ARROW_TO_DUCK = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR",
-                  "large_string": "VARCHAR", "string_view": "VARCHAR", "bool": "BOOLEAN"}
+_ARROW_TO_DUCK = {
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "large_string": "VARCHAR",
+    "string_view": "VARCHAR",
+    "bool": "BOOLEAN",
+}
 
 
 def _k(name: str, t0: int, t1: int, **kw: Any) -> dict[str, Any]:
-    return dict(name=name, op_type=kw.pop("op_type", name), ts_ns=t0, dur_ns=t1 - t0, is_comm=False,
-                task_type=kw.pop("task_type", "AI_CORE"), step=1, **kw)
+    return dict(
+        name=name,
+        op_type=kw.pop("op_type", name),
+        ts_ns=t0,
+        dur_ns=t1 - t0,
+        is_comm=False,
+        task_type=kw.pop("task_type", "AI_CORE"),
+        step=1,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,20 +58,72 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         off = rank * MS
         ranks[rank] = {
             "kernels": [
-                _k("trans_TransData_0", off, off + MS, op_type="TransData", input_shapes="8,3,4,4", input_dtypes="FLOAT",
-                   input_formats="NCHW", output_shapes="8,1,4,4,16", output_dtypes="FLOAT", output_formats="NC1HWC0",
-                   hbm_read_bytes=1000, hbm_write_bytes=2000, ub_read_bytes=10, l2_hit_rate=0.5, stream_id=1, task_id=1),
-                _k("MatMul", off + MS, off + 3 * MS, op_type="MatMulV2", input_shapes="64,128;128,256",
-                   input_dtypes="FLOAT16", output_shapes="64,256", output_dtypes="FLOAT16", stream_id=1, task_id=2),
-                dict(name="hcom_allReduce__1", op_type="hcom_allReduce_", ts_ns=off + 3 * MS, dur_ns=2 * MS,
-                     is_comm=True, task_type="HCCL", step=1),
+                _k(
+                    "trans_TransData_0",
+                    off,
+                    off + MS,
+                    op_type="TransData",
+                    input_shapes="8,3,4,4",
+                    input_dtypes="FLOAT",
+                    input_formats="NCHW",
+                    output_shapes="8,1,4,4,16",
+                    output_dtypes="FLOAT",
+                    output_formats="NC1HWC0",
+                    hbm_read_bytes=1000,
+                    hbm_write_bytes=2000,
+                    ub_read_bytes=10,
+                    l2_hit_rate=0.5,
+                    stream_id=1,
+                    task_id=1,
+                ),
+                _k(
+                    "MatMul",
+                    off + MS,
+                    off + 3 * MS,
+                    op_type="MatMulV2",
+                    input_shapes="64,128;128,256",
+                    input_dtypes="FLOAT16",
+                    output_shapes="64,256",
+                    output_dtypes="FLOAT16",
+                    stream_id=1,
+                    task_id=2,
+                ),
+                {
+                    "name": "hcom_allReduce__1",
+                    "op_type": "hcom_allReduce_",
+                    "ts_ns": off + 3 * MS,
+                    "dur_ns": 2 * MS,
+                    "is_comm": True,
+                    "task_type": "HCCL",
+                    "step": 1,
+                },
             ],
-            "comm_ops": [dict(name="hcom_allReduce__1", op_type="allreduce", group_name="g", kind="collective",
-                              ts_ns=off + 3 * MS, dur_ns=2 * MS, transit_ns=MS, step=1, source="t")],
-            "steps": [dict(step=1, ts_ns=0, dur_ns=7 * MS, computing_ns=3 * MS, source="t")],
-            "counters": [dict(track="HBM", channel="0", metric="read_bw", unit="bytes/s", ts_ns=t, value=1e9)
-                         for t in (0, 2 * MS, 4 * MS)],
-            "l2_cache": [dict(stream_id=1, task_id=2, op_name="MatMul", hit_rate=0.7)],
+            "comm_ops": [
+                {
+                    "name": "hcom_allReduce__1",
+                    "op_type": "allreduce",
+                    "group_name": "g",
+                    "kind": "collective",
+                    "ts_ns": off + 3 * MS,
+                    "dur_ns": 2 * MS,
+                    "transit_ns": MS,
+                    "step": 1,
+                    "source": "t",
+                }
+            ],
+            "steps": [{"step": 1, "ts_ns": 0, "dur_ns": 7 * MS, "computing_ns": 3 * MS, "source": "t"}],
+            "counters": [
+                {
+                    "track": "HBM",
+                    "channel": "0",
+                    "metric": "read_bw",
+                    "unit": "bytes/s",
+                    "ts_ns": t,
+                    "value": 1e9,
+                }
+                for t in (0, 2 * MS, 4 * MS)
+            ],
+            "l2_cache": [{"stream_id": 1, "task_id": 2, "op_name": "MatMul", "hit_rate": 0.7}],
         }
     build_store(root, "small", ranks, device="Ascend910B")
     return root
@@ -58,7 +132,7 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ---- headers ---------------------------------------------------------------------------------------------
 def test_the_required_queries_exist() -> None:
     names = {s.name for s in queries.list_queries()}
-    assert REQUIRED_QUERIES <= names
+    assert names >= REQUIRED_QUERIES
 
 
 @pytest.mark.parametrize("spec", queries.list_queries(), ids=lambda s: s.name)
@@ -100,8 +174,10 @@ def test_header_parser_rejects_bad_headers(tmp_path: Path) -> None:
         with pytest.raises(QueryError):
             queries.parse_file(p)
     ok = tmp_path / "ok.sql"
-    ok.write_text("-- name: ok\n-- description: fine\n-- param: s VARCHAR = 'a''b' -- doc\n-- param: r INTEGER -- required\n"
-                  "-- column: x VARCHAR -- doc\nSELECT $s AS x;\n")
+    ok.write_text(
+        "-- name: ok\n-- description: fine\n-- param: s VARCHAR = 'a''b' -- doc\n-- param: r INTEGER -- required\n"
+        "-- column: x VARCHAR -- doc\nSELECT $s AS x;\n"
+    )
     spec = queries.parse_file(ok)
     assert spec.params[0].default == "a'b" and spec.params[1].required
 
@@ -125,9 +201,15 @@ def test_params_are_converted_by_declared_type() -> None:
 def test_unknown_missing_extra_params_list_the_declared_ones(small_store: Path) -> None:
     with pytest.raises(QueryError, match=r"unknown query 'nope'; queries: .*op_hbm_bytes"):
         queries.run("nope", small_store)
-    with pytest.raises(QueryError, match=r"op_calls: missing parameter 'op' \(declared: op VARCHAR \(required\), limit_n INTEGER = 1000"):
+    with pytest.raises(
+        QueryError,
+        match=r"op_calls: missing parameter 'op' \(declared: op VARCHAR \(required\), limit_n INTEGER = 1000",
+    ):
         queries.run("op_calls", small_store)
-    with pytest.raises(QueryError, match=r"top_ops: unknown parameter 'topn' \(declared: top_n INTEGER = 20, by VARCHAR = 'op_type'\)"):
+    with pytest.raises(
+        QueryError,
+        match=r"top_ops: unknown parameter 'topn' \(declared: top_n INTEGER = 20, by VARCHAR = 'op_type'\)",
+    ):
         queries.run("top_ops", small_store, params={"topn": 3})
     with pytest.raises(StoreError, match="no run 'ghost'"):
         queries.run("top_ops", small_store, run_id="ghost")
@@ -141,7 +223,12 @@ def test_run_reuses_a_connection_without_changing_it(small_store: Path) -> None:
     assert t.num_rows > 0
     # the caller's views still see every rank and no helper macro leaked into its session
     assert con.execute("SELECT count(DISTINCT rank) FROM kernels").fetchone()[0] == 2
-    assert con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = '_kernel_bytes'").fetchone()[0] == 0
+    assert (
+        con.execute(
+            "SELECT count(*) FROM duckdb_functions() WHERE function_name = '_kernel_bytes'"
+        ).fetchone()[0]
+        == 0
+    )
 
 
 def test_result_metadata_says_which_peaks(small_store: Path) -> None:
@@ -201,7 +288,18 @@ def test_cli_happy_path(cli, small_store: Path) -> None:  # type: ignore[no-unty
     lines = r.out.strip().splitlines()
     assert lines[0].startswith('"run_id","name","op_type"') and len(lines) == 2
     assert "preset ascend910b" in r.err  # which peaks were used goes to stderr
-    r = cli("query", "wait_attribution", "--store", small_store, "--run", "small", "--rank", "1", "--format", "json")
+    r = cli(
+        "query",
+        "wait_attribution",
+        "--store",
+        small_store,
+        "--run",
+        "small",
+        "--rank",
+        "1",
+        "--format",
+        "json",
+    )
     assert r.code == 0 and '"verdict"' in r.out and '"rank": 0' not in r.out
     r = cli("query", "hbm_utilization", "--store", small_store, "--peak-hbm-gbps", "1000", "--format", "csv")
     assert r.code == 0 and "1000000000000" in r.out.replace(".0", "").replace("e+12", "000000000000")
@@ -223,7 +321,10 @@ def test_cli_baseline_fills_scaling(cli, small_store: Path) -> None:  # type: ig
     [
         (["query", "nope"], "unknown query 'nope'; queries:"),
         (["query", "op_calls"], "op_calls: missing parameter 'op' (declared: op VARCHAR (required)"),
-        (["query", "top_ops", "--param", "x=1"], "top_ops: unknown parameter 'x' (declared: top_n INTEGER = 20"),
+        (
+            ["query", "top_ops", "--param", "x=1"],
+            "top_ops: unknown parameter 'x' (declared: top_n INTEGER = 20",
+        ),
         (["query", "top_ops", "--param", "top_n"], "--param 'top_n': expected NAME=VALUE"),
         (["query", "top_ops", "--param", "top_n=abc"], "'abc' is not a valid INTEGER"),
         (["query", "top_ops", "--param", "by=size"], "param by must be op_type or name"),
@@ -241,18 +342,30 @@ def test_cli_bad_input_is_one_line_exit_1(cli, small_store: Path, args: list[str
 def test_cli_show_sql(cli) -> None:  # type: ignore[no-untyped-def]
     r = cli("query", "op_hbm_bytes", "--show-sql", "--device", "h200", "--param", "top_n=3")
     assert r.code == 0
-    assert r.out.startswith(".read views.sql") and "EXECUTE op_hbm_bytes(top_n := 3, peak_hbm_bps := 4800000000000.0);" in r.out
+    assert (
+        r.out.startswith(".read views.sql")
+        and "EXECUTE op_hbm_bytes(top_n := 3, peak_hbm_bps := 4800000000000.0);" in r.out
+    )
 
 
 # ---- devices -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "name,key",
     [
-        ("Ascend910B", "ascend910b"), ("Ascend910B3", "ascend910b3"), ("Ascend910B4", "ascend910b4"),
-        ("Ascend910A", "ascend910"), ("Ascend910ProB", "ascend910"), ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
-        ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
-        ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
-        ("Tesla V100-SXM2-16GB", None), ("Ascend910_9391", None), ("", None),
+        ("Ascend910B", "ascend910b"),
+        ("Ascend910B3", "ascend910b3"),
+        ("Ascend910B4", "ascend910b4"),
+        ("Ascend910A", "ascend910"),
+        ("Ascend910ProB", "ascend910"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H200", "h200"),
+        ("Tesla V100-SXM2-16GB", None),
+        ("Ascend910_9391", None),
+        ("", None),
     ],
 )
 def test_device_detection(name: str, key: str | None) -> None:
@@ -266,7 +379,9 @@ def test_device_presets_and_overrides() -> None:
     art = devices.preset("ascend910")  # the article's table
     assert (art.peak_hbm_bps, art.peak_l2_bps, art.peak_ub_bps) == (1.23e12, 1.2e12, 16e12)
     assert art.ub_bytes == 2 * 2**20 and art.l2_bytes == 8 * 2**20 and art.hbm_bytes == 64 * 2**30
-    assert devices.preset("h200").peak_hbm_bps == 4.8e12 and devices.preset("A100-40GB").peak_hbm_bps == 1555e9
+    assert (
+        devices.preset("h200").peak_hbm_bps == 4.8e12 and devices.preset("A100-40GB").peak_hbm_bps == 1555e9
+    )
     assert all(d.source for d in devices.PRESETS)
     c = devices.resolve(detected=["Ascend910B"], overrides={"peak_hbm_bps": 1.8e12})
     assert c.device is not None and c.device.key == "ascend910b" and c.peaks["peak_hbm_bps"] == 1.8e12
@@ -284,6 +399,9 @@ def test_device_inferred_from_vector_core_tasks_when_the_dump_names_none(tmp_pat
     build_store(root, "cube", {0: {"kernels": [_k("Add", 0, MS)]}}, store=st)
     t = queries.run("op_hbm_bytes", root, run_id="vec")
     assert "inferred" in t.schema.metadata[b"traceql.peaks_note"].decode()
-    assert json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"] == devices.preset("ascend910b").peak_hbm_bps
+    assert (
+        json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"]
+        == devices.preset("ascend910b").peak_hbm_bps
+    )
     t = queries.run("op_hbm_bytes", root, run_id="cube")  # AI_CORE only: could be any Ascend chip -> unknown
     assert json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"] is None

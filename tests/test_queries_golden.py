@@ -34,10 +34,19 @@ def approx(x: float, rel: float = 1e-9, abs_: float = 1e-6) -> Any:
     return pytest.approx(x, rel=rel, abs=abs_)
 
 
-def kernel(name: str, t0: int, t1: int, *, util: float | None = None, peak: float = PEAK, **kw: Any) -> dict[str, Any]:
+def kernel(
+    name: str, t0: int, t1: int, *, util: float | None = None, peak: float = PEAK, **kw: Any
+) -> dict[str, Any]:
     """A compute kernel on [t0, t1); util: PMU bytes making it run at util x peak (half read, half write)."""
-    d: dict[str, Any] = dict(name=name, op_type=kw.pop("op_type", name), ts_ns=t0, dur_ns=t1 - t0, is_comm=False,
-                             task_type="AI_CORE", step=kw.pop("step", 1))
+    d: dict[str, Any] = {
+        "name": name,
+        "op_type": kw.pop("op_type", name),
+        "ts_ns": t0,
+        "dur_ns": t1 - t0,
+        "is_comm": False,
+        "task_type": "AI_CORE",
+        "step": kw.pop("step", 1),
+    }
     if util is not None:
         b = round(util * peak * (t1 - t0) / 1e9)
         d.update(hbm_read_bytes=b // 2, hbm_write_bytes=b - b // 2)
@@ -46,13 +55,32 @@ def kernel(name: str, t0: int, t1: int, *, util: float | None = None, peak: floa
 
 
 def hccl(name: str, t0: int, t1: int, **kw: Any) -> dict[str, Any]:
-    return dict(name=name, op_type="hcom_allReduce_", ts_ns=t0, dur_ns=t1 - t0, is_comm=True, task_type="HCCL",
-                step=kw.pop("step", 1), **kw)
+    return dict(
+        name=name,
+        op_type="hcom_allReduce_",
+        ts_ns=t0,
+        dur_ns=t1 - t0,
+        is_comm=True,
+        task_type="HCCL",
+        step=kw.pop("step", 1),
+        **kw,
+    )
 
 
-def allreduce(t0: int, t1: int, transit: int, group: str = "g1", name: str = "hcom_allReduce__1_0_1") -> dict[str, Any]:
-    return dict(name=name, op_type="allreduce", group_name=group, kind="collective", ts_ns=t0, dur_ns=t1 - t0,
-                transit_ns=transit, step=1, source="communication.json")
+def allreduce(
+    t0: int, t1: int, transit: int, group: str = "g1", name: str = "hcom_allReduce__1_0_1"
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "op_type": "allreduce",
+        "group_name": group,
+        "kind": "collective",
+        "ts_ns": t0,
+        "dur_ns": t1 - t0,
+        "transit_ns": transit,
+        "step": 1,
+        "source": "communication.json",
+    }
 
 
 # ---- op_hbm_bytes: pmu and modeled bytes, shares, achieved bandwidth vs the article's Ascend 910 peak -------
@@ -65,14 +93,37 @@ def bytes_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             kernel("Tanh", 0, 10 * US, hbm_read_bytes=4 * MiB, hbm_write_bytes=4 * MiB),
             kernel("Tanh", 20 * US, 30 * US, hbm_read_bytes=4 * MiB, hbm_write_bytes=4 * MiB),
             # MatMul without PMU bytes: modeled from shapes: 2 fp16 inputs 1024x1024 (2 MiB each), fp16 output
-            kernel("MatMul", 40 * US, 48 * US, input_shapes="1024,1024;1024,1024", input_dtypes="FLOAT16;FLOAT16",
-                   output_shapes="1024,1024", output_dtypes="FLOAT16"),
+            kernel(
+                "MatMul",
+                40 * US,
+                48 * US,
+                input_shapes="1024,1024;1024,1024",
+                input_dtypes="FLOAT16;FLOAT16",
+                output_shapes="1024,1024",
+                output_dtypes="FLOAT16",
+            ),
             # Add with both: PMU 16 KiB read + 4 KiB written; modeled 2 x 1024 fp32 in (8 KiB), 1024 fp32 out (4 KiB)
-            kernel("Add", 50 * US, 51 * US, hbm_read_bytes=16384, hbm_write_bytes=4096,
-                   input_shapes="1024;1024", input_dtypes="FLOAT", output_shapes="1024", output_dtypes="FLOAT"),
+            kernel(
+                "Add",
+                50 * US,
+                51 * US,
+                hbm_read_bytes=16384,
+                hbm_write_bytes=4096,
+                input_shapes="1024;1024",
+                input_dtypes="FLOAT",
+                output_shapes="1024",
+                output_dtypes="FLOAT",
+            ),
             # Cast with no usable source (unknown shape)
-            kernel("Cast", 60 * US, 61 * US, input_shapes="N/A", input_dtypes="FLOAT", output_shapes="N/A",
-                   output_dtypes="FLOAT16"),
+            kernel(
+                "Cast",
+                60 * US,
+                61 * US,
+                input_shapes="N/A",
+                input_dtypes="FLOAT",
+                output_shapes="N/A",
+                output_dtypes="FLOAT16",
+            ),
         ]
     }
     build_store(root, "bytes", {0: r0}, device="Ascend910")
@@ -137,22 +188,41 @@ def sampled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sampled") / "store"
 
     def c(channel: str, metric: str, ts: int, v: float) -> dict[str, Any]:
-        return dict(track="HBM", channel=channel, metric=metric, unit="bytes/s", ts_ns=ts, value=v)
+        return {
+            "track": "HBM",
+            "channel": channel,
+            "metric": metric,
+            "unit": "bytes/s",
+            "ts_ns": ts,
+            "value": v,
+        }
 
     counters = [
         # channel 0 read: 100 GB/s on [0,1ms), 300 GB/s on [1ms,2ms); the last sample (2 ms) holds no time
-        c("0", "read_bw", 0, 100e9), c("0", "read_bw", 1 * MS, 300e9), c("0", "read_bw", 2 * MS, 0.0),
+        c("0", "read_bw", 0, 100e9),
+        c("0", "read_bw", 1 * MS, 300e9),
+        c("0", "read_bw", 2 * MS, 0.0),
         # channel 1 read: 100 GB/s on [0,2ms)
-        c("1", "read_bw", 0, 100e9), c("1", "read_bw", 2 * MS, 0.0),
+        c("1", "read_bw", 0, 100e9),
+        c("1", "read_bw", 2 * MS, 0.0),
         # channel 0 write: 50 GB/s on [0,2ms)
-        c("0", "write_bw", 0, 50e9), c("0", "write_bw", 2 * MS, 0.0),
+        c("0", "write_bw", 0, 50e9),
+        c("0", "write_bw", 2 * MS, 0.0),
     ]
     kernels = [
         kernel("A", 0, MS // 2),  # [0, 0.5ms)
         kernel("B", MS // 4, 3 * MS // 2),  # [0.25, 1.5ms)
         kernel("C", 3 * MS // 2, 3 * MS),  # [1.5, 3ms): half of it after the last sample
         # after the counters end: falls back to modeled (1024 fp32 in and out: 4096 + 4096 bytes)
-        kernel("D", 5 * MS, 6 * MS, input_shapes="1024", input_dtypes="FLOAT", output_shapes="1024", output_dtypes="FLOAT"),
+        kernel(
+            "D",
+            5 * MS,
+            6 * MS,
+            input_shapes="1024",
+            input_dtypes="FLOAT",
+            output_shapes="1024",
+            output_dtypes="FLOAT",
+        ),
     ]
     build_store(root, "sampled", {0: {"kernels": kernels, "counters": counters}})
     return root
@@ -163,8 +233,12 @@ def test_sampled_bytes_apportioned_by_overlap(sampled_store: Path) -> None:
 
     con = engine.connect(sampled_store, runs=["sampled"], analysis=True)
     try:
-        kb = {n: (r, w, c, p) for n, r, w, c, p in con.execute(
-            "SELECT name, sampled_read, sampled_write, counter_coverage, sample_period_ns FROM kernel_bytes").fetchall()}
+        kb = {
+            n: (r, w, c, p)
+            for n, r, w, c, p in con.execute(
+                "SELECT name, sampled_read, sampled_write, counter_coverage, sample_period_ns FROM kernel_bytes"
+            ).fetchall()
+        }
     finally:
         con.close()
     # Device read = 200 GB/s on [0,1ms) and 400 GB/s on [1,2ms); write 50 GB/s on [0,2ms).
@@ -203,7 +277,7 @@ def util_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             kernel("Y", 4 * MS, 6 * MS, util=0.5, stream_id=1),  # 50% for 2 ms: 1e9 bytes
             kernel("Z", 5 * MS, 6 * MS, util=0.4, stream_id=2),  # 40% for 1 ms on another stream: 0.4e9 bytes
         ],
-        "steps": [dict(step=1, ts_ns=0, dur_ns=10 * MS, source="test")],  # 4 ms idle at the end
+        "steps": [{"step": 1, "ts_ns": 0, "dur_ns": 10 * MS, "source": "test"}],  # 4 ms idle at the end
     }
     build_store(root, "util", {0: r0})
     return root
@@ -225,7 +299,9 @@ def test_hbm_utilization_by_construction(util_store: Path) -> None:
         assert r["frac_window_saturated"] == approx(5 / 10)
         assert r["verdict"] == "hbm-bound" and r["hbm_bytes_source"] == "pmu"
     # a stricter line flips the verdict: 0.8333 < 0.9 and >= 0.7 -> borderline
-    t = queries.run("hbm_utilization", util_store, params={"sat_threshold": 0.9}, peaks={"peak_hbm_bps": PEAK})
+    t = queries.run(
+        "hbm_utilization", util_store, params={"sat_threshold": 0.9}, peaks={"peak_hbm_bps": PEAK}
+    )
     assert rows(t)[0]["verdict"] == "borderline"
     # without a peak: utilisation and verdict are null, never guessed
     t = queries.run("hbm_utilization", util_store)
@@ -236,7 +312,9 @@ def test_hbm_timeline_bins(tmp_path: Path) -> None:
     root = tmp_path / "store"
     ks = [
         kernel("K1", 0, 4 * US, hbm_read_bytes=4000, hbm_write_bytes=0),  # 1 byte/ns on [0,4us)
-        kernel("K2", 2 * US, 6 * US, hbm_read_bytes=0, hbm_write_bytes=8000, stream_id=2),  # 2 bytes/ns on [2,6us)
+        kernel(
+            "K2", 2 * US, 6 * US, hbm_read_bytes=0, hbm_write_bytes=8000, stream_id=2
+        ),  # 2 bytes/ns on [2,6us)
     ]
     build_store(root, "tl", {0: {"kernels": ks}})
     t = queries.run("hbm_timeline", root, params={"bin_ns": 2 * US}, peaks={"peak_hbm_bps": 2e9})
@@ -254,7 +332,7 @@ def test_hbm_timeline_bins(tmp_path: Path) -> None:
 
 # ---- wait_attribution: the article's story (memory) vs a truly communication-bound run ----------------------
 def _two_rank_run(mem: bool) -> dict[int, dict[str, list[dict[str, Any]]]]:
-    step = [dict(step=1, ts_ns=0, dur_ns=11 * MS, source="test")]
+    step = [{"step": 1, "ts_ns": 0, "dur_ns": 11 * MS, "source": "test"}]
     if mem:
         # rank 1 computes at 95% HBM for 6 ms while rank 0 (1 ms of light compute) waits in the all-reduce
         r0k, r0c = [kernel("Add", 0, 1 * MS, util=0.1)], allreduce(1 * MS, 10 * MS, transit=2 * MS)
@@ -281,8 +359,16 @@ def story_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-PARTS = ["compute_hbm_saturated_ns", "compute_other_ns", "comm_transit_ns", "comm_wait_peer_hbm_ns",
-         "comm_wait_other_ns", "comm_unsplit_ns", "idle_ns", "host_ns"]
+PARTS = [
+    "compute_hbm_saturated_ns",
+    "compute_other_ns",
+    "comm_transit_ns",
+    "comm_wait_peer_hbm_ns",
+    "comm_wait_other_ns",
+    "comm_unsplit_ns",
+    "idle_ns",
+    "host_ns",
+]
 
 
 def _parts(r: dict[str, Any]) -> tuple[int, ...]:
@@ -290,8 +376,13 @@ def _parts(r: dict[str, Any]) -> tuple[int, ...]:
 
 
 def test_wait_attribution_memory_bound(story_store: Path) -> None:
-    t = queries.run("wait_attribution", story_store, run_id="memory-case", peaks={"peak_hbm_bps": PEAK},
-                    params={"baseline_step_ns": 7 * MS})
+    t = queries.run(
+        "wait_attribution",
+        story_store,
+        run_id="memory-case",
+        peaks={"peak_hbm_bps": PEAK},
+        params={"baseline_step_ns": 7 * MS},
+    )
     got = by(t, "scope", "rank")
     # rank 0: compute 1 ms at 10% (other); all-reduce [1,10ms): waits [1,6ms) for rank 1, which computes at 95%
     # the whole time -> 5 ms waiting on an HBM-saturated peer; the rest [6,10ms) = 4 ms of which the profiler's
@@ -327,7 +418,9 @@ def test_wait_attribution_communication_bound(story_store: Path) -> None:
 
 def test_wait_attribution_rank_filter_keeps_peer_attribution(story_store: Path) -> None:
     # --rank filters result rows only: rank 0's wait is still attributed to rank 1's saturated compute
-    t = queries.run("wait_attribution", story_store, run_id="memory-case", rank=0, peaks={"peak_hbm_bps": PEAK})
+    t = queries.run(
+        "wait_attribution", story_store, run_id="memory-case", rank=0, peaks={"peak_hbm_bps": PEAK}
+    )
     assert {r["rank"] for r in rows(t)} == {0}
     assert by(t, "scope")["rank"]["comm_wait_peer_hbm_ns"] == 5 * MS
 
@@ -351,11 +444,18 @@ def test_comm_skew(story_store: Path) -> None:
 def test_idle_vs_host_and_kernel_windows(tmp_path: Path) -> None:
     root = tmp_path / "store"
     ks = [kernel("A", 2 * MS, 4 * MS), kernel("B", 6 * MS, 8 * MS)]
-    st = build_store(root, "with-steps", {0: {"kernels": ks, "steps": [dict(step=1, ts_ns=0, dur_ns=10 * MS)]}})
+    st = build_store(
+        root, "with-steps", {0: {"kernels": ks, "steps": [{"step": 1, "ts_ns": 0, "dur_ns": 10 * MS}]}}
+    )
     build_store(root, "no-steps", {0: {"kernels": ks}}, store=st)
     t = by(queries.run("wait_attribution", root, run_id="with-steps"), "scope")["run"]
     # step [0,10ms): compute 4 ms, idle [4,6ms) between device ops, host [0,2) + [8,10) = 4 ms
-    assert (t["compute_other_ns"], t["idle_ns"], t["host_ns"], t["wall_ns"]) == (4 * MS, 2 * MS, 4 * MS, 10 * MS)
+    assert (t["compute_other_ns"], t["idle_ns"], t["host_ns"], t["wall_ns"]) == (
+        4 * MS,
+        2 * MS,
+        4 * MS,
+        10 * MS,
+    )
     assert t["verdict"] == "host/idle-bound"  # 6 ms idle/host > 4 ms compute
     t = by(queries.run("wait_attribution", root, run_id="no-steps"), "scope")["run"]
     # no step times: the window is first kernel start to last kernel end [2,8ms)
@@ -372,8 +472,17 @@ def test_step_breakdown_by_construction(tmp_path: Path) -> None:
         hccl("hcom_allReduce__1", 5 * MS, 9 * MS),  # comm from kernels (no comm_ops for this rank)
         kernel("c3", 10 * MS, 11 * MS),
     ]
-    prof = dict(step=1, dur_ns=11 * MS, computing_ns=7 * MS, comm_not_overlapped_ns=3 * MS, overlapped_ns=1 * MS,
-                comm_ns=4 * MS, free_ns=1 * MS, preparing_ns=123, source="step_trace_time.csv")
+    prof = {
+        "step": 1,
+        "dur_ns": 11 * MS,
+        "computing_ns": 7 * MS,
+        "comm_not_overlapped_ns": 3 * MS,
+        "overlapped_ns": 1 * MS,
+        "comm_ns": 4 * MS,
+        "free_ns": 1 * MS,
+        "preparing_ns": 123,
+        "source": "step_trace_time.csv",
+    }
     build_store(root, "sb", {0: {"kernels": ks, "steps": [prof]}})
     (r,) = rows(queries.run("step_breakdown", root))
     # computing = [0,6) u [10,11) = 7 ms; comm [5,9) = 4 ms, of which [5,6) overlapped; free [9,10) = 1 ms
@@ -391,16 +500,42 @@ def test_ub_l2_rates_by_construction(tmp_path: Path) -> None:
     root = tmp_path / "store"
     ks = [
         # Norm: 2 calls of 10 us moving 120e6 UB bytes each -> 12 TB/s = 75% of the article's 16 TB/s UB peak
-        kernel("Norm", 0, 10 * US, ub_read_bytes=80_000_000, ub_write_bytes=40_000_000, l2_hit_rate=0.9,
-               l2_read_bytes=1_000_000, l2_write_bytes=0),
-        kernel("Norm", 20 * US, 30 * US, ub_read_bytes=80_000_000, ub_write_bytes=40_000_000, l2_hit_rate=0.5,
-               l2_read_bytes=3_000_000),
+        kernel(
+            "Norm",
+            0,
+            10 * US,
+            ub_read_bytes=80_000_000,
+            ub_write_bytes=40_000_000,
+            l2_hit_rate=0.9,
+            l2_read_bytes=1_000_000,
+            l2_write_bytes=0,
+        ),
+        kernel(
+            "Norm",
+            20 * US,
+            30 * US,
+            ub_read_bytes=80_000_000,
+            ub_write_bytes=40_000_000,
+            l2_hit_rate=0.5,
+            l2_read_bytes=3_000_000,
+        ),
         # Gemm: 160e6 UB bytes in 20 us -> 8 TB/s = 50%; its hit rate only in the l2_cache table (0.2)
-        kernel("Gemm", 40 * US, 60 * US, ub_read_bytes=160_000_000, l2_read_bytes=2_000_000, stream_id=2, task_id=7),
+        kernel(
+            "Gemm",
+            40 * US,
+            60 * US,
+            ub_read_bytes=160_000_000,
+            l2_read_bytes=2_000_000,
+            stream_id=2,
+            task_id=7,
+        ),
         kernel("Relu", 60 * US, 65 * US),  # no metrics
         hccl("hcom_x", 70 * US, 80 * US),  # communication: left out
     ]
-    l2 = [dict(stream_id=2, task_id=7, op_name="Gemm", hit_rate=0.2), dict(stream_id=2, task_id=8, op_name="X", hit_rate=None)]
+    l2 = [
+        {"stream_id": 2, "task_id": 7, "op_name": "Gemm", "hit_rate": 0.2},
+        {"stream_id": 2, "task_id": 8, "op_name": "X", "hit_rate": None},
+    ]
     build_store(root, "ub", {0: {"kernels": ks, "l2_cache": l2}}, device="Ascend910")
     t = queries.run("ub_l2_rates", root)
     got = by(t, "scope", "name")
@@ -410,12 +545,18 @@ def test_ub_l2_rates_by_construction(tmp_path: Path) -> None:
     assert ov["ub_bw_bps"] == approx(400e6 / 40e-6)  # 10 TB/s over the 40 us that have UB data
     assert ov["ub_utilization"] == approx(10e12 / 16e12)
     # traffic-weighted (L2 bytes): (0.9 x 1e6 + 0.5 x 3e6 + 0.2 x 2e6) / 6e6
-    assert ov["l2_hit_rate"] == approx(2.8 / 6) and ov["l2_weight"] == "l2_bytes" and ov["l2_source"] == "mixed"
+    assert (
+        ov["l2_hit_rate"] == approx(2.8 / 6) and ov["l2_weight"] == "l2_bytes" and ov["l2_source"] == "mixed"
+    )
     norm = got[("op", "Norm")]
     assert norm["ub_utilization"] == approx(0.75) and norm["l2_hit_rate"] == approx(2.4 / 4)
     assert norm["l2_source"] == "pmu" and norm["reason"] is None
     gemm = got[("op", "Gemm")]
-    assert gemm["ub_utilization"] == approx(0.5) and gemm["l2_hit_rate"] == approx(0.2) and gemm["l2_source"] == "l2_cache"
+    assert (
+        gemm["ub_utilization"] == approx(0.5)
+        and gemm["l2_hit_rate"] == approx(0.2)
+        and gemm["l2_source"] == "l2_cache"
+    )
     relu = got[("op", "Relu")]
     assert relu["ub_utilization"] is None and relu["l2_hit_rate"] is None
     assert relu["reason"] == "no UB metrics for this operator; no L2 hit rate for this operator"
@@ -426,14 +567,24 @@ def test_ub_l2_rates_missing_metrics_say_why(bytes_store: Path) -> None:
     t = queries.run("ub_l2_rates", bytes_store)
     ov = by(t, "scope")["overall"]
     assert ov["ub_utilization"] is None and ov["l2_hit_rate"] is None
-    assert "no UB bandwidth metrics in the dump" in ov["reason"] and "no L2 hit rates in the dump" in ov["reason"]
+    assert (
+        "no UB bandwidth metrics in the dump" in ov["reason"]
+        and "no L2 hit rates in the dump" in ov["reason"]
+    )
 
 
 # ---- layout_transforms and roofline -----------------------------------------------------------------------
 def test_layout_transforms_by_construction(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    td = dict(op_type="TransData", input_shapes="32,3,224,224", input_dtypes="FLOAT", input_formats="NCHW",
-              output_shapes="32,1,224,224,8", output_dtypes="FLOAT", output_formats="NC1HWC0")
+    td = {
+        "op_type": "TransData",
+        "input_shapes": "32,3,224,224",
+        "input_dtypes": "FLOAT",
+        "input_formats": "NCHW",
+        "output_shapes": "32,1,224,224,8",
+        "output_dtypes": "FLOAT",
+        "output_formats": "NC1HWC0",
+    }
     ks = [
         kernel("trans_TransData_0", 0, 3 * US, **td),
         kernel("trans_TransData_1", 10 * US, 13 * US, **td),
@@ -442,7 +593,13 @@ def test_layout_transforms_by_construction(tmp_path: Path) -> None:
     build_store(root, "lt", {0: {"kernels": ks}})
     (r,) = rows(queries.run("layout_transforms", root))
     per_call = 32 * 3 * 224 * 224 * 4 + 32 * 1 * 224 * 224 * 8 * 4  # 19267584 + 51380224 bytes (modeled)
-    assert (r["op_type"], r["src_format"], r["dst_format"], r["calls"], r["dur_ns"]) == ("TransData", "NCHW", "NC1HWC0", 2, 6 * US)
+    assert (r["op_type"], r["src_format"], r["dst_format"], r["calls"], r["dur_ns"]) == (
+        "TransData",
+        "NCHW",
+        "NC1HWC0",
+        2,
+        6 * US,
+    )
     assert r["share_of_compute"] == approx(6 / 10)
     assert r["hbm_bytes"] == 2 * per_call and r["hbm_bytes_source"] == "modeled"
     assert r["example_output_shape"] == "32,1,224,224,8"
@@ -452,15 +609,41 @@ def test_roofline_by_construction(tmp_path: Path) -> None:
     root = tmp_path / "store"
     ks = [
         # [64,128] x [128,256] fp16: K = sqrt(64*128 * 128*256 / (64*256)) = 128; FLOPs = 2*64*256*128
-        kernel("mm", 0, 1 * US, op_type="MatMulV2", input_shapes="64,128;128,256", input_dtypes="FLOAT16",
-               output_shapes="64,256", output_dtypes="FLOAT16"),
+        kernel(
+            "mm",
+            0,
+            1 * US,
+            op_type="MatMulV2",
+            input_shapes="64,128;128,256",
+            input_dtypes="FLOAT16",
+            output_shapes="64,256",
+            output_dtypes="FLOAT16",
+        ),
         # batched [8,64,128] x [8,128,256]: batch(B) = 8 -> K = 128; FLOPs = 2*8*64*256*128
-        kernel("bmm", 2 * US, 3 * US, op_type="BatchMatMul", input_shapes="8,64,128;8,128,256", input_dtypes="FLOAT16",
-               output_shapes="8,64,256", output_dtypes="FLOAT16"),
+        kernel(
+            "bmm",
+            2 * US,
+            3 * US,
+            op_type="BatchMatMul",
+            input_shapes="8,64,128;8,128,256",
+            input_dtypes="FLOAT16",
+            output_shapes="8,64,256",
+            output_dtypes="FLOAT16",
+        ),
         # element-wise: one FLOP per output element
-        kernel("tanh", 4 * US, 5 * US, op_type="Tanh", input_shapes="1024,1024", input_dtypes="FLOAT",
-               output_shapes="1024,1024", output_dtypes="FLOAT"),
-        kernel("measured", 6 * US, 7 * US, op_type="Conv2D", flops=1e9, hbm_read_bytes=1000, hbm_write_bytes=0),
+        kernel(
+            "tanh",
+            4 * US,
+            5 * US,
+            op_type="Tanh",
+            input_shapes="1024,1024",
+            input_dtypes="FLOAT",
+            output_shapes="1024,1024",
+            output_dtypes="FLOAT",
+        ),
+        kernel(
+            "measured", 6 * US, 7 * US, op_type="Conv2D", flops=1e9, hbm_read_bytes=1000, hbm_write_bytes=0
+        ),
     ]
     build_store(root, "rf", {0: {"kernels": ks}}, device="Ascend910")
     got = by(queries.run("roofline", root), "name")

@@ -19,8 +19,15 @@ from traceql import queries
 
 pytestmark = pytest.mark.real
 
-_ARROW_TO_DUCK = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR",
-                  "large_string": "VARCHAR", "string_view": "VARCHAR", "bool": "BOOLEAN"}
+_ARROW_TO_DUCK = {
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "large_string": "VARCHAR",
+    "string_view": "VARCHAR",
+    "bool": "BOOLEAN",
+}
 DUMPS = {
     "text-level1": LEVEL1,
     "text-level0": LEVEL0,
@@ -28,8 +35,10 @@ DUMPS = {
     "rank0-2023": MSI / "server/src/test/test_data/test_rank_0",
     "cluster-output": MSI / "server/src/test/test_data/cluster_analysis_output",
     "msprof-db": MSI / "server/src/test/test_data/full_db/msprof_0.db",
-    "compute-advice-kernels": SHARED / "Ascend__msprof-analyze/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv",
-    "timeline-advice-trace": SHARED / "Ascend__msprof-analyze/test/ut/advisor/timeline_advice/trace_view.json",
+    "compute-advice-kernels": SHARED
+    / "Ascend__msprof-analyze/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv",
+    "timeline-advice-trace": SHARED
+    / "Ascend__msprof-analyze/test/ut/advisor/timeline_advice/trace_view.json",
     "hta-alexnet": SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data/critical_path/alexnet",
 }
 _INGESTED: dict[str, Path] = {}
@@ -99,9 +108,14 @@ def test_step_breakdown_matches_step_trace_time(level1: Path) -> None:
         assert r["profiler_free_ns"] == st["Free"]
         assert r["profiler_preparing_ns"] == st["Preparing"]
         # recomputed from the kernels and communication ops: within 0.1% (or 1 µs) of the profiler's
-        for ours, theirs in [("computing_ns", "Computing"), ("comm_ns", "Communication"),
-                             ("comm_not_overlapped_ns", "Communication(Not Overlapped)"), ("overlapped_ns", "Overlapped"),
-                             ("free_ns", "Free"), ("preparing_ns", "Preparing")]:
+        for ours, theirs in [
+            ("computing_ns", "Computing"),
+            ("comm_ns", "Communication"),
+            ("comm_not_overlapped_ns", "Communication(Not Overlapped)"),
+            ("overlapped_ns", "Overlapped"),
+            ("free_ns", "Free"),
+            ("preparing_ns", "Preparing"),
+        ]:
             assert r[ours] == pytest.approx(st[theirs], rel=1e-3, abs=1000), (rank, ours)
         step_time = st["Computing"] + st["Communication(Not Overlapped)"] + st["Free"]
         assert r["wall_ns"] == pytest.approx(step_time, rel=1e-4)
@@ -109,8 +123,16 @@ def test_step_breakdown_matches_step_trace_time(level1: Path) -> None:
 
 
 # ---- level1: wait_attribution adds up to the step time --------------------------------------------------------
-PARTS = ["compute_hbm_saturated_ns", "compute_other_ns", "comm_transit_ns", "comm_wait_peer_hbm_ns",
-         "comm_wait_other_ns", "comm_unsplit_ns", "idle_ns", "host_ns"]
+PARTS = [
+    "compute_hbm_saturated_ns",
+    "compute_other_ns",
+    "comm_transit_ns",
+    "comm_wait_peer_hbm_ns",
+    "comm_wait_other_ns",
+    "comm_unsplit_ns",
+    "idle_ns",
+    "host_ns",
+]
 
 
 def test_wait_attribution_adds_up_to_step_time(level1: Path) -> None:
@@ -130,8 +152,12 @@ def test_wait_attribution_adds_up_to_step_time(level1: Path) -> None:
         # without the host part, the device span = the profiler's step (Computing + Comm(Not Overlapped) + Free)
         st = _step_trace(r["rank"])
         device = total - r["host_ns"]
-        assert device == pytest.approx(st["Computing"] + st["Communication(Not Overlapped)"] + st["Free"], rel=0.01)
-        assert r["compute_hbm_saturated_ns"] + r["compute_other_ns"] == pytest.approx(st["Computing"], rel=0.01)
+        assert device == pytest.approx(
+            st["Computing"] + st["Communication(Not Overlapped)"] + st["Free"], rel=0.01
+        )
+        assert r["compute_hbm_saturated_ns"] + r["compute_other_ns"] == pytest.approx(
+            st["Computing"], rel=0.01
+        )
     run = next(r for r in t if r["scope"] == "run")
     # 2 of 8 ranks profiled: the all-reduces mostly wait (HCCL idle) for ranks outside the dump; HBM counters every
     # 20 ms cannot resolve 17 us kernels, so there is no compute-time utilisation, only the counters' grade
@@ -144,7 +170,9 @@ def test_comm_skew_matches_communication_json(level1: Path) -> None:
     """Rank 0's first all-reduce waits for rank 1: the start-time difference in communication.json."""
     starts = {}
     for rank in (0, 1):
-        d = json.loads((LEVEL1 / f"rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/communication.json").read_text())
+        d = json.loads(
+            (LEVEL1 / f"rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/communication.json").read_text()
+        )
         ops: dict[str, Any] = d["step50"]["collective"]
         key = next(k for k in ops if k.startswith("hcom_allReduce__586_0_1@"))
         starts[rank] = _us_ns(str(ops[key]["Communication Time Info"]["Start Timestamp(us)"]))
@@ -163,6 +191,15 @@ def test_level1_hbm_bytes_are_not_sampled_per_kernel(level1: Path) -> None:
     assert "sampled" not in sources and "pmu" not in sources and "modeled" in sources
     assert abs(sum(r["share"] for r in t if r["share"] is not None) - 1.0) < 1e-9
     lt = queries.run("layout_transforms", level1).to_pylist()
-    assert lt[0]["op_type"] == "TransData" and {lt[0]["src_format"], lt[0]["dst_format"]} <= {"NCHW", "NC1HWC0", "FRACTAL_Z", "NC1HWC0:1"}
+    assert lt[0]["op_type"] == "TransData" and {lt[0]["src_format"], lt[0]["dst_format"]} <= {
+        "NCHW",
+        "NC1HWC0",
+        "FRACTAL_Z",
+        "NC1HWC0:1",
+    }
     ub = queries.run("ub_l2_rates", level1).to_pylist()
-    assert ub[0]["scope"] == "overall" and ub[0]["ub_utilization"] is None and "no UB bandwidth metrics" in ub[0]["reason"]
+    assert (
+        ub[0]["scope"] == "overall"
+        and ub[0]["ub_utilization"] is None
+        and "no UB bandwidth metrics" in ub[0]["reason"]
+    )

@@ -63,7 +63,9 @@ def test_csp_allows_no_network_and_only_the_pages_scripts(demo: tuple[Path, str]
     _, html = demo
     import html as htmlmod
 
-    csp = htmlmod.unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html).group(1))
+    csp = htmlmod.unescape(
+        re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html).group(1)
+    )
     directives = {d.split()[0]: d.split()[1:] for d in csp.split(";") if d.strip()}
     assert directives["default-src"] == ["'none'"]
     assert "connect-src" not in directives  # falls back to default-src 'none': no fetch/XHR/websocket
@@ -85,14 +87,14 @@ def test_sections_follow_the_checklist(demo: tuple[Path, str]) -> None:
     order = [html.index(f'<section id="{s}">') for s in ("verdict", "findings", "ranks", "operators", "run")]
     assert order == sorted(order)
     # verdict first, with the number: the sample is the article's story (rank 1 HBM-saturated, rank 0 waits)
-    verdict = html[order[0]:order[1]]
+    verdict = html[order[0] : order[1]]
     assert "memory-bound: rank 1 computes at 81% of peak HBM bandwidth" in verdict
     assert 'data-chart="wait_attribution"' in verdict
     # fired findings, each with its reproduce command
     assert 'id="finding-bandwidth_bound"' in html and 'id="finding-comm_waits_on_memory"' in html
     assert "traceql query hbm_utilization --run demo" in html
     # run metadata: source, device, peaks, version
-    meta = html[order[4]:]
+    meta = html[order[4] :]
     for text in ("torch_npu_2rank", "ascend910b", "1,600.0 GB/s", "traceql version", "0.1.0", "vega-lite"):
         assert text in meta, text
 
@@ -119,12 +121,21 @@ def test_size_of_the_sample_report(demo: tuple[Path, str]) -> None:
 def test_script_json_cannot_close_the_element() -> None:
     value = {"a": XSS_SCRIPT, "b": "<!-- x -->", "c": "a&b", "d": "line\u2028sep\u2029", "e": "</SCRIPT >"}
     text = rr.script_json(value)
-    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text and "\u2029" not in text
+    assert (
+        "<" not in text
+        and ">" not in text
+        and "&" not in text
+        and "\u2028" not in text
+        and "\u2029" not in text
+    )
     assert json.loads(text) == value
 
 
 def test_inline_js_is_made_safe_for_a_script_element() -> None:
-    assert rr._safe_script('x="</script>";y="</SCRIPT";z="<!--"') == 'x="<\\/script>";y="<\\/SCRIPT";z="\\x3C!--"'
+    assert (
+        rr._safe_script('x="</script>";y="</SCRIPT";z="<!--"')
+        == 'x="<\\/script>";y="<\\/SCRIPT";z="\\x3C!--"'
+    )
     bundle = rr.js_bundle()
     assert "</script" not in bundle.lower() and "<!--" not in bundle
 
@@ -132,17 +143,34 @@ def test_inline_js_is_made_safe_for_a_script_element() -> None:
 def _hostile_store(root: Path) -> Path:
     kernels = []
     for i, (name, op_type) in enumerate(((XSS_IMG, XSS_IMG), (XSS_SCRIPT, "TransData"), ("ok", "MatMulV2"))):
-        kernels.append(dict(name=name, op_type=op_type, ts_ns=i * 2 * MS, dur_ns=MS, step=1, task_type="AI_CORE",
-                            is_comm=False, hbm_read_bytes=10**9, hbm_write_bytes=10**9, input_formats=XSS_IMG,
-                            output_formats="NC1HWC0", input_shapes="8,8", input_dtypes="FLOAT",
-                            output_shapes="8,8", output_dtypes="FLOAT"))
+        kernels.append(
+            {
+                "name": name,
+                "op_type": op_type,
+                "ts_ns": i * 2 * MS,
+                "dur_ns": MS,
+                "step": 1,
+                "task_type": "AI_CORE",
+                "is_comm": False,
+                "hbm_read_bytes": 10**9,
+                "hbm_write_bytes": 10**9,
+                "input_formats": XSS_IMG,
+                "output_formats": "NC1HWC0",
+                "input_shapes": "8,8",
+                "input_dtypes": "FLOAT",
+                "output_shapes": "8,8",
+                "output_dtypes": "FLOAT",
+            }
+        )
     build_store(root, "hostile", {0: {"kernels": kernels}}, device="Ascend910B")
     return root
 
 
 def test_dump_text_is_escaped_everywhere(tmp_path: Path) -> None:
     store = _hostile_store(tmp_path / "store")
-    html = write_report(tmp_path / "h.html", store, "hostile", device="ascend910b").read_text(encoding="utf-8")
+    html = write_report(tmp_path / "h.html", store, "hostile", device="ascend910b").read_text(
+        encoding="utf-8"
+    )
     assert XSS_IMG not in html and XSS_SCRIPT not in html and "alert(1)</script>" not in html
     assert "<img" not in _SCRIPT.sub("", html)
     assert html.lower().count("<script") == 3
@@ -213,7 +241,10 @@ def test_cli_report_errors(cli, demo: tuple[Path, str], tmp_path: Path) -> None:
         (["--run", "ghost", "--store", str(store)], "no run 'ghost'"),
         (["--store", str(tmp_path / "absent")], "no runs in store"),
         (["--run", "demo", "--store", str(store), "--baseline", "nobase"], "no run 'nobase'"),
-        (["--run", "demo", "--store", str(store), "-o", str(tmp_path / "r.txt")], "give a path ending in .html"),
+        (
+            ["--run", "demo", "--store", str(store), "-o", str(tmp_path / "r.txt")],
+            "give a path ending in .html",
+        ),
     ):
         r = cli("report", *args)
         assert r.code == 1, (args, r)

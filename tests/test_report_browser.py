@@ -13,6 +13,7 @@ Skips (with the reason) when no chromium binary is found; .ci/run installs Debia
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -37,7 +38,9 @@ def _chromium() -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.skip("no chromium binary found (install Debian's chromium: apt-get install chromium; .ci/run does it)")
+    pytest.skip(
+        "no chromium binary found (install Debian's chromium: apt-get install chromium; .ci/run does it)"
+    )
 
 
 class Browser:
@@ -57,16 +60,35 @@ class Browser:
             os.dup2(w, 4)
 
         args = [
-            binary, "--headless=new", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
-            "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--disable-default-apps", "--disable-extensions", "--no-first-run",
-            "--no-default-browser-check", "--mute-audio", "--hide-scrollbars",
+            binary,
+            "--headless=new",
+            "--remote-debugging-pipe",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--mute-audio",
+            "--hide-scrollbars",
             # network off: every host resolves to nothing and any proxy use goes to a closed port
-            "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-            f"--user-data-dir={profile}", "about:blank",
+            "--proxy-server=127.0.0.1:9",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            f"--user-data-dir={profile}",
+            "about:blank",
         ]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, pass_fds=(3, 4), preexec_fn=child_fds)
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(3, 4),
+            preexec_fn=child_fds,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buf = b""
@@ -89,7 +111,9 @@ class Browser:
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)
 
-    def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30, page: bool = True) -> Any:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30, page: bool = True
+    ) -> Any:
         self._id += 1
         msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
         if page and self.session:
@@ -114,8 +138,11 @@ class Browser:
             pass
 
     def eval(self, expression: str, timeout: float = 30) -> Any:
-        r = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
-                      timeout=timeout)
+        r = self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+            timeout=timeout,
+        )
         if "exceptionDetails" in r:
             raise RuntimeError(f"page error: {r['exceptionDetails']}")
         return r["result"].get("value")
@@ -123,23 +150,30 @@ class Browser:
     def open_page(self) -> None:
         targets = self.send("Target.getTargets", page=False)["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
-        self.session = self.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True},
-                                 page=False)["sessionId"]
+        self.session = self.send(
+            "Target.attachToTarget", {"targetId": page["targetId"], "flatten": True}, page=False
+        )["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.send(f"{domain}.enable")
-        self.send("Network.emulateNetworkConditions",
-                  {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        self.send(
+            "Network.emulateNetworkConditions",
+            {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+        )
         # record any alert() call the page makes (it must make none) before the page's own scripts run
-        self.send("Page.addScriptToEvaluateOnNewDocument",
-                  {"source": "window.__alerts = []; window.alert = function (m) { window.__alerts.push(String(m)); };"})
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+        self.send(
+            "Page.addScriptToEvaluateOnNewDocument",
+            {
+                "source": "window.__alerts = []; window.alert = function (m) { window.__alerts.push(String(m)); };"
+            },
+        )
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+        )
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # the browser may already be gone
             self.send("Browser.close", page=False, timeout=5)
-        except Exception:  # noqa: BLE001 - the browser may already be gone
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -150,16 +184,25 @@ class Browser:
 
     # what the page did ------------------------------------------------------------------------------------
     def requests(self) -> list[str]:
-        return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
 
     def problems(self) -> list[str]:
         out = []
         for e in self.events:
             m, p = e.get("method"), e.get("params", {})
             if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
-                out.append(f"console.{p['type']}: " + " ".join(str(a.get("value", a.get("description"))) for a in p["args"]))
+                out.append(
+                    f"console.{p['type']}: "
+                    + " ".join(str(a.get("value", a.get("description"))) for a in p["args"])
+                )
             elif m == "Runtime.exceptionThrown":
-                out.append(f"exception: {p['exceptionDetails'].get('exception', {}).get('description') or p['exceptionDetails']}")
+                out.append(
+                    f"exception: {p['exceptionDetails'].get('exception', {}).get('description') or p['exceptionDetails']}"
+                )
             elif m == "Log.entryAdded" and p["entry"]["level"] in ("error", "warning"):
                 out.append(f"log {p['entry']['level']}: {p['entry']['text']} {p['entry'].get('url', '')}")
         return out
@@ -174,23 +217,63 @@ def _hostile_store(root: Path) -> Path:
         kernels = []
         t = 0
         for step in (1, 2):
-            for name, op_type, dur in ((XSS_IMG, XSS_IMG, 2 * MS), (XSS_SCRIPT, "MatMulV2", 3 * MS),
-                                       ("trans_TransData_0", "TransData", MS)):
-                kernels.append(dict(name=name, op_type=op_type, ts_ns=t, dur_ns=dur, step=step, task_type="AI_CORE",
-                                    is_comm=False, hbm_read_bytes=1_000_000_000, hbm_write_bytes=500_000_000,
-                                    input_shapes="64,128;128,256" if op_type == "MatMulV2" else "8,3,4,4",
-                                    input_dtypes="FLOAT16", output_shapes="64,256" if op_type == "MatMulV2" else "8,1,4,4,16",
-                                    output_dtypes="FLOAT16", input_formats="NCHW", output_formats="NC1HWC0"))
+            for name, op_type, dur in (
+                (XSS_IMG, XSS_IMG, 2 * MS),
+                (XSS_SCRIPT, "MatMulV2", 3 * MS),
+                ("trans_TransData_0", "TransData", MS),
+            ):
+                kernels.append(
+                    {
+                        "name": name,
+                        "op_type": op_type,
+                        "ts_ns": t,
+                        "dur_ns": dur,
+                        "step": step,
+                        "task_type": "AI_CORE",
+                        "is_comm": False,
+                        "hbm_read_bytes": 1_000_000_000,
+                        "hbm_write_bytes": 500_000_000,
+                        "input_shapes": "64,128;128,256" if op_type == "MatMulV2" else "8,3,4,4",
+                        "input_dtypes": "FLOAT16",
+                        "output_shapes": "64,256" if op_type == "MatMulV2" else "8,1,4,4,16",
+                        "output_dtypes": "FLOAT16",
+                        "input_formats": "NCHW",
+                        "output_formats": "NC1HWC0",
+                    }
+                )
                 t += dur
-            kernels.append(dict(name="hcom_allReduce__1", op_type="hcom_allReduce_", ts_ns=t, dur_ns=2 * MS,
-                                is_comm=True, task_type="HCCL", step=step))
+            kernels.append(
+                {
+                    "name": "hcom_allReduce__1",
+                    "op_type": "hcom_allReduce_",
+                    "ts_ns": t,
+                    "dur_ns": 2 * MS,
+                    "is_comm": True,
+                    "task_type": "HCCL",
+                    "step": step,
+                }
+            )
             t += 3 * MS
         ranks[rank] = {
             "kernels": kernels,
-            "comm_ops": [dict(name="hcom_allReduce__1", op_type="allreduce", group_name="g", kind="collective",
-                              ts_ns=k["ts_ns"], dur_ns=k["dur_ns"], transit_ns=MS // 2, step=k["step"], source="t")
-                         for k in kernels if k["is_comm"]],
-            "steps": [dict(step=s, ts_ns=(s - 1) * 11 * MS, dur_ns=11 * MS, source="t") for s in (1, 2)],
+            "comm_ops": [
+                {
+                    "name": "hcom_allReduce__1",
+                    "op_type": "allreduce",
+                    "group_name": "g",
+                    "kind": "collective",
+                    "ts_ns": k["ts_ns"],
+                    "dur_ns": k["dur_ns"],
+                    "transit_ns": MS // 2,
+                    "step": k["step"],
+                    "source": "t",
+                }
+                for k in kernels
+                if k["is_comm"]
+            ],
+            "steps": [
+                {"step": s, "ts_ns": (s - 1) * 11 * MS, "dur_ns": 11 * MS, "source": "t"} for s in (1, 2)
+            ],
         }
     build_store(root, "hostile", ranks, device="Ascend910B")
     return root
@@ -212,7 +295,10 @@ def _load(b: Browser, html: Path) -> dict[str, Any]:
     b.events.clear()
     b.send("Page.navigate", {"url": html.resolve().as_uri()})
     deadline = time.monotonic() + 90
-    while b.eval("document.readyState + '|' + (document.body && document.body.getAttribute('data-charts'))") != "complete|done":
+    while (
+        b.eval("document.readyState + '|' + (document.body && document.body.getAttribute('data-charts'))")
+        != "complete|done"
+    ):
         if time.monotonic() > deadline:
             raise AssertionError(f"charts did not finish rendering; first problems: {b.problems()[:5]}")
         b.pump(0.2)
@@ -230,9 +316,21 @@ def _load(b: Browser, html: Path) -> dict[str, Any]:
 
 def _screenshot(b: Browser, name: str) -> Path:
     size = b.send("Page.getLayoutMetrics")["cssContentSize"]
-    shot = b.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                             "clip": {"x": 0, "y": 0, "width": size["width"],
-                                                      "height": min(size["height"], 16000), "scale": 1}}, timeout=60)
+    shot = b.send(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {
+                "x": 0,
+                "y": 0,
+                "width": size["width"],
+                "height": min(size["height"], 16000),
+                "scale": 1,
+            },
+        },
+        timeout=60,
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / name
     path.write_bytes(base64.b64decode(shot["data"]))
@@ -323,7 +421,9 @@ def test_single_chart_html_renders_offline(browser: Browser, tmp_path: Path) -> 
     from traceql import charts
 
     store = _hostile_store(tmp_path / "store")
-    out = charts.save(charts.make("hbm_timeline", store, run_id="hostile", device="ascend910b"), tmp_path / "hbm.html")
+    out = charts.save(
+        charts.make("hbm_timeline", store, run_id="hostile", device="ascend910b"), tmp_path / "hbm.html"
+    )
     drawn = _load(browser, out)
     _assert_offline_and_clean(browser)
     assert list(drawn.values())[0]["marks"] > 0

@@ -49,8 +49,9 @@ def _torch_npu_folder(root: Path, trace: bytes) -> Path:
 
 # ---- truncated dumps ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fraction", [0.05, 0.5, 0.999])
-def test_truncated_trace_view_names_the_byte_offset(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path,
-                                                    fraction: float):
+def test_truncated_trace_view_names_the_byte_offset(
+    tmp_path: Path, cli, store: Path, cluster_2x6mb: Path, fraction: float
+):
     data = (cluster_2x6mb / "rank0_ascend_pt" / OUT / "trace_view.json").read_bytes()
     cut = int(len(data) * fraction)
     while data[cut - 1 : cut] in (b"]", b" ", b"}", b","):  # a cut must not look like a closed array
@@ -65,10 +66,15 @@ def test_truncated_trace_view_names_the_byte_offset(tmp_path: Path, cli, store: 
     assert "trace_view.json" in res.err and "truncated" in res.err.lower()
     assert f"byte {cut}" in res.err, res.err  # the offset where the file stops
     assert "Traceback" not in res.err
-    assert not (store / "manifest.json").exists() or json.loads((store / "manifest.json").read_text())["runs"] == {}
+    assert (
+        not (store / "manifest.json").exists()
+        or json.loads((store / "manifest.json").read_text())["runs"] == {}
+    )
 
 
-def test_truncated_rank_fails_the_cluster_ingest_naming_it(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path):
+def test_truncated_rank_fails_the_cluster_ingest_naming_it(
+    tmp_path: Path, cli, store: Path, cluster_2x6mb: Path
+):
     job = tmp_path / "job"
     shutil.copytree(cluster_2x6mb, job)
     victim = job / "rank1_ascend_pt" / OUT / "trace_view.json"
@@ -81,12 +87,15 @@ def test_truncated_rank_fails_the_cluster_ingest_naming_it(tmp_path: Path, cli, 
     res = cli("ingest", job, "--store", store, "--quiet", "--no-check", "-j", "2")
     assert res.code == 1, res
     assert "rank1_ascend_pt" in res.err and f"byte {cut}" in res.err, res.err
-    assert not (store / "runs").exists() or not any((store / "runs").iterdir())  # nothing half-written is visible
+    assert not (store / "runs").exists() or not any(
+        (store / "runs").iterdir()
+    )  # nothing half-written is visible
 
 
 @pytest.mark.parametrize("fraction", [0.3, 0.9])
-def test_truncated_kernel_details_fails_before_parsing(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path,
-                                                       fraction: float):
+def test_truncated_kernel_details_fails_before_parsing(
+    tmp_path: Path, cli, store: Path, cluster_2x6mb: Path, fraction: float
+):
     """A CSV cut mid-row would otherwise store a half-written last row (a start time cut to its first digits is
     a valid but wrong number). Refused up front, naming the byte offset, before the trace_view is parsed."""
     dump = tmp_path / "rank0_ascend_pt"
@@ -102,7 +111,9 @@ def test_truncated_kernel_details_fails_before_parsing(tmp_path: Path, cli, stor
     tv.write_bytes(b"[" + b"\x00" * 1000 + tv.read_bytes()[1:])  # would fail differently if parsed first
     res = cli("ingest", dump, "--store", store, "--quiet", "--no-check")
     assert res.code == 1, res
-    assert "kernel_details.csv" in res.err and "truncated CSV" in res.err and f"byte {cut}" in res.err, res.err
+    assert "kernel_details.csv" in res.err and "truncated CSV" in res.err and f"byte {cut}" in res.err, (
+        res.err
+    )
 
 
 def test_csv_cut_at_a_row_boundary_is_ingested(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path):
@@ -119,8 +130,9 @@ def test_csv_cut_at_a_row_boundary_is_ingested(tmp_path: Path, cli, store: Path,
 
 
 # ---- bounded memory: the communication files are streamed one step at a time -------------------------------
-def test_json_object_items_streams_exactly_what_json_loads_reads(monkeypatch: pytest.MonkeyPatch,
-                                                                  cluster_2x6mb: Path, tmp_path: Path):
+def test_json_object_items_streams_exactly_what_json_loads_reads(
+    monkeypatch: pytest.MonkeyPatch, cluster_2x6mb: Path, tmp_path: Path
+):
     from decimal import Decimal
 
     import traceql.parsers.torch_npu as tn
@@ -133,18 +145,27 @@ def test_json_object_items_streams_exactly_what_json_loads_reads(monkeypatch: py
         assert list(tn.json_object_items(f, "x", "not an object")) == list(expected.items()), f
     odd = tmp_path / "odd.json"
     odd.write_bytes(b'\xef\xbb\xbf { "a\\"b" : {"x": [1, 2.50, "\xc3\xa9"]} ,"c":{} }\n')
-    assert list(tn.json_object_items(odd, "x", "no")) == [('a"b', {"x": [1, Decimal("2.50"), "é"]}), ("c", {})]
-    for data, message in [(b"", "empty file"), (b"[1]", "not an object"), (b'{"a": 1 "b": 2}', "Expecting ',' delimiter at char 8"),
-                          (b'{"a": 1} x', "Extra data"), (b'{"a": "\xff"}', "not UTF-8 text (byte 0xff at offset 7)"),
-                          (b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "nested too deeply")]:
+    assert list(tn.json_object_items(odd, "x", "no")) == [
+        ('a"b', {"x": [1, Decimal("2.50"), "é"]}),
+        ("c", {}),
+    ]
+    for data, message in [
+        (b"", "empty file"),
+        (b"[1]", "not an object"),
+        (b'{"a": 1 "b": 2}', "Expecting ',' delimiter at char 8"),
+        (b'{"a": 1} x', "Extra data"),
+        (b'{"a": "\xff"}', "not UTF-8 text (byte 0xff at offset 7)"),
+        (b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "nested too deeply"),
+    ]:
         bad = tmp_path / "bad.json"
         bad.write_bytes(data)
         with pytest.raises(tn.BadTraceError, match=re.escape(message)):
             list(tn.json_object_items(bad, "x", "not an object"))
 
 
-def test_communication_matrix_memory_does_not_grow_with_the_file(monkeypatch: pytest.MonkeyPatch, cluster_2x6mb: Path,
-                                                               tmp_path: Path):
+def test_communication_matrix_memory_does_not_grow_with_the_file(
+    monkeypatch: pytest.MonkeyPatch, cluster_2x6mb: Path, tmp_path: Path
+):
     """json.loads of the whole file held ~7x its size in Python objects; streamed, the peak is one step plus
     FLUSH_ROWS rows: the same for a file 8x larger."""
     import tracemalloc
@@ -183,15 +204,19 @@ def test_communication_matrix_memory_does_not_grow_with_the_file(monkeypatch: py
 
 # ---- re-open without re-parsing ----------------------------------------------------------------------------
 def _snapshot(store: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(store)): (p.stat().st_size, p.stat().st_mtime_ns) for p in store.rglob("*.parquet")}
+    return {
+        str(p.relative_to(store)): (p.stat().st_size, p.stat().st_mtime_ns) for p in store.rglob("*.parquet")
+    }
 
 
 def test_reopen_queries_the_store_without_the_dump(tmp_path: Path, cli, store: Path, cluster_2x6mb: Path):
     job = tmp_path / "job"
     shutil.copytree(cluster_2x6mb, job)
     assert cli("ingest", job, "--store", store, "--name", "r", "--quiet", "--no-check").code == 0
-    sql = ("SELECT rank, count(*) AS n, sum(dur_ns) AS busy, min(ts_ns) AS t0 FROM kernels GROUP BY rank "
-           "UNION ALL SELECT rank, count(*), sum(dur_ns), min(ts_ns) FROM comm_ops GROUP BY rank ORDER BY 1, 2")
+    sql = (
+        "SELECT rank, count(*) AS n, sum(dur_ns) AS busy, min(ts_ns) AS t0 FROM kernels GROUP BY rank "
+        "UNION ALL SELECT rank, count(*), sum(dur_ns), min(ts_ns) FROM comm_ops GROUP BY rank ORDER BY 1, 2"
+    )
     before = cli("sql", sql, "--store", store, "--format", "csv")
     metric = cli("query", "op_hbm_bytes", "--store", store, "--run", "r", "--format", "csv")
     assert before.code == 0 and metric.code == 0, (before, metric)
@@ -221,7 +246,9 @@ def test_store_is_partitioned_by_run_and_rank_and_sorted_by_time(store: Path, cl
     for f in files:
         rel = f.relative_to(store / "runs")
         # runs/<run>.<generation>/<table>/r<rank>-<tag>.parquet
-        m = re.fullmatch(r"(?P<run>[^/]+)\.[0-9a-f]{12}/(?P<table>[a-z_0-9]+)/r(?P<rank>-?\d+)-[\w-]+\.parquet", str(rel))
+        m = re.fullmatch(
+            r"(?P<run>[^/]+)\.[0-9a-f]{12}/(?P<table>[a-z_0-9]+)/r(?P<rank>-?\d+)-[\w-]+\.parquet", str(rel)
+        )
         assert m, rel
         t = pq.read_table(f, columns=None)
         assert set(t.column("run_id").to_pylist()) == {m["run"]}, rel
@@ -229,9 +256,12 @@ def test_store_is_partitioned_by_run_and_rank_and_sorted_by_time(store: Path, cl
         if "ts_ns" not in t.schema.names or t.num_rows < 2:
             continue
         ts = pc.drop_null(t.column("ts_ns")).combine_chunks()
-        assert t.column("ts_ns").null_count == 0 or pc.all(pc.is_null(t.column("ts_ns").slice(len(ts)))).as_py(), \
-            f"{rel}: null ts_ns must sort last"
-        assert pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py(), f"{rel}: not sorted by ts_ns"
+        assert (
+            t.column("ts_ns").null_count == 0 or pc.all(pc.is_null(t.column("ts_ns").slice(len(ts)))).as_py()
+        ), f"{rel}: null ts_ns must sort last"
+        assert pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py(), (
+            f"{rel}: not sorted by ts_ns"
+        )
         md = pq.ParquetFile(f).metadata
         col = t.schema.get_field_index("ts_ns")
         for g in range(md.num_row_groups):
@@ -248,8 +278,21 @@ def test_parallel_cluster_ingest_stores_what_serial_ingest_stores(tmp_path: Path
     stores = {}
     for j in ("1", "2"):
         stores[j] = tmp_path / f"store-j{j}"
-        assert cli("ingest", cluster_2x6mb, "--store", stores[j], "--name", "job", "--quiet", "--no-check",
-                   "-j", j).code == 0
+        assert (
+            cli(
+                "ingest",
+                cluster_2x6mb,
+                "--store",
+                stores[j],
+                "--name",
+                "job",
+                "--quiet",
+                "--no-check",
+                "-j",
+                j,
+            ).code
+            == 0
+        )
     # an order-independent digest per table: row count and a hash over the rows (sorted), from DuckDB
     sql = "SELECT count(*) AS n, sum(hash(t)) AS h FROM {t} t"  # t: the whole row as a struct
     for table in ("kernels", "host_ops", "counters", "flows", "comm_ops", "comm_matrix", "steps", "memory"):
@@ -304,7 +347,9 @@ def test_ingest_reports_bytes_read_while_parsing_one_big_file(tmp_path: Path) ->
         assert any(0 < d < size for d in done), seen
 
 
-def test_trace_view_in_profiler_order_needs_no_post_write_sort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trace_view_in_profiler_order_needs_no_post_write_sort(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """torch_npu writes counters in time order across series (0 inversions over 4.3k C events in each real
     level0/level1 trace_view.json) and the host process's events as one block before the CANN/device events. The
     parser keeps each such stream in its own file part, so none of the files needs the post-write sort (a full

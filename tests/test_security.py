@@ -62,7 +62,24 @@ def tree(d: Path) -> dict[str, bytes | None]:
 # ---- run names ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", ["../evil", "..", "a/b", "/abs", "./x", ".hidden", "-rf", "x" * 200, "a\nb", "a b", "中文", "a\\b", "$(id)"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../evil",
+        "..",
+        "a/b",
+        "/abs",
+        "./x",
+        ".hidden",
+        "-rf",
+        "x" * 200,
+        "a\nb",
+        "a b",
+        "中文",
+        "a\\b",
+        "$(id)",
+    ],
+)
 def test_hostile_run_names_are_refused_by_the_cli(cli, tmp_path: Path, bad: str) -> None:  # type: ignore[no-untyped-def]
     dump = tiny_dump(tmp_path / "dump")
     store = tmp_path / "sub" / "store"
@@ -80,7 +97,9 @@ def test_hostile_run_names_are_refused_by_the_cli(cli, tmp_path: Path, bad: str)
 @settings(max_examples=300, deadline=None, derandomize=True)
 def test_run_name_from_any_dump_path_is_safe(s: str) -> None:
     """Whatever a dump is called, the derived run name is a single safe path component (or the known '_' bug)."""
-    name = run_name_from_path(Path("/data") / s.replace("/", "_").replace("\x00", "") if s else Path("/data/x"))
+    name = run_name_from_path(
+        Path("/data") / s.replace("/", "_").replace("\x00", "") if s else Path("/data/x")
+    )
     assert "/" not in name and name not in {".", ".."} and not name.startswith(".")
     if name.startswith("_"):
         return  # BUG, see test_dump_named_with_a_leading_underscore_gets_a_valid_run_name
@@ -147,13 +166,17 @@ def test_replace_or_rm_of_a_symlinked_run_dir_leaves_its_target_alone(cli, tmp_p
     assert tree(outside) == before
 
 
-def test_rm_of_a_traversing_run_id_from_a_tampered_manifest_deletes_nothing_outside(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rm_of_a_traversing_run_id_from_a_tampered_manifest_deletes_nothing_outside(
+    cli, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     store = tmp_path / "store"
     (store / "runs").mkdir(parents=True)
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "precious.txt").write_text("keep me")
-    (store / "manifest.json").write_text(json.dumps({"store_format": 1, "runs": {"../../victim": {"files": {}}}}))
+    (store / "manifest.json").write_text(
+        json.dumps({"store_format": 1, "runs": {"../../victim": {"files": {}}}})
+    )
     r = cli("rm", "../../victim", "--store", store)
     assert (victim / "precious.txt").exists(), "traceql rm deleted a directory outside the store"
     assert r.code == 1, r
@@ -195,7 +218,9 @@ def test_parquet_files_are_read_only_on_disk_after_a_real_ingest(cli, tmp_path: 
     files = list((store / "runs").rglob("*.parquet"))
     assert files
     for p in files:
-        assert not (p.stat().st_mode & 0o222), p  # note: mode bits do not stop root, nor DuckDB's COPY (tmp + rename)
+        assert not (p.stat().st_mode & 0o222), (
+            p
+        )  # note: mode bits do not stop root, nor DuckDB's COPY (tmp + rename)
 
 
 # ---- traceql sql is read-only ---------------------------------------------------------------------------
@@ -260,7 +285,9 @@ def test_sql_writes_are_refused_without_write(cli, sql_store: Path, tmp_path: Pa
         ("IMPORT DATABASE '{imp}'", "imported.csv"),
     ],
 )
-def test_sql_indirect_writes_are_refused(cli, sql_store: Path, tmp_path: Path, stmt: str, written: str) -> None:  # type: ignore[no-untyped-def]
+def test_sql_indirect_writes_are_refused(
+    cli, sql_store: Path, tmp_path: Path, stmt: str, written: str
+) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
     out.mkdir()
     imp = tmp_path / "imp"
@@ -276,13 +303,22 @@ def test_sql_indirect_writes_are_refused(cli, sql_store: Path, tmp_path: Path, s
 def test_sql_cannot_overwrite_the_store_parquet(cli, sql_store: Path) -> None:  # type: ignore[no-untyped-def]
     p = kernels_parquet(sql_store)
     before = p.read_bytes()
-    r = cli("sql", f"EXPLAIN ANALYZE COPY (SELECT * FROM kernels WHERE false) TO '{p}' (FORMAT parquet)", "--store", sql_store)
+    r = cli(
+        "sql",
+        f"EXPLAIN ANALYZE COPY (SELECT * FROM kernels WHERE false) TO '{p}' (FORMAT parquet)",
+        "--store",
+        sql_store,
+    )
     assert p.read_bytes() == before, "`traceql sql` without --write replaced a Parquet file of the store"
     assert r.code == 1, r
 
 
 def test_sql_read_only_still_allows_reading(cli, sql_store: Path) -> None:  # type: ignore[no-untyped-def]
-    for q in ("SELECT sum(dur_ns) AS s FROM kernels", "WITH k AS (FROM kernels) SELECT sum(dur_ns) AS s FROM k", "SUMMARIZE kernels"):
+    for q in (
+        "SELECT sum(dur_ns) AS s FROM kernels",
+        "WITH k AS (FROM kernels) SELECT sum(dur_ns) AS s FROM k",
+        "SUMMARIZE kernels",
+    ):
         r = cli("sql", q, "--store", sql_store, "--format", "json")
         assert r.code == 0, (q, r)
     r = cli("sql", "EXPLAIN SELECT * FROM kernels", "--store", sql_store)
@@ -291,7 +327,15 @@ def test_sql_read_only_still_allows_reading(cli, sql_store: Path) -> None:  # ty
 
 def test_sql_write_flag_allows_copy(cli, sql_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "k.csv"
-    r = cli("sql", f"COPY (SELECT name, dur_ns FROM kernels ORDER BY name) TO '{out}' (HEADER)", "--store", sql_store, "--write", "--allow-files", tmp_path)
+    r = cli(
+        "sql",
+        f"COPY (SELECT name, dur_ns FROM kernels ORDER BY name) TO '{out}' (HEADER)",
+        "--store",
+        sql_store,
+        "--write",
+        "--allow-files",
+        tmp_path,
+    )
     assert r.code == 0, r
     assert out.read_text().splitlines() == ["name,dur_ns", "a,10", "b,20"]
 

@@ -40,7 +40,13 @@ KILLS = int(os.environ.get("TRACEQL_TEST_KILLS", "100"))  # a longer loop: TRACE
 
 
 def harness(*args: object, timeout: float = 300) -> dict:  # type: ignore[type-arg]
-    r = subprocess.run([sys.executable, str(HARNESS), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env())
+    r = subprocess.run(
+        [sys.executable, str(HARNESS), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -51,7 +57,19 @@ def make_run(store: Path, run_id: str, n: int, replace: bool = False) -> None:
     w = RankWriter(staging, run_id, 0)
     w.write("kernels", {"name": [f"k{i}" for i in range(n)], "ts_ns": list(range(n)), "dur_ns": [5] * n})
     w.close()
-    st.commit(staging, run_id, {"source": "t", "format": "canonical", "ranks": [0], "ranks_count": 1, "rows": w.rows, "files": w.files}, replace=replace)
+    st.commit(
+        staging,
+        run_id,
+        {
+            "source": "t",
+            "format": "canonical",
+            "ranks": [0],
+            "ranks_count": 1,
+            "rows": w.rows,
+            "files": w.files,
+        },
+        replace=replace,
+    )
 
 
 # ---- 1. kill -9 at random moments of `ingest --replace` --------------------------------------------------
@@ -79,13 +97,34 @@ def test_random_kills_over_ingest_replace_leave_the_old_or_the_new_run(tmp_path:
 def test_a_live_ingests_staging_dir_survives_another_ingest_however_old_it_looks(tmp_path: Path) -> None:
     store = tmp_path / "store"
     started = tmp_path / "started"
-    p = start_cli("ingest", slow_file(tmp_path / "long.slow", 30, 50, 0.05), "--store", store, "--name", "long", "-j", "1", "-q", "--no-check", STARTED=str(started))
+    p = start_cli(
+        "ingest",
+        slow_file(tmp_path / "long.slow", 30, 50, 0.05),
+        "--store",
+        store,
+        "--name",
+        "long",
+        "-j",
+        "1",
+        "-q",
+        "--no-check",
+        STARTED=str(started),
+    )
     try:
         wait_for(tmp_path, "started")
         (staging,) = [d for d in (store / ".staging").iterdir() if d.is_dir()]
         old = time.time() - 7200
         os.utime(staging, (old, old))  # looks two hours old (what broke the mtime rule; NFS skew does it too)
-        r = run_cli("ingest", slow_file(tmp_path / "other.slow", 1, 5, 0), "--store", store, "--name", "other", "-q", "--no-check")
+        r = run_cli(
+            "ingest",
+            slow_file(tmp_path / "other.slow", 1, 5, 0),
+            "--store",
+            store,
+            "--name",
+            "other",
+            "-q",
+            "--no-check",
+        )
         assert r.returncode == 0, r.stderr
         assert staging.is_dir(), "a concurrent ingest reaped a live ingest's staging dir"
         out, err = p.communicate(timeout=60)
@@ -98,12 +137,27 @@ def test_a_live_ingests_staging_dir_survives_another_ingest_however_old_it_looks
 def test_a_dead_ingests_staging_dir_is_reaped_by_the_next_one(tmp_path: Path) -> None:
     store = tmp_path / "store"
     started = tmp_path / "started"
-    p = start_cli("ingest", slow_file(tmp_path / "long.slow", 100, 50, 0.05), "--store", store, "--name", "dead", "-j", "1", "-q", STARTED=str(started))
+    p = start_cli(
+        "ingest",
+        slow_file(tmp_path / "long.slow", 100, 50, 0.05),
+        "--store",
+        store,
+        "--name",
+        "dead",
+        "-j",
+        "1",
+        "-q",
+        STARTED=str(started),
+    )
     wait_for(tmp_path, "started")
     kill_tree(p)
     p.wait(timeout=10)
-    assert [d for d in (store / ".staging").iterdir() if d.is_dir()], "expected the killed ingest's staging dir"
-    r = run_cli("ingest", slow_file(tmp_path / "x.slow", 1, 5, 0), "--store", store, "--name", "x", "-q", "--no-check")
+    assert [d for d in (store / ".staging").iterdir() if d.is_dir()], (
+        "expected the killed ingest's staging dir"
+    )
+    r = run_cli(
+        "ingest", slow_file(tmp_path / "x.slow", 1, 5, 0), "--store", store, "--name", "x", "-q", "--no-check"
+    )
     assert r.returncode == 0, r.stderr
     assert_reaped(store)
 
@@ -118,7 +172,9 @@ def test_a_commit_checks_every_listed_file_exists_before_the_manifest(tmp_path: 
     w.write("kernels", {"name": ["a"], "ts_ns": [1], "dur_ns": [1]})
     w.close()
     (staging / w.files["kernels"][0]).unlink()  # what a reaper deleting a live staging dir did
-    with pytest.raises(StoreError, match=r"r0-0\.parquet: missing from the staging dir of run 'lost'; nothing was committed"):
+    with pytest.raises(
+        StoreError, match=r"r0-0\.parquet: missing from the staging dir of run 'lost'; nothing was committed"
+    ):
         st.commit(staging, "lost", {"files": w.files, "rows": w.rows})
     assert (store / "manifest.json").read_bytes() == before
     st.discard(staging)
@@ -134,11 +190,25 @@ def test_500_queries_during_replace_and_rm_loops_never_fail(tmp_path: Path) -> N
     store = tmp_path / "store"
     make_run(store, "base", 30)
     stop = tmp_path / "stop"
-    w = subprocess.Popen([sys.executable, str(HARNESS), "writer", store, stop], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    w = subprocess.Popen(
+        [sys.executable, str(HARNESS), "writer", store, stop],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
     try:
         time.sleep(0.3)
-        rs = [subprocess.Popen([sys.executable, str(HARNESS), "readers", str(store), "250"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
-              for _ in range(2)]
+        rs = [
+            subprocess.Popen(
+                [sys.executable, str(HARNESS), "readers", str(store), "250"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env(),
+            )
+            for _ in range(2)
+        ]
         outs = [r.communicate(timeout=300) for r in rs]
     finally:
         stop.touch()
@@ -174,14 +244,19 @@ def test_rm_while_a_reader_holds_the_store_keeps_its_files_until_it_ends(tmp_pat
 # ---- 4. store paths with glob characters, spaces, quotes, newlines --------------------------------------
 
 
-@pytest.mark.parametrize("name,siblings", [
-    ("team*", ["teamB", "teamC"]),
-    ("q?x", ["qzx"]),
-    ("a[1]", ["a1"]),
-    ("[ab]", ["a", "b"]),
-    ("sp ace 'quo\"te'\nnew", []),
-])
-def test_a_store_path_reads_exactly_its_own_files(tmp_path: Path, cli, name: str, siblings: list[str]) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "name,siblings",
+    [
+        ("team*", ["teamB", "teamC"]),
+        ("q?x", ["qzx"]),
+        ("a[1]", ["a1"]),
+        ("[ab]", ["a", "b"]),
+        ("sp ace 'quo\"te'\nnew", []),
+    ],
+)
+def test_a_store_path_reads_exactly_its_own_files(
+    tmp_path: Path, cli, name: str, siblings: list[str]
+) -> None:  # type: ignore[no-untyped-def]
     import duckdb
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -224,7 +299,9 @@ def test_derived_tables_and_queries_on_a_store_named_with_a_glob(tmp_path: Path)
     assert queries.run("rank_summary", store, run_id="demo").to_pylist() == want
     assert Store(store).run("demo").get("derived")
     n = queries.run("op_hbm_bytes", store, run_id="demo", params={"top_n": 1000}).num_rows
-    assert n == queries.run("op_hbm_bytes", tmp_path / "teamB", run_id="demo", params={"top_n": 1000}).num_rows
+    assert (
+        n == queries.run("op_hbm_bytes", tmp_path / "teamB", run_id="demo", params={"top_n": 1000}).num_rows
+    )
 
 
 def test_a_dump_path_with_glob_characters_is_read(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -249,12 +326,16 @@ def test_run_names_that_differ_only_in_case_collide(tmp_path: Path, cli) -> None
     store = tmp_path / "s"
     make_run(store, "Demo", 3)
     for extra in ([], ["--replace"]):
-        r = cli("ingest", SAMPLES / "kineto_cpu", "--store", store, "--name", "demo", "-q", "--no-check", *extra)
+        r = cli(
+            "ingest", SAMPLES / "kineto_cpu", "--store", store, "--name", "demo", "-q", "--no-check", *extra
+        )
         assert r.code == 1, r
         assert "differs only in case from run 'Demo'" in r.err and len(r.err.strip().splitlines()) == 1, r
     with pytest.raises(StoreError, match="differs only in case"):
         make_run(store, "DEMO", 1)
-    r = cli("ingest", SAMPLES / "kineto_cpu", "--store", store, "--name", "Demo", "--replace", "-q", "--no-check")
+    r = cli(
+        "ingest", SAMPLES / "kineto_cpu", "--store", store, "--name", "Demo", "--replace", "-q", "--no-check"
+    )
     assert r.code == 0, r
     assert list(Store(store).runs()) == ["Demo"]
 
@@ -285,7 +366,20 @@ def test_killing_the_parent_ends_its_workers_and_their_temp_dirs(tmp_path: Path,
         slow_file(cluster / f"rank{r}.slow", 400, 20, 0.05)  # ~20 s per rank if left alone
     started = tmp_path / "started"
     workers: list[int] = []
-    p = start_cli("ingest", cluster, "--store", store, "--name", "c", "-j", "2", "-q", STARTED=str(started), PARSE_TEMP="1", TMPDIR=str(tmp))
+    p = start_cli(
+        "ingest",
+        cluster,
+        "--store",
+        store,
+        "--name",
+        "c",
+        "-j",
+        "2",
+        "-q",
+        STARTED=str(started),
+        PARSE_TEMP="1",
+        TMPDIR=str(tmp),
+    )
     try:
         end = time.monotonic() + 30
         while len(list(tmp_path.glob("started.*"))) < 2 and time.monotonic() < end:
@@ -318,7 +412,18 @@ def test_sigterm_to_a_single_process_ingest_removes_its_temp_dir(tmp_path: Path)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     started = tmp_path / "started"
-    p = start_cli("ingest", slow_file(tmp_path / "x.slow", 400, 20, 0.05), "--store", tmp_path / "s", "-j", "1", "-q", STARTED=str(started), PARSE_TEMP="1", TMPDIR=str(tmp))
+    p = start_cli(
+        "ingest",
+        slow_file(tmp_path / "x.slow", 400, 20, 0.05),
+        "--store",
+        tmp_path / "s",
+        "-j",
+        "1",
+        "-q",
+        STARTED=str(started),
+        PARSE_TEMP="1",
+        TMPDIR=str(tmp),
+    )
     try:
         wait_for(tmp_path, "started")
         assert len(_temp_dirs(tmp)) == 1
@@ -327,7 +432,7 @@ def test_sigterm_to_a_single_process_ingest_removes_its_temp_dir(tmp_path: Path)
     finally:
         kill_tree(p)
     assert p.returncode == 128 + signal.SIGTERM
-    assert _temp_dirs(tmp) == [] and not [x for x in tmp.iterdir()], list(tmp.iterdir())
+    assert _temp_dirs(tmp) == [] and not list(tmp.iterdir()), list(tmp.iterdir())
 
 
 def test_temp_dirs_of_a_kill_9_are_reaped_by_the_next_ingest(tmp_path: Path) -> None:
@@ -335,12 +440,31 @@ def test_temp_dirs_of_a_kill_9_are_reaped_by_the_next_ingest(tmp_path: Path) -> 
     tmp.mkdir()
     (tmp / "traceql-not-ours").mkdir()  # no lock file: another program's (or an older traceql's); left alone
     started = tmp_path / "started"
-    p = start_cli("ingest", slow_file(tmp_path / "x.slow", 400, 20, 0.05), "--store", tmp_path / "s", "-j", "1", "-q", STARTED=str(started), PARSE_TEMP="1", TMPDIR=str(tmp))
+    p = start_cli(
+        "ingest",
+        slow_file(tmp_path / "x.slow", 400, 20, 0.05),
+        "--store",
+        tmp_path / "s",
+        "-j",
+        "1",
+        "-q",
+        STARTED=str(started),
+        PARSE_TEMP="1",
+        TMPDIR=str(tmp),
+    )
     wait_for(tmp_path, "started")
     kill_tree(p)  # SIGKILL: no Python code runs
     p.wait(timeout=10)
     assert len(_temp_dirs(tmp)) == 1
-    r = run_cli("ingest", slow_file(tmp_path / "y.slow", 1, 5, 0), "--store", tmp_path / "s", "-q", "--no-check", TMPDIR=str(tmp))
+    r = run_cli(
+        "ingest",
+        slow_file(tmp_path / "y.slow", 1, 5, 0),
+        "--store",
+        tmp_path / "s",
+        "-q",
+        "--no-check",
+        TMPDIR=str(tmp),
+    )
     assert r.returncode == 0, r.stderr
     assert _temp_dirs(tmp) == [] and sorted(x.name for x in tmp.iterdir()) == ["traceql-not-ours"]
 
@@ -364,7 +488,9 @@ def tree_fingerprint(d: Path) -> dict[str, object]:
 
 def test_a_wal_mode_db_dump_is_left_byte_identical(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     dump = tmp_path / "rank0_ascend_pt"
-    shutil.copytree(real(DB_LEVEL1 / "rank0_ascend_pt"), dump, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
+    shutil.copytree(
+        real(DB_LEVEL1 / "rank0_ascend_pt"), dump, ignore=shutil.ignore_patterns("*-wal", "*-shm")
+    )
     for db in dump.rglob("*.db"):
         db.chmod(0o644)
         con = sqlite3.connect(db)
@@ -419,8 +545,11 @@ def test_a_symlink_out_of_the_dump_is_refused_and_not_read(tmp_path: Path, cli) 
     assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
     assert tree_fingerprint(dump) == before
     assert not Store(store).runs()
-    assert not any(b"tok-3f9a" in p.read_bytes() for p in tmp_path.rglob("*")
-                   if p.is_file() and not p.is_symlink() and p != secret)
+    assert not any(
+        b"tok-3f9a" in p.read_bytes()
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_symlink() and p != secret
+    )
     # only when asked: --follow-links (a dump assembled from links by its owner)
     r = cli("ingest", dump, "--store", store, "--name", "x", "-q", "--no-check", "--follow-links")
     assert r.code == 0, r
@@ -449,9 +578,15 @@ def test_a_format_1_store_is_read_and_migrated_on_the_next_write(tmp_path: Path)
     assert engine.connect(store).execute("SELECT count(*) FROM kernels").fetchone() == (5,)
     make_run(store, "old", 4, replace=True)
     m = json.loads((store / "manifest.json").read_text())
-    assert m["store_format"] == 2 and m["runs"]["old"]["dir"].startswith("old.") and "dir" not in m["runs"]["keep"]
+    assert (
+        m["store_format"] == 2
+        and m["runs"]["old"]["dir"].startswith("old.")
+        and "dir" not in m["runs"]["keep"]
+    )
     assert not (store / "runs" / "old").exists() and (store / "runs" / "keep").is_dir()
-    assert dict(engine.connect(store).execute("SELECT run_id, count(*) FROM kernels GROUP BY 1").fetchall()) == {"old": 4, "keep": 2}
+    assert dict(
+        engine.connect(store).execute("SELECT run_id, count(*) FROM kernels GROUP BY 1").fetchall()
+    ) == {"old": 4, "keep": 2}
     assert_reaped(store)
 
 

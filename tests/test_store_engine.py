@@ -34,7 +34,18 @@ def make_run(store: Path, run_id: str = "demo", ranks: int = 2) -> Store:
             files.setdefault(t, []).extend(fl)
         for t, n in w.rows.items():
             rows[t] = rows.get(t, 0) + n
-    st.commit(staging, run_id, {"source": "test", "format": "canonical", "ranks": list(range(ranks)), "ranks_count": ranks, "rows": rows, "files": files})
+    st.commit(
+        staging,
+        run_id,
+        {
+            "source": "test",
+            "format": "canonical",
+            "ranks": list(range(ranks)),
+            "ranks_count": ranks,
+            "rows": rows,
+            "files": files,
+        },
+    )
     return st
 
 
@@ -46,7 +57,13 @@ def test_views_and_sorting(store: Path) -> None:
     # by hand: 2 ranks x 3 kernels; total = (1000+2000+3000) + (1010+2010+3010) = 12030
     assert con.execute("SELECT count(*), sum(dur_ns) FROM kernels").fetchone() == (6, 12030)
     # the writer sorts each rank's file by ts_ns: TransData (ts ...100) comes first
-    names = [r[0] for r in con.execute("SELECT name FROM read_parquet(?)", [str(next((Store(store).run_path('demo') / 'kernels').glob('r0-*.parquet')))]).fetchall()]
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT name FROM read_parquet(?)",
+            [str(next((Store(store).run_path("demo") / "kernels").glob("r0-*.parquet")))],
+        ).fetchall()
+    ]
     assert names == ["TransData_2", "Add_3", "MatMul_1"]
     assert con.execute("SELECT run_id, ranks, format FROM runs").fetchall() == [("demo", 2, "canonical")]
     # every canonical table exists as a view, empty ones included, with the documented columns
@@ -105,7 +122,14 @@ def test_bad_run_names_refused(store: Path, bad: str) -> None:
 
 def test_cli_sql_formats(store: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     make_run(store)
-    r = cli("sql", "SELECT op_type, sum(dur_ns) AS ns FROM kernels GROUP BY 1 ORDER BY 2 DESC", "--store", store, "--format", "csv")
+    r = cli(
+        "sql",
+        "SELECT op_type, sum(dur_ns) AS ns FROM kernels GROUP BY 1 ORDER BY 2 DESC",
+        "--store",
+        store,
+        "--format",
+        "csv",
+    )
     assert r.code == 0, r
     # by hand: Add 3000+3010=6010, TransData 2000+2010=4010, MatMulV2 1000+1010=2010
     assert r.out.splitlines() == ['"op_type","ns"', '"Add",6010', '"TransData",4010', '"MatMulV2",2010']

@@ -12,6 +12,7 @@ kernel_details.csv (formats.md §2, 2025 layout) when that parser is available.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -135,13 +136,20 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(*args: object, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(traceql_cmd(*args), capture_output=True, text=True, timeout=timeout, env=env(**extra))
+    return subprocess.run(
+        traceql_cmd(*args), capture_output=True, text=True, timeout=timeout, env=env(**extra)
+    )
 
 
 def start_cli(*args: object, **extra: str) -> subprocess.Popen[str]:
     # own session: the test can signal the whole process tree like a terminal's Ctrl-C does
     return subprocess.Popen(
-        traceql_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**extra), start_new_session=True
+        traceql_cmd(*args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(**extra),
+        start_new_session=True,
     )
 
 
@@ -155,10 +163,8 @@ def wait_for(pattern_dir: Path, prefix: str, timeout: float = 30) -> None:
 
 
 def kill_tree(p: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def snapshot(store: Path) -> dict[str, object]:
@@ -191,7 +197,9 @@ def assert_store_healthy(store: Path, expect_runs: dict[str, int]) -> None:
 def base_store(tmp_path: Path) -> Path:
     """A store holding one complete run 'base' (3 chunks x 10 rows = 30 kernels)."""
     store = tmp_path / "store"
-    r = run_cli("ingest", slow_file(tmp_path / "base.slow", 3, 10, 0), "--store", store, "--name", "base", "-q")
+    r = run_cli(
+        "ingest", slow_file(tmp_path / "base.slow", 3, 10, 0), "--store", store, "--name", "base", "-q"
+    )
     assert r.returncode == 0, r.stderr
     assert_store_healthy(store, {"base": 30})
     return store
@@ -216,30 +224,62 @@ def test_kill_9_mid_parse_leaves_store_unchanged(base_store: Path, tmp_path: Pat
     assert snapshot(base_store) == before
     assert_store_healthy(base_store, {"base": 30})
     # the dead ingest's staging dir is left behind, invisible to readers; the same name ingests fine afterwards
-    r = run_cli("ingest", slow_file(tmp_path / "small.slow", 1, 5, 0), "--store", base_store, "--name", "partial", "-q")
+    r = run_cli(
+        "ingest",
+        slow_file(tmp_path / "small.slow", 1, 5, 0),
+        "--store",
+        base_store,
+        "--name",
+        "partial",
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     assert_store_healthy(base_store, {"base": 30, "partial": 5})
 
 
 @pytest.mark.parametrize("crash_at", ["parse", "before_manifest", "manifest_tmp_written"])
-def test_crash_before_the_manifest_switch_leaves_no_run(base_store: Path, tmp_path: Path, crash_at: str) -> None:
+def test_crash_before_the_manifest_switch_leaves_no_run(
+    base_store: Path, tmp_path: Path, crash_at: str
+) -> None:
     before = snapshot(base_store)
-    r = run_cli("ingest", slow_file(tmp_path / "x.slow", 2, 10, 0), "--store", base_store, "--name", "crashed", "-q", CRASH_AT=crash_at)
+    r = run_cli(
+        "ingest",
+        slow_file(tmp_path / "x.slow", 2, 10, 0),
+        "--store",
+        base_store,
+        "--name",
+        "crashed",
+        "-q",
+        CRASH_AT=crash_at,
+    )
     assert r.returncode == -signal.SIGKILL, r
     assert (base_store / "manifest.json").read_bytes() == before["manifest"]
     assert_store_healthy(base_store, {"base": 30})
     # before_manifest leaves runs/crashed as an orphan (not in the manifest, so not visible); the next ingest
     # of that name must move it aside rather than fail or merge with it
-    r = run_cli("ingest", slow_file(tmp_path / "y.slow", 1, 7, 0), "--store", base_store, "--name", "crashed", "-q")
+    r = run_cli(
+        "ingest", slow_file(tmp_path / "y.slow", 1, 7, 0), "--store", base_store, "--name", "crashed", "-q"
+    )
     assert r.returncode == 0, r.stderr
     assert_store_healthy(base_store, {"base": 30, "crashed": 7})
 
 
 def test_crash_after_the_manifest_switch_keeps_the_whole_run(base_store: Path, tmp_path: Path) -> None:
-    r = run_cli("ingest", slow_file(tmp_path / "x.slow", 2, 10, 0), "--store", base_store, "--name", "late", "-q", CRASH_AT="after_manifest")
+    r = run_cli(
+        "ingest",
+        slow_file(tmp_path / "x.slow", 2, 10, 0),
+        "--store",
+        base_store,
+        "--name",
+        "late",
+        "-q",
+        CRASH_AT="after_manifest",
+    )
     assert r.returncode == -signal.SIGKILL, r
     assert_store_healthy(base_store, {"base": 30, "late": 20})  # all 2 x 10 rows, not a part
-    r = run_cli("ingest", slow_file(tmp_path / "y.slow", 1, 7, 0), "--store", base_store, "--name", "late", "-q")
+    r = run_cli(
+        "ingest", slow_file(tmp_path / "y.slow", 1, 7, 0), "--store", base_store, "--name", "late", "-q"
+    )
     assert r.returncode == 1 and "already exists" in r.stderr
 
 
@@ -247,16 +287,33 @@ def test_crash_after_the_manifest_switch_keeps_the_whole_run(base_store: Path, t
 # Each step, in commit order: the ones before the manifest switch must leave the old run (its files byte-
 # identical), the ones after must leave the new run; both leave a store that opens, and the next write reaps
 # whatever the dead process left (unlisted generation dirs, staging dirs, temp manifests).
-REPLACE_STEPS = {"parse": "old", "after_publish": "old", "after_seal": "old", "before_manifest": "old",
-                 "manifest_tmp_written": "old", "after_manifest": "new", "before_reap": "new", "mid_reap": "new"}
-RM_STEPS = {"before_manifest": "old", "manifest_tmp_written": "old", "after_manifest": "gone",
-            "before_reap": "gone", "mid_reap": "gone"}
+REPLACE_STEPS = {
+    "parse": "old",
+    "after_publish": "old",
+    "after_seal": "old",
+    "before_manifest": "old",
+    "manifest_tmp_written": "old",
+    "after_manifest": "new",
+    "before_reap": "new",
+    "mid_reap": "new",
+}
+RM_STEPS = {
+    "before_manifest": "old",
+    "manifest_tmp_written": "old",
+    "after_manifest": "gone",
+    "before_reap": "gone",
+    "mid_reap": "gone",
+}
 
 
 def tree_hashes(d: Path) -> dict[str, str]:
     import hashlib
 
-    return {p.relative_to(d).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(d).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(d.rglob("*"))
+        if p.is_file()
+    }
 
 
 def assert_reaped(store: Path) -> None:
@@ -273,7 +330,16 @@ def assert_reaped(store: Path) -> None:
 
 @pytest.fixture
 def victim_store(base_store: Path, tmp_path: Path) -> Path:
-    r = run_cli("ingest", slow_file(tmp_path / "victim.slow", 2, 10, 0), "--store", base_store, "--name", "victim", "-q", "--no-check")
+    r = run_cli(
+        "ingest",
+        slow_file(tmp_path / "victim.slow", 2, 10, 0),
+        "--store",
+        base_store,
+        "--name",
+        "victim",
+        "-q",
+        "--no-check",
+    )
     assert r.returncode == 0, r.stderr
     return base_store
 
@@ -282,8 +348,18 @@ def victim_store(base_store: Path, tmp_path: Path) -> Path:
 def test_kill_9_at_each_step_of_a_replace(victim_store: Path, tmp_path: Path, step: str) -> None:
     old_dir = Store(victim_store).run_path("victim")
     old_files = tree_hashes(old_dir)
-    r = run_cli("ingest", slow_file(tmp_path / "new.slow", 1, 7, 0), "--store", victim_store, "--name", "victim",
-                "--replace", "-q", "--no-check", CRASH_AT=step)
+    r = run_cli(
+        "ingest",
+        slow_file(tmp_path / "new.slow", 1, 7, 0),
+        "--store",
+        victim_store,
+        "--name",
+        "victim",
+        "--replace",
+        "-q",
+        "--no-check",
+        CRASH_AT=step,
+    )
     assert r.returncode == -signal.SIGKILL, (step, r.stderr)
     if REPLACE_STEPS[step] == "old":
         assert_store_healthy(victim_store, {"base": 30, "victim": 20})
@@ -291,8 +367,17 @@ def test_kill_9_at_each_step_of_a_replace(victim_store: Path, tmp_path: Path, st
     else:
         assert_store_healthy(victim_store, {"base": 30, "victim": 7})
     # the next write's start-up check reaps what the dead one left; the replace then works
-    r = run_cli("ingest", slow_file(tmp_path / "again.slow", 1, 5, 0), "--store", victim_store, "--name", "victim",
-                "--replace", "-q", "--no-check")
+    r = run_cli(
+        "ingest",
+        slow_file(tmp_path / "again.slow", 1, 5, 0),
+        "--store",
+        victim_store,
+        "--name",
+        "victim",
+        "--replace",
+        "-q",
+        "--no-check",
+    )
     assert r.returncode == 0, r.stderr
     assert_store_healthy(victim_store, {"base": 30, "victim": 5})
     assert_reaped(victim_store)
@@ -361,7 +446,17 @@ def test_kill_at_random_moments_is_all_or_nothing(base_store: Path, tmp_path: Pa
 def test_sigint_mid_parse_exits_130_and_cleans_up(base_store: Path, tmp_path: Path) -> None:
     before = snapshot(base_store)
     started = tmp_path / "started"
-    p = start_cli("ingest", slow_file(tmp_path / "big.slow", 200, 100, 0.05), "--store", base_store, "--name", "cc", "-j", "1", STARTED=str(started))
+    p = start_cli(
+        "ingest",
+        slow_file(tmp_path / "big.slow", 200, 100, 0.05),
+        "--store",
+        base_store,
+        "--name",
+        "cc",
+        "-j",
+        "1",
+        STARTED=str(started),
+    )
     try:
         wait_for(tmp_path, "started")
         os.kill(p.pid, signal.SIGINT)
@@ -411,7 +506,17 @@ def test_ctrl_c_to_the_process_group_with_parallel_workers(base_store: Path, tmp
 def test_two_concurrent_ingests_with_different_names_both_land(base_store: Path, tmp_path: Path) -> None:
     started = tmp_path / "started"
     ps = [
-        start_cli("ingest", slow_file(tmp_path / f"c{i}.slow", 5, 20, 0.1), "--store", base_store, "--name", f"c{i}", "-j", "1", STARTED=str(started))
+        start_cli(
+            "ingest",
+            slow_file(tmp_path / f"c{i}.slow", 5, 20, 0.1),
+            "--store",
+            base_store,
+            "--name",
+            f"c{i}",
+            "-j",
+            "1",
+            STARTED=str(started),
+        )
         for i in range(2)
     ]
     try:
@@ -430,7 +535,17 @@ def test_two_concurrent_ingests_with_the_same_name_one_is_refused(base_store: Pa
     started = tmp_path / "started"
     # different row counts, so the stored run tells which one won
     ps = [
-        start_cli("ingest", slow_file(tmp_path / f"s{i}.slow", 5, 10 + i, 0.1), "--store", base_store, "--name", "same", "-j", "1", STARTED=str(started))
+        start_cli(
+            "ingest",
+            slow_file(tmp_path / f"s{i}.slow", 5, 10 + i, 0.1),
+            "--store",
+            base_store,
+            "--name",
+            "same",
+            "-j",
+            "1",
+            STARTED=str(started),
+        )
         for i in range(2)
     ]
     try:
@@ -462,7 +577,12 @@ def test_store_from_another_format_is_refused_with_a_message(base_store: Path, c
     (base_store / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(StoreError, match="store format"):
         Store(base_store).runs()
-    for args in (("runs",), ("sql", "SELECT 1"), ("check",), ("ingest", base_store / "manifest.json", "--name", "x")):
+    for args in (
+        ("runs",),
+        ("sql", "SELECT 1"),
+        ("check",),
+        ("ingest", base_store / "manifest.json", "--name", "x"),
+    ):
         r = cli(*args, "--store", base_store)
         assert r.code == 1, (args, r)
         assert "store format" in r.err and "re-ingest" in r.err and "Traceback" not in r.err, (args, r)
@@ -481,7 +601,14 @@ def test_store_from_another_format_is_refused_with_a_message(base_store: Path, c
 def test_damaged_manifest_is_one_clear_error(base_store: Path, cli, damage: str) -> None:  # type: ignore[no-untyped-def]
     mp = base_store / "manifest.json"
     text = mp.read_text()
-    mp.write_text({"truncated": text[: len(text) // 2], "empty": "", "not_json": "\x00\x01garbage", "runs_not_a_dict": '{"store_format": 1, "runs": [1, 2]}'}[damage])
+    mp.write_text(
+        {
+            "truncated": text[: len(text) // 2],
+            "empty": "",
+            "not_json": "\x00\x01garbage",
+            "runs_not_a_dict": '{"store_format": 1, "runs": [1, 2]}',
+        }[damage]
+    )
     for args in (("runs",), ("sql", "SELECT count(*) FROM kernels"), ("check",)):
         r = cli(*args, "--store", base_store)
         assert r.code == 1, (args, r)
@@ -497,7 +624,14 @@ def test_store_missing_a_newer_column_is_read(base_store: Path, cli) -> None:  #
         t = pq.read_table(p).drop_columns(["flops"])  # as if written before `flops` existed
         p.chmod(0o644)
         pq.write_table(t, p)
-    r = cli("sql", "SELECT count(*) AS n, count(flops) AS f FROM kernels", "--store", base_store, "--format", "json")
+    r = cli(
+        "sql",
+        "SELECT count(*) AS n, count(flops) AS f FROM kernels",
+        "--store",
+        base_store,
+        "--format",
+        "json",
+    )
     assert r.code == 0, r
     assert json.loads(r.out) == [{"n": 30, "f": 0}]
 
@@ -520,9 +654,9 @@ def big_kernel_details(path: Path, rows: int) -> Path:
         t = 1736408883704643
         for i in range(rows):
             fh.write(
-                f'50,4294967295,{i % 65535},2,aclnnAdd_AddAiCore_Add_{i},Add,dynamic,AI_VECTOR_CORE,{t + i * 7}.212\t,'
+                f"50,4294967295,{i % 65535},2,aclnnAdd_AddAiCore_Add_{i},Add,dynamic,AI_VECTOR_CORE,{t + i * 7}.212\t,"
                 f'5.3{i % 10},1.0,40,0,N/A,"""32,3,224,224;32,3,224,224""",FLOAT;FLOAT,NCHW;NCHW,"""32,3,224,224""",'
-                f'FLOAT,NCHW,N/A,0,0,0,5.1,9180,0.42{i % 10}\n'
+                f"FLOAT,NCHW,N/A,0,0,0,5.1,9180,0.42{i % 10}\n"
             )
     return path
 
@@ -557,5 +691,7 @@ def test_kill_a_real_parser_mid_ingest_of_a_large_csv(base_store: Path, tmp_path
         else:
             outcomes.append("absent")
             assert snapshot(base_store) == before
-    assert_store_healthy(base_store, {"base": 30, **{r: ROWS for r in Store(base_store).runs() if r != "base"}})
+    assert_store_healthy(
+        base_store, {"base": 30, **{r: ROWS for r in Store(base_store).runs() if r != "base"}}
+    )
     assert units and outcomes[0] == "absent", (outcomes, full, kd.stat().st_size)

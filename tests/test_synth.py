@@ -55,10 +55,19 @@ def one_op_scenario(**op_kw: object) -> Scenario:
     sc = Scenario(n_ranks=1, hbm_period_ns=1_000_000, hbm_channels=4)
     r0 = sc.rank(0)
     r0.add_step(1, start_ns=0, dur_ns=5_000_000)
-    kw = {"start_ns": 1_000_000, "dur_ns": 1_000_000, "task_type": "AI_VECTOR_CORE", "hbm_read_bytes": 4 * MiB,
-          "hbm_write_bytes": 4 * MiB, "input_shapes": ("8,4096,4096",), "input_dtypes": ("FLOAT16",),
-          "input_formats": ("ND",), "output_shapes": ("8,4096,4096",), "output_dtypes": ("FLOAT16",),
-          "output_formats": ("ND",)}
+    kw = {
+        "start_ns": 1_000_000,
+        "dur_ns": 1_000_000,
+        "task_type": "AI_VECTOR_CORE",
+        "hbm_read_bytes": 4 * MiB,
+        "hbm_write_bytes": 4 * MiB,
+        "input_shapes": ("8,4096,4096",),
+        "input_dtypes": ("FLOAT16",),
+        "input_formats": ("ND",),
+        "output_shapes": ("8,4096,4096",),
+        "output_dtypes": ("FLOAT16",),
+        "output_formats": ("ND",),
+    }
     kw.update(op_kw)
     r0.add_op("Tanh_1", "Tanh", **kw)  # type: ignore[arg-type]
     return sc
@@ -110,10 +119,17 @@ def test_memory_access_group_and_renamed_columns(tmp_path: Path):
     assert head[:4] == ["Step Id", "Device_id", "Model ID", "Task ID"]
     assert "Block Num" in head and "Mix Block Num" in head and "Block Dim" not in head
     # the msprof op_summary header names (aic_ block, then aiv_ block)
-    assert head[head.index("aicore_time(us)"):head.index("aiv_time(us)")] == [
-        "aicore_time(us)", "aic_total_cycles", "aic_read_main_memory_datas(KB)", "aic_write_main_memory_datas(KB)",
-        "aic_GM_to_L1_datas(KB)", "aic_L0C_to_L1_datas(KB)", "aic_L0C_to_GM_datas(KB)", "aic_GM_to_UB_datas(KB)",
-        "aic_UB_to_GM_datas(KB)"]
+    assert head[head.index("aicore_time(us)") : head.index("aiv_time(us)")] == [
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aic_read_main_memory_datas(KB)",
+        "aic_write_main_memory_datas(KB)",
+        "aic_GM_to_L1_datas(KB)",
+        "aic_L0C_to_L1_datas(KB)",
+        "aic_L0C_to_GM_datas(KB)",
+        "aic_GM_to_UB_datas(KB)",
+        "aic_UB_to_GM_datas(KB)",
+    ]
     row = rows[0]
     # MIX task: half the traffic on each core: 4 MiB / 2 / 1024 = 2048 KB read per core
     assert float(row["aic_read_main_memory_datas(KB)"]) == 2048.0
@@ -130,9 +146,17 @@ def test_l2cache_group_and_l2_cache_csv(tmp_path: Path):
     out = tmp_path / "rank0_ascend_pt" / OUT
     row = read_csv(out / "kernel_details.csv")[0]
     # vector op: everything on aiv; r0 gets half (floored), r1 the rest
-    assert [row[f"aiv_{c}"] for c in ("write_cache_hit", "write_cache_miss_allocate", "r0_read_cache_hit",
-                                      "r0_read_cache_miss_allocate", "r1_read_cache_hit",
-                                      "r1_read_cache_miss_allocate")] == ["7", "3", "150", "50", "150", "51"]
+    assert [
+        row[f"aiv_{c}"]
+        for c in (
+            "write_cache_hit",
+            "write_cache_miss_allocate",
+            "r0_read_cache_hit",
+            "r0_read_cache_miss_allocate",
+            "r1_read_cache_hit",
+            "r1_read_cache_miss_allocate",
+        )
+    ] == ["7", "3", "150", "50", "150", "51"]
     assert float(row["aic_r0_read_cache_hit"]) == 0
     (l2,) = read_csv(out / "l2_cache.csv")
     assert list(l2) == ["Stream Id", "Task Id", "Hit Rate", "Victim Rate", "Op Name"]
@@ -150,7 +174,8 @@ def test_pipe_utilization_header_matches_real_dump(tmp_path: Path):
         "aic_mac_time(us),aic_mac_ratio,aic_scalar_time(us),aic_scalar_ratio,aic_mte1_time(us),aic_mte1_ratio,"
         "aic_mte2_time(us),aic_mte2_ratio,aic_fixpipe_time(us),aic_fixpipe_ratio,aic_icache_miss_rate,aiv_time(us),"
         "aiv_total_cycles,aiv_vec_time(us),aiv_vec_ratio,aiv_scalar_time(us),aiv_scalar_ratio,aiv_mte2_time(us),"
-        "aiv_mte2_ratio,aiv_mte3_time(us),aiv_mte3_ratio,aiv_icache_miss_rate,cube_utilization(%)")
+        "aiv_mte2_ratio,aiv_mte3_time(us),aiv_mte3_ratio,aiv_icache_miss_rate,cube_utilization(%)"
+    )
 
 
 # ---- HBM counters ------------------------------------------------------------------------------------------
@@ -221,8 +246,10 @@ def test_article_story_rank1_saturated_rank0_waits(tmp_path: Path):
     # rank 1 streams 5 unfused LayerNorm passes per layer at 93% of 1.6 TB/s: >= 4 whole 1 ms windows above 90%
     assert sum(u > 0.9 for u in util[1]) >= 4 and util[1][0] <= 0.93 + 1e-9
     assert sum(u > 0.9 for u in util[1]) > sum(u > 0.9 for u in util[0])
-    comm = {r: json.loads((tmp_path / f"rank{r}_ascend_pt" / OUT / "communication.json").read_text())
-            for r in (0, 1)}
+    comm = {
+        r: json.loads((tmp_path / f"rank{r}_ascend_pt" / OUT / "communication.json").read_text())
+        for r in (0, 1)
+    }
     ops = {r: comm[r]["step1"]["collective"]["hcom_allReduce__586_0_1@17522688603477080586"] for r in (0, 1)}
     # rank 0 waits for rank 1's 4 extra LayerNorm passes x 2 layers, each 512 MiB at 1.488e12 B/s
     # (= 360.800 us, rounded to the ns) + 2 us gap: 8 x 362.8 us = 2.9024 ms
@@ -230,16 +257,26 @@ def test_article_story_rank1_saturated_rank0_waits(tmp_path: Path):
     assert ops[1]["Communication Time Info"]["Wait Time(ms)"] == 0
     for r in (0, 1):
         t = ops[r]["Communication Time Info"]
-        assert t["Elapse Time(ms)"] == pytest.approx(t["Transit Time(ms)"] + t["Wait Time(ms)"] + t["Idle Time(ms)"])
+        assert t["Elapse Time(ms)"] == pytest.approx(
+            t["Transit Time(ms)"] + t["Wait Time(ms)"] + t["Idle Time(ms)"]
+        )
         bw = ops[r]["Communication Bandwidth Info"]
         assert bw["HCCS"]["Transit Size(MB)"] == pytest.approx(48 * MiB / 1e6)  # MB = 1e6 B
         assert bw["SDMA"]["Transit Size(MB)"] == bw["HCCS"]["Transit Size(MB)"]  # SDMA = HCCS + PCIE + SIO
         assert bw["HCCS"]["Bandwidth(GB/s)"] == pytest.approx(32.0)  # 48 MiB over 48 MiB/32e9 s
         assert bw["RDMA"]["Transit Size(MB)"] == 0
-    exact = {r: json.loads((tmp_path / f"rank{r}_ascend_pt" / OUT / "communication.json").read_text(),
-                           parse_float=Decimal) for r in (0, 1)}  # a double cannot hold the start us exactly
-    start = {r: exact[r]["step1"]["collective"]["hcom_allReduce__586_0_1@17522688603477080586"][
-        "Communication Time Info"]["Start Timestamp(us)"] for r in (0, 1)}
+    exact = {
+        r: json.loads(
+            (tmp_path / f"rank{r}_ascend_pt" / OUT / "communication.json").read_text(), parse_float=Decimal
+        )
+        for r in (0, 1)
+    }  # a double cannot hold the start us exactly
+    start = {
+        r: exact[r]["step1"]["collective"]["hcom_allReduce__586_0_1@17522688603477080586"][
+            "Communication Time Info"
+        ]["Start Timestamp(us)"]
+        for r in (0, 1)
+    }
     assert start[1] - start[0] == Decimal("2902.400")  # rank 1 arrives 2.9024 ms later
     matrix = json.loads((tmp_path / "rank1_ascend_pt" / OUT / "communication_matrix.json").read_text())
     links = matrix["step1"]["collective"]["allreduce-top1@17522688603477080586"]
@@ -250,8 +287,16 @@ def test_trace_view_shapes(tmp_path: Path):
     write_torch_npu_dump(article_scenario(2, steps=1), tmp_path, aic_metrics="Memory")
     ev = trace(tmp_path / "rank1_ascend_pt" / OUT / "trace_view.json")
     names = process_names(ev)
-    assert set(names.values()) >= {"Python", "CANN", "Ascend Hardware", "HCCL", "HBM", "LLC", "NPU MEM",
-                                   "Overlap Analysis"}
+    assert set(names.values()) >= {
+        "Python",
+        "CANN",
+        "Ascend Hardware",
+        "HCCL",
+        "HBM",
+        "LLC",
+        "NPU MEM",
+        "Overlap Analysis",
+    }
     by_name = {v: k for k, v in names.items()}
     # device pid = (host pid << 10) | (sort index << 5) | device id, as in the real dump (3170822561 for rank 1)
     assert by_name["Ascend Hardware"] == (3096506 << 10) | (13 << 5) | 1 == 3170822561
@@ -282,12 +327,17 @@ def test_repeat_shifts_time_steps_and_ids(tmp_path: Path):
     b = read_csv(three / "rank1_ascend_pt" / OUT / "kernel_details.csv")
     assert len(b) == 3 * len(a)
     for k in range(3):  # repetition k: +k seconds, step ids advanced by 2 per repetition
-        for ra, rb in zip(a, b[k * len(a):(k + 1) * len(a)], strict=True):
+        for ra, rb in zip(a, b[k * len(a) : (k + 1) * len(a)], strict=True):
             assert us_to_ns(rb["Start Time(us)"]) - us_to_ns(ra["Start Time(us)"]) == k * 1_000_000_000
             assert int(rb["Step Id"]) == int(ra["Step Id"]) + 2 * k
-            assert rb["Name"] == ra["Name"] and rb["aiv_main_mem_read_bw(GB/s)"] == ra["aiv_main_mem_read_bw(GB/s)"]
+            assert (
+                rb["Name"] == ra["Name"]
+                and rb["aiv_main_mem_read_bw(GB/s)"] == ra["aiv_main_mem_read_bw(GB/s)"]
+            )
     ev = trace(three / "rank1_ascend_pt" / OUT / "trace_view.json")
-    assert [e["name"] for e in ev if e["name"].startswith("ProfilerStep#")] == [f"ProfilerStep#{i}" for i in range(1, 7)]
+    assert [e["name"] for e in ev if e["name"].startswith("ProfilerStep#")] == [
+        f"ProfilerStep#{i}" for i in range(1, 7)
+    ]
     sids = [e["id"] for e in ev if e["ph"] == "s"]
     assert len(sids) == len(set(map(str, sids)))  # flow ids stay unique across repetitions
     comm = json.loads((three / "rank1_ascend_pt" / OUT / "communication.json").read_text())
@@ -353,7 +403,9 @@ def test_samples_match_a_fresh_generation(tmp_path: Path):
     for name in ("torch_npu_2rank", "msprof"):
         if not (tmp_path / name).exists():
             continue  # the msprof writer is not there yet
-        assert _files(tmp_path / name) == _files(SAMPLES / name), f"sample_traces/{name} is stale: rerun make_samples.py"
+        assert _files(tmp_path / name) == _files(SAMPLES / name), (
+            f"sample_traces/{name} is stale: rerun make_samples.py"
+        )
 
 
 def test_ingest_two_rank_sample(tmp_path: Path):
@@ -369,13 +421,20 @@ def test_ingest_two_rank_sample(tmp_path: Path):
     assert info["run_id"] == "s2"
     con = connect(st)
     for rt in sc.ranks:
-        n, rd, wr = con.execute(f"SELECT count(*), sum(hbm_read_bytes), sum(hbm_write_bytes) FROM kernels "
-                            f"WHERE rank = {rt.rank} AND task_type <> 'HCCL'").fetchall()[0]
+        n, rd, wr = con.execute(
+            f"SELECT count(*), sum(hbm_read_bytes), sum(hbm_write_bytes) FROM kernels "
+            f"WHERE rank = {rt.rank} AND task_type <> 'HCCL'"
+        ).fetchall()[0]
         assert n == len(rt.ops)
         assert rd == sum(o.hbm_read_bytes for o in rt.ops) and wr == sum(o.hbm_write_bytes for o in rt.ops)
         (nc,) = con.execute(f"SELECT count(*) FROM comm_ops WHERE rank = {rt.rank}").fetchall()[0]
         assert nc == len(rt.comms) == 3
-        waits = [w for (w,) in con.execute(f"SELECT wait_ns FROM comm_ops WHERE rank = {rt.rank} ORDER BY ts_ns").fetchall()]
+        waits = [
+            w
+            for (w,) in con.execute(
+                f"SELECT wait_ns FROM comm_ops WHERE rank = {rt.rank} ORDER BY ts_ns"
+            ).fetchall()
+        ]
         assert waits == [c.wait_ns for c in rt.comms]
         (ns,) = con.execute(f"SELECT count(*) FROM steps WHERE rank = {rt.rank}").fetchall()[0]
         assert ns == 3
@@ -394,8 +453,10 @@ def test_ingest_counters_from_sample(tmp_path: Path):
     sc = article_scenario(2, steps=3, slow_ranks=(1,))
     for r in (0, 1):
         series = sc.hbm_counters(r)
-        got = con.execute(f"SELECT ts_ns, sum(value) FROM counters WHERE rank = {r} AND track = 'HBM' "
-                      "AND metric = 'read_bw' GROUP BY ts_ns ORDER BY ts_ns").fetchall()
+        got = con.execute(
+            f"SELECT ts_ns, sum(value) FROM counters WHERE rank = {r} AND track = 'HBM' "
+            "AND metric = 'read_bw' GROUP BY ts_ns ORDER BY ts_ns"
+        ).fetchall()
         assert len(got) == len(series.samples)
         for (ts, v), s in zip(got, series.samples, strict=True):
             assert ts == sc.base_ns + s.ts_ns and v == pytest.approx(s.read_bps, rel=1e-9)

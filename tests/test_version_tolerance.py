@@ -28,7 +28,9 @@ EXPECTED_KERNELS = [
 def kernel_details(version: str) -> str:
     """kernel_details.csv of the same two kernels in each release's column set (formats.md §2.1, §9)."""
     tab = "\t" if version != "2023" else ""  # §9.8: trailing TAB on the start time from 2025
-    block, mix = ("Block Num", "Mix Block Num") if version == "2026" else ("Block Dim", "Mix Block Dim")  # §9.1
+    block, mix = (
+        ("Block Num", "Mix Block Num") if version == "2026" else ("Block Dim", "Mix Block Dim")
+    )  # §9.1
     cols = ["Step Id"]
     if version in ("2025.10", "2026"):
         cols.append("Device_id")  # §9.2: first data column after Step Id in newer torch_npu
@@ -80,9 +82,13 @@ def ingest_folder(tmp: Path, files: dict[str, str], name: str) -> Any:
 @pytest.mark.parametrize("version", ["2023", "2025.01", "2025.10", "2026"])
 def test_kernel_details_of_every_release_gives_the_same_kernels(tmp_path: Path, version: str) -> None:
     con = ingest_folder(tmp_path, {"kernel_details.csv": kernel_details(version)}, "v")
-    got = con.execute("SELECT name, ts_ns, dur_ns, wait_ns, block_dim, mix_block_dim, step FROM kernels ORDER BY ts_ns").fetchall()
+    got = con.execute(
+        "SELECT name, ts_ns, dur_ns, wait_ns, block_dim, mix_block_dim, step FROM kernels ORDER BY ts_ns"
+    ).fetchall()
     assert got == EXPECTED_KERNELS
-    op_state, device = con.execute("SELECT list(op_state ORDER BY ts_ns), list(device_id ORDER BY ts_ns) FROM kernels").fetchone()
+    op_state, device = con.execute(
+        "SELECT list(op_state ORDER BY ts_ns), list(device_id ORDER BY ts_ns) FROM kernels"
+    ).fetchone()
     assert op_state == ([None, None] if version == "2023" else ["dynamic", "dynamic"])
     # Device_id 3 is the device of the dump when the column exists; older files do not say (null, or the
     # device from profiler_info when a parser fills it: never another number)
@@ -91,8 +97,12 @@ def test_kernel_details_of_every_release_gives_the_same_kernels(tmp_path: Path, 
     else:
         assert set(device) <= {None, 3}
     # the renamed/new columns are not left behind as unknown extras
-    extras = con.execute("SELECT list_distinct(flatten(list(map_keys(extra)))) FROM kernels").fetchone()[0] or []
-    assert not {"Block Num", "Mix Block Num", "Block Dim", "Mix Block Dim", "Device_id", "OP State"} & set(extras)
+    extras = (
+        con.execute("SELECT list_distinct(flatten(list(map_keys(extra)))) FROM kernels").fetchone()[0] or []
+    )
+    assert not {"Block Num", "Mix Block Num", "Block Dim", "Mix Block Dim", "Device_id", "OP State"} & set(
+        extras
+    )
 
 
 # step_trace_time.csv, µs. Step 7: Computing 8873.756, Comm(Not Overlapped) 101963.203, Overlapped 4028.675,
@@ -114,7 +124,18 @@ def test_step_trace_time_with_and_without_preparing_and_device_id(tmp_path: Path
         "SELECT step, computing_ns, comm_not_overlapped_ns, overlapped_ns, comm_ns, free_ns, bubble_ns, preparing_ns FROM steps"
     ).fetchall()
     # µs x 1000: 8873756, 101963203, 4028675, 105991878, 25744050, 0, 17902500 (2025) / null (2023)
-    assert got == [(7, 8_873_756, 101_963_203, 4_028_675, 105_991_878, 25_744_050, 0, None if version == "2023" else 17_902_500)]
+    assert got == [
+        (
+            7,
+            8_873_756,
+            101_963_203,
+            4_028_675,
+            105_991_878,
+            25_744_050,
+            0,
+            None if version == "2023" else 17_902_500,
+        )
+    ]
 
 
 # The same allocator snapshot written by torch_npu (MB = 2^20 bytes, formats.md §6) in its 2023 and 2024+
@@ -154,7 +175,9 @@ def test_memory_record_mb_and_kb_give_the_same_bytes(tmp_path: Path, flavour: st
         con = engine.connect(tmp_path / "store")
     else:
         con = ingest_folder(tmp_path, {"memory_record.csv": text}, "m")
-    got = con.execute("SELECT kind, component, ts_ns, allocated_bytes, reserved_bytes, active_bytes FROM memory").fetchall()
+    got = con.execute(
+        "SELECT kind, component, ts_ns, allocated_bytes, reserved_bytes, active_bytes FROM memory"
+    ).fetchall()
     active = 1_074_266_112 if flavour == "torch_npu_2025" else None
     assert got == [("record", "PTA", MEM_TS_NS, 2_212_077_568, 4_294_967_296, active)]
 
@@ -176,7 +199,9 @@ PROFILER_INFO = {
 @pytest.mark.parametrize("version", list(PROFILER_INFO))
 def test_profiler_info_old_and_new_shapes(tmp_path: Path, version: str) -> None:
     con = ingest_folder(
-        tmp_path, {"profiler_info_0.json": PROFILER_INFO[version], "kernel_details.csv": kernel_details("2025.01")}, "p"
+        tmp_path,
+        {"profiler_info_0.json": PROFILER_INFO[version], "kernel_details.csv": kernel_details("2025.01")},
+        "p",
     )
     meta = dict(con.execute("SELECT key, value FROM run_meta").fetchall())
     aic = [v for k, v in meta.items() if k.endswith("_aic_metrics")]

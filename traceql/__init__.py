@@ -24,5 +24,7 @@ def connect(store: Any = None, read_only: bool = True) -> Any:
     return _connect(store, read_only=read_only)
 
 
-def ingest(path: Any, store: Any = None, name: str | None = None, replace: bool = False, **kw: Any) -> dict[str, Any]:
+def ingest(
+    path: Any, store: Any = None, name: str | None = None, replace: bool = False, **kw: Any
+) -> dict[str, Any]:
     return _ingest_module.ingest(path, store=store, name=name, replace=replace, **kw)

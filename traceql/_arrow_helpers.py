@@ -10,7 +10,9 @@ import pyarrow as pa
 from . import schema
 
 
-def conform(table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequence[Any]], run_id: str, rank: int) -> pa.Table:
+def conform(
+    table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequence[Any]], run_id: str, rank: int
+) -> pa.Table:
     """Return `data` as a pa.Table with exactly the canonical columns of `table_name`, in order.
 
     Missing columns become nulls, `run_id` is filled in, and `rank` unless the parser gives one per row (cluster-level files), values are cast to the canonical type
@@ -25,7 +27,11 @@ def conform(table_name: str, data: pa.Table | pa.RecordBatch | Mapping[str, Sequ
             if isinstance(values, (pa.Array, pa.ChunkedArray)):
                 cols[name] = values  # already Arrow: cast below, never round-trip through Python objects
             else:
-                cols[name] = pa.array(values, type=target.field(name).type) if name in target.names else pa.array(values)
+                cols[name] = (
+                    pa.array(values, type=target.field(name).type)
+                    if name in target.names
+                    else pa.array(values)
+                )
     else:
         n = data.num_rows
         cols = {name: data.column(name) for name in data.schema.names}

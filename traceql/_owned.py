@@ -118,7 +118,11 @@ def reap(parent: Path, prefix: str = "", require_lock: bool = False) -> list[str
             os.close(fd)
     # lock files whose dir is gone (an owner killed after its dir was committed or removed)
     for name in names:
-        if name.startswith(prefix) and name.endswith(LOCK_SUFFIX) and not (parent / name[: -len(LOCK_SUFFIX)]).exists():
+        if (
+            name.startswith(prefix)
+            and name.endswith(LOCK_SUFFIX)
+            and not (parent / name[: -len(LOCK_SUFFIX)]).exists()
+        ):
             _reap_lock_only(parent / name)
     return removed
 

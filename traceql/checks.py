@@ -56,7 +56,9 @@ def checks_dir() -> Path:
     for d in (here / "_queries" / "checks", here.parent / "queries" / "checks"):
         if d.is_dir():
             return d
-    raise QueryError(f"fidelity checks not found (looked in {here / '_queries' / 'checks'} and {here.parent / 'queries' / 'checks'})")
+    raise QueryError(
+        f"fidelity checks not found (looked in {here / '_queries' / 'checks'} and {here.parent / 'queries' / 'checks'})"
+    )
 
 
 def parse_check(path: Path) -> Check:
@@ -78,7 +80,9 @@ def parse_check(path: Path) -> Check:
         if key == "param":
             pm = _PARAM_RE.match(value)
             if not pm:
-                raise QueryError(f"{path}: bad param line {line!r} (expected `-- param: name TYPE [= default]`)")
+                raise QueryError(
+                    f"{path}: bad param line {line!r} (expected `-- param: name TYPE [= default]`)"
+                )
             params[pm.group(1)] = (pm.group(2).upper(), pm.group(3))
         elif key == "column":
             columns.append(value.split()[0])
@@ -89,8 +93,15 @@ def parse_check(path: Path) -> Check:
     if "run_id" not in params:
         raise QueryError(f"{path}: a check must declare `-- param: run_id VARCHAR` and filter on it")
     sql = text.strip().rstrip(";").strip()
-    return Check(meta["name"], meta.get("description", ""), path, sql, params, tuple(columns),
-                 needs_analysis=meta.get("needs", "") == "analysis")
+    return Check(
+        meta["name"],
+        meta.get("description", ""),
+        path,
+        sql,
+        params,
+        tuple(columns),
+        needs_analysis=meta.get("needs", "") == "analysis",
+    )
 
 
 def load_checks() -> list[Check]:
@@ -146,8 +157,9 @@ def _load_helpers(con: Any) -> str:
     return ""
 
 
-def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None = None,
-               analysis: bool = True) -> list[dict[str, Any]]:
+def run_checks(
+    store: Any, run_id: str, con: Any = None, names: list[str] | None = None, analysis: bool = True
+) -> list[dict[str, Any]]:
     """Run every fidelity check on one run (analysis=False: only those that read the canonical tables alone,
     as every ingest does).
 
@@ -196,13 +208,24 @@ def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None
                 elif default is not None:
                     values[p] = float(default) if _type in ("DOUBLE", "FLOAT") else default
                 else:
-                    raise QueryError(f"{chk.path}: param {p!r} has no default and traceql.checks cannot fill it")
-            row: dict[str, Any] = {"name": chk.name, "description": chk.description, "failures": 0, "sample": [], "error": None}
+                    raise QueryError(
+                        f"{chk.path}: param {p!r} has no default and traceql.checks cannot fill it"
+                    )
+            row: dict[str, Any] = {
+                "name": chk.name,
+                "description": chk.description,
+                "failures": 0,
+                "sample": [],
+                "error": None,
+            }
             if "hbm_limit_bps" in chk.params:
                 row["bound"] = limit_source
             if "peak_hbm_bps" in chk.params:
-                row["bound"] = (f"{info.get('device')} peak {peak / 1e12:.2f} TB/s" if peak
-                                else f"{FALLBACK_HBM_LIMIT_BPS / 1e12:.0f} TB/s (device peak unknown)")
+                row["bound"] = (
+                    f"{info.get('device')} peak {peak / 1e12:.2f} TB/s"
+                    if peak
+                    else f"{FALLBACK_HBM_LIMIT_BPS / 1e12:.0f} TB/s (device peak unknown)"
+                )
             if chk.needs_analysis and helpers_loaded:
                 row["error"] = helpers_loaded
                 results.append(row)
@@ -213,7 +236,9 @@ def run_checks(store: Any, run_id: str, con: Any = None, names: list[str] | None
                 if n:
                     cur = con.execute(f"SELECT * FROM ({chk.sql}) LIMIT {SAMPLE_ROWS}", values)
                     cols = [d[0] for d in cur.description]
-                    row["sample"] = [{c: _jsonable(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()]
+                    row["sample"] = [
+                        {c: _jsonable(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
+                    ]
             except duckdb.Error as e:
                 row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
             results.append(row)

@@ -53,8 +53,13 @@ def describe(rows: list[dict[str, Any]], ranks: list[int] | None = None) -> list
         if r["n_matched"] == 0 or r["rank"] == r["ref_rank"]:
             out.append(f"rank {r['rank']}: offset 0 ({r['basis']})")
             continue
-        verdict = (f"applied (exceeds the collectives' own skew {_dur(r['skew_ns']).lstrip('+')})" if r["applied"]
-                   else f"not applied (within the collectives' own skew {_dur(r['skew_ns']).lstrip('+')})")
-        out.append(f"rank {r['rank']}: clock {_dur(r['offset_ns'])} vs rank {r['ref_rank']} "
-                   f"({r['n_matched']} matched collectives, residual {_dur(r['residual_ns']).lstrip('+')}): {verdict}")
+        verdict = (
+            f"applied (exceeds the collectives' own skew {_dur(r['skew_ns']).lstrip('+')})"
+            if r["applied"]
+            else f"not applied (within the collectives' own skew {_dur(r['skew_ns']).lstrip('+')})"
+        )
+        out.append(
+            f"rank {r['rank']}: clock {_dur(r['offset_ns'])} vs rank {r['ref_rank']} "
+            f"({r['n_matched']} matched collectives, residual {_dur(r['residual_ns']).lstrip('+')}): {verdict}"
+        )
     return out

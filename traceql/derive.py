@@ -113,7 +113,9 @@ def _version_of(statements: tuple[tuple[str, str], ...]) -> str:
         if name in needed or name not in body:
             continue
         needed.add(name)
-        todo.extend(other for other in body if other not in needed and re.search(rf"\b{other}\s*\(", body[name]))
+        todo.extend(
+            other for other in body if other not in needed and re.search(rf"\b{other}\s*\(", body[name])
+        )
     h = hashlib.sha256()
     for name, text in statements:  # file order: stable
         if name in needed or not name:  # a statement that is not a macro: hashed, to be safe
@@ -154,7 +156,9 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
     from .store import ROW_GROUP
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    con.execute(f"COPY ({select}) TO '{_q(str(out))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})")
+    con.execute(
+        f"COPY ({select}) TO '{_q(str(out))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})"
+    )
     row = con.execute(f"SELECT count(*) FROM read_parquet({_path_list([str(out)])})").fetchone()
     return int(row[0]) if row else 0
 
@@ -176,8 +180,10 @@ class _Session:
         for table, (macro, _order) in ALL_TABLES.items():
             paths = files.get(table, [])
             if paths:
-                self.con.execute(f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE "
-                                 f"SELECT * FROM read_parquet({_path_list(paths)}, union_by_name=true)")
+                self.con.execute(
+                    f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE "
+                    f"SELECT * FROM read_parquet({_path_list(paths)}, union_by_name=true)"
+                )
 
     def close(self) -> None:
         self.con.close()
@@ -189,8 +195,9 @@ def _name(table: str, rank: int) -> str:
     return f"{table}/r{rank}-d{version()[:8]}.parquet"
 
 
-def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1,
-                mem_limit: str = "1GB") -> dict[str, Any]:
+def derive_rank(
+    out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1, mem_limit: str = "1GB"
+) -> dict[str, Any]:
     """Per-rank derived tables from one rank's files (absolute paths, including its run-level comm_events),
     written under out_dir. Runs in a worker process."""
     s = _Session(Path(out_dir), files, threads, mem_limit)
@@ -202,14 +209,17 @@ def derive_rank(out_dir: str, rank: int, files: dict[str, list[str]], threads: i
             out["rows"][table] = _copy(s.con, f"SELECT * FROM {macro}() ORDER BY {order}", path)
             out["files"][table] = [rel]
             # later tables of this rank read this one instead of recomputing it
-            s.con.execute(f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM read_parquet({_path_list([str(path)])})")
+            s.con.execute(
+                f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM read_parquet({_path_list([str(path)])})"
+            )
     finally:
         s.close()
     return out
 
 
-def derive_run(out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1,
-               mem_limit: str = "1GB") -> dict[str, Any]:
+def derive_run(
+    out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1, mem_limit: str = "1GB"
+) -> dict[str, Any]:
     """Run-level derived tables (collectives matched across ranks) from every file of the run, stored one file
     per rank like every other table (a rank without rows still gets an empty file, so the columns are known)."""
     s = _Session(Path(out_dir), files, threads, mem_limit)
@@ -220,7 +230,9 @@ def derive_run(out_dir: str, ranks: list[int], files: dict[str, list[str]], thre
             out["files"][table], out["rows"][table] = [], 0
             for rank in ranks:
                 rel = _name(table, rank)
-                out["rows"][table] += _copy(s.con, f"SELECT * FROM _d WHERE rank = {int(rank)} ORDER BY {order}", s.out_dir / rel)
+                out["rows"][table] += _copy(
+                    s.con, f"SELECT * FROM _d WHERE rank = {int(rank)} ORDER BY {order}", s.out_dir / rel
+                )
                 out["files"][table].append(rel)
                 out["by_rank"].setdefault(rank, {})[table] = [rel]
             s.con.execute("DROP TABLE _d")
@@ -258,10 +270,16 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     threads = max(1, workers // n_pool)
     from . import _procs
 
-    ex = ProcessPoolExecutor(max_workers=n_pool, initializer=_procs.worker_init, initargs=(os.getpid(),)) if n_pool > 1 else None
+    ex = (
+        ProcessPoolExecutor(max_workers=n_pool, initializer=_procs.worker_init, initargs=(os.getpid(),))
+        if n_pool > 1
+        else None
+    )
     try:
         mem = memory_limit(n_pool)
-        jobs = [(str(out_dir), rank, rank_files, threads, mem) for rank, rank_files in sorted(by_rank.items())]
+        jobs = [
+            (str(out_dir), rank, rank_files, threads, mem) for rank, rank_files in sorted(by_rank.items())
+        ]
         done.extend(d for _job, d in _map(ex, derive_rank, jobs))
     except BaseException:
         if ex is not None:
@@ -281,8 +299,12 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     return {"version": version(), "rows": rows, "files": out_files}
 
 
-def ensure(store: Store, run_ids: list[str], workers: int | None = None,
-           on_build: Callable[[str], None] | None = None) -> list[str]:
+def ensure(
+    store: Store,
+    run_ids: list[str],
+    workers: int | None = None,
+    on_build: Callable[[str], None] | None = None,
+) -> list[str]:
     """Build and store the derived tables of each run that lacks current ones (the first analysis of a run
     after ingest, or after an upgrade changed the helper SQL). Returns the runs that still lack them because the
     store is not writable or the build failed; queries on those compute everything from the raw tables.
@@ -313,7 +335,12 @@ def ensure(store: Store, run_ids: list[str], workers: int | None = None,
             # released before add_derived, which reaps superseded files only when no reader holds it
             with store.reading():
                 info = store.run(run_id)
-                built = _build(store.run_path(run_id, info), staging, info.get("files", {}), workers or os.cpu_count() or 1)
+                built = _build(
+                    store.run_path(run_id, info),
+                    staging,
+                    info.get("files", {}),
+                    workers or os.cpu_count() or 1,
+                )
             store.add_derived(run_id, staging, built, expect_ingested_at=info.get("ingested_at"))
         except (duckdb.Error, OSError, StoreError, BrokenProcessPool, MemoryError):
             # the analysis still runs, from the raw tables (slower); the next one tries the build again
@@ -329,8 +356,10 @@ def stored_for(info: dict[str, Any]) -> bool:
     if os.environ.get("TRACEQL_NO_DERIVED"):
         return False
     d = info.get("derived")
-    return isinstance(d, dict) and d.get("version") == version() and all(
-        info.get("files", {}).get(t) for t in DERIVED_TABLES
+    return (
+        isinstance(d, dict)
+        and d.get("version") == version()
+        and all(info.get("files", {}).get(t) for t in DERIVED_TABLES)
     )
 
 
@@ -341,4 +370,7 @@ def stored_macros() -> set[str]:
 
 def use_stored_sql() -> list[str]:
     """Statements that point the helper macros at the stored derived tables (run after the helpers load)."""
-    return [f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM {table}" for table, (macro, _o) in ALL_TABLES.items()]
+    return [
+        f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM {table}"
+        for table, (macro, _o) in ALL_TABLES.items()
+    ]

@@ -11,6 +11,7 @@ never fails with "No files found" because of a concurrent `ingest --replace` or 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import weakref
@@ -58,9 +59,11 @@ def _table_select(table: str, files: list[Path] | list[str], present: set[str] |
 def _present_columns(files: list[str]) -> set[str]:
     import duckdb
 
-    rows = duckdb.connect(":memory:").execute(
-        f"DESCRIBE SELECT * FROM read_parquet({_sql_path_list(files)}, union_by_name=true)"
-    ).fetchall()
+    rows = (
+        duckdb.connect(":memory:")
+        .execute(f"DESCRIBE SELECT * FROM read_parquet({_sql_path_list(files)}, union_by_name=true)")
+        .fetchall()
+    )
     return {r[0] for r in rows}
 
 
@@ -95,7 +98,8 @@ def _derived_view(store: Store, table: str, relative: bool, only: set[str] | Non
     """View over the stored derived table (traceql.derive) of every run whose copy is current; None if none."""
     files = [
         f"{_run_base(store, r, info, relative)}/{rel}"
-        for r, info in sorted(store.runs().items()) if derive.stored_for(info) and (only is None or r in only)
+        for r, info in sorted(store.runs().items())
+        if derive.stored_for(info) and (only is None or r in only)
         for rel in info.get("files", {}).get(table, [])
     ]
     if not files:
@@ -109,16 +113,23 @@ def _run_base(store: Store, run_id: str, info: dict[str, Any], relative: bool) -
     return f"runs/{d}" if relative else str(store.root / "runs" / d)
 
 
-def _view(store: Store, table: str, relative: bool, present: set[str] | None = None, only: set[str] | None = None) -> str:
+def _view(
+    store: Store, table: str, relative: bool, present: set[str] | None = None, only: set[str] | None = None
+) -> str:
     runs = {r: i for r, i in store.runs().items() if only is None or r in only}
-    files = [f"{_run_base(store, r, info, relative)}/{rel}" for r, info in sorted(runs.items())
-             for rel in info.get("files", {}).get(table, [])]
+    files = [
+        f"{_run_base(store, r, info, relative)}/{rel}"
+        for r, info in sorted(runs.items())
+        for rel in info.get("files", {}).get(table, [])
+    ]
     return f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files, present)}"
 
 
 def views_sql(store: Store, relative: bool = False) -> str:
     """SQL that recreates the views in the stock duckdb shell. With relative=True, run it from the store dir."""
-    lines = ["-- traceql views: cd into the store directory, then `duckdb -c '.read views.sql'` or `.read views.sql`"]
+    lines = [
+        "-- traceql views: cd into the store directory, then `duckdb -c '.read views.sql'` or `.read views.sql`"
+    ]
     lines += [_view(store, t, relative) + ";" for t in schema.TABLE_NAMES]
     lines += [v + ";" for t in derive.DERIVED_TABLES if (v := _derived_view(store, t, relative))]
     lines.append(_runs_view(store) + ";")
@@ -141,7 +152,9 @@ def _snapshot(store: Store) -> Store:
 def _note_build(run_id: str) -> None:
     import sys
 
-    print(f"building the analysis tables of run {run_id!r} (once; later analyses reuse them)", file=sys.stderr)
+    print(
+        f"building the analysis tables of run {run_id!r} (once; later analyses reuse them)", file=sys.stderr
+    )
 
 
 def _damaged(st: Store, only: set[str] | None, e: Exception) -> StoreError:
@@ -150,13 +163,20 @@ def _damaged(st: Store, only: set[str] | None, e: Exception) -> StoreError:
     missing = st.missing_files(only)
     if missing:
         run_id, path = missing[0]
-        return StoreError(f"store {st.root} is damaged: run {run_id!r} lists {path}, which is missing "
-                          f"({len(missing)} file(s) in all); `traceql rm {run_id}` and re-ingest it (other runs are intact)")
+        return StoreError(
+            f"store {st.root} is damaged: run {run_id!r} lists {path}, which is missing "
+            f"({len(missing)} file(s) in all); `traceql rm {run_id}` and re-ingest it (other runs are intact)"
+        )
     return StoreError(f"store {st.root} is damaged: {str(e).splitlines()[0]}")
 
 
-def connect(store: Any = None, read_only: bool = True, threads: int | None = None,
-            runs: Iterable[str | None] | None = None, analysis: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(
+    store: Any = None,
+    read_only: bool = True,
+    threads: int | None = None,
+    runs: Iterable[str | None] | None = None,
+    analysis: bool = False,
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views. Nothing is re-parsed: views read the Parquet.
 
     runs: only these runs are visible (views list only their files, so a store of hundreds of runs opens as
@@ -194,12 +214,11 @@ def _connect_snapshot(st: Store, only: set[str] | None, threads: int | None) -> 
     # instead of one per table on a store of many runs
     st = _snapshot(st)
     con = duckdb.connect(":memory:")
-    try:
-        # DuckDB turns an ASOF join whose other side is estimated tiny (step windows) into a nested loop: at
-        # 16x data activation_memory went quadratic (71 CPU-s vs 0.37 s). GLOBAL so query cursors see it too.
+    # DuckDB turns an ASOF join whose other side is estimated tiny (step windows) into a nested loop: at
+    # 16x data activation_memory went quadratic (71 CPU-s vs 0.37 s). GLOBAL so query cursors see it too.
+    # (An older DuckDB without the setting raises: nothing to turn off there.)
+    with contextlib.suppress(duckdb.Error):
         con.execute("SET GLOBAL asof_loop_join_threshold = 0")
-    except duckdb.Error:
-        pass  # older DuckDB without the setting
     if threads:
         con.execute(f"SET threads={int(threads)}")
     for table in schema.TABLE_NAMES:

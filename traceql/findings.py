@@ -149,7 +149,9 @@ class Report:
     findings: list[Finding]
     device: dict[str, Any] = field(default_factory=dict)
     rules_version: int = 1
-    late_queries: list[str] = field(default_factory=list, repr=False)  # diagnostics: queries run outside the plan
+    late_queries: list[str] = field(
+        default_factory=list, repr=False
+    )  # diagnostics: queries run outside the plan
 
     @property
     def fired(self) -> list[Finding]:
@@ -184,8 +186,12 @@ class Report:
             "device": _clean(self.device),
             "verdict": _clean(self.verdict),
             "findings": [f.to_dict() for f in self.findings],
-            "summary": {"checks": len(self.findings), "fired": len(self.fired), "worst": self.worst(),
-                        "by_severity": {k: by_sev[k] for k in SEVERITIES if k in by_sev}},
+            "summary": {
+                "checks": len(self.findings),
+                "fired": len(self.fired),
+                "worst": self.worst(),
+                "by_severity": {k: by_sev[k] for k in SEVERITIES if k in by_sev},
+            },
         }
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -278,7 +284,9 @@ def render(template: str, values: dict[str, Any], where: str = "template", lenie
     try:
         return _Fmt(lenient).vformat(template, (), values).strip()
     except (KeyError, ValueError, TypeError, IndexError) as e:
-        raise TraceQLError(f"{where}: cannot render with the check's values ({type(e).__name__}: {e})") from None
+        raise TraceQLError(
+            f"{where}: cannot render with the check's values ({type(e).__name__}: {e})"
+        ) from None
 
 
 @lru_cache(maxsize=8)
@@ -289,7 +297,9 @@ def _load_rules_cached(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
         try:
             import tomli as tomllib  # type: ignore[no-redef, import-not-found, unused-ignore]
         except ModuleNotFoundError:
-            raise TraceQLError("traceql findings needs Python >= 3.11 or the tomli package (pip install tomli)") from None
+            raise TraceQLError(
+                "traceql findings needs Python >= 3.11 or the tomli package (pip install tomli)"
+            ) from None
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -309,7 +319,9 @@ def load_rules(path: str | Path | None = None) -> dict[str, Any]:
     missing = [c for c in CHECKS if c not in rules]
     unknown = [r for r in rules if r not in CHECKS]
     if missing or unknown:
-        raise TraceQLError(f"rules file {path or RULES_PATH}: rules without a check {unknown}, checks without a rule {missing}")
+        raise TraceQLError(
+            f"rules file {path or RULES_PATH}: rules without a check {unknown}, checks without a rule {missing}"
+        )
     for rid, r in rules.items():
         Rule(rid, r, data)
     return data
@@ -319,13 +331,29 @@ def load_rules(path: str | Path | None = None) -> dict[str, Any]:
 class _Ctx:
     """One run: a DuckDB connection, cached query results, the per-step denominators and the memory gate."""
 
-    def __init__(self, con: Any, store: Any, run_id: str, device: str | None, peaks: Any,
-                 baseline: str | None, baseline_step_ns: float | None, rules: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        con: Any,
+        store: Any,
+        run_id: str,
+        device: str | None,
+        peaks: Any,
+        baseline: str | None,
+        baseline_step_ns: float | None,
+        rules: dict[str, Any],
+    ) -> None:
         self.con, self.store, self.run_id = con, store, run_id
-        self.device, self.peaks, self.baseline, self.baseline_step_ns = device, peaks, baseline, baseline_step_ns
+        self.device, self.peaks, self.baseline, self.baseline_step_ns = (
+            device,
+            peaks,
+            baseline,
+            baseline_step_ns,
+        )
         self.rules = rules
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self.late: list[str] = []  # queries the checks ran that prefetch() did not plan (kept empty by a test)
+        self.late: list[
+            str
+        ] = []  # queries the checks ran that prefetch() did not plan (kept empty by a test)
         self.meta: dict[bytes, bytes] = {}
         bb = rules["rules"]["bandwidth_bound"]
         self.sat: float = float(bb["saturated"])
@@ -335,11 +363,20 @@ class _Ctx:
         self.device_kind = _device_kind(store, run_id)  # ascend | gpu | cpu: whose advice applies
 
     # queries ------------------------------------------------------------------------------------------------
-    def _run(self, name: str, params: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[bytes, bytes]]:
+    def _run(
+        self, name: str, params: dict[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], dict[bytes, bytes]]:
         from . import queries
 
-        t = queries.run(name, self.store, run_id=self.run_id, params=params, con=self.con, device=self.device,
-                        peaks=self.peaks)
+        t = queries.run(
+            name,
+            self.store,
+            run_id=self.run_id,
+            params=params,
+            con=self.con,
+            device=self.device,
+            peaks=self.peaks,
+        )
         meta = dict(t.schema.metadata or {})
         if "scope" in t.column_names:
             import pyarrow.compute as pc
@@ -384,7 +421,11 @@ class _Ctx:
         cursor), so a report costs about its slowest queries instead of their sum."""
         from concurrent.futures import ThreadPoolExecutor
 
-        todo = [(n, p) for n, p in self.plan() if (n, json.dumps(p, sort_keys=True, default=str)) not in self._cache]
+        todo = [
+            (n, p)
+            for n, p in self.plan()
+            if (n, json.dumps(p, sort_keys=True, default=str)) not in self._cache
+        ]
         if workers <= 1:
             results = [self._run(n, p) for n, p in todo]
         else:
@@ -401,7 +442,9 @@ class _Ctx:
 
         spec = queries.get(name)
         parts = ["traceql", "query", name, "--run", self.run_id]
-        root = self.store.root if isinstance(self.store, Store) else (Path(self.store) if self.store else None)
+        root = (
+            self.store.root if isinstance(self.store, Store) else (Path(self.store) if self.store else None)
+        )
         if root is not None and Path(root).resolve() != Path(default_store()).resolve():
             parts += ["--store", str(root)]
         if self.device:
@@ -492,14 +535,21 @@ class _Ctx:
             if not sources:
                 return grades.hbm_grade(self.hbm_run_row(), self.device_kind)
             g = grades.weakest(sources)
-            return {"grade": g, "detail": "bytes per operator from " + ", ".join(sorted({str(x) for x in sources}))
-                    + (" (modeled: a lower bound)" if g == "modeled" else "")}
+            return {
+                "grade": g,
+                "detail": "bytes per operator from "
+                + ", ".join(sorted({str(x) for x in sources}))
+                + (" (modeled: a lower bound)" if g == "modeled" else ""),
+            }
         if rests_on == "pmu":
             sources = {r.get("hbm_bytes_source") for r in (top_ops or [])}
             if "pmu" in sources or "mixed" in sources:
                 return {"grade": "measured", "detail": "re-read ratios from per-task PMU bytes only"}
-            return {"grade": "insufficient", "detail": "re-reads need per-task PMU bytes",
-                    "capture": grades.CAPTURE_ADVICE["gpu" if self.device_kind == "gpu" else "ascend"]}
+            return {
+                "grade": "insufficient",
+                "detail": "re-reads need per-task PMU bytes",
+                "capture": grades.CAPTURE_ADVICE["gpu" if self.device_kind == "gpu" else "ascend"],
+            }
         return grades.timing_grade()
 
     def peak(self, key: str = "peak_hbm_bps") -> float | None:
@@ -553,14 +603,22 @@ def _pct(x: float | None) -> str:
     return "unknown" if x is None else f"{100 * x:.0f}%"
 
 
-def _saving(value_ms: float | None, method: str, share: float | None, unit: str = "ms/step") -> dict[str, Any]:
-    return {"value": None if value_ms is None else round(value_ms, 6), "unit": unit if value_ms is not None else None,
-            "method": method, "share_of_step": None if share is None else round(share, 6)}
+def _saving(
+    value_ms: float | None, method: str, share: float | None, unit: str = "ms/step"
+) -> dict[str, Any]:
+    return {
+        "value": None if value_ms is None else round(value_ms, 6),
+        "unit": unit if value_ms is not None else None,
+        "method": method,
+        "share_of_step": None if share is None else round(share, 6),
+    }
 
 
 def _values(rule: Rule, ctx: _Ctx, **kw: Any) -> dict[str, Any]:
     """Template namespace: the rule's own numbers, the gate's, then the check's values."""
-    v: dict[str, Any] = {k: x for k, x in rule.data.items() if isinstance(x, (int, float, str)) and k not in ("title",)}
+    v: dict[str, Any] = {
+        k: x for k, x in rule.data.items() if isinstance(x, (int, float, str)) and k not in ("title",)
+    }
     v.update({"sat": ctx.sat, "not_bound_line": ctx.not_bound})
     v.update(ctx.gate_values)
     v.update(kw)
@@ -577,8 +635,14 @@ def _implausible(values: dict[str, Any], prefix: str = "") -> list[dict[str, Any
     """Share-like numbers above 1 (+ rounding) among `values`: [{"field", "observed"}]."""
     out = []
     for k, v in values.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and _SHARE_KEY.search(k) \
-                and not _NOT_SHARE.search(k) and math.isfinite(v) and v > 1.0 + 1e-9:
+        if (
+            isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and _SHARE_KEY.search(k)
+            and not _NOT_SHARE.search(k)
+            and math.isfinite(v)
+            and v > 1.0 + 1e-9
+        ):
             out.append({"field": prefix + k, "observed": v})
     return out
 
@@ -590,36 +654,68 @@ def _gate_top_ops(top_ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in top_ops:
         bad = _implausible(row)
         if bad:
-            row = {**row, **{b["field"]: None for b in bad},
-                   "implausible": "; ".join(f"{b['field']} {b['observed']:.3g}x the whole (above the device peak "
-                                           "or the step): a data or model problem, see `traceql check`" for b in bad)}
+            row = {
+                **row,
+                **{b["field"]: None for b in bad},
+                "implausible": "; ".join(
+                    f"{b['field']} {b['observed']:.3g}x the whole (above the device peak "
+                    "or the step): a data or model problem, see `traceql check`"
+                    for b in bad
+                ),
+            }
         out.append(row)
     return out
 
 
-def _make(ctx: _Ctx, rule: Rule, *, fired: bool, variant: str, values: dict[str, Any],
-          evidence: dict[str, Any] | None = None, top_ops: list[dict[str, Any]] | None = None,
-          saving: dict[str, Any] | None = None, query_params: dict[str, Any] | None = None,
-          share: float | None = None, query: str | None = None, grade: dict[str, Any] | None = None) -> Finding:
+def _make(
+    ctx: _Ctx,
+    rule: Rule,
+    *,
+    fired: bool,
+    variant: str,
+    values: dict[str, Any],
+    evidence: dict[str, Any] | None = None,
+    top_ops: list[dict[str, Any]] | None = None,
+    saving: dict[str, Any] | None = None,
+    query_params: dict[str, Any] | None = None,
+    share: float | None = None,
+    query: str | None = None,
+    grade: dict[str, Any] | None = None,
+) -> Finding:
     """One Finding, through the plausibility gate: a share above 100% (of a peak, a step, compute) in the
     values its message would cite or in its evidence means the data or the model is wrong, so the finding
     does not fire and says that instead."""
     top_ops = _gate_top_ops(list(top_ops or []))
     bad = _implausible(values) + _implausible(evidence or {}, "evidence.")
     if bad:
-        evidence = {k: (None if any(b["field"] in (k, "evidence." + k) for b in bad) else v)
-                    for k, v in (evidence or {}).items()}
+        evidence = {
+            k: (None if any(b["field"] in (k, "evidence." + k) for b in bad) else v)
+            for k, v in (evidence or {}).items()
+        }
         evidence["implausible"] = bad
         what = ", ".join(f"{b['field'].removeprefix('evidence.')} = {b['observed']:.3g}x" for b in bad)
-        msg = render(str(ctx.rules["plausibility"]["message"]), {"what": what, "check": rule.id},
-                     "plausibility.message")
-        return Finding(id=rule.id, title=str(rule["title"]), severity="info", optimisation=str(rule["optimisation"]),
-                       checklist_step=int(rule["step"]), fired=False, message=msg,
-                       evidence={"outcome": "implausible", **evidence}, top_ops=top_ops,
-                       saving=_saving(None, "not estimated: implausible input", None),
-                       query=ctx.command(query or str(rule["query"]), query_params if query_params is not None else rule.params),
-                       suggestion=str(ctx.rules["plausibility"]["suggestion"]),
-                       grade={"grade": "insufficient", "detail": "implausible values: " + what})
+        msg = render(
+            str(ctx.rules["plausibility"]["message"]),
+            {"what": what, "check": rule.id},
+            "plausibility.message",
+        )
+        return Finding(
+            id=rule.id,
+            title=str(rule["title"]),
+            severity="info",
+            optimisation=str(rule["optimisation"]),
+            checklist_step=int(rule["step"]),
+            fired=False,
+            message=msg,
+            evidence={"outcome": "implausible", **evidence},
+            top_ops=top_ops,
+            saving=_saving(None, "not estimated: implausible input", None),
+            query=ctx.command(
+                query or str(rule["query"]), query_params if query_params is not None else rule.params
+            ),
+            suggestion=str(ctx.rules["plausibility"]["suggestion"]),
+            grade={"grade": "insufficient", "detail": "implausible values: " + what},
+        )
     sev = rule.severity(share) if fired else "info"
     suggestion = rule.get(f"suggestion_{ctx.device_kind}") or rule["suggestion"]
     return Finding(
@@ -633,7 +729,9 @@ def _make(ctx: _Ctx, rule: Rule, *, fired: bool, variant: str, values: dict[str,
         evidence={"outcome": variant, **(evidence or {})},
         top_ops=list(top_ops or []),
         saving=saving or _saving(None, str(rule.get("saving_method", "no estimate")), None),
-        query=ctx.command(query or str(rule["query"]), query_params if query_params is not None else rule.params),
+        query=ctx.command(
+            query or str(rule["query"]), query_params if query_params is not None else rule.params
+        ),
         suggestion=render(str(suggestion), values, f"rules.{rule.id}.suggestion", lenient=not fired),
         grade=grade if grade is not None else ctx.grade_for(rule, top_ops),
     )
@@ -653,83 +751,195 @@ def check_bandwidth_bound(ctx: _Ctx, rule: Rule) -> Finding:
     from . import grades
 
     ranks = ctx.hbm_ranks()
-    utils = {r: row["busy_utilization"] for r, row in ranks.items() if row.get("busy_utilization") is not None}
+    utils = {
+        r: row["busy_utilization"] for r, row in ranks.items() if row.get("busy_utilization") is not None
+    }
     peak = ctx.peak()
     w = ctx.wait_run()
     bound = str((w or {}).get("verdict") or "unknown").removesuffix("-bound")
     bound_share = _bound_share(w)
     qp = {"sat_threshold": rule["saturated"], "low_threshold": rule["not_bound"]}
-    ev: dict[str, Any] = {"peak_hbm_bps": peak, "busy_utilization_by_rank": {str(k): v for k, v in sorted(utils.items())},
-                          "bound": bound}
+    ev: dict[str, Any] = {
+        "peak_hbm_bps": peak,
+        "busy_utilization_by_rank": {str(k): v for k, v in sorted(utils.items())},
+        "bound": bound,
+    }
     capture = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
-    base = dict(bound=bound, bound_share=bound_share if bound_share is not None else 0.0, capture=capture)
+    base = {
+        "bound": bound,
+        "bound_share": bound_share if bound_share is not None else 0.0,
+        "capture": capture,
+    }
     ctx.gate_open = None
     ctx.gate_values = {"gate_util": 0.0, "gate_line": ctx.not_bound, "bound": bound}
     if peak is None:
         note = ctx.meta.get(b"traceql.peaks_note", b"").decode()
-        return _make(ctx, rule, fired=False, variant="no_peak", values=_values(rule, ctx, note=note, **base),
-                     evidence=ev, query_params=qp)
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="no_peak",
+            values=_values(rule, ctx, note=note, **base),
+            evidence=ev,
+            query_params=qp,
+        )
     if utils:  # measured, or sampled with a period that resolves the kernels
         top_rank = max(utils, key=lambda r: utils[r])
         util = float(utils[top_rank])
         row = ranks[top_rank]
         sat_ranks = sorted(r for r, u in utils.items() if u >= rule["saturated"])
-        ev.update(max_utilization=util, max_rank=top_rank, saturated_ranks=sat_ranks,
-                  frac_busy_saturated=row.get("frac_busy_saturated"), busy_bw_bps=row.get("busy_bw_bps"),
-                  hbm_bytes_source=row.get("hbm_bytes_source"))
+        ev.update(
+            max_utilization=util,
+            max_rank=top_rank,
+            saturated_ranks=sat_ranks,
+            frac_busy_saturated=row.get("frac_busy_saturated"),
+            busy_bw_bps=row.get("busy_bw_bps"),
+            hbm_bytes_source=row.get("hbm_bytes_source"),
+        )
         ctx.gate_open = util >= rule["not_bound"]
         ctx.gate_values = {"gate_util": util, "gate_line": float(rule["not_bound"]), "bound": bound}
-        vals = _values(rule, ctx, util=util, rank=top_rank, ranks=", ".join(map(str, sat_ranks)) or str(top_rank),
-                       frac_saturated=row.get("frac_busy_saturated") or 0.0, busy_gbps=(row.get("busy_bw_bps") or 0) / 1e9,
-                       source=row.get("hbm_bytes_source") or "unknown", **base)
+        vals = _values(
+            rule,
+            ctx,
+            util=util,
+            rank=top_rank,
+            ranks=", ".join(map(str, sat_ranks)) or str(top_rank),
+            frac_saturated=row.get("frac_busy_saturated") or 0.0,
+            busy_gbps=(row.get("busy_bw_bps") or 0) / 1e9,
+            source=row.get("hbm_bytes_source") or "unknown",
+            **base,
+        )
         grade = grades.hbm_grade(row, ctx.device_kind)
         if util >= rule["saturated"]:
-            return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, query_params=qp,
-                         saving=_saving(None, str(rule["saving_method"]), None), grade=grade)
+            return _make(
+                ctx,
+                rule,
+                fired=True,
+                variant="fired",
+                values=vals,
+                evidence=ev,
+                query_params=qp,
+                saving=_saving(None, str(rule["saving_method"]), None),
+                grade=grade,
+            )
         variant = "borderline" if util >= rule["not_bound"] else "not_bound"
-        return _make(ctx, rule, fired=False, variant=variant, values=vals, evidence=ev, query_params=qp, grade=grade)
-    sampled = {r: row for r, row in ranks.items() if row.get("evidence") == "sampled" and row.get("utilization") is not None}
+        return _make(
+            ctx, rule, fired=False, variant=variant, values=vals, evidence=ev, query_params=qp, grade=grade
+        )
+    sampled = {
+        r: row
+        for r, row in ranks.items()
+        if row.get("evidence") == "sampled" and row.get("utilization") is not None
+    }
     if sampled:
         # the rank whose compute could be the busiest: highest upper bound (then highest mean)
-        top_rank = max(sampled, key=lambda r: (sampled[r].get("busy_utilization_max") or 0.0, sampled[r]["utilization"]))
+        top_rank = max(
+            sampled, key=lambda r: (sampled[r].get("busy_utilization_max") or 0.0, sampled[r]["utilization"])
+        )
         row = sampled[top_rank]
         mean, umax = float(row["utilization"]), row.get("busy_utilization_max")
         period_ms = (row.get("sample_period_ns") or 0) / 1e6
-        ev.update(sampled_mean_utilization=mean, busy_utilization_bound=min(umax, 1.0) if umax is not None else None,
-                  max_sample_utilization=row.get("max_utilization"), sample_period_ns=row.get("sample_period_ns"),
-                  max_rank=top_rank, resolved_share=row.get("resolved_share"))
-        vals = _values(rule, ctx, rank=top_rank, mean_util=mean, max_sample=row.get("max_utilization") or 0.0,
-                       period_ms=period_ms, util_max=min(umax or 0.0, 1.0),
-                       util_max_text="100%" if umax is None or umax >= 1 else f"{umax:.0%}", **base)
+        ev.update(
+            sampled_mean_utilization=mean,
+            busy_utilization_bound=min(umax, 1.0) if umax is not None else None,
+            max_sample_utilization=row.get("max_utilization"),
+            sample_period_ns=row.get("sample_period_ns"),
+            max_rank=top_rank,
+            resolved_share=row.get("resolved_share"),
+        )
+        vals = _values(
+            rule,
+            ctx,
+            rank=top_rank,
+            mean_util=mean,
+            max_sample=row.get("max_utilization") or 0.0,
+            period_ms=period_ms,
+            util_max=min(umax or 0.0, 1.0),
+            util_max_text="100%" if umax is None or umax >= 1 else f"{umax:.0%}",
+            **base,
+        )
         grade = grades.hbm_grade(row, ctx.device_kind)
         if any(float(r["utilization"]) >= rule["saturated"] for r in sampled.values()):
             ctx.gate_open = True
-            return _make(ctx, rule, fired=True, variant="fired_sampled", values=vals, evidence=ev, query_params=qp,
-                         saving=_saving(None, str(rule["saving_method"]), None), grade=grade)
-        if all(r.get("busy_utilization_max") is not None and r["busy_utilization_max"] < rule["not_bound"]
-               for r in sampled.values()):
+            return _make(
+                ctx,
+                rule,
+                fired=True,
+                variant="fired_sampled",
+                values=vals,
+                evidence=ev,
+                query_params=qp,
+                saving=_saving(None, str(rule["saving_method"]), None),
+                grade=grade,
+            )
+        if all(
+            r.get("busy_utilization_max") is not None and r["busy_utilization_max"] < rule["not_bound"]
+            for r in sampled.values()
+        ):
             ctx.gate_open = False
-            ctx.gate_values = {"gate_util": min(umax or 0.0, 1.0), "gate_line": float(rule["not_bound"]), "bound": bound}
-            return _make(ctx, rule, fired=False, variant="not_bound_sampled", values=vals, evidence=ev,
-                         query_params=qp, grade=grade)
+            ctx.gate_values = {
+                "gate_util": min(umax or 0.0, 1.0),
+                "gate_line": float(rule["not_bound"]),
+                "bound": bound,
+            }
+            return _make(
+                ctx,
+                rule,
+                fired=False,
+                variant="not_bound_sampled",
+                values=vals,
+                evidence=ev,
+                query_params=qp,
+                grade=grade,
+            )
         grade = {**grade, "grade": "insufficient", "capture": capture}
-        return _make(ctx, rule, fired=False, variant="unresolved", values=vals, evidence=ev, query_params=qp,
-                     grade=grade)
-    lower = [row.get("modeled_utilization_lower") for row in ranks.values() if row.get("modeled_utilization_lower")]
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="unresolved",
+            values=vals,
+            evidence=ev,
+            query_params=qp,
+            grade=grade,
+        )
+    lower = [
+        row.get("modeled_utilization_lower") for row in ranks.values() if row.get("modeled_utilization_lower")
+    ]
     if lower:
         ev.update(modeled_lower_bound_utilization=max(lower))
         vals = _values(rule, ctx, lower=max(lower), **base)
-        return _make(ctx, rule, fired=False, variant="lower_bound", values=vals, evidence=ev, query_params=qp,
-                     grade={"grade": "insufficient", "detail": "tensor sizes only: a lower bound", "capture": capture})
-    return _make(ctx, rule, fired=False, variant="no_data", values=_values(rule, ctx, **base), evidence=ev,
-                 query_params=qp, grade={"grade": "insufficient", "detail": "no HBM bytes", "capture": capture})
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="lower_bound",
+            values=vals,
+            evidence=ev,
+            query_params=qp,
+            grade={"grade": "insufficient", "detail": "tensor sizes only: a lower bound", "capture": capture},
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=False,
+        variant="no_data",
+        values=_values(rule, ctx, **base),
+        evidence=ev,
+        query_params=qp,
+        grade={"grade": "insufficient", "detail": "no HBM bytes", "capture": capture},
+    )
 
 
 def _bound_share(w: dict[str, Any] | None) -> float | None:
     if not w or not w.get("verdict"):
         return None
-    key = {"memory-bound": "memory_share", "communication-bound": "communication_share",
-           "compute-bound": "compute_share", "host/idle-bound": "idle_host_share"}.get(w["verdict"])
+    key = {
+        "memory-bound": "memory_share",
+        "communication-bound": "communication_share",
+        "compute-bound": "compute_share",
+        "host/idle-bound": "idle_host_share",
+    }.get(w["verdict"])
     return w.get(key) if key else None
 
 
@@ -753,9 +963,12 @@ def lateness_split(ctx: _Ctx, slow: int, fast: int) -> dict[str, float]:
     def host(w: dict[str, Any]) -> float:
         return _per_step_rank(w, "idle_ns") + _per_step_rank(w, "host_ns")
 
-    return {"saturated_ns": _per_step_rank(ws, "compute_hbm_saturated_ns") - _per_step_rank(wf, "compute_hbm_saturated_ns"),
-            "other_compute_ns": _per_step_rank(ws, "compute_other_ns") - _per_step_rank(wf, "compute_other_ns"),
-            "host_idle_ns": host(ws) - host(wf)}
+    return {
+        "saturated_ns": _per_step_rank(ws, "compute_hbm_saturated_ns")
+        - _per_step_rank(wf, "compute_hbm_saturated_ns"),
+        "other_compute_ns": _per_step_rank(ws, "compute_other_ns") - _per_step_rank(wf, "compute_other_ns"),
+        "host_idle_ns": host(ws) - host(wf),
+    }
 
 
 def check_comm_waits_on_memory(ctx: _Ctx, rule: Rule) -> Finding:
@@ -768,11 +981,21 @@ def check_comm_waits_on_memory(ctx: _Ctx, rule: Rule) -> Finding:
     rs, wr = _skew(ctx)
     qp = ctx.wait_params()
     if len(rs) < 2 or not any(r["collectives"] for r in rs.values()):
-        return _make(ctx, rule, fired=False, variant="single", values=_values(rule, ctx, ranks=len(rs)),
-                     query_params=qp, evidence={"ranks": len(rs)})
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="single",
+            values=_values(rule, ctx, ranks=len(rs)),
+            query_params=qp,
+            evidence={"ranks": len(rs)},
+        )
+
     # the rank that waits most for peers, and the rank that arrives last most
     def peer_wait(r: int) -> float:
-        return _per_step_rank(wr.get(r, {}), "comm_wait_peer_hbm_ns") + _per_step_rank(wr.get(r, {}), "comm_wait_peer_other_ns")
+        return _per_step_rank(wr.get(r, {}), "comm_wait_peer_hbm_ns") + _per_step_rank(
+            wr.get(r, {}), "comm_wait_peer_other_ns"
+        )
 
     waiter = max(rs, key=peer_wait)
     late = max(rs, key=lambda r: _per_step_rank(rs[r], "lateness_ns"))
@@ -789,34 +1012,89 @@ def check_comm_waits_on_memory(ctx: _Ctx, rule: Rule) -> Finding:
     late_util = (hbm.get(late) or {}).get("busy_utilization")
     scaling, method = _scaling(ctx)
     hbm_g = grades.hbm_grade(hbm.get(late), ctx.device_kind)
-    ev = {"waiting_rank": waiter, "late_rank": late, "peer_wait_ns_per_step": wait, "wait_share": wait_share,
-          "late_extra_saturated_ns_per_step": d_sat, "wait_on_saturated_peer_ns_per_step": peer_hbm,
-          "wait_on_saturated_peer_share": overlap, "wait_covered_by_extra_saturated_share": covered,
-          "late_rank_hbm_utilization": late_util,
-          "waiting_rank_transit_ns_per_step": transit, "scaling_efficiency": scaling if method != "compute_fraction" else None,
-          "compute_fraction": (ctx.wait_run() or {}).get("compute_fraction"),
-          "related_queries": [ctx.command("comm_skew", {"sat_threshold": ctx.sat, "top_n": 50}),
-                              ctx.command("rank_summary")]}
-    vals = _values(rule, ctx, waiting=waiter, late=late, wait_ms=_ms(wait), wait_share=wait_share,
-                   d_sat_ms=_ms(d_sat), covered=covered, overlap=overlap, late_util=_pct(late_util),
-                   transit_ms=_ms(transit), scaling_text=_scaling_text(scaling, method).capitalize(),
-                   hbm_text=hbm_g["detail"])
+    ev = {
+        "waiting_rank": waiter,
+        "late_rank": late,
+        "peer_wait_ns_per_step": wait,
+        "wait_share": wait_share,
+        "late_extra_saturated_ns_per_step": d_sat,
+        "wait_on_saturated_peer_ns_per_step": peer_hbm,
+        "wait_on_saturated_peer_share": overlap,
+        "wait_covered_by_extra_saturated_share": covered,
+        "late_rank_hbm_utilization": late_util,
+        "waiting_rank_transit_ns_per_step": transit,
+        "scaling_efficiency": scaling if method != "compute_fraction" else None,
+        "compute_fraction": (ctx.wait_run() or {}).get("compute_fraction"),
+        "related_queries": [
+            ctx.command("comm_skew", {"sat_threshold": ctx.sat, "top_n": 50}),
+            ctx.command("rank_summary"),
+        ],
+    }
+    vals = _values(
+        rule,
+        ctx,
+        waiting=waiter,
+        late=late,
+        wait_ms=_ms(wait),
+        wait_share=wait_share,
+        d_sat_ms=_ms(d_sat),
+        covered=covered,
+        overlap=overlap,
+        late_util=_pct(late_util),
+        transit_ms=_ms(transit),
+        scaling_text=_scaling_text(scaling, method).capitalize(),
+        hbm_text=hbm_g["detail"],
+    )
     if wait_share < rule["min_wait_share"] or waiter == late:
         return _make(ctx, rule, fired=False, variant="small_wait", values=vals, evidence=ev, query_params=qp)
     if hbm_g["grade"] not in ("measured", "sampled") or late_util is None:
-        return _make(ctx, rule, fired=False, variant="ungraded", values=vals, evidence=ev, query_params=qp,
-                     grade={**hbm_g, "grade": "insufficient"})
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="ungraded",
+            values=vals,
+            evidence=ev,
+            query_params=qp,
+            grade={**hbm_g, "grade": "insufficient"},
+        )
     if covered < rule["min_explained"]:
-        return _make(ctx, rule, fired=False, variant="not_memory", values=vals, evidence=ev, query_params=qp,
-                     grade=hbm_g)
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="not_memory",
+            values=vals,
+            evidence=ev,
+            query_params=qp,
+            grade=hbm_g,
+        )
     saving_ns = min(wait, max(d_sat, 0.0))
     share = ctx.share(saving_ns)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, query_params=qp, share=share,
-                 saving=_saving(_ms(saving_ns), str(rule["saving_method"]), share), grade=hbm_g,
-                 top_ops=[{"rank": r, "lateness_ms_per_step": _ms(_per_step_rank(rs[r], "lateness_ns")),
-                           "peer_wait_ms_per_step": _ms(peer_wait(r)),
-                           "hbm_saturated_compute_ms_per_step": _ms(_per_step_rank(wr.get(r, {}), "compute_hbm_saturated_ns")),
-                           "hbm_utilization": (hbm.get(r) or {}).get("busy_utilization")} for r in sorted(rs)])
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        query_params=qp,
+        share=share,
+        saving=_saving(_ms(saving_ns), str(rule["saving_method"]), share),
+        grade=hbm_g,
+        top_ops=[
+            {
+                "rank": r,
+                "lateness_ms_per_step": _ms(_per_step_rank(rs[r], "lateness_ns")),
+                "peer_wait_ms_per_step": _ms(peer_wait(r)),
+                "hbm_saturated_compute_ms_per_step": _ms(
+                    _per_step_rank(wr.get(r, {}), "compute_hbm_saturated_ns")
+                ),
+                "hbm_utilization": (hbm.get(r) or {}).get("busy_utilization"),
+            }
+            for r in sorted(rs)
+        ],
+    )
 
 
 def _num(x: Any) -> str:
@@ -835,13 +1113,17 @@ def _scaling(ctx: _Ctx) -> tuple[float | None, str]:
     w = ctx.wait_run() or {}
     if w.get("scaling_vs_baseline") is not None:
         return float(w["scaling_vs_baseline"]), f"baseline:{ctx.baseline}"
-    return (float(w["compute_fraction"]) if w.get("compute_fraction") is not None else None), "compute_fraction"
+    return (
+        float(w["compute_fraction"]) if w.get("compute_fraction") is not None else None
+    ), "compute_fraction"
 
 
 def _op_bytes_rows(ctx: _Ctx) -> list[dict[str, Any]]:
     """op_hbm_bytes once for the whole report: its top rows serve the top-10 and the re-read checks."""
-    n = max(int(ctx.rules["rules"]["top_hbm_ops"].get("params", {}).get("top_n", 10)),
-            int(ctx.rules["rules"]["ub_reuse"]["op_rows"]))
+    n = max(
+        int(ctx.rules["rules"]["top_hbm_ops"].get("params", {}).get("top_n", 10)),
+        int(ctx.rules["rules"]["ub_reuse"]["op_rows"]),
+    )
     return ctx.rows("op_hbm_bytes", {"top_n": n})
 
 
@@ -850,17 +1132,46 @@ def check_top_hbm_ops(ctx: _Ctx, rule: Rule) -> Finding:
     rows = [r for r in rows if r.get("hbm_bytes")]
     if not rows:
         return _make(ctx, rule, fired=False, variant="no_data", values=_values(rule, ctx))
-    total = rows[0]["hbm_bytes"] / rows[0]["share"] if rows[0].get("share") else sum(r["hbm_bytes"] for r in rows)
+    total = (
+        rows[0]["hbm_bytes"] / rows[0]["share"] if rows[0].get("share") else sum(r["hbm_bytes"] for r in rows)
+    )
     top_share = sum(r["share"] or 0 for r in rows)
     sources = sorted({r["hbm_bytes_source"] for r in rows if r.get("hbm_bytes_source")})
-    top = [{"name": r["name"], "op_type": r["op_type"], "calls": r["calls"], "hbm_gb": r["hbm_gb"], "share": r["share"],
-            "dur_ms": _ms(r["dur_ns"]), "bw_utilization": r["bw_utilization"], "hbm_bytes_source": r["hbm_bytes_source"],
-            "measured_over_modeled": r["measured_over_modeled"]} for r in rows]
+    top = [
+        {
+            "name": r["name"],
+            "op_type": r["op_type"],
+            "calls": r["calls"],
+            "hbm_gb": r["hbm_gb"],
+            "share": r["share"],
+            "dur_ms": _ms(r["dur_ns"]),
+            "bw_utilization": r["bw_utilization"],
+            "hbm_bytes_source": r["hbm_bytes_source"],
+            "measured_over_modeled": r["measured_over_modeled"],
+        }
+        for r in rows
+    ]
     first = rows[0]
-    vals = _values(rule, ctx, n=len(rows), top_share=top_share, total_gb=total / 1e9, op1=first["op_type"] or first["name"],
-                   op1_gb=first["hbm_gb"], op1_share=first["share"] or 0.0, sources=", ".join(sources) or "unknown")
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, top_ops=top,
-                 evidence={"total_hbm_bytes": total, "top_share": top_share, "sources": sources})
+    vals = _values(
+        rule,
+        ctx,
+        n=len(rows),
+        top_share=top_share,
+        total_gb=total / 1e9,
+        op1=first["op_type"] or first["name"],
+        op1_gb=first["hbm_gb"],
+        op1_share=first["share"] or 0.0,
+        sources=", ".join(sources) or "unknown",
+    )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        top_ops=top,
+        evidence={"total_hbm_bytes": total, "top_share": top_share, "sources": sources},
+    )
 
 
 def check_operator_fusion(ctx: _Ctx, rule: Rule) -> Finding:
@@ -868,26 +1179,68 @@ def check_operator_fusion(ctx: _Ctx, rule: Rule) -> Finding:
     run = next((r for r in rows if r["scope"] == "run"), None)
     pats = [r for r in rows if r["scope"] == "pattern"]
     if not run or not run["occurrences"]:
-        return _make(ctx, rule, fired=False, variant="none", values=_values(rule, ctx), evidence={"chains": 0})
+        return _make(
+            ctx, rule, fired=False, variant="none", values=_values(rule, ctx), evidence={"chains": 0}
+        )
     saved_ns = ctx.per_step(run["saved_ns"])
     share = ctx.share(saved_ns)
     top = pats[0]
-    ev = {"chains": run["occurrences"], "patterns": len(pats), "saved_bytes": run["saved_bytes"],
-          "saved_ns": run["saved_ns"], "saved_ns_per_step": saved_ns, "chain_hbm_bytes": run["chain_hbm_bytes"],
-          "saved_fraction": run["saved_fraction"], "hbm_bytes_source": run["hbm_bytes_source"]}
-    tops = [{"pattern": p["pattern"], "occurrences": p["occurrences"], "ranks": p["ranks"],
-             "saved_gb": _gb(p["saved_bytes"]), "saved_fraction": p["saved_fraction"], "saved_ms": _ms(p["saved_ns"]),
-             "example_names": p["example_names"], "example_shape": p["example_shape"]} for p in pats[:10]]
-    vals = _values(rule, ctx, chains=run["occurrences"], patterns=len(pats), pattern=top["pattern"],
-                   occurrences=top["occurrences"], saved=_size(top["saved_bytes"]),
-                   saved_fraction=top["saved_fraction"] or 0.0, total_saved=_size(run["saved_bytes"]),
-                   saving_ms=_ms(saved_ns) or 0.0, saving_share=share or 0.0)
+    ev = {
+        "chains": run["occurrences"],
+        "patterns": len(pats),
+        "saved_bytes": run["saved_bytes"],
+        "saved_ns": run["saved_ns"],
+        "saved_ns_per_step": saved_ns,
+        "chain_hbm_bytes": run["chain_hbm_bytes"],
+        "saved_fraction": run["saved_fraction"],
+        "hbm_bytes_source": run["hbm_bytes_source"],
+    }
+    tops = [
+        {
+            "pattern": p["pattern"],
+            "occurrences": p["occurrences"],
+            "ranks": p["ranks"],
+            "saved_gb": _gb(p["saved_bytes"]),
+            "saved_fraction": p["saved_fraction"],
+            "saved_ms": _ms(p["saved_ns"]),
+            "example_names": p["example_names"],
+            "example_shape": p["example_shape"],
+        }
+        for p in pats[:10]
+    ]
+    vals = _values(
+        rule,
+        ctx,
+        chains=run["occurrences"],
+        patterns=len(pats),
+        pattern=top["pattern"],
+        occurrences=top["occurrences"],
+        saved=_size(top["saved_bytes"]),
+        saved_fraction=top["saved_fraction"] or 0.0,
+        total_saved=_size(run["saved_bytes"]),
+        saving_ms=_ms(saved_ns) or 0.0,
+        saving_share=share or 0.0,
+    )
     saving = _saving(_ms(saved_ns), str(rule["saving_method"]), share)
     if _gated(ctx, rule):
-        return _make(ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving)
+        return _make(
+            ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
     if share is None or share < rule["min_saving_share"]:
-        return _make(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving, share=share)
+        return _make(
+            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        share=share,
+    )
 
 
 def check_ub_reuse(ctx: _Ctx, rule: Rule) -> Finding:
@@ -897,12 +1250,25 @@ def check_ub_reuse(ctx: _Ctx, rule: Rule) -> Finding:
     rereads = []
     for r in ops:
         ratio = r.get("measured_over_modeled")
-        if ratio is None or ratio < ratio_min or not r.get("hbm_bytes") or (r.get("share") or 0) < rule["min_op_share"]:
+        if (
+            ratio is None
+            or ratio < ratio_min
+            or not r.get("hbm_bytes")
+            or (r.get("share") or 0) < rule["min_op_share"]
+        ):
             continue
         extra_frac = 1 - 1 / ratio
-        rereads.append({"name": r["name"], "op_type": r["op_type"], "measured_over_modeled": ratio,
-                        "extra_bytes": r["hbm_bytes"] * extra_frac, "extra_ns": (r["dur_ns"] or 0) * extra_frac,
-                        "hbm_gb": r["hbm_gb"], "share": r["share"]})
+        rereads.append(
+            {
+                "name": r["name"],
+                "op_type": r["op_type"],
+                "measured_over_modeled": ratio,
+                "extra_bytes": r["hbm_bytes"] * extra_frac,
+                "extra_ns": (r["dur_ns"] or 0) * extra_frac,
+                "hbm_gb": r["hbm_gb"],
+                "share": r["share"],
+            }
+        )
     rr = ctx.rows("repeated_reads", rule.params)
     rr_run = next((r for r in rr if r["scope"] == "run"), {})
     rr_top = [r for r in rr if r["scope"] == "tensor"][:5]
@@ -911,34 +1277,103 @@ def check_ub_reuse(ctx: _Ctx, rule: Rule) -> Finding:
     total_ns = sum(x["extra_ns"] for x in rereads) + float(rr_run.get("extra_ns") or 0)
     per_step = ctx.per_step(total_ns)
     share = ctx.share(per_step)
-    ev = {"reread_ops": len(rereads), "reread_extra_bytes": sum(x["extra_bytes"] for x in rereads),
-          "repeated_read_bursts": rr_run.get("bursts", 0), "repeated_read_extra_bytes": rr_run.get("extra_bytes", 0),
-          "ub_utilization": ub_util, "ub_reason": ub.get("reason"), "saved_ns_per_step": per_step,
-          "related_queries": [ctx.command("repeated_reads", rule.params), ctx.command("ub_l2_rates")]}
-    tops = [{"kind": "re-read", **x, "extra_gb": _gb(x["extra_bytes"]), "extra_ms": _ms(x["extra_ns"])} for x in rereads[:5]]
-    tops += [{"kind": "repeated read", "tensor_shape": r["tensor_shape"], "tensor_dtype": r["tensor_dtype"],
-              "readers": r["readers"], "extra_reads": r["extra_reads"], "extra_gb": _gb(r["extra_bytes"]),
-              "extra_ms": _ms(r["extra_ns"])} for r in rr_top]
+    ev = {
+        "reread_ops": len(rereads),
+        "reread_extra_bytes": sum(x["extra_bytes"] for x in rereads),
+        "repeated_read_bursts": rr_run.get("bursts", 0),
+        "repeated_read_extra_bytes": rr_run.get("extra_bytes", 0),
+        "ub_utilization": ub_util,
+        "ub_reason": ub.get("reason"),
+        "saved_ns_per_step": per_step,
+        "related_queries": [ctx.command("repeated_reads", rule.params), ctx.command("ub_l2_rates")],
+    }
+    tops = [
+        {"kind": "re-read", **x, "extra_gb": _gb(x["extra_bytes"]), "extra_ms": _ms(x["extra_ns"])}
+        for x in rereads[:5]
+    ]
+    tops += [
+        {
+            "kind": "repeated read",
+            "tensor_shape": r["tensor_shape"],
+            "tensor_dtype": r["tensor_dtype"],
+            "readers": r["readers"],
+            "extra_reads": r["extra_reads"],
+            "extra_gb": _gb(r["extra_bytes"]),
+            "extra_ms": _ms(r["extra_ns"]),
+        }
+        for r in rr_top
+    ]
     first = tops[0] if tops else {}
-    what = (f"{first.get('op_type')} moves {first.get('measured_over_modeled', 0):.1f}x its tensors' bytes"
-            if first.get("kind") == "re-read" else
-            f"a {first.get('tensor_dtype')} [{first.get('tensor_shape')}] tensor is read by {first.get('readers')}"
-            if first else "nothing")
-    ub_text = (f"UB utilisation {_pct(ub_util)}" if ub_util is not None else "no UB metrics in the dump")
-    vals = _values(rule, ctx, ops=len(rereads), bursts=rr_run.get("bursts", 0), what=what, ub_text=ub_text,
-                   saving_ms=_ms(per_step) or 0.0, saving_share=share or 0.0,
-                   extra=_size(ev["reread_extra_bytes"] + float(rr_run.get("extra_bytes") or 0)))
+    what = (
+        f"{first.get('op_type')} moves {first.get('measured_over_modeled', 0):.1f}x its tensors' bytes"
+        if first.get("kind") == "re-read"
+        else f"a {first.get('tensor_dtype')} [{first.get('tensor_shape')}] tensor is read by {first.get('readers')}"
+        if first
+        else "nothing"
+    )
+    ub_text = f"UB utilisation {_pct(ub_util)}" if ub_util is not None else "no UB metrics in the dump"
+    vals = _values(
+        rule,
+        ctx,
+        ops=len(rereads),
+        bursts=rr_run.get("bursts", 0),
+        what=what,
+        ub_text=ub_text,
+        saving_ms=_ms(per_step) or 0.0,
+        saving_share=share or 0.0,
+        extra=_size(ev["reread_extra_bytes"] + float(rr_run.get("extra_bytes") or 0)),
+    )
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
     low_ub = ub_util is not None and ub_util < rule["ub_low"]
     if _gated(ctx, rule):
-        return _make(ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving, query_params=qp)
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="gated",
+            values=vals,
+            evidence=ev,
+            top_ops=tops,
+            saving=saving,
+            query_params=qp,
+        )
     if share is not None and share >= rule["min_saving_share"]:
-        return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving,
-                     share=share, query_params=qp)
+        return _make(
+            ctx,
+            rule,
+            fired=True,
+            variant="fired",
+            values=vals,
+            evidence=ev,
+            top_ops=tops,
+            saving=saving,
+            share=share,
+            query_params=qp,
+        )
     if low_ub and ctx.gate_open:
-        return _make(ctx, rule, fired=True, variant="low_ub", values=vals, evidence=ev, top_ops=tops, saving=saving,
-                     share=share, query_params=qp)
-    return _make(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving, query_params=qp)
+        return _make(
+            ctx,
+            rule,
+            fired=True,
+            variant="low_ub",
+            values=vals,
+            evidence=ev,
+            top_ops=tops,
+            saving=saving,
+            share=share,
+            query_params=qp,
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=False,
+        variant="below",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        query_params=qp,
+    )
 
 
 def check_memory_layout(ctx: _Ctx, rule: Rule) -> Finding:
@@ -952,31 +1387,77 @@ def check_memory_layout(ctx: _Ctx, rule: Rule) -> Finding:
     forcers = _forcers(ctx.rows("layout_forcers", {"top_n": 200}))
     per_step = ctx.per_step(conv_ns)
     share_step = ctx.share(per_step)
-    tops = [{"op_type": r["op_type"], "src_format": r["src_format"], "dst_format": r["dst_format"], "calls": r["calls"],
-             "dur_ms": _ms(r["dur_ns"]), "share_of_compute": r["share_of_compute"], "hbm_gb": _gb(r["hbm_bytes"]),
-             "example_input_shape": r["example_input_shape"]} for r in lt[:8]]
-    ev = {"conversions": sum(r["calls"] for r in lt), "conversion_ns": conv_ns, "conversion_bytes": conv_bytes,
-          "conversion_share_of_compute": conv_share, "l2_hit_rate": l2, "forced_by": forcers[:5],
-          "related_queries": [ctx.command("layout_forcers"), ctx.command("ub_l2_rates")]}
+    tops = [
+        {
+            "op_type": r["op_type"],
+            "src_format": r["src_format"],
+            "dst_format": r["dst_format"],
+            "calls": r["calls"],
+            "dur_ms": _ms(r["dur_ns"]),
+            "share_of_compute": r["share_of_compute"],
+            "hbm_gb": _gb(r["hbm_bytes"]),
+            "example_input_shape": r["example_input_shape"],
+        }
+        for r in lt[:8]
+    ]
+    ev = {
+        "conversions": sum(r["calls"] for r in lt),
+        "conversion_ns": conv_ns,
+        "conversion_bytes": conv_bytes,
+        "conversion_share_of_compute": conv_share,
+        "l2_hit_rate": l2,
+        "forced_by": forcers[:5],
+        "related_queries": [ctx.command("layout_forcers"), ctx.command("ub_l2_rates")],
+    }
     if lt:
         t = lt[0]
         biggest = f"{t['op_type']} {_conv_text(t['src_format'], t['dst_format'])} ({t['calls']} calls, {_pct(t['share_of_compute'])} of compute)"
     else:
         biggest = "none"
     forced = "; ".join(f["text"] for f in forcers[:3]) or "no neighbour reads or writes them"
-    l2_text = ("No L2 hit rates in the dump" if l2 is None else
-               f"L2 hit rate {_pct(l2)} < {_pct(rule['l2_low'])}: an unfriendly (non-contiguous) access pattern" if l2 < rule["l2_low"]
-               else f"L2 hit rate {_pct(l2)} (>= {_pct(rule['l2_low'])})")
-    vals = _values(rule, ctx, conv_share=conv_share, conv_ms=_ms(per_step) or 0.0, conv_size=_size(ctx.per_step(conv_bytes)),
-                   biggest=biggest, forced=forced, l2_text=l2_text, calls=ev["conversions"],
-                   saving_share=share_step or 0.0)
+    l2_text = (
+        "No L2 hit rates in the dump"
+        if l2 is None
+        else f"L2 hit rate {_pct(l2)} < {_pct(rule['l2_low'])}: an unfriendly (non-contiguous) access pattern"
+        if l2 < rule["l2_low"]
+        else f"L2 hit rate {_pct(l2)} (>= {_pct(rule['l2_low'])})"
+    )
+    vals = _values(
+        rule,
+        ctx,
+        conv_share=conv_share,
+        conv_ms=_ms(per_step) or 0.0,
+        conv_size=_size(ctx.per_step(conv_bytes)),
+        biggest=biggest,
+        forced=forced,
+        l2_text=l2_text,
+        calls=ev["conversions"],
+        saving_share=share_step or 0.0,
+    )
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share_step)
     fired = conv_share >= rule["min_compute_share"] or (l2 is not None and l2 < rule["l2_low"])
     if not fired:
-        return _make(ctx, rule, fired=False, variant="below" if lt else "none", values=vals, evidence=ev, top_ops=tops,
-                     saving=saving)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving,
-                 share=conv_share)
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="below" if lt else "none",
+            values=vals,
+            evidence=ev,
+            top_ops=tops,
+            saving=saving,
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        share=conv_share,
+    )
 
 
 def _forcers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -984,8 +1465,17 @@ def _forcers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     agg: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for r in rows:
         key = (r["role"], r["forced_by"] or "?", r["src_format"] or "?", r["dst_format"] or "?")
-        a = agg.setdefault(key, {"role": r["role"], "forced_by": r["forced_by"], "src_format": r["src_format"],
-                                 "dst_format": r["dst_format"], "calls": 0, "dur_ns": 0})
+        a = agg.setdefault(
+            key,
+            {
+                "role": r["role"],
+                "forced_by": r["forced_by"],
+                "src_format": r["src_format"],
+                "dst_format": r["dst_format"],
+                "calls": 0,
+                "dur_ns": 0,
+            },
+        )
         a["calls"] += r["calls"]
         a["dur_ns"] += r["dur_ns"] or 0
     out = sorted(agg.values(), key=lambda a: -a["dur_ns"])
@@ -994,11 +1484,17 @@ def _forcers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if a["forced_by"] and any(a["forced_by"].lower().startswith(t) for t in ("transdata", "transpose")):
             a["text"] = f"{conv} converted straight back by the next conversion, a round trip ({a['calls']}x)"
         elif a["role"] == "weight":
-            a["text"] = f"weights kept in {a['src_format']} are converted {conv} around {a['forced_by'] or 'the cube ops'} every step ({a['calls']}x)"
+            a["text"] = (
+                f"weights kept in {a['src_format']} are converted {conv} around {a['forced_by'] or 'the cube ops'} every step ({a['calls']}x)"
+            )
         elif a["role"] == "feeds_next":
-            a["text"] = f"{a['forced_by']} needs {a['dst_format'] or 'another layout'} ({conv}, {a['calls']}x)"
+            a["text"] = (
+                f"{a['forced_by']} needs {a['dst_format'] or 'another layout'} ({conv}, {a['calls']}x)"
+            )
         elif a["role"] == "drains_prev":
-            a["text"] = f"{a['forced_by']} writes {a['src_format'] or 'a layout'} that the next op cannot use ({conv}, {a['calls']}x)"
+            a["text"] = (
+                f"{a['forced_by']} writes {a['src_format'] or 'a layout'} that the next op cannot use ({conv}, {a['calls']}x)"
+            )
         else:
             a["text"] = f"{conv} with no neighbour reading or writing it ({a['calls']}x)"
         a["dur_ms"] = _ms(a.pop("dur_ns"))
@@ -1017,23 +1513,54 @@ def check_prefetch_overlap(ctx: _Ctx, rule: Rule) -> Finding:
     exposed = (run["idle_loading_ns"] or 0) + (run["idle_host_copy_ns"] or 0) + (run["copy_exposed_ns"] or 0)
     per_step = ctx.per_step(exposed)
     share = ctx.share(per_step)
-    ev = {"idle_loading_ns": run["idle_loading_ns"], "idle_host_copy_ns": run["idle_host_copy_ns"],
-          "copy_exposed_ns": run["copy_exposed_ns"], "device_copy_ns": run["device_copy_ns"],
-          "loading_ns": run["loading_ns"], "preparing_ns": run["preparing_ns"], "free_ns": run["free_ns"],
-          "exposed_ns_per_step": per_step, "exposed_share": share}
-    tops = [{"rank": r["rank"], "preparing_ms": _ms(r["preparing_ns"] / max(r["steps"], 1)),
-             "idle_loading_ms": _ms(r["idle_loading_ns"] / max(r["steps"], 1)),
-             "idle_host_copy_ms": _ms(r["idle_host_copy_ns"] / max(r["steps"], 1)),
-             "copy_exposed_ms": _ms(r["copy_exposed_ns"] / max(r["steps"], 1))} for r in rows if r["scope"] == "rank"]
-    vals = _values(rule, ctx, exposed_ms=_ms(per_step) or 0.0, exposed_share=share or 0.0,
-                   loading_ms=_ms(ctx.per_step(run["idle_loading_ns"])) or 0.0,
-                   copy_ms=_ms(ctx.per_step((run["idle_host_copy_ns"] or 0) + (run["copy_exposed_ns"] or 0))) or 0.0,
-                   preparing_ms=_ms(ctx.per_step(run["preparing_ns"])) or 0.0,
-                   loading_total_ms=_ms(ctx.per_step(run["loading_ns"])) or 0.0)
+    ev = {
+        "idle_loading_ns": run["idle_loading_ns"],
+        "idle_host_copy_ns": run["idle_host_copy_ns"],
+        "copy_exposed_ns": run["copy_exposed_ns"],
+        "device_copy_ns": run["device_copy_ns"],
+        "loading_ns": run["loading_ns"],
+        "preparing_ns": run["preparing_ns"],
+        "free_ns": run["free_ns"],
+        "exposed_ns_per_step": per_step,
+        "exposed_share": share,
+    }
+    tops = [
+        {
+            "rank": r["rank"],
+            "preparing_ms": _ms(r["preparing_ns"] / max(r["steps"], 1)),
+            "idle_loading_ms": _ms(r["idle_loading_ns"] / max(r["steps"], 1)),
+            "idle_host_copy_ms": _ms(r["idle_host_copy_ns"] / max(r["steps"], 1)),
+            "copy_exposed_ms": _ms(r["copy_exposed_ns"] / max(r["steps"], 1)),
+        }
+        for r in rows
+        if r["scope"] == "rank"
+    ]
+    vals = _values(
+        rule,
+        ctx,
+        exposed_ms=_ms(per_step) or 0.0,
+        exposed_share=share or 0.0,
+        loading_ms=_ms(ctx.per_step(run["idle_loading_ns"])) or 0.0,
+        copy_ms=_ms(ctx.per_step((run["idle_host_copy_ns"] or 0) + (run["copy_exposed_ns"] or 0))) or 0.0,
+        preparing_ms=_ms(ctx.per_step(run["preparing_ns"])) or 0.0,
+        loading_total_ms=_ms(ctx.per_step(run["loading_ns"])) or 0.0,
+    )
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
     if share is None or share < rule["min_share"]:
-        return _make(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving, share=share)
+        return _make(
+            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        share=share,
+    )
 
 
 def check_mixed_precision(ctx: _Ctx, rule: Rule) -> Finding:
@@ -1045,22 +1572,61 @@ def check_mixed_precision(ctx: _Ctx, rule: Rule) -> Finding:
     fp32 = run.get("fp32_fraction") or 0.0
     per_step = ctx.per_step(run["saved_ns"])
     share = ctx.share(per_step)
-    ev = {"fp32_fraction": fp32, "fp32_tensor_bytes": run["fp32_tensor_bytes"], "tensor_bytes": run["tensor_bytes"],
-          "saved_bytes": run["saved_bytes"], "saved_ns": run["saved_ns"], "saved_ns_per_step": per_step}
-    tops = [{"name": r["name"], "op_type": r["op_type"], "fp32_fraction": r["fp32_fraction"], "hbm_gb": _gb(r["hbm_bytes"]),
-             "hbm_share": r["hbm_share"], "bw_utilization": r["bw_utilization"], "keep_fp32": r["keep_fp32"],
-             "saved_gb": _gb(r["saved_bytes"]), "saved_ms": _ms(r["saved_ns"])} for r in ops[:10]]
-    vals = _values(rule, ctx, fp32=fp32, saved=_size(ctx.per_step(run["saved_bytes"])),
-                   saving_ms=_ms(per_step) or 0.0, saving_share=share or 0.0,
-                   top=", ".join(t["op_type"] for t in tops[:3]) or "none")
+    ev = {
+        "fp32_fraction": fp32,
+        "fp32_tensor_bytes": run["fp32_tensor_bytes"],
+        "tensor_bytes": run["tensor_bytes"],
+        "saved_bytes": run["saved_bytes"],
+        "saved_ns": run["saved_ns"],
+        "saved_ns_per_step": per_step,
+    }
+    tops = [
+        {
+            "name": r["name"],
+            "op_type": r["op_type"],
+            "fp32_fraction": r["fp32_fraction"],
+            "hbm_gb": _gb(r["hbm_bytes"]),
+            "hbm_share": r["hbm_share"],
+            "bw_utilization": r["bw_utilization"],
+            "keep_fp32": r["keep_fp32"],
+            "saved_gb": _gb(r["saved_bytes"]),
+            "saved_ms": _ms(r["saved_ns"]),
+        }
+        for r in ops[:10]
+    ]
+    vals = _values(
+        rule,
+        ctx,
+        fp32=fp32,
+        saved=_size(ctx.per_step(run["saved_bytes"])),
+        saving_ms=_ms(per_step) or 0.0,
+        saving_share=share or 0.0,
+        top=", ".join(t["op_type"] for t in tops[:3]) or "none",
+    )
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
     if fp32 < rule["min_fp32_share"]:
-        return _make(ctx, rule, fired=False, variant="low_fp32", values=vals, evidence=ev, top_ops=tops, saving=saving)
+        return _make(
+            ctx, rule, fired=False, variant="low_fp32", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
     if _gated(ctx, rule):
-        return _make(ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving)
+        return _make(
+            ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
     if share is None or share < rule["min_saving_share"]:
-        return _make(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving, share=share)
+        return _make(
+            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        share=share,
+    )
 
 
 def check_gradient_checkpointing(ctx: _Ctx, rule: Rule) -> Finding:
@@ -1073,20 +1639,39 @@ def check_gradient_checkpointing(ctx: _Ctx, rule: Rule) -> Finding:
     busy_bw = max((x.get("busy_bw_bps") or 0 for x in hbm.values()), default=0) or None
     cube = ctx.rows("cube_efficiency", {"top_n": 1000})
     compute = ctx.compute_ns()
-    cube_busy_ns = sum((r["dur_ns"] or 0) * (r["mac_ratio"] if r.get("mac_ratio") is not None else 1.0) for r in cube)
+    cube_busy_ns = sum(
+        (r["dur_ns"] or 0) * (r["mac_ratio"] if r.get("mac_ratio") is not None else 1.0) for r in cube
+    )
     cube_busy = cube_busy_ns / compute if compute else None
     headroom = None if cube_busy is None else max(0.0, 1 - cube_busy)
-    traffic_ns = act / busy_bw * 1e9 * rule["traffic_cut"] if act and busy_bw else None  # per step (act is per step)
+    traffic_ns = (
+        act / busy_bw * 1e9 * rule["traffic_cut"] if act and busy_bw else None
+    )  # per step (act is per step)
     recompute_ns = ctx.per_step(compute * rule["recompute_cost"]) if compute else None
     share = ctx.share(traffic_ns)
-    ev = {"activation_bytes_per_step": act, "peak_allocated_bytes": run.get("max_allocated_bytes"),
-          "hbm_utilization": util, "cube_busy_share": cube_busy, "compute_headroom": headroom,
-          "traffic_saved_ns_per_step": traffic_ns, "recompute_cost_ns_per_step": recompute_ns,
-          "related_queries": [ctx.command("hbm_utilization"), ctx.command("cube_efficiency")]}
-    vals = _values(rule, ctx, act=_size(act), util=_pct(util), headroom=_pct(headroom),
-                   saving_ms=_ms(traffic_ns) or 0.0, saving_share=share or 0.0, recompute_ms=_ms(recompute_ns) or 0.0,
-                   reason=run.get("reason") or "allocated memory does not change inside the steps (no activations "
-                                               "come and go in the allocator records)")
+    ev = {
+        "activation_bytes_per_step": act,
+        "peak_allocated_bytes": run.get("max_allocated_bytes"),
+        "hbm_utilization": util,
+        "cube_busy_share": cube_busy,
+        "compute_headroom": headroom,
+        "traffic_saved_ns_per_step": traffic_ns,
+        "recompute_cost_ns_per_step": recompute_ns,
+        "related_queries": [ctx.command("hbm_utilization"), ctx.command("cube_efficiency")],
+    }
+    vals = _values(
+        rule,
+        ctx,
+        act=_size(act),
+        util=_pct(util),
+        headroom=_pct(headroom),
+        saving_ms=_ms(traffic_ns) or 0.0,
+        saving_share=share or 0.0,
+        recompute_ms=_ms(recompute_ns) or 0.0,
+        reason=run.get("reason")
+        or "allocated memory does not change inside the steps (no activations "
+        "come and go in the allocator records)",
+    )
     saving = _saving(_ms(traffic_ns), str(rule["saving_method"]), share)
     if not act:
         return _make(ctx, rule, fired=False, variant="no_data", values=vals, evidence=ev, saving=saving)
@@ -1106,10 +1691,17 @@ def check_matmul_tiling(ctx: _Ctx, rule: Rule) -> Finding:
     for r in rows:
         if (r.get("share_of_compute") or 0) < rule["min_op_share"]:
             continue
-        fu, bu, mac, bdr = r.get("flops_utilization"), r.get("bw_utilization"), r.get("mac_ratio"), r.get("block_dim_ratio")
+        fu, bu, mac, bdr = (
+            r.get("flops_utilization"),
+            r.get("bw_utilization"),
+            r.get("mac_ratio"),
+            r.get("block_dim_ratio"),
+        )
         roof = max((x for x in (fu, bu) if x is not None), default=None)
         low_roofs = fu is not None and fu < rule["low_flops"] and (bu is None or bu < rule["low_bw"])
-        low_mac = fu is None and mac is not None and mac < rule["low_mac"] and (bu is None or bu < rule["low_bw"])
+        low_mac = (
+            fu is None and mac is not None and mac < rule["low_mac"] and (bu is None or bu < rule["low_bw"])
+        )
         few_cores = bdr is not None and bdr < rule["low_block_dim_ratio"]
         if not (low_roofs or low_mac or few_cores):
             continue
@@ -1124,36 +1716,81 @@ def check_matmul_tiling(ctx: _Ctx, rule: Rule) -> Finding:
             why.append(f"cube pipe busy {_pct(mac)}")
         if few_cores:
             why.append(f"block dim {r['block_dim']:.0f} of {r['max_block_dim']}")
-        flagged.append({"name": r["name"], "op_type": r["op_type"], "input_shapes": r["input_shapes"],
-                        "input_dtypes": r["input_dtypes"], "calls": r["calls"], "dur_ms": _ms(r["dur_ns"]),
-                        "share_of_compute": r["share_of_compute"], "flops_utilization": fu, "bw_utilization": bu,
-                        "mac_ratio": mac, "block_dim": r["block_dim"], "max_block_dim": r["max_block_dim"],
-                        "why": ", ".join(why), "saved_ns": (r["dur_ns"] or 0) * gain})
+        flagged.append(
+            {
+                "name": r["name"],
+                "op_type": r["op_type"],
+                "input_shapes": r["input_shapes"],
+                "input_dtypes": r["input_dtypes"],
+                "calls": r["calls"],
+                "dur_ms": _ms(r["dur_ns"]),
+                "share_of_compute": r["share_of_compute"],
+                "flops_utilization": fu,
+                "bw_utilization": bu,
+                "mac_ratio": mac,
+                "block_dim": r["block_dim"],
+                "max_block_dim": r["max_block_dim"],
+                "why": ", ".join(why),
+                "saved_ns": (r["dur_ns"] or 0) * gain,
+            }
+        )
     compute = ctx.compute_ns()
     saved = sum(f["saved_ns"] for f in flagged)
     share_c = saved / compute if compute else None
     per_step = ctx.per_step(saved)
-    ev = {"ops_checked": len(rows), "ops_flagged": len(flagged), "saved_ns_per_step": per_step, "saved_share_of_compute": share_c}
+    ev = {
+        "ops_checked": len(rows),
+        "ops_flagged": len(flagged),
+        "saved_ns_per_step": per_step,
+        "saved_share_of_compute": share_c,
+    }
     first = flagged[0] if flagged else {}
-    vals = _values(rule, ctx, n=len(flagged), op=first.get("op_type", ""), shapes=first.get("input_shapes") or "shapes not recorded",
-                   dtypes=first.get("input_dtypes") or "dtypes not recorded", why=first.get("why", ""), op_share=first.get("share_of_compute") or 0.0,
-                   saving_ms=_ms(per_step) or 0.0, saving_share=share_c or 0.0, checked=len(rows))
+    vals = _values(
+        rule,
+        ctx,
+        n=len(flagged),
+        op=first.get("op_type", ""),
+        shapes=first.get("input_shapes") or "shapes not recorded",
+        dtypes=first.get("input_dtypes") or "dtypes not recorded",
+        why=first.get("why", ""),
+        op_share=first.get("share_of_compute") or 0.0,
+        saving_ms=_ms(per_step) or 0.0,
+        saving_share=share_c or 0.0,
+        checked=len(rows),
+    )
     for f in flagged:
         f["saved_ms"] = _ms(f.pop("saved_ns"))
     saving = _saving(_ms(per_step), str(rule["saving_method"]), ctx.share(per_step))
     if not rows:
         return _make(ctx, rule, fired=False, variant="none", values=vals, evidence=ev)
     if not flagged or share_c is None or share_c < rule["min_saving_share"]:
-        return _make(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=flagged, saving=saving)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=flagged, saving=saving,
-                 share=share_c)
+        return _make(
+            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=flagged, saving=saving
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=flagged,
+        saving=saving,
+        share=share_c,
+    )
 
 
 def check_slow_rank(ctx: _Ctx, rule: Rule) -> Finding:
     rs, wr = _skew(ctx)
     if len(rs) < 2 or not any(r["collectives"] for r in rs.values()):
-        return _make(ctx, rule, fired=False, variant="single", values=_values(rule, ctx, ranks=len(rs)),
-                     evidence={"ranks": len(rs)})
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="single",
+            values=_values(rule, ctx, ranks=len(rs)),
+            evidence={"ranks": len(rs)},
+        )
     slow = max(rs, key=lambda r: _per_step_rank(rs[r], "lateness_ns"))
     fast = min(rs, key=lambda r: _per_step_rank(rs[r], "lateness_ns"))
     late = _per_step_rank(rs[slow], "lateness_ns")
@@ -1168,31 +1805,76 @@ def check_slow_rank(ctx: _Ctx, rule: Rule) -> Finding:
     if late <= 0 or causes[cause] < rule["min_explained"] * late:
         cause = "unexplained"
     hbm = ctx.hbm_ranks()
-    vals = _values(rule, ctx, slow=slow, fast=fast, late_ms=_ms(late), late_share=late_share or 0.0, d_sat_ms=_ms(d_sat),
-                   d_compute_ms=_ms(d_other), d_host_ms=_ms(d_host), d_kernels=int(round(d_kernels)),
-                   slow_util=_pct((hbm.get(slow) or {}).get("busy_utilization")),
-                   fast_util=_pct((hbm.get(fast) or {}).get("busy_utilization")),
-                   advisor_ms=_ms(_per_step_rank(rs[fast], "peer_wait_ns")))
+    vals = _values(
+        rule,
+        ctx,
+        slow=slow,
+        fast=fast,
+        late_ms=_ms(late),
+        late_share=late_share or 0.0,
+        d_sat_ms=_ms(d_sat),
+        d_compute_ms=_ms(d_other),
+        d_host_ms=_ms(d_host),
+        d_kernels=int(round(d_kernels)),
+        slow_util=_pct((hbm.get(slow) or {}).get("busy_utilization")),
+        fast_util=_pct((hbm.get(fast) or {}).get("busy_utilization")),
+        advisor_ms=_ms(_per_step_rank(rs[fast], "peer_wait_ns")),
+    )
     vals["cause_text"] = render(str(rule["causes"][cause]), vals, f"rules.slow_rank.causes.{cause}")
-    ev = {"slow_rank": slow, "fast_rank": fast, "lateness_ns_per_step": late, "lateness_share": late_share,
-          "cause": cause, "extra_saturated_ns_per_step": d_sat, "extra_other_compute_ns_per_step": d_other,
-          "extra_host_idle_ns_per_step": d_host, "extra_kernels_per_step": d_kernels,
-          "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.slow_rank.advisor_says"),
-          "related_queries": [ctx.command("wait_attribution", ctx.wait_params())]}
-    tops = [{"rank": r, "lateness_ms_per_step": _ms(_per_step_rank(rs[r], "lateness_ns")),
-             "kernels_per_step": _per_step_rank(rs[r], "compute_kernels"),
-             "compute_ms_per_step": _ms(_per_step_rank(rs[r], "compute_ns")),
-             "hbm_saturated_ms_per_step": _ms(_per_step_rank(wr.get(r, {}), "compute_hbm_saturated_ns")),
-             "idle_host_ms_per_step": _ms(_per_step_rank(wr.get(r, {}), "idle_ns") + _per_step_rank(wr.get(r, {}), "host_ns"))}
-            for r in sorted(rs)]
+    ev = {
+        "slow_rank": slow,
+        "fast_rank": fast,
+        "lateness_ns_per_step": late,
+        "lateness_share": late_share,
+        "cause": cause,
+        "extra_saturated_ns_per_step": d_sat,
+        "extra_other_compute_ns_per_step": d_other,
+        "extra_host_idle_ns_per_step": d_host,
+        "extra_kernels_per_step": d_kernels,
+        "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.slow_rank.advisor_says"),
+        "related_queries": [ctx.command("wait_attribution", ctx.wait_params())],
+    }
+    tops = [
+        {
+            "rank": r,
+            "lateness_ms_per_step": _ms(_per_step_rank(rs[r], "lateness_ns")),
+            "kernels_per_step": _per_step_rank(rs[r], "compute_kernels"),
+            "compute_ms_per_step": _ms(_per_step_rank(rs[r], "compute_ns")),
+            "hbm_saturated_ms_per_step": _ms(_per_step_rank(wr.get(r, {}), "compute_hbm_saturated_ns")),
+            "idle_host_ms_per_step": _ms(
+                _per_step_rank(wr.get(r, {}), "idle_ns") + _per_step_rank(wr.get(r, {}), "host_ns")
+            ),
+        }
+        for r in sorted(rs)
+    ]
     share = ctx.share(late)
     saving = _saving(_ms(late), str(rule["saving_method"]), share)
     if late_share is None:
-        return _make(ctx, rule, fired=False, variant="no_steps", values=vals, evidence=ev, top_ops=tops,
-                     saving=_saving(None, "no step times in the dump", None))
+        return _make(
+            ctx,
+            rule,
+            fired=False,
+            variant="no_steps",
+            values=vals,
+            evidence=ev,
+            top_ops=tops,
+            saving=_saving(None, "no step times in the dump", None),
+        )
     if late_share < rule["min_lateness_share"]:
-        return _make(ctx, rule, fired=False, variant="balanced", values=vals, evidence=ev, top_ops=tops, saving=saving)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving, share=share)
+        return _make(
+            ctx, rule, fired=False, variant="balanced", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        share=share,
+    )
 
 
 def check_slow_link(ctx: _Ctx, rule: Rule) -> Finding:
@@ -1211,48 +1893,116 @@ def check_slow_link(ctx: _Ctx, rule: Rule) -> Finding:
         vs_exp = r["bandwidth_bps"] / exp if exp else None
         vs_best = r["bandwidth_bps"] / best[r["transport"]] if best[r["transport"]] else None
         is_slow = (vs_exp is not None and vs_exp < rule["min_fraction_of_expected"]) or (
-            vs_best is not None and vs_best < rule["min_fraction_of_best"])
+            vs_best is not None and vs_best < rule["min_fraction_of_best"]
+        )
         if is_slow:
             target = max(x for x in (exp or 0.0, best[r["transport"]]) if x)
             saved += max(0.0, (r["transit_ns"] or 0) - (r["bytes"] or 0) / target * 1e9)
-            slow.append({"rank": r["rank"], "transport": r["transport"], "gbps": r["bandwidth_bps"] / 1e9,
-                         "expected_gbps": exp / 1e9 if exp else None, "vs_expected": vs_exp, "vs_best_rank": vs_best,
-                         "gb": _gb(r["bytes"]), "transit_ms": _ms(r["transit_ns"]), "ops": r["ops"]})
+            slow.append(
+                {
+                    "rank": r["rank"],
+                    "transport": r["transport"],
+                    "gbps": r["bandwidth_bps"] / 1e9,
+                    "expected_gbps": exp / 1e9 if exp else None,
+                    "vs_expected": vs_exp,
+                    "vs_best_rank": vs_best,
+                    "gb": _gb(r["bytes"]),
+                    "transit_ms": _ms(r["transit_ns"]),
+                    "ops": r["ops"],
+                }
+            )
     w = ctx.wait_run() or {}
-    comm = (w.get("comm_transit_ns") or 0) + (w.get("comm_wait_other_ns") or 0) + (w.get("comm_wait_peer_hbm_ns") or 0)
+    comm = (
+        (w.get("comm_transit_ns") or 0)
+        + (w.get("comm_wait_other_ns") or 0)
+        + (w.get("comm_wait_peer_hbm_ns") or 0)
+    )
     transit_share = (w.get("comm_transit_ns") or 0) / comm if comm else None
     per_step = ctx.per_step(saved)
     share = ctx.share(per_step)
     small = next((r for r in rows if r["scope"] == "run"), {})
     first = slow[0] if slow else min(links, key=lambda r: r["bandwidth_bps"])
-    first_d = first if slow else {"rank": first["rank"], "transport": first["transport"], "gbps": first["bandwidth_bps"] / 1e9,
-                                  "expected_gbps": (expected.get(first["transport"]) or 0) / 1e9 or None}
-    vals = _values(rule, ctx, n=len(slow), rank=first_d["rank"], transport=first_d["transport"], gbps=first_d["gbps"],
-                   expected=_num(first_d.get("expected_gbps")), transit_share=_pct(transit_share),
-                   saving_ms=_ms(per_step) or 0.0, saving_share=share or 0.0,
-                   small_ops=small.get("small_ops") or 0)
-    ev = {"links": len(links), "slow_links": len(slow), "transit_share_of_comm": transit_share,
-          "saved_ns_per_step": per_step,
-          "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.slow_link.advisor_says")}
-    tops = slow or [{"rank": r["rank"], "transport": r["transport"], "gbps": r["bandwidth_bps"] / 1e9} for r in links]
+    first_d = (
+        first
+        if slow
+        else {
+            "rank": first["rank"],
+            "transport": first["transport"],
+            "gbps": first["bandwidth_bps"] / 1e9,
+            "expected_gbps": (expected.get(first["transport"]) or 0) / 1e9 or None,
+        }
+    )
+    vals = _values(
+        rule,
+        ctx,
+        n=len(slow),
+        rank=first_d["rank"],
+        transport=first_d["transport"],
+        gbps=first_d["gbps"],
+        expected=_num(first_d.get("expected_gbps")),
+        transit_share=_pct(transit_share),
+        saving_ms=_ms(per_step) or 0.0,
+        saving_share=share or 0.0,
+        small_ops=small.get("small_ops") or 0,
+    )
+    ev = {
+        "links": len(links),
+        "slow_links": len(slow),
+        "transit_share_of_comm": transit_share,
+        "saved_ns_per_step": per_step,
+        "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.slow_link.advisor_says"),
+    }
+    tops = slow or [
+        {"rank": r["rank"], "transport": r["transport"], "gbps": r["bandwidth_bps"] / 1e9} for r in links
+    ]
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
     if not slow:
-        return _make(ctx, rule, fired=False, variant="ok", values=vals, evidence=ev, top_ops=tops, saving=saving)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving, share=share)
+        return _make(
+            ctx, rule, fired=False, variant="ok", values=vals, evidence=ev, top_ops=tops, saving=saving
+        )
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        share=share,
+    )
 
 
 def check_comm_alignment(ctx: _Ctx, rule: Rule) -> Finding:
     rows = ctx.rows("comm_transport", rule.params)
     run = next((r for r in rows if r["scope"] == "run"), {})
     ops = [r for r in rows if r["scope"] == "op" and (r.get("unaligned_packets") or 0) > 0]
-    vals = _values(rule, ctx, packets=run.get("packets") or 0, unaligned=run.get("unaligned_packets") or 0,
-                   ops=run.get("unaligned_ops") or 0,
-                   unaligned_share=(run.get("unaligned_packets") or 0) / run["packets"] if run.get("packets") else 0.0,
-                   example=ops[0]["name"] if ops else "")
-    ev = {"packets": run.get("packets"), "unaligned_packets": run.get("unaligned_packets"),
-          "unaligned_ops": run.get("unaligned_ops"), "has_packet_sizes": run.get("has_packet_sizes")}
-    tops = [{"rank": r["rank"], "name": r["name"], "transport": r["transport"], "packets": r["packets"],
-             "unaligned_packets": r["unaligned_packets"], "bytes": r["bytes"]} for r in ops[:10]]
+    vals = _values(
+        rule,
+        ctx,
+        packets=run.get("packets") or 0,
+        unaligned=run.get("unaligned_packets") or 0,
+        ops=run.get("unaligned_ops") or 0,
+        unaligned_share=(run.get("unaligned_packets") or 0) / run["packets"] if run.get("packets") else 0.0,
+        example=ops[0]["name"] if ops else "",
+    )
+    ev = {
+        "packets": run.get("packets"),
+        "unaligned_packets": run.get("unaligned_packets"),
+        "unaligned_ops": run.get("unaligned_ops"),
+        "has_packet_sizes": run.get("has_packet_sizes"),
+    }
+    tops = [
+        {
+            "rank": r["rank"],
+            "name": r["name"],
+            "transport": r["transport"],
+            "packets": r["packets"],
+            "unaligned_packets": r["unaligned_packets"],
+            "bytes": r["bytes"],
+        }
+        for r in ops[:10]
+    ]
     if not run.get("has_packet_sizes"):
         return _make(ctx, rule, fired=False, variant="no_data", values=vals, evidence=ev)
     if not run.get("unaligned_packets"):
@@ -1268,10 +2018,33 @@ def check_small_packets(ctx: _Ctx, rule: Rule) -> Finding:
     ratio = small / n if n else 0.0
     op_rows = [r for r in rows if r["scope"] == "op" and r["transport"] in ("SDMA", "RDMA")]
     mean_mb = (sum(r["bytes"] or 0 for r in op_rows) / len(op_rows) / 1e6) if op_rows else 0.0
-    vals = _values(rule, ctx, ops=n, small=small, ratio=ratio, mean_mb=mean_mb, small_mb=(run.get("small_bytes") or 0) / 1e6)
-    ev = {"ops": n, "small_ops": small, "small_ratio": ratio, "small_bytes": run.get("small_bytes"), "mean_op_bytes": mean_mb * 1e6}
-    tops = [{"rank": r["rank"], "name": r["name"], "transport": r["transport"], "mb": (r["bytes"] or 0) / 1e6,
-             "transit_ms": _ms(r["transit_ns"])} for r in op_rows if r["small_ops"]][:10]
+    vals = _values(
+        rule,
+        ctx,
+        ops=n,
+        small=small,
+        ratio=ratio,
+        mean_mb=mean_mb,
+        small_mb=(run.get("small_bytes") or 0) / 1e6,
+    )
+    ev = {
+        "ops": n,
+        "small_ops": small,
+        "small_ratio": ratio,
+        "small_bytes": run.get("small_bytes"),
+        "mean_op_bytes": mean_mb * 1e6,
+    }
+    tops = [
+        {
+            "rank": r["rank"],
+            "name": r["name"],
+            "transport": r["transport"],
+            "mb": (r["bytes"] or 0) / 1e6,
+            "transit_ms": _ms(r["transit_ns"]),
+        }
+        for r in op_rows
+        if r["small_ops"]
+    ][:10]
     if not n:
         return _make(ctx, rule, fired=False, variant="no_data", values=vals, evidence=ev)
     if ratio <= rule["max_small_ratio"]:
@@ -1288,29 +2061,76 @@ def check_aicpu_ops(ctx: _Ctx, rule: Rule) -> Finding:
     per_step = ctx.per_step(total)
     share = ctx.share(per_step)
     doubles = sorted({r["op_type"] for r in cpu if "DOUBLE" in (r.get("input_dtypes") or "").upper()})
-    vals = _values(rule, ctx, n=len(cpu), types=", ".join(r["op_type"] for r in cpu[:5]), ms=_ms(per_step) or 0.0,
-                   share_c=share_c, doubles=", ".join(doubles) or "none")
-    ev = {"aicpu_op_types": len(cpu), "aicpu_ns": total, "aicpu_share_of_compute": share_c, "double_dtype_ops": doubles}
-    tops = [{"op_type": r["op_type"], "calls": r["calls"], "dur_ms": _ms(r["dur_ns"]), "max_dur_us": (r["max_dur_ns"] or 0) / 1e3,
-             "share_of_compute": r["share_of_compute"], "input_dtypes": r["input_dtypes"]} for r in cpu[:10]]
+    vals = _values(
+        rule,
+        ctx,
+        n=len(cpu),
+        types=", ".join(r["op_type"] for r in cpu[:5]),
+        ms=_ms(per_step) or 0.0,
+        share_c=share_c,
+        doubles=", ".join(doubles) or "none",
+    )
+    ev = {
+        "aicpu_op_types": len(cpu),
+        "aicpu_ns": total,
+        "aicpu_share_of_compute": share_c,
+        "double_dtype_ops": doubles,
+    }
+    tops = [
+        {
+            "op_type": r["op_type"],
+            "calls": r["calls"],
+            "dur_ms": _ms(r["dur_ns"]),
+            "max_dur_us": (r["max_dur_ns"] or 0) / 1e3,
+            "share_of_compute": r["share_of_compute"],
+            "input_dtypes": r["input_dtypes"],
+        }
+        for r in cpu[:10]
+    ]
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
     if not slow:
         return _make(ctx, rule, fired=False, variant="none", values=vals, evidence=ev, top_ops=tops)
-    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, top_ops=tops, saving=saving,
-                 share=share_c)
+    return _make(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired",
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving,
+        share=share_c,
+    )
 
 
 def check_dynamic_shape(ctx: _Ctx, rule: Rule) -> Finding:
     rows = ctx.rows("op_exec_modes", rule.params)
     with_state = rows[0]["ops_with_state"] if rows else 0
     static = rows[0]["static_ops"] if rows else 0
-    idle = next((r for r in ctx.rows("device_idle", ctx.rules["rules"]["prefetch_overlap"].get("params", {}))
-                 if r["scope"] == "run"), {})
+    idle = next(
+        (
+            r
+            for r in ctx.rows("device_idle", ctx.rules["rules"]["prefetch_overlap"].get("params", {}))
+            if r["scope"] == "run"
+        ),
+        {},
+    )
     free_share = (idle.get("free_ns") or 0) / idle["window_ns"] if idle.get("window_ns") else 0.0
-    vals = _values(rule, ctx, n=with_state, static=static, free_share=free_share,
-                   free_ms=_ms(ctx.per_step(idle.get("free_ns"))) or 0.0, gaps=idle.get("free_gaps") or 0)
-    ev = {"ops_with_state": with_state, "static_ops": static, "free_share": free_share,
-          "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.dynamic_shape.advisor_says")}
+    vals = _values(
+        rule,
+        ctx,
+        n=with_state,
+        static=static,
+        free_share=free_share,
+        free_ms=_ms(ctx.per_step(idle.get("free_ns"))) or 0.0,
+        gaps=idle.get("free_gaps") or 0,
+    )
+    ev = {
+        "ops_with_state": with_state,
+        "static_ops": static,
+        "free_share": free_share,
+        "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.dynamic_shape.advisor_says"),
+    }
     if not with_state:
         return _make(ctx, rule, fired=False, variant="no_data", values=vals, evidence=ev)
     if static:
@@ -1325,18 +2145,35 @@ def check_free_time(ctx: _Ctx, rule: Rule) -> Finding:
         return _make(ctx, rule, fired=False, variant="no_data", values=_values(rule, ctx))
     free = run["free_ns"] or 0
     free_share = free / run["window_ns"]
-    parts = {"data loading": run["free_loading_ns"] or 0, "host->device copies": run["free_host_copy_ns"] or 0,
-             "synchronisation": run["free_sync_ns"] or 0}
+    parts = {
+        "data loading": run["free_loading_ns"] or 0,
+        "host->device copies": run["free_host_copy_ns"] or 0,
+        "synchronisation": run["free_sync_ns"] or 0,
+    }
     parts["other host work / launch gaps"] = max(0, free - sum(parts.values()))
-    causes = ", ".join(f"{k} {_pct(v / free if free else 0)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v)
+    causes = ", ".join(
+        f"{k} {_pct(v / free if free else 0)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v
+    )
     per_step = ctx.per_step(free)
     share = ctx.share(per_step)
-    vals = _values(rule, ctx, free_share=free_share, free_ms=_ms(per_step) or 0.0, gaps=run["free_gaps"],
-                   largest_ms=_ms(run["largest_free_gap_ns"]) or 0.0, causes=causes or "none",
-                   main_cause=max(parts, key=lambda k: parts[k]))
-    ev = {"free_ns": free, "free_share": free_share, "free_gaps": run["free_gaps"],
-          "largest_free_gap_ns": run["largest_free_gap_ns"], "causes_ns": parts,
-          "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.free_time.advisor_says")}
+    vals = _values(
+        rule,
+        ctx,
+        free_share=free_share,
+        free_ms=_ms(per_step) or 0.0,
+        gaps=run["free_gaps"],
+        largest_ms=_ms(run["largest_free_gap_ns"]) or 0.0,
+        causes=causes or "none",
+        main_cause=max(parts, key=lambda k: parts[k]),
+    )
+    ev = {
+        "free_ns": free,
+        "free_share": free_share,
+        "free_gaps": run["free_gaps"],
+        "largest_free_gap_ns": run["largest_free_gap_ns"],
+        "causes_ns": parts,
+        "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.free_time.advisor_says"),
+    }
     saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
     if free_share < rule["min_free_share"]:
         return _make(ctx, rule, fired=False, variant="ok", values=vals, evidence=ev, saving=saving)
@@ -1373,30 +2210,55 @@ def _hbm_summary(ctx: _Ctx) -> dict[str, Any]:
 
     hbm = ctx.hbm_ranks()
     utils = {r: x["busy_utilization"] for r, x in hbm.items() if x.get("busy_utilization") is not None}
-    out: dict[str, Any] = {"util": None, "rank": None, "below_line": False, "grade": grades.hbm_grade(None, ctx.device_kind)}
+    out: dict[str, Any] = {
+        "util": None,
+        "rank": None,
+        "below_line": False,
+        "grade": grades.hbm_grade(None, ctx.device_kind),
+    }
     if utils:
         r = max(utils, key=lambda k: utils[k])
         g = grades.hbm_grade(hbm[r], ctx.device_kind)
-        out.update(util=utils[r], rank=r, grade=g, below_line=utils[r] < ctx.not_bound,
-                   text=f"utilisation {_pct(utils[r])} on rank {r} ({g['grade']}: {g['detail']})")
+        out.update(
+            util=utils[r],
+            rank=r,
+            grade=g,
+            below_line=utils[r] < ctx.not_bound,
+            text=f"utilisation {_pct(utils[r])} on rank {r} ({g['grade']}: {g['detail']})",
+        )
         return out
-    sampled = {r: x for r, x in hbm.items() if x.get("evidence") == "sampled" and x.get("utilization") is not None}
+    sampled = {
+        r: x for r, x in hbm.items() if x.get("evidence") == "sampled" and x.get("utilization") is not None
+    }
     if sampled:
-        r = max(sampled, key=lambda k: (sampled[k].get("busy_utilization_max") or 0.0, sampled[k]["utilization"]))
+        r = max(
+            sampled, key=lambda k: (sampled[k].get("busy_utilization_max") or 0.0, sampled[k]["utilization"])
+        )
         x = sampled[r]
         umax = x.get("busy_utilization_max")
         period = (x.get("sample_period_ns") or 0) / 1e6
         bound = "up to 100%" if umax is None or umax >= 1 else f"at most {umax:.0%}"
-        out.update(rank=r, grade=grades.hbm_grade(x, ctx.device_kind), mean=x["utilization"],
-                   max_sample=x.get("max_utilization"), busy_bound=min(umax, 1.0) if umax is not None else None,
-                   below_line=all(v.get("busy_utilization_max") is not None and v["busy_utilization_max"] < ctx.not_bound
-                                  for v in sampled.values()),
-                   text=(f"counters average {x['utilization']:.1%} of peak on rank {r} (sampled every {period:g} ms, "
-                         f"highest sample {(x.get('max_utilization') or 0):.1%}; {bound} while computing)"))
+        out.update(
+            rank=r,
+            grade=grades.hbm_grade(x, ctx.device_kind),
+            mean=x["utilization"],
+            max_sample=x.get("max_utilization"),
+            busy_bound=min(umax, 1.0) if umax is not None else None,
+            below_line=all(
+                v.get("busy_utilization_max") is not None and v["busy_utilization_max"] < ctx.not_bound
+                for v in sampled.values()
+            ),
+            text=(
+                f"counters average {x['utilization']:.1%} of peak on rank {r} (sampled every {period:g} ms, "
+                f"highest sample {(x.get('max_utilization') or 0):.1%}; {bound} while computing)"
+            ),
+        )
         return out
     lower = [x.get("modeled_utilization_lower") for x in hbm.values() if x.get("modeled_utilization_lower")]
     if lower:
-        out.update(lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)")
+        out.update(
+            lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)"
+        )
     else:
         out["text"] = "no HBM bytes in the dump"
     return out
@@ -1410,53 +2272,109 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
     util, top_rank = hs["util"], hs["rank"]
     scaling, method = _scaling(ctx)
     cov = ctx.coverage()
-    capture = {"ranks_captured": cov.get("ranks_captured"), "job_ranks": cov.get("job_ranks"),
-               "job_ranks_source": cov.get("job_ranks_source"), "job_ranks_exact": cov.get("job_ranks_exact"),
-               "missing_ranks": cov.get("missing_ranks") or "",
-               "complete": cov.get("complete"), "kernel_coverage": cov.get("kernel_coverage")}
+    capture = {
+        "ranks_captured": cov.get("ranks_captured"),
+        "job_ranks": cov.get("job_ranks"),
+        "job_ranks_source": cov.get("job_ranks_source"),
+        "job_ranks_exact": cov.get("job_ranks_exact"),
+        "missing_ranks": cov.get("missing_ranks") or "",
+        "complete": cov.get("complete"),
+        "kernel_coverage": cov.get("kernel_coverage"),
+    }
     tmpl = ctx.rules["verdict"]
-    common = {"hbm_utilization": util, "hbm_utilization_rank": top_rank, "hbm_evidence": hs["grade"],
-              "hbm_mean_utilization": hs.get("mean"), "hbm_max_sample": hs.get("max_sample"),
-              "hbm_busy_utilization_bound": hs.get("busy_bound"),
-              "scaling_efficiency": scaling if method != "compute_fraction" else None, "scaling_method": method,
-              "compute_fraction": (w or {}).get("compute_fraction"), "capture": capture,
-              "device_kind": ctx.device_kind}
+    common = {
+        "hbm_utilization": util,
+        "hbm_utilization_rank": top_rank,
+        "hbm_evidence": hs["grade"],
+        "hbm_mean_utilization": hs.get("mean"),
+        "hbm_max_sample": hs.get("max_sample"),
+        "hbm_busy_utilization_bound": hs.get("busy_bound"),
+        "scaling_efficiency": scaling if method != "compute_fraction" else None,
+        "scaling_method": method,
+        "compute_fraction": (w or {}).get("compute_fraction"),
+        "capture": capture,
+        "device_kind": ctx.device_kind,
+    }
     if ctx.device_kind == "cpu":
         host_ops = int((ctx.store_run_info().get("rows") or {}).get("host_ops") or 0)
-        return {"bound": None, "confidence": "cannot tell",
-                "headline": render(tmpl["no_device"], {"host_ops": host_ops}, "verdict.no_device"),
-                **common, "shares": {}, "mean_step_ms": None, "ranks": len(ctx.hbm_ranks()), "steps": 0}
+        return {
+            "bound": None,
+            "confidence": "cannot tell",
+            "headline": render(tmpl["no_device"], {"host_ops": host_ops}, "verdict.no_device"),
+            **common,
+            "shares": {},
+            "mean_step_ms": None,
+            "ranks": len(ctx.hbm_ranks()),
+            "steps": 0,
+        }
     if not w or not w.get("verdict"):
         info = ctx.store_run_info()
-        k = ctx.con.execute("SELECT count(*), count(*) FILTER (WHERE task_type = 'cuda_profiler_range') FROM kernels "
-                            "WHERE run_id = $r", {"r": ctx.run_id}).fetchone() or (0, 0)
-        variant = ("cluster_summary" if str(info.get("format", "")).endswith("cluster") and not k[0]
-                   else "ranges_only" if k[0] and k[0] == k[1] else "none")
-        return {"bound": None, "confidence": "cannot tell",
-                "headline": render(tmpl[variant], {"ranges": k[1]}, f"verdict.{variant}"),
-                **common, "shares": {}, "mean_step_ms": None, "ranks": len(ctx.hbm_ranks()), "steps": 0}
+        k = ctx.con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE task_type = 'cuda_profiler_range') FROM kernels "
+            "WHERE run_id = $r",
+            {"r": ctx.run_id},
+        ).fetchone() or (0, 0)
+        variant = (
+            "cluster_summary"
+            if str(info.get("format", "")).endswith("cluster") and not k[0]
+            else "ranges_only"
+            if k[0] and k[0] == k[1]
+            else "none"
+        )
+        return {
+            "bound": None,
+            "confidence": "cannot tell",
+            "headline": render(tmpl[variant], {"ranges": k[1]}, f"verdict.{variant}"),
+            **common,
+            "shares": {},
+            "mean_step_ms": None,
+            "ranks": len(ctx.hbm_ranks()),
+            "steps": 0,
+        }
     bound = str(w["verdict"]).removesuffix("-bound")
-    shares = {"memory": w["memory_share"], "communication": w["communication_share"], "compute": w["compute_share"],
-              "idle_host": w["idle_host_share"]}
+    shares = {
+        "memory": w["memory_share"],
+        "communication": w["communication_share"],
+        "compute": w["compute_share"],
+        "idle_host": w["idle_host_share"],
+    }
     wall = w["wall_ns"] or 1
     capture_text = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
     vals: dict[str, Any] = {
-        "util": _pct(util), "util_rank": top_rank if top_rank is not None else "?", "not_bound": ctx.not_bound,
-        "sat": ctx.sat, "scaling": _num(scaling), "scaling_method": method.replace("_", " "),
-        "scaling_text": _scaling_text(scaling, method), "hbm_text": hs.get("text", ""),
-        "hbm_grade": f"{hs['grade']['grade']}: {hs['grade']['detail']}", "capture": capture_text,
-        "memory_share": shares["memory"] or 0.0, "communication_share": shares["communication"] or 0.0,
-        "compute_share": shares["compute"] or 0.0, "idle_host_share": shares["idle_host"] or 0.0,
+        "util": _pct(util),
+        "util_rank": top_rank if top_rank is not None else "?",
+        "not_bound": ctx.not_bound,
+        "sat": ctx.sat,
+        "scaling": _num(scaling),
+        "scaling_method": method.replace("_", " "),
+        "scaling_text": _scaling_text(scaling, method),
+        "hbm_text": hs.get("text", ""),
+        "hbm_grade": f"{hs['grade']['grade']}: {hs['grade']['detail']}",
+        "capture": capture_text,
+        "memory_share": shares["memory"] or 0.0,
+        "communication_share": shares["communication"] or 0.0,
+        "compute_share": shares["compute"] or 0.0,
+        "idle_host_share": shares["idle_host"] or 0.0,
         "transit_share": (w["comm_transit_ns"] or 0) / wall,
         "wait_share": ((w["comm_wait_other_ns"] or 0) + (w["comm_wait_peer_hbm_ns"] or 0)) / wall,
-        "idle_share": (w["idle_ns"] or 0) / wall, "host_share": (w["host_ns"] or 0) / wall,
+        "idle_share": (w["idle_ns"] or 0) / wall,
+        "host_share": (w["host_ns"] or 0) / wall,
     }
     graded = util is not None or hs["below_line"]
     confidence = "judged"
-    variant = {"memory": "memory", "communication": "communication", "compute": "compute", "host/idle": "host_idle"}[bound]
+    variant = {
+        "memory": "memory",
+        "communication": "communication",
+        "compute": "compute",
+        "host/idle": "host_idle",
+    }[bound]
     if bound == "communication":
-        comm = (w["comm_transit_ns"] or 0) + (w["comm_wait_other_ns"] or 0) + (w["comm_wait_peer_hbm_ns"] or 0) \
+        comm = (
+            (w["comm_transit_ns"] or 0)
+            + (w["comm_wait_other_ns"] or 0)
+            + (w["comm_wait_peer_hbm_ns"] or 0)
             + (w.get("comm_unsplit_ns") or 0)
+        )
         if comm and (w.get("comm_unsplit_ns") or 0) >= 0.5 * comm:
             variant = "unsplit"
         elif util is not None and util >= ctx.not_bound:
@@ -1471,9 +2389,12 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
     cw = next((f for f in findings if f.id == "comm_waits_on_memory" and f.fired), None)
     if cw is not None:
         variant = "memory_waits" if bound == "memory" else variant
-        vals.update(waiting=cw.evidence["waiting_rank"], late=cw.evidence["late_rank"],
-                    wait_ms=_ms(cw.evidence["peer_wait_ns_per_step"]),
-                    late_util=_pct(cw.evidence.get("late_rank_hbm_utilization")))
+        vals.update(
+            waiting=cw.evidence["waiting_rank"],
+            late=cw.evidence["late_rank"],
+            wait_ms=_ms(cw.evidence["peer_wait_ns_per_step"]),
+            late_util=_pct(cw.evidence.get("late_rank_hbm_utilization")),
+        )
     if util is None and variant in ("memory", "compute") and ctx.peak() is None:
         variant += "_no_peak"
     headline = render(tmpl[variant], vals, f"verdict.{variant}")
@@ -1485,17 +2406,27 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
         # a job size read from rank ids is a lower bound (ranks above the highest id named may exist)
         job = capture["job_ranks"] if capture.get("job_ranks_exact") else f"at least {capture['job_ranks']}"
         if missing_ns / wall >= 0.05:
-            headline = render(tmpl["partial"], {"captured": capture["ranks_captured"], "job": job,
-                                                "missing": missing, "missing_share": missing_ns / wall,
-                                                "local": headline}, "verdict.partial")
+            headline = render(
+                tmpl["partial"],
+                {
+                    "captured": capture["ranks_captured"],
+                    "job": job,
+                    "missing": missing,
+                    "missing_share": missing_ns / wall,
+                    "local": headline,
+                },
+                "verdict.partial",
+            )
             confidence = "cannot tell"
         else:
             headline = f"{capture['ranks_captured']} of {job} ranks captured ({missing}); {headline}"
     kc = capture.get("kernel_coverage")
     if kc is not None and kc < 0.9:
         # a partial task list (data_simplification, a capture cut short) under-counts every device share
-        headline += (f"; note: the device task list covers only {kc:.0%} of the device time step_trace_time "
-                     "reports, so the shares above rest on part of each step")
+        headline += (
+            f"; note: the device task list covers only {kc:.0%} of the device time step_trace_time "
+            "reports, so the shares above rest on part of each step"
+        )
     return {
         "bound": bound,
         "confidence": confidence,
@@ -1509,8 +2440,16 @@ def _verdict(ctx: _Ctx, findings: list[Finding]) -> dict[str, Any]:
 
 
 # ---- entry point ---------------------------------------------------------------------------------------------
-def evaluate(store: Any, run_id: str | None = None, *, device: str | None = None, peaks: Any = None,
-             baseline: str | None = None, rules: str | Path | None = None, workers: int | None = None) -> Report:
+def evaluate(
+    store: Any,
+    run_id: str | None = None,
+    *,
+    device: str | None = None,
+    peaks: Any = None,
+    baseline: str | None = None,
+    rules: str | Path | None = None,
+    workers: int | None = None,
+) -> Report:
     """Run every check of the rules file over one run (default: the most recently ingested) and return a Report.
 
     device: a preset name (traceql.devices) instead of the one detected in the dump; peaks: a devices.Device or
@@ -1533,13 +2472,29 @@ def evaluate(store: Any, run_id: str | None = None, *, device: str | None = None
             try:
                 findings.append(CHECKS[rid_](ctx, rule))
             except QueryError as e:  # one check's query failing must not hide the others
-                findings.append(Finding(rid_, str(rdata["title"]), "info", str(rdata["optimisation"]), int(rdata["step"]),
-                                        False, f"check could not run: {e}", {"error": str(e)}, [], {}, "",
-                                        str(rdata.get("suggestion", ""))))
+                findings.append(
+                    Finding(
+                        rid_,
+                        str(rdata["title"]),
+                        "info",
+                        str(rdata["optimisation"]),
+                        int(rdata["step"]),
+                        False,
+                        f"check could not run: {e}",
+                        {"error": str(e)},
+                        [],
+                        {},
+                        "",
+                        str(rdata.get("suggestion", "")),
+                    )
+                )
         verdict = _verdict(ctx, findings)
         meta = ctx.meta
-        dev = {"preset": device, "peaks": json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}"),
-               "note": meta.get(b"traceql.peaks_note", b"").decode()}
+        dev = {
+            "preset": device,
+            "peaks": json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}"),
+            "note": meta.get(b"traceql.peaks_note", b"").decode(),
+        }
         rep = Report(rid, verdict, findings, dev, int(rules_data.get("version", 1)))
         rep.late_queries = list(ctx.late)
         return rep
@@ -1580,14 +2535,24 @@ def _markdown(rep: Report, include_silent: bool) -> str:
     for f in rep.findings:
         if f.fired or include_silent:
             msg = f.message.replace("|", "\\|").replace("\n", " ")
-            out.append(f"| {f.checklist_step} | {f.id} | {f.severity} | {'yes' if f.fired else 'no'} | {msg} |")
+            out.append(
+                f"| {f.checklist_step} | {f.id} | {f.severity} | {'yes' if f.fired else 'no'} | {msg} |"
+            )
     for f in rep.findings:
         if not (f.fired or include_silent):
             continue
-        out += ["", f"## {f.checklist_step}. {f.title} ({f.severity}{'' if f.fired else ', did not fire'})", "",
-                f.message, "", f"- optimisation: {f.optimisation}"]
+        out += [
+            "",
+            f"## {f.checklist_step}. {f.title} ({f.severity}{'' if f.fired else ', did not fire'})",
+            "",
+            f.message,
+            "",
+            f"- optimisation: {f.optimisation}",
+        ]
         if f.saving.get("value") is not None:
-            out.append(f"- estimated saving: {f.saving['value']:.3g} {f.saving['unit']} ({f.saving.get('method', '')})")
+            out.append(
+                f"- estimated saving: {f.saving['value']:.3g} {f.saving['unit']} ({f.saving.get('method', '')})"
+            )
         if f.suggestion and f.fired:
             out.append(f"- suggestion: {f.suggestion}")
         out.append(f"- query: `{f.query}`")

@@ -18,11 +18,23 @@ _ADVICE = {
     errno.EFBIG: ("file too large for this filesystem or limit", "pass --store on another filesystem"),
     errno.EROFS: ("the filesystem is read-only", "pass --store with a writable folder"),
     errno.ENOTDIR: ("a part of the path is a file, not a folder", "pass --store with a folder path"),
-    errno.EEXIST: ("the path exists and is not a traceql store folder", "pass --store with a new or existing store folder"),
+    errno.EEXIST: (
+        "the path exists and is not a traceql store folder",
+        "pass --store with a new or existing store folder",
+    ),
     errno.EISDIR: ("a folder is where a file should be", "pass --store with a traceql store folder"),
-    errno.EACCES: ("permission denied", "check the folder's permissions, or pass --store with a folder you can write"),
-    errno.EPERM: ("operation not permitted", "check the folder's permissions, or pass --store with a folder you can write"),
-    errno.ENOENT: ("a folder on the path does not exist or cannot hold files", "pass --store with a normal folder"),
+    errno.EACCES: (
+        "permission denied",
+        "check the folder's permissions, or pass --store with a folder you can write",
+    ),
+    errno.EPERM: (
+        "operation not permitted",
+        "check the folder's permissions, or pass --store with a folder you can write",
+    ),
+    errno.ENOENT: (
+        "a folder on the path does not exist or cannot hold files",
+        "pass --store with a normal folder",
+    ),
     errno.EIO: ("input/output error from the device", "check the disk, or pass --store on another one"),
 }
 _BY_TEXT = {os.strerror(n).lower(): n for n in _ADVICE}

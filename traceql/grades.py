@@ -66,19 +66,31 @@ def hbm_grade(row: dict[str, Any] | None, device_kind: str = "ascend") -> dict[s
         ms = f"{period / 1e6:g} ms" if period else "an unknown period"
         res = row.get("resolved_share")
         resolved = row.get("busy_utilization") is not None
-        detail = (f"HBM counters sampled every {ms}" +
-                  ("" if resolved else f"; too coarse for the kernels ({_pct(res)} of compute time in kernels "
-                                       "at least half a period long): bandwidth while computing is bounded, "
-                                       "not resolved"))
+        detail = f"HBM counters sampled every {ms}" + (
+            ""
+            if resolved
+            else f"; too coarse for the kernels ({_pct(res)} of compute time in kernels "
+            "at least half a period long): bandwidth while computing is bounded, "
+            "not resolved"
+        )
         return {"grade": "sampled", "detail": detail, "period_ns": period}
     if ev == "modeled":
-        return {"grade": "modeled", "detail": "tensor sizes only: a lower bound, not tested against the lines",
-                "capture": CAPTURE_ADVICE.get(device_kind, CAPTURE_ADVICE["ascend"])}
+        return {
+            "grade": "modeled",
+            "detail": "tensor sizes only: a lower bound, not tested against the lines",
+            "capture": CAPTURE_ADVICE.get(device_kind, CAPTURE_ADVICE["ascend"]),
+        }
     if ev == "mixed":
-        return {"grade": "modeled", "detail": "ranks with different byte sources: graded by the weakest",
-                "capture": CAPTURE_ADVICE.get(device_kind, CAPTURE_ADVICE["ascend"])}
-    return {"grade": "insufficient", "detail": "no HBM bytes: no PMU counters, no counter samples, no shapes",
-            "capture": CAPTURE_ADVICE.get(device_kind, CAPTURE_ADVICE["ascend"])}
+        return {
+            "grade": "modeled",
+            "detail": "ranks with different byte sources: graded by the weakest",
+            "capture": CAPTURE_ADVICE.get(device_kind, CAPTURE_ADVICE["ascend"]),
+        }
+    return {
+        "grade": "insufficient",
+        "detail": "no HBM bytes: no PMU counters, no counter samples, no shapes",
+        "capture": CAPTURE_ADVICE.get(device_kind, CAPTURE_ADVICE["ascend"]),
+    }
 
 
 def timing_grade() -> dict[str, Any]:

@@ -17,7 +17,9 @@ from .parsers import Unit, detect
 from .store import RankWriter, Store, check_run_name, run_name_from_path
 
 
-def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot: int = -1, size: int = 0) -> dict[str, Any]:
+def _parse_unit(
+    unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot: int = -1, size: int = 0
+) -> dict[str, Any]:
     """Runs in a worker process: parse one unit into its own Parquet files. Returns rows/files/meta.
     slot/size: where this unit publishes its bytes read (traceql.progress)."""
     from ._arrow_helpers import use_parse_memory_pool
@@ -39,11 +41,16 @@ def _parse_unit(unit: Unit, run_dir: str, run_id: str, rank: int, tag: str, slot
     except (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError) as e:
         writer.abort()
         # the store's disk (full, read-only...) is not the dump's fault: say which and what to do
-        if isinstance(e, OSError) and (se := store_error(e, Path(run_dir).parent.parent, "writing the run")) is not None:
+        if (
+            isinstance(e, OSError)
+            and (se := store_error(e, Path(run_dir).parent.parent, "writing the run")) is not None
+        ):
             raise se from e
         # A parser bug or a dump shape we did not foresee: still one clear line naming the file.
         first = (str(e).strip().splitlines() or [""])[0][:300]
-        raise BadTraceError(unit.path, f"could not parse as {unit.parser}: {type(e).__name__}: {first}") from e
+        raise BadTraceError(
+            unit.path, f"could not parse as {unit.parser}: {type(e).__name__}: {first}"
+        ) from e
     except BaseException:
         writer.abort()
         raise
@@ -56,6 +63,8 @@ def _init_worker(slots: Any, parent: int) -> None:
 
     _procs.worker_init(parent)
     progress.init_worker(slots)
+
+
 def _record_unparsed(meta: dict[str, Any], writer: RankWriter) -> None:
     """Numeric cells that held text no profiler writes (hex, '1_000', NaN, Arabic-Indic digits...) were stored
     as NULL: warn, and keep them in run_meta, where the `unparsed_numbers` check reports them."""
@@ -67,18 +76,26 @@ def _record_unparsed(meta: dict[str, Any], writer: RankWriter) -> None:
     warnings = meta.setdefault("warnings", [])
     keys, values = [], []
     for path, col, n, line, example in bad:
-        warnings.append(f"{path}: column {col!r}: {n} cell(s) not a number, stored as NULL (first at line {line}: {example!r})")
+        warnings.append(
+            f"{path}: column {col!r}: {n} cell(s) not a number, stored as NULL (first at line {line}: {example!r})"
+        )
         keys.append(f"traceql.unparsed_numbers.{Path(path).name}.{col}")
-        values.append(json.dumps({"file": path, "column": col, "cells": n, "first_line": line, "example": example}))
+        values.append(
+            json.dumps({"file": path, "column": col, "cells": n, "first_line": line, "example": example})
+        )
     writer.write("run_meta", {"key": keys, "value": values})
 
 
-def _poll_bytes(slots: Any, total: int, on_bytes: Callable[[int, int], None] | None, stop: threading.Event) -> None:
+def _poll_bytes(
+    slots: Any, total: int, on_bytes: Callable[[int, int], None] | None, stop: threading.Event
+) -> None:
     while on_bytes and not stop.wait(0.2):
         on_bytes(min(sum(slots), total), total)
 
 
-def _map(ex: ProcessPoolExecutor | None, fn: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+def _map(
+    ex: ProcessPoolExecutor | None, fn: Callable[..., Any], jobs: list[tuple[Any, ...]]
+) -> Iterator[tuple[tuple[Any, ...], Any]]:
     """(job, fn(*job)) for each job, as they finish: in the pool when there is one, else here in order."""
     if ex is None:
         for job in jobs:
@@ -158,8 +175,13 @@ def ingest(
         slots = multiprocessing.Array("q", max(1, len(assigned)), lock=False)
         jobs = [(u, str(staging), run_id, rank, f"{i}", i, sizes[i]) for i, (u, rank) in enumerate(assigned)]
         n_workers = min(len(jobs), workers or os.cpu_count() or 1)
-        ex = (ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker, initargs=(slots, os.getpid()))
-              if n_workers > 1 else None)
+        ex = (
+            ProcessPoolExecutor(
+                max_workers=n_workers, initializer=_init_worker, initargs=(slots, os.getpid())
+            )
+            if n_workers > 1
+            else None
+        )
         if ex is None:
             progress.init_worker(slots)
         stop = threading.Event()
@@ -205,8 +227,11 @@ def _refuse_links_outside(dump: Path) -> None:
                 continue
             target = os.path.realpath(path)
             if os.path.commonpath([root, target]) != root:
-                raise BadTraceError(path, f"symbolic link to {target}, outside the dump; traceql reads only files "
-                                          "inside the dump unless told to (--follow-links)")
+                raise BadTraceError(
+                    path,
+                    f"symbolic link to {target}, outside the dump; traceql reads only files "
+                    "inside the dump unless told to (--follow-links)",
+                )
 
 
 def _run_info(path: Path, results: list[dict[str, Any]]) -> dict[str, Any]:

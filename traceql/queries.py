@@ -127,7 +127,9 @@ def parse_file(path: Path) -> QuerySpec:
         if key == "param":
             pm = _PARAM.match(rest)
             if not pm or pm.group(2).upper() not in TYPES:
-                raise QueryError(f"{where}: bad param line (want `-- param: name TYPE [= default] -- doc`, TYPE in {', '.join(TYPES)})")
+                raise QueryError(
+                    f"{where}: bad param line (want `-- param: name TYPE [= default] -- doc`, TYPE in {', '.join(TYPES)})"
+                )
             type_ = pm.group(2).upper()
             default = _REQUIRED if pm.group(3) is None else _parse_default(pm.group(3), type_, where)
             params.append(Param(pm.group(1), type_, default, (pm.group(4) or "").strip()))
@@ -146,7 +148,9 @@ def parse_file(path: Path) -> QuerySpec:
     rank_filter = fields.get("rank_filter", "input")
     if rank_filter not in ("input", "output"):
         raise QueryError(f"{path}: rank_filter must be input or output")
-    return QuerySpec(name, fields["description"], params, columns, text, path, rank_filter, "\n".join(definitions))
+    return QuerySpec(
+        name, fields["description"], params, columns, text, path, rank_filter, "\n".join(definitions)
+    )
 
 
 @lru_cache(maxsize=4)
@@ -222,13 +226,17 @@ def convert(value: Any, type_: str) -> Any:
     raise QueryError(f"unsupported parameter type {type_}")
 
 
-def bind_params(spec: QuerySpec, given: dict[str, Any] | None, fill: dict[str, Any] | None = None) -> dict[str, Any]:
+def bind_params(
+    spec: QuerySpec, given: dict[str, Any] | None, fill: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Exactly the declared params: given (converted) > fill (runner-provided, e.g. peaks) > header default."""
     given = dict(given or {})
     declared = ", ".join(p.signature() for p in spec.params) or "none"
     extra = sorted(set(given) - {p.name for p in spec.params})
     if extra:
-        raise QueryError(f"{spec.name}: unknown parameter {', '.join(map(repr, extra))} (declared: {declared})")
+        raise QueryError(
+            f"{spec.name}: unknown parameter {', '.join(map(repr, extra))} (declared: {declared})"
+        )
     out: dict[str, Any] = {}
     for p in spec.params:
         if p.name in given:
@@ -346,7 +354,9 @@ def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
             " OR aiv_time_ns IS NOT NULL LIMIT 1)"
         ).fetchone()
         if vector and vector[0]:
-            names.append("Ascend910B (inferred: the dump names no device, but its AI_VECTOR_CORE tasks exist only on 910B-class chips)")
+            names.append(
+                "Ascend910B (inferred: the dump names no device, but its AI_VECTOR_CORE tasks exist only on 910B-class chips)"
+            )
     return names
 
 
@@ -374,7 +384,9 @@ def run(
     from ._duck import arrow_table
 
     spec = get(name)
-    bind_params(spec, params, fill={p.name: 0 for p in spec.params if p.name in devices.PEAK_PARAMS})  # fail fast
+    bind_params(
+        spec, params, fill={p.name: 0 for p in spec.params if p.name in devices.PEAK_PARAMS}
+    )  # fail fast
     own = con is None
     if own:
         from . import engine
@@ -394,7 +406,9 @@ def run(
         if isinstance(peaks, devices.Device):
             choice = devices.PeakChoice(peaks, peaks.peaks(), f"device preset {peaks.key}")
         else:
-            choice = devices.resolve(device=device, detected=detected_device_names(cur), overrides=dict(peaks or {}))
+            choice = devices.resolve(
+                device=device, detected=detected_device_names(cur), overrides=dict(peaks or {})
+            )
         bound = bind_params(spec, params, fill=choice.peaks)
         _load_helpers(cur, stored=_stored_derived(cur))
         try:
@@ -419,7 +433,9 @@ def run(
     return table.replace_schema_metadata(meta)
 
 
-def baseline_step_ns(store: Any = None, run_id: str | None = None, con: duckdb.DuckDBPyConnection | None = None) -> float:
+def baseline_step_ns(
+    store: Any = None, run_id: str | None = None, con: duckdb.DuckDBPyConnection | None = None
+) -> float:
     """Mean step time (ns) of a run over its ranks and steps, measured like wait_attribution's mean_step_ns
     (the step windows): the `baseline_step_ns` that makes scaling_vs_baseline comparable."""
     t = run("step_breakdown", store, run_id=run_id, con=con)
@@ -429,7 +445,9 @@ def baseline_step_ns(store: Any = None, run_id: str | None = None, con: duckdb.D
     return sum(walls) / len(walls)
 
 
-def shell_script(name: str, params: dict[str, Any] | None = None, peaks: dict[str, float | None] | None = None) -> str:
+def shell_script(
+    name: str, params: dict[str, Any] | None = None, peaks: dict[str, float | None] | None = None
+) -> str:
     """A script for the stock duckdb shell (run it in the store directory): views, helpers, the query, its params.
 
     Unset params get their header defaults, peaks from `peaks`; the query sees every run in the store.

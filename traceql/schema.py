@@ -41,44 +41,94 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
         _KEYS
         + [
             _c("device_id", "INTEGER", "device (NPU/GPU) id as the profiler wrote it"),
-            _c("step", "BIGINT", "profiler step id (kernel_details `Step Id`, or the step window the task falls in)"),
-            _c("name", "VARCHAR", "task/kernel name (kernel_details `Name`, op_summary `Op Name`, CUDA kernel name)"),
-            _c("op_type", "VARCHAR", "operator type (`Type`/`OP Type`, e.g. MatMulV2, TransData); kernel category on GPU"),
-            _c("task_type", "VARCHAR", "core/task type (`Accelerator Core`/`Task Type`: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC, HCCL; kernel/memcpy/memset on GPU)"),
+            _c(
+                "step",
+                "BIGINT",
+                "profiler step id (kernel_details `Step Id`, or the step window the task falls in)",
+            ),
+            _c(
+                "name",
+                "VARCHAR",
+                "task/kernel name (kernel_details `Name`, op_summary `Op Name`, CUDA kernel name)",
+            ),
+            _c(
+                "op_type",
+                "VARCHAR",
+                "operator type (`Type`/`OP Type`, e.g. MatMulV2, TransData); kernel category on GPU",
+            ),
+            _c(
+                "task_type",
+                "VARCHAR",
+                "core/task type (`Accelerator Core`/`Task Type`: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC, HCCL; kernel/memcpy/memset on GPU)",
+            ),
             _c("is_comm", "BOOLEAN", "true for communication tasks (HCCL/NCCL)"),
             _c("stream_id", "BIGINT", "stream id"),
             _c("task_id", "BIGINT", "task id (Ascend) "),
             _c("model_id", "BIGINT", "model id (4294967295 = single-op/eager)"),
             _c("context_id", "VARCHAR", "context id (MIX/FFTS sub-tasks)"),
-            _c("connection_id", "BIGINT", "id joining the task to its host launch (Ascend connection_id, CUDA correlation)"),
+            _c(
+                "connection_id",
+                "BIGINT",
+                "id joining the task to its host launch (Ascend connection_id, CUDA correlation)",
+            ),
             _c("ts_ns", "BIGINT", "start time, ns since Unix epoch (device clock converted by the profiler)"),
             _c("dur_ns", "BIGINT", "duration, ns"),
             _c("wait_ns", "BIGINT", "wait time before the task on its stream, ns (`Wait Time(us)`)"),
             _c("block_dim", "BIGINT", "`Block Dim` / `Block Num` (cores used); CUDA grid size product"),
             _c("mix_block_dim", "BIGINT", "`Mix Block Dim` / `Mix Block Num`"),
             _c("op_state", "VARCHAR", "`OP State`: dynamic/static"),
-            _c("input_shapes", "VARCHAR", "input shapes, `;` between inputs, quotes stripped (e.g. 32,3,224,224;64)"),
+            _c(
+                "input_shapes",
+                "VARCHAR",
+                "input shapes, `;` between inputs, quotes stripped (e.g. 32,3,224,224;64)",
+            ),
             _c("input_dtypes", "VARCHAR", "input data types, `;` separated"),
             _c("input_formats", "VARCHAR", "input formats, `;` separated (NCHW, NC1HWC0, FRACTAL_Z, ND...)"),
             _c("output_shapes", "VARCHAR", "output shapes, `;` separated"),
             _c("output_dtypes", "VARCHAR", "output data types, `;` separated"),
             _c("output_formats", "VARCHAR", "output formats, `;` separated"),
-            _c("hbm_read_bytes", "BIGINT", "main-memory (HBM/GM) bytes read, measured per task: MemoryAccess `read_main_memory_datas(KB)` or Memory `main_mem_read_bw(GB/s)` x core time; null when not measured"),
-            _c("hbm_write_bytes", "BIGINT", "main-memory bytes written, measured per task (see hbm_read_bytes)"),
-            _c("ub_read_bytes", "BIGINT", "Unified Buffer bytes read (Memory/MemoryUB bandwidth x core time)"),
+            _c(
+                "hbm_read_bytes",
+                "BIGINT",
+                "main-memory (HBM/GM) bytes read, measured per task: MemoryAccess `read_main_memory_datas(KB)` or Memory `main_mem_read_bw(GB/s)` x core time; null when not measured",
+            ),
+            _c(
+                "hbm_write_bytes",
+                "BIGINT",
+                "main-memory bytes written, measured per task (see hbm_read_bytes)",
+            ),
+            _c(
+                "ub_read_bytes", "BIGINT", "Unified Buffer bytes read (Memory/MemoryUB bandwidth x core time)"
+            ),
             _c("ub_write_bytes", "BIGINT", "Unified Buffer bytes written"),
             _c("l2_read_bytes", "BIGINT", "L2 bytes read (Memory `l2_read_bw` x core time)"),
             _c("l2_write_bytes", "BIGINT", "L2 bytes written"),
-            _c("l2_hit_rate", "DOUBLE", "L2 hit rate 0..1 (L2Cache hits/(hits+miss_allocate), or l2_cache.csv Hit Rate)"),
+            _c(
+                "l2_hit_rate",
+                "DOUBLE",
+                "L2 hit rate 0..1 (L2Cache hits/(hits+miss_allocate), or l2_cache.csv Hit Rate)",
+            ),
             _c("aicore_time_ns", "BIGINT", "cube core busy time (`aicore_time(us)`)"),
             _c("aiv_time_ns", "BIGINT", "vector core busy time (`aiv_time(us)`)"),
             _c("mac_ratio", "DOUBLE", "cube (MAC) pipe busy ratio 0..1 (PipeUtilization)"),
             _c("vec_ratio", "DOUBLE", "vector pipe busy ratio 0..1"),
             _c("scalar_ratio", "DOUBLE", "scalar pipe busy ratio 0..1 (max of aic/aiv)"),
-            _c("mte2_ratio", "DOUBLE", "MTE2 (GM->L1/UB load) pipe busy ratio 0..1 (max of aic/aiv): the memory-bound signal"),
+            _c(
+                "mte2_ratio",
+                "DOUBLE",
+                "MTE2 (GM->L1/UB load) pipe busy ratio 0..1 (max of aic/aiv): the memory-bound signal",
+            ),
             _c("mte3_ratio", "DOUBLE", "MTE3 (UB->GM store) pipe busy ratio 0..1"),
-            _c("flops", "DOUBLE", "floating-point operations (ArithmeticUtilization cube_fops + vector_fops), when measured"),
-            _c("metrics", "MAP(VARCHAR, DOUBLE)", "every numeric PMU column as the profiler wrote it (name keeps its unit)"),
+            _c(
+                "flops",
+                "DOUBLE",
+                "floating-point operations (ArithmeticUtilization cube_fops + vector_fops), when measured",
+            ),
+            _c(
+                "metrics",
+                "MAP(VARCHAR, DOUBLE)",
+                "every numeric PMU column as the profiler wrote it (name keeps its unit)",
+            ),
             _c("extra", "MAP(VARCHAR, VARCHAR)", "profiler columns/args with no canonical column, verbatim"),
         ],
     ),
@@ -87,13 +137,21 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
         _KEYS
         + [
             _c("name", "VARCHAR", "event name (aten::add, AscendCL@aclrtMemcpyAsync, cudaLaunchKernel...)"),
-            _c("cat", "VARCHAR", "category (cpu_op, python_function, cann, cuda_runtime, enqueue, dequeue, user_annotation...)"),
+            _c(
+                "cat",
+                "VARCHAR",
+                "category (cpu_op, python_function, cann, cuda_runtime, enqueue, dequeue, user_annotation...)",
+            ),
             _c("level", "VARCHAR", "CANN API level (acl, runtime, node, hccl, model) when known"),
             _c("pid", "BIGINT", "process id"),
             _c("tid", "BIGINT", "thread id"),
             _c("ts_ns", "BIGINT", "start, ns since Unix epoch"),
             _c("dur_ns", "BIGINT", "duration, ns"),
-            _c("correlation_id", "BIGINT", "id linking to device tasks (connection_id / correlation / External id)"),
+            _c(
+                "correlation_id",
+                "BIGINT",
+                "id linking to device tasks (connection_id / correlation / External id)",
+            ),
             _c("seq_num", "BIGINT", "autograd sequence number (fwd/bwd pairing)"),
             _c("input_shapes", "VARCHAR", "input dims as written"),
             _c("input_dtypes", "VARCHAR", "input types as written"),
@@ -119,12 +177,24 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
         "Sampled time series: HBM/LLC/DDR bandwidth, NPU memory, AI Core frequency, QoS, Acc PMU, PCIe/HCCS...",
         _KEYS
         + [
-            _c("track", "VARCHAR", "counter group as the profiler names its track (HBM, LLC, NPU MEM, AI Core Freq...)"),
+            _c(
+                "track",
+                "VARCHAR",
+                "counter group as the profiler names its track (HBM, LLC, NPU MEM, AI Core Freq...)",
+            ),
             _c("channel", "VARCHAR", "unit within the track (HBM id, LLC id, APP/Device...) or '' "),
-            _c("metric", "VARCHAR", "what is measured: read_bw, write_bw, hit_rate, throughput, used, freq, value..."),
+            _c(
+                "metric",
+                "VARCHAR",
+                "what is measured: read_bw, write_bw, hit_rate, throughput, used, freq, value...",
+            ),
             _c("unit", "VARCHAR", "unit of value after conversion: bytes/s, bytes, ratio, MHz, level"),
             _c("name", "VARCHAR", "raw counter name as written (e.g. `HBM 0/Read`)"),
-            _c("ts_ns", "BIGINT", "sample timestamp, ns; a sample holds until the next one on the same series"),
+            _c(
+                "ts_ns",
+                "BIGINT",
+                "sample timestamp, ns; a sample holds until the next one on the same series",
+            ),
             _c("value", "DOUBLE", "sample value in `unit`"),
         ],
     ),
@@ -186,7 +256,9 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
         + [
             _c("step", "BIGINT", "step id (null when no schedule was used)"),
             _c("ts_ns", "BIGINT", "step start, ns (from ProfilerStep#N / STEP_TIME), null if unknown"),
-            _c("dur_ns", "BIGINT", "step wall time, ns (interval, or computing + comm not overlapped + free)"),
+            _c(
+                "dur_ns", "BIGINT", "step wall time, ns (interval, or computing + comm not overlapped + free)"
+            ),
             _c("computing_ns", "BIGINT", "`Computing`: device compute time"),
             _c("comm_not_overlapped_ns", "BIGINT", "`Communication(Not Overlapped)`"),
             _c("overlapped_ns", "BIGINT", "`Overlapped`: compute overlapping communication"),
@@ -194,7 +266,11 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
             _c("free_ns", "BIGINT", "`Free`: device idle"),
             _c("stage_ns", "BIGINT", "`Stage`"),
             _c("bubble_ns", "BIGINT", "`Bubble`: receive time (pipeline bubbles)"),
-            _c("comm_not_overlapped_excl_recv_ns", "BIGINT", "`Communication(Not Overlapped and Exclude Receive)`"),
+            _c(
+                "comm_not_overlapped_excl_recv_ns",
+                "BIGINT",
+                "`Communication(Not Overlapped and Exclude Receive)`",
+            ),
             _c("preparing_ns", "BIGINT", "`Preparing`: step start to first device op"),
             _c("source", "VARCHAR", "file/table the row came from"),
         ],
@@ -204,10 +280,18 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
         _KEYS
         + [
             _c("kind", "VARCHAR", "record | op | module | npu_mem"),
-            _c("component", "VARCHAR", "allocator component (PTA, GE, APP...), module name, or operator name for kind=op"),
+            _c(
+                "component",
+                "VARCHAR",
+                "allocator component (PTA, GE, APP...), module name, or operator name for kind=op",
+            ),
             _c("device", "VARCHAR", "device as written (NPU:0)"),
             _c("ts_ns", "BIGINT", "timestamp (allocation time for kind=op), ns"),
-            _c("size_bytes", "BIGINT", "allocation size (kind=op; may be negative when only the release was captured)"),
+            _c(
+                "size_bytes",
+                "BIGINT",
+                "allocation size (kind=op; may be negative when only the release was captured)",
+            ),
             _c("allocated_bytes", "BIGINT", "total allocated at ts"),
             _c("reserved_bytes", "BIGINT", "total reserved at ts"),
             _c("active_bytes", "BIGINT", "total active at ts"),
@@ -257,13 +341,21 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
 RUNS_COLUMNS = [
     _c("run_id", "VARCHAR", "run name"),
     _c("source", "VARCHAR", "path the run was ingested from"),
-    _c("format", "VARCHAR", "detected format (torch_npu_text, torch_npu_db, msprof_text, msprof_db, kineto...)"),
+    _c(
+        "format",
+        "VARCHAR",
+        "detected format (torch_npu_text, torch_npu_db, msprof_text, msprof_db, kineto...)",
+    ),
     _c("parser_version", "VARCHAR", "traceql version that parsed it"),
     _c("device", "VARCHAR", "device name found in the dump (Ascend910B, NVIDIA A100...) or null"),
     _c("ranks", "INTEGER", "number of ranks"),
     _c("ingested_at", "VARCHAR", "ingest time, ISO 8601 UTC"),
     _c("rows", "VARCHAR", "JSON: rows stored per table"),
-    _c("derived", "BOOLEAN", "the run's derived tables (kernel_bytes, step_windows, bw_segments, comm_events) are stored and current"),
+    _c(
+        "derived",
+        "BOOLEAN",
+        "the run's derived tables (kernel_bytes, step_windows, bw_segments, comm_events) are stored and current",
+    ),
 ]
 
 TABLE_NAMES = list(TABLES)

@@ -37,8 +37,13 @@ def _dir_prefix(p: Path) -> str:
     return str(p).rstrip("/") + "/"
 
 
-def confine(con: duckdb.DuckDBPyConnection, store_root: Path, allow: Iterable[Path] = (),
-            memory_limit: str | None = None, threads: int | None = None) -> None:
+def confine(
+    con: duckdb.DuckDBPyConnection,
+    store_root: Path,
+    allow: Iterable[Path] = (),
+    memory_limit: str | None = None,
+    threads: int | None = None,
+) -> None:
     """Lock `con` down: no extension installs or loads, file access only under the store's runs/ and `allow`,
     no temp files, optional memory limit; then lock the configuration."""
     import duckdb
@@ -78,7 +83,9 @@ def confine(con: duckdb.DuckDBPyConnection, store_root: Path, allow: Iterable[Pa
             con.execute(s)
         except duckdb.Error as e:
             if "memory_limit" in s:
-                raise QueryError(f"--memory-limit {memory_limit!r}: {str(e).splitlines()[0]} (e.g. 2GB, 500MB)") from e
+                raise QueryError(
+                    f"--memory-limit {memory_limit!r}: {str(e).splitlines()[0]} (e.g. 2GB, 500MB)"
+                ) from e
             raise
 
 
@@ -129,7 +136,9 @@ def run(con: duckdb.DuckDBPyConnection, query: str, timeout_s: float) -> Any:
     if isinstance(err, duckdb.Error):
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         if isinstance(err, duckdb.PermissionException):
-            msg += " (traceql sql reads only the store's tables; --allow-files PATH lets it read or write PATH)"
+            msg += (
+                " (traceql sql reads only the store's tables; --allow-files PATH lets it read or write PATH)"
+            )
         elif isinstance(err, duckdb.OutOfMemoryException):
             msg += " (raise the limit with --memory-limit, e.g. --memory-limit 8GB)"
         raise QueryError(f"SQL error: {msg}") from err

@@ -170,10 +170,8 @@ class RankWriter:
 
 def _abandon(writers: list[Any]) -> None:
     for w in writers:
-        try:
+        with contextlib.suppress(BaseException):  # an error path already: the first error is the one reported
             w.close()
-        except BaseException:  # noqa: BLE001, S110  # an error path already: the first error is the one reported
-            pass
         w.is_open = False  # pyarrow's __del__ closes again (and prints) while is_open is still set
 
 
@@ -192,7 +190,9 @@ def sort_parquet_by_time(path: Path) -> None:
     spill = Path(tempfile.mkdtemp(prefix=".sort-", dir=path.parent))
     con = duckdb.connect(":memory:")
     try:
-        con.execute("SET memory_limit='128MB'")  # spill rather than lift the worker's RSS: at 256MB the ingest peak grew from 0.5 GB (0.25 GB trace) to 0.63 GB (1-4 GB); at 128MB 0.5-0.62 GB
+        con.execute(
+            "SET memory_limit='128MB'"
+        )  # spill rather than lift the worker's RSS: at 256MB the ingest peak grew from 0.5 GB (0.25 GB trace) to 0.63 GB (1-4 GB); at 128MB 0.5-0.62 GB
         con.execute("SET preserve_insertion_order=false")
         con.execute(f"SET temp_directory='{str(spill).replace(chr(39), chr(39) * 2)}'")
         from ._duck import glob_literal
@@ -262,10 +262,14 @@ class Store:
             m = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise StoreError(f"{self.manifest_path}: unreadable manifest ({e}); the store is damaged") from e
-        if not isinstance(m, dict) or not isinstance(m.get("runs", {}), dict) or not all(
-            isinstance(v, dict) for v in m.get("runs", {}).values()
+        if (
+            not isinstance(m, dict)
+            or not isinstance(m.get("runs", {}), dict)
+            or not all(isinstance(v, dict) for v in m.get("runs", {}).values())
         ):
-            raise StoreError(f"{self.manifest_path}: manifest is damaged (expected an object with a 'runs' object of runs)")
+            raise StoreError(
+                f"{self.manifest_path}: manifest is damaged (expected an object with a 'runs' object of runs)"
+            )
         fmt = m.get("store_format")
         if type(fmt) is not int or fmt not in READABLE_FORMATS:
             raise StoreError(
@@ -297,7 +301,9 @@ class Store:
         id itself in a format-1 store. Refused when a tampered manifest names anything but one plain entry."""
         d = info.get("dir", run_id)
         if not isinstance(d, str) or not _DIR_RE.match(d):
-            raise StoreError(f"{self.manifest_path}: run {run_id!r} names the directory {d!r}; the store is damaged")
+            raise StoreError(
+                f"{self.manifest_path}: run {run_id!r} names the directory {d!r}; the store is damaged"
+            )
         return d
 
     def run_path(self, run_id: str, info: dict[str, Any] | None = None) -> Path:
@@ -320,8 +326,12 @@ class Store:
         for run_id, info in sorted(self.runs().items()):
             if only is None or run_id in only:
                 base = self.run_path(run_id, info)
-                out += [(run_id, base / rel) for rels in info.get("files", {}).values() for rel in rels
-                        if not (base / rel).is_file()]
+                out += [
+                    (run_id, base / rel)
+                    for rels in info.get("files", {}).values()
+                    for rel in rels
+                    if not (base / rel).is_file()
+                ]
         return out
 
     @contextlib.contextmanager
@@ -435,7 +445,9 @@ class Store:
         for rels in files.values():
             for rel in rels:
                 if not _safe_rel(rel) or not (base / rel).is_file():
-                    raise StoreError(f"{base / rel}: missing from the {what}; nothing was committed (the store is unchanged)")
+                    raise StoreError(
+                        f"{base / rel}: missing from the {what}; nothing was committed (the store is unchanged)"
+                    )
 
     def _seal(self, run_dir: Path, rels: list[str]) -> None:
         """Make a run's files read-only and durable (files, their dirs, the run dir, runs/) before a manifest
@@ -479,7 +491,9 @@ class Store:
                 owned.release(remove=False)  # its dir is the run now; drop the lock file
             self._after_change(m)
 
-    def add_derived(self, run_id: str, staging: Path, built: dict[str, Any], expect_ingested_at: Any = None) -> None:
+    def add_derived(
+        self, run_id: str, staging: Path, built: dict[str, Any], expect_ingested_at: Any = None
+    ) -> None:
         """Move derived tables built under `staging` (traceql.derive) into a run and record them, atomically:
         files first (new names, so nothing a reader has open is touched), then the manifest; the run's previous
         derived files are reaped after the switch. A no-op when the run changed meanwhile (re-ingested or
@@ -503,7 +517,9 @@ class Store:
             self._seal(final, new)
             files = dict(info.get("files", {}))
             files.update(built["files"])
-            m["runs"][run_id] = dict(info, files=files, derived={"version": built["version"], "rows": built["rows"]})
+            m["runs"][run_id] = dict(
+                info, files=files, derived={"version": built["version"], "rows": built["rows"]}
+            )
             self._write_manifest(m)
             self._after_change(m)
 
@@ -551,7 +567,8 @@ class Store:
         for run_id, info in m["runs"].items():
             with contextlib.suppress(StoreError):
                 keep.setdefault(self.run_dir_name(run_id, info), set()).update(
-                    rel for rels in info.get("files", {}).values() for rel in rels)
+                    rel for rels in info.get("files", {}).values() for rel in rels
+                )
         dead = [e for e in runs.iterdir() if e.name not in keep]
         for name, rels in keep.items():
             d = runs / name
@@ -600,8 +617,10 @@ class Store:
             with contextlib.suppress(OSError):
                 tmp.unlink()  # a full disk must not leave temp manifests behind
             if isinstance(e, OSError):
-                raise StoreError(f"{self.manifest_path}: cannot write the new manifest ({e.strerror or e}); "
-                                 "the store is unchanged") from e
+                raise StoreError(
+                    f"{self.manifest_path}: cannot write the new manifest ({e.strerror or e}); "
+                    "the store is unchanged"
+                ) from e
             raise
         _fsync_path(self.root, directory=True)
 

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["capture_workload", "capture_script", "list_workloads", "compare_variants", "CaptureError", "Schedule", "NpuOptions"]
+__all__ = [
+    "capture_workload",
+    "capture_script",
+    "list_workloads",
+    "compare_variants",
+    "CaptureError",
+    "Schedule",
+    "NpuOptions",
+]
 
 from .core import CaptureError, NpuOptions, Schedule, capture_script, capture_workload
 
@@ -22,7 +30,15 @@ def list_workloads() -> list[dict[str, Any]]:
     from .workloads import WORKLOADS
 
     return [
-        {"name": w.name, "experiment": w.experiment, "role": w.role, "pair": w.pair, "title": w.title, "article": w.article, "sizes": w.sizes}
+        {
+            "name": w.name,
+            "experiment": w.experiment,
+            "role": w.role,
+            "pair": w.pair,
+            "title": w.title,
+            "article": w.article,
+            "sizes": w.sizes,
+        }
         for w in WORKLOADS.values()
     ]
 

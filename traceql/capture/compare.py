@@ -19,26 +19,87 @@ from typing import Any
 
 # ops that move no tensor data (views, allocation, metadata)
 NO_DATA_OPS = {
-    "aten::view", "aten::_unsafe_view", "aten::slice", "aten::select", "aten::narrow", "aten::as_strided",
-    "aten::reshape", "aten::_reshape_alias", "aten::expand", "aten::t", "aten::transpose", "aten::permute",
-    "aten::unsqueeze", "aten::squeeze", "aten::detach", "aten::detach_", "aten::alias", "aten::empty",
-    "aten::empty_like", "aten::empty_strided", "aten::resize_", "aten::lift_fresh", "aten::resolve_conj",
-    "aten::resolve_neg", "aten::result_type", "aten::item", "aten::_local_scalar_dense", "aten::is_nonzero",
-    "aten::set_", "aten::split", "aten::chunk", "aten::unbind", "aten::numpy_T", "aten::flatten",
+    "aten::view",
+    "aten::_unsafe_view",
+    "aten::slice",
+    "aten::select",
+    "aten::narrow",
+    "aten::as_strided",
+    "aten::reshape",
+    "aten::_reshape_alias",
+    "aten::expand",
+    "aten::t",
+    "aten::transpose",
+    "aten::permute",
+    "aten::unsqueeze",
+    "aten::squeeze",
+    "aten::detach",
+    "aten::detach_",
+    "aten::alias",
+    "aten::empty",
+    "aten::empty_like",
+    "aten::empty_strided",
+    "aten::resize_",
+    "aten::lift_fresh",
+    "aten::resolve_conj",
+    "aten::resolve_neg",
+    "aten::result_type",
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "aten::is_nonzero",
+    "aten::set_",
+    "aten::split",
+    "aten::chunk",
+    "aten::unbind",
+    "aten::numpy_T",
+    "aten::flatten",
 }
 # conversions that are no-ops when they dispatch nothing below them (x.to(x.dtype), x.contiguous() on contiguous x)
 MAYBE_NOOP_OPS = {"aten::to", "aten::contiguous", "aten::type_as"}
 
 # Kineto `Input type` strings -> bytes per element
 DTYPE_BYTES = {
-    "float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "long": 8, "int": 4,
-    "short int": 2, "short": 2, "signed char": 1, "unsigned char": 1, "bool": 1, "c10::complex<float>": 8,
-    "c10::complex<double>": 16, "c10::complex<c10::Half>": 4, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1,
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "long int": 8,
+    "long": 8,
+    "int": 4,
+    "short int": 2,
+    "short": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
+    "c10::complex<c10::Half>": 4,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
     # torch_npu / ascend spellings
-    "FLOAT": 4, "FLOAT16": 2, "BF16": 2, "DT_BF16": 2, "INT64": 8, "INT32": 4, "INT8": 1, "UINT8": 1, "BOOL": 1,
-    "DOUBLE": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
+    "FLOAT": 4,
+    "FLOAT16": 2,
+    "BF16": 2,
+    "DT_BF16": 2,
+    "INT64": 8,
+    "INT32": 4,
+    "INT8": 1,
+    "UINT8": 1,
+    "BOOL": 1,
+    "DOUBLE": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
 }
-CONV_OPS = {"aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::mkldnn_convolution"}
+CONV_OPS = {
+    "aten::conv2d",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::cudnn_convolution",
+    "aten::mkldnn_convolution",
+}
 COPY_OPS = {"aten::copy_", "aten::clone", "aten::to", "aten::_to_copy"}
 
 
@@ -153,8 +214,17 @@ def _outermost_ops(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     for name, pid, tid, ts, dur, shapes, dtypes, extra in rows:
         if (pid, tid) != thread:
             stack, thread = [], (pid, tid)
-        op = {"name": name, "pid": pid, "tid": tid, "ts": ts, "end": ts + (dur or 0), "shapes": shapes,
-              "dtypes": dtypes, "extra": extra, "has_child": False}
+        op = {
+            "name": name,
+            "pid": pid,
+            "tid": tid,
+            "ts": ts,
+            "end": ts + (dur or 0),
+            "shapes": shapes,
+            "dtypes": dtypes,
+            "extra": extra,
+            "has_child": False,
+        }
         while stack and stack[-1]["end"] < op["end"]:
             stack.pop()
         if stack:
@@ -168,7 +238,8 @@ def _outermost_ops(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
 def data_ops(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """The outermost aten ops that move data: views/metadata and no-op conversions left out."""
     return [
-        o for o in _outermost_ops(rows)
+        o
+        for o in _outermost_ops(rows)
         if o["name"] not in NO_DATA_OPS and not (o["name"] in MAYBE_NOOP_OPS and not o["has_child"])
     ]
 
@@ -194,9 +265,12 @@ def _overlap_ns(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
 
 def run_metrics(con: Any, run: str) -> dict[str, Any]:
     """Per-step operator, byte, FLOP, layout, copy-overlap, memory and kernel numbers for one run."""
-    steps = con.execute(
-        "SELECT count(*) FROM host_ops WHERE run_id = ? AND name LIKE 'ProfilerStep#%'", [run]
-    ).fetchone()[0] or 1
+    steps = (
+        con.execute(
+            "SELECT count(*) FROM host_ops WHERE run_id = ? AND name LIKE 'ProfilerStep#%'", [run]
+        ).fetchone()[0]
+        or 1
+    )
     rows = con.execute(
         "SELECT name, pid, tid, ts_ns, dur_ns, input_shapes, input_dtypes, extra FROM host_ops "
         "WHERE run_id = ? AND name LIKE 'aten::%' AND ts_ns IS NOT NULL",
@@ -223,7 +297,9 @@ def run_metrics(con: Any, run: str) -> dict[str, Any]:
     copy_iv = [(o["ts"], o["end"], o["tid"]) for o in ops if o["name"] in COPY_OPS]
     compute_iv = [(o["ts"], o["end"], o["tid"]) for o in ops if o["name"] not in COPY_OPS]
     copy_ns = sum(e - s for s, e, _ in copy_iv)
-    overlapped = sum(_overlap_ns([(s, e)], [(cs, ce) for cs, ce, ct in compute_iv if ct != t]) for s, e, t in copy_iv)
+    overlapped = sum(
+        _overlap_ns([(s, e)], [(cs, ce) for cs, ce, ct in compute_iv if ct != t]) for s, e, t in copy_iv
+    )
     mem = con.execute(
         "SELECT max(allocated_bytes) - min(allocated_bytes) FROM memory WHERE run_id = ? AND allocated_bytes IS NOT NULL",
         [run],
@@ -244,7 +320,9 @@ def run_metrics(con: Any, run: str) -> dict[str, Any]:
         "conv_ops": len(conv),
         "conv_channels_last": conv_cl,
         "copy_ops_per_step": len(copy_iv) / steps,
-        "copy_off_main_thread_ratio": sum(1 for *_, t in copy_iv if t != main_tid) / len(copy_iv) if copy_iv else None,
+        "copy_off_main_thread_ratio": sum(1 for *_, t in copy_iv if t != main_tid) / len(copy_iv)
+        if copy_iv
+        else None,
         "copy_overlap_ratio": overlapped / copy_ns if copy_ns else None,
         "memory_rise_bytes": int(mem) if mem is not None else None,
         "device": _device_metrics(con, run, steps),
@@ -273,7 +351,8 @@ def _is_channels_last(op: dict[str, Any]) -> bool:
 
 def _device_metrics(con: Any, run: str, steps: int) -> dict[str, Any] | None:
     rows = con.execute(
-        "SELECT name, task_type, stream_id, ts_ns, dur_ns FROM kernels WHERE run_id = ? AND ts_ns IS NOT NULL", [run]
+        "SELECT name, task_type, stream_id, ts_ns, dur_ns FROM kernels WHERE run_id = ? AND ts_ns IS NOT NULL",
+        [run],
     ).fetchall()
     if not rows:
         return None
@@ -281,14 +360,18 @@ def _device_metrics(con: Any, run: str, steps: int) -> dict[str, Any] | None:
     copies = [(r[3], r[3] + (r[4] or 0), r[2]) for r, c in zip(rows, is_copy, strict=True) if c]
     compute = [(r[3], r[3] + (r[4] or 0), r[2]) for r, c in zip(rows, is_copy, strict=True) if not c]
     copy_ns = sum(e - s for s, e, _ in copies)
-    overlapped = sum(_overlap_ns([(s, e)], [(cs, ce) for cs, ce, st in compute if st != stream]) for s, e, stream in copies)
+    overlapped = sum(
+        _overlap_ns([(s, e)], [(cs, ce) for cs, ce, st in compute if st != stream]) for s, e, stream in copies
+    )
     return {
         "kernels_per_step": len(compute) / steps,
         "kernel_ns_per_step": sum(e - s for s, e, _ in compute) / steps,
         "memcpy_per_step": len(copies) / steps,
         "memcpy_ns_per_step": copy_ns / steps,
         "memcpy_overlap_ratio": overlapped / copy_ns if copy_ns else None,
-        "memcpy_kinds": dict(Counter(n for (n, *_), c in zip(rows, is_copy, strict=True) if c).most_common(4)),
+        "memcpy_kinds": dict(
+            Counter(n for (n, *_), c in zip(rows, is_copy, strict=True) if c).most_common(4)
+        ),
     }
 
 

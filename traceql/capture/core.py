@@ -46,7 +46,9 @@ class Schedule:
 
     def __post_init__(self) -> None:
         if self.wait < 0 or self.warmup < 0 or self.active < 1:
-            raise CaptureError(f"bad schedule wait={self.wait} warmup={self.warmup} active={self.active}: need wait>=0, warmup>=0, active>=1")
+            raise CaptureError(
+                f"bad schedule wait={self.wait} warmup={self.warmup} active={self.active}: need wait>=0, warmup>=0, active>=1"
+            )
 
     @property
     def total(self) -> int:
@@ -89,14 +91,20 @@ def _npu_state() -> tuple[bool, str]:
         import torch
         import torch_npu  # noqa: F401  (patches torch.npu in)
     except ImportError:
-        return False, f"torch_npu is not installed ({INSTALL_NPU}; torch_npu must match your torch and CANN versions)"
+        return (
+            False,
+            f"torch_npu is not installed ({INSTALL_NPU}; torch_npu must match your torch and CANN versions)",
+        )
     except Exception as e:  # noqa: BLE001 - a broken CANN install raises all sorts; report it, don't crash
         return False, f"torch_npu failed to import: {type(e).__name__}: {e}"
     try:
         n = torch.npu.device_count() if torch.npu.is_available() else 0  # type: ignore[attr-defined]
     except Exception as e:  # noqa: BLE001
         return False, f"torch_npu could not query NPUs: {type(e).__name__}: {e}"
-    return (n > 0, "" if n > 0 else "torch_npu is installed but no NPU is visible (torch.npu.is_available() is False)")
+    return (
+        n > 0,
+        "" if n > 0 else "torch_npu is installed but no NPU is visible (torch.npu.is_available() is False)",
+    )
 
 
 def choose_backend(requested: str = "auto") -> Backend:
@@ -119,7 +127,11 @@ def choose_backend(requested: str = "auto") -> Backend:
         if torch.cuda.is_available():
             return Backend("cuda", "cuda:0", torch.cuda.get_device_name(0), versions)
         if requested == "cuda":
-            why = "this torch build has no CUDA" if torch.version.cuda is None else "torch.cuda.is_available() is False"
+            why = (
+                "this torch build has no CUDA"
+                if torch.version.cuda is None
+                else "torch.cuda.is_available() is False"
+            )
             raise CaptureError(f"--device cuda: no CUDA device ({why}); use --device cpu")
     return Backend("cpu", "cpu", platform.processor() or platform.machine() or "cpu", versions)
 
@@ -190,14 +202,22 @@ def _peak(torch: Any, kind: str) -> int | None:
 
 
 def open_profiler(
-    backend: Backend, dump: Path, worker: str, schedule: Schedule | None, npu: NpuOptions, use_gzip: bool, all_threads: bool = False
+    backend: Backend,
+    dump: Path,
+    worker: str,
+    schedule: Schedule | None,
+    npu: NpuOptions,
+    use_gzip: bool,
+    all_threads: bool = False,
 ) -> tuple[Any, str, dict[str, Any]]:
     """(profiler context, profiler name, options used) for the backend; schedule None records start to stop."""
     sched = schedule.as_dict() if schedule else None
     if backend.kind == "npu":
         from . import npu_driver
 
-        prof, opts = npu_driver.open_profiler(dump, worker, sched, npu.aic_metrics, npu.level, npu.export, npu.l2_cache)
+        prof, opts = npu_driver.open_profiler(
+            dump, worker, sched, npu.aic_metrics, npu.level, npu.export, npu.l2_cache
+        )
         return prof, "torch_npu.profiler", opts
     from . import torch_driver
 
@@ -226,7 +246,9 @@ def capture_workload(
     backend = choose_backend(device)
     torch = require_torch()
     dump = new_dump_dir(out, wl.name)
-    ctx = workloads.Ctx(device=torch.device(tensor_device(backend)), kind=backend.kind, size=size, params=wl.sizes[size])
+    ctx = workloads.Ctx(
+        device=torch.device(tensor_device(backend)), kind=backend.kind, size=size, params=wl.sizes[size]
+    )
     walls: list[float] = []
     try:
         step = wl.build(ctx)
@@ -244,11 +266,20 @@ def capture_workload(
         # torch reports device trouble (out of memory, no kernel for a dtype) as RuntimeError: one line, no dump
         shutil.rmtree(dump, ignore_errors=True)
         hint = " (try --size small)" if size == "full" else ""
-        raise CaptureError(f"workload {wl.name} failed on {backend.kind}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}{hint}") from e
+        raise CaptureError(
+            f"workload {wl.name} failed on {backend.kind}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}{hint}"
+        ) from e
     meta = _base_meta(backend)
     meta.update(
         run_name=wl.name,
-        workload={"name": wl.name, "experiment": wl.experiment, "role": wl.role, "pair": wl.pair, "title": wl.title, "article": wl.article},
+        workload={
+            "name": wl.name,
+            "experiment": wl.experiment,
+            "role": wl.role,
+            "pair": wl.pair,
+            "title": wl.title,
+            "article": wl.article,
+        },
         size=size,
         params=wl.sizes[size],
         profiler=prof_name,
@@ -270,7 +301,11 @@ def tensor_device(backend: Backend) -> str:
 
 def _cupti(backend: Backend, step: Any, schedule: Schedule, dump: Path, enabled: bool) -> dict[str, Any]:
     if backend.kind != "cuda":
-        return {"attempted": False, "available": False, "reason": f"CUPTI counters are CUDA-only (device is {backend.kind})"}
+        return {
+            "attempted": False,
+            "available": False,
+            "reason": f"CUPTI counters are CUDA-only (device is {backend.kind})",
+        }
     if not enabled:
         return {"attempted": False, "available": False, "reason": "disabled with --no-cupti"}
     from .torch_driver import cupti_pass
@@ -297,7 +332,9 @@ def split_command(argv: list[str]) -> tuple[str, list[str], list[str]]:
     """(interpreter, interpreter flags, target+args) for `python [flags] script.py args` / `python -m mod args` /
     `script.py args`. The target list starts with the script path, or with '-m' and the module name."""
     if not argv:
-        raise CaptureError("nothing to run: give the script after --, e.g. traceql capture -- python train.py --steps 20")
+        raise CaptureError(
+            "nothing to run: give the script after --, e.g. traceql capture -- python train.py --steps 20"
+        )
     first = argv[0]
     if first.endswith(".py"):
         return sys.executable, [], argv
@@ -388,6 +425,10 @@ def capture_script(
         mode="window" if window_s else "optimizer.step",
         exit_code=proc.returncode,
         runner_error=result.get("error"),
-        cupti_counters={"attempted": False, "available": False, "reason": "not attempted for user scripts (it needs a second run)"},
+        cupti_counters={
+            "attempted": False,
+            "available": False,
+            "reason": "not attempted for user scripts (it needs a second run)",
+        },
     )
     return _finish(dump, backend, meta)

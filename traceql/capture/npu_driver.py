@@ -49,7 +49,9 @@ def _profiler_module() -> Any:
     return npu_prof
 
 
-def experimental_kwargs(npu_prof: Any, aic_metrics: str, level: int, export: str, l2_cache: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def experimental_kwargs(
+    npu_prof: Any, aic_metrics: str, level: int, export: str, l2_cache: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Keyword arguments for _ExperimentalConfig, and a JSON-able record of them (plus any dropped)."""
     metric_attr = AIC_METRICS[aic_metrics]
     notes: list[str] = []
@@ -123,7 +125,13 @@ def open_profiler(
     experimental_config = npu_prof._ExperimentalConfig(**exp_kwargs)
     sched = None
     if schedule is not None:
-        sched = npu_prof.schedule(wait=schedule["wait"], warmup=schedule["warmup"], active=schedule["active"], repeat=1, skip_first=0)
+        sched = npu_prof.schedule(
+            wait=schedule["wait"],
+            warmup=schedule["warmup"],
+            active=schedule["active"],
+            repeat=1,
+            skip_first=0,
+        )
     activities = [npu_prof.ProfilerActivity.CPU, npu_prof.ProfilerActivity.NPU]
     prof = npu_prof.profile(
         activities=activities,

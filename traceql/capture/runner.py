@@ -38,7 +38,14 @@ class _Session:
         dump = Path(self.cfg["dump"])
         window = self.cfg.get("window_s")
         sched = None if window else Schedule(**self.cfg["schedule"])  # a window records from start to stop
-        prof, name, options = open_profiler(backend, dump, self.cfg["worker_name"], sched, NpuOptions(**self.cfg["npu"]), self.cfg.get("use_gzip", False))
+        prof, name, options = open_profiler(
+            backend,
+            dump,
+            self.cfg["worker_name"],
+            sched,
+            NpuOptions(**self.cfg["npu"]),
+            self.cfg.get("use_gzip", False),
+        )
         if window:
             options["window_s"] = window
         self.result.update(profiler=name, options=options)
@@ -107,7 +114,10 @@ def _run_target(target: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m traceql.capture.runner CONFIG.json -- script.py ARGS | -m module ARGS", file=sys.stderr)
+        print(
+            "usage: python -m traceql.capture.runner CONFIG.json -- script.py ARGS | -m module ARGS",
+            file=sys.stderr,
+        )
         return 2
     cfg = json.loads(Path(argv[0]).read_text())
     session = _Session(cfg)

@@ -38,7 +38,12 @@ def _experimental_config(**wanted: Any) -> tuple[Any, dict[str, Any]]:
 
 
 def open_profiler(
-    kind: str, trace_dir: Path, worker_name: str, schedule: dict[str, int] | None, use_gzip: bool, all_threads: bool = False
+    kind: str,
+    trace_dir: Path,
+    worker_name: str,
+    schedule: dict[str, int] | None,
+    use_gzip: bool,
+    all_threads: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """A torch.profiler.profile (not started) writing one Kineto trace into trace_dir, and the options used.
 
@@ -53,7 +58,9 @@ def open_profiler(
     exp, exp_used = _experimental_config(profile_all_threads=True) if all_threads else _experimental_config()
     sched = None
     if schedule is not None:
-        sched = torch.profiler.schedule(wait=schedule["wait"], warmup=schedule["warmup"], active=schedule["active"], repeat=1)
+        sched = torch.profiler.schedule(
+            wait=schedule["wait"], warmup=schedule["warmup"], active=schedule["active"], repeat=1
+        )
     options = {
         "activities": [str(a) for a in activities],
         "record_shapes": True,  # Input Dims/type/Strides per cpu_op: modeled bytes and layouts
@@ -100,7 +107,9 @@ def cupti_pass(step: Any, n_steps: int, out_file: Path, scratch_dir: Path) -> di
     try:
         exp, used = _experimental_config(profiler_metrics=CUPTI_METRICS, profiler_measure_per_kernel=True)
         if "profiler_metrics" not in used:
-            return dict(info, available=False, reason="this torch has no _ExperimentalConfig(profiler_metrics=...)")
+            return dict(
+                info, available=False, reason="this torch has no _ExperimentalConfig(profiler_metrics=...)"
+            )
         with profile(activities=[ProfilerActivity.CUDA], experimental_config=exp) as prof:
             for _ in range(n_steps):
                 step()

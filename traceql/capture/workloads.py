@@ -38,7 +38,9 @@ class Ctx:
     kind: str  # "cpu" | "cuda" | "npu": selects stream APIs and pinned memory
     size: str
     params: dict[str, Any]
-    extras: dict[str, Any] = field(default_factory=dict)  # measured extras the step wants in capture_meta.json
+    extras: dict[str, Any] = field(
+        default_factory=dict
+    )  # measured extras the step wants in capture_meta.json
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,10 @@ def _build_cached(ctx: Ctx) -> Callable[[], None]:
     tiles = [(x[i : i + tile], y[i : i + tile]) for i in range(0, x.numel(), tile)]
 
     def step() -> None:
-        for xt, yt in tiles:  # one tile (and its slice of y) stays in cache for all passes: read once from memory
+        for (
+            xt,
+            yt,
+        ) in tiles:  # one tile (and its slice of y) stays in cache for all passes: read once from memory
             yt.zero_()
             for w in weights:
                 yt.add_(xt, alpha=w)
@@ -231,7 +236,9 @@ def _build_conv(channels_last: bool) -> Callable[[Ctx], Callable[[], None]]:
 
         def step() -> None:
             with torch.no_grad():
-                inp = x.to(memory_format=torch.channels_last) if channels_last else x  # NCHW -> NHWC once, up front
+                inp = (
+                    x.to(memory_format=torch.channels_last) if channels_last else x
+                )  # NCHW -> NHWC once, up front
                 model(inp)
             _sync(ctx)
 
@@ -355,7 +362,9 @@ def _build_blocks(use_checkpoint: bool) -> Callable[[Ctx], Callable[[], None]]:
         p = ctx.params
         torch.manual_seed(0)
         blocks = torch.nn.ModuleList(
-            torch.nn.Sequential(torch.nn.Linear(p["d"], 4 * p["d"]), torch.nn.GELU(), torch.nn.Linear(4 * p["d"], p["d"]))
+            torch.nn.Sequential(
+                torch.nn.Linear(p["d"], 4 * p["d"]), torch.nn.GELU(), torch.nn.Linear(4 * p["d"], p["d"])
+            )
             for _ in range(p["blocks"])
         ).to(ctx.device)
         x = _randn(ctx, p["tokens"], p["d"])
@@ -375,62 +384,171 @@ def _build_blocks(use_checkpoint: bool) -> Callable[[Ctx], Callable[[], None]]:
 
 _W = Workload
 _ALL = [
-    _W("intensity-tanh", "intensity", "problem", "tanh over a large tensor: element-wise, ~0.125 FLOP/byte",
-       "How HBM gets saturated #1: tanh over (1024,1024,1024) fp32 (4 GB in, 4 GB out): 42 ms at 95% HBM bandwidth on Ascend 910",
-       {"small": {"shape": [64, 64, 64]}, "full": {"shape": [1024, 1024, 1024]}}, _build_tanh),
-    _W("intensity-matmul", "intensity", "fix", "matmul: hundreds of FLOPs per byte (the contrast to tanh)",
-       "How HBM gets saturated #1: matmul 8 ms at 60% HBM bandwidth (compute-bound, not bandwidth-bound)",
-       {"small": {"n": 256}, "full": {"n": 8192}}, _build_matmul),
-    _W("reuse-reread", "reuse", "problem", "x re-read from memory on every pass of a loop",
-       "How HBM gets saturated #2: x read 100 times (4 GB x 100 = 400 GB) instead of once into UB",
-       # full: 1 GiB x (not 4 GB) so the fix's tile loop stays under ~7k kernels per step
-       {"small": {"numel": 1 << 20, "passes": 10, "tile_numel": {"cpu": 1 << 15, "cuda": 1 << 15, "npu": 1 << 15}},
-        "full": {"numel": 1 << 28, "passes": 100, "tile_numel": {"cpu": 1 << 18, "cuda": 1 << 22, "npu": 1 << 18}}},
-       _build_reread),
-    _W("reuse-cached", "reuse", "fix", "each cache-sized tile of x read once and reused for every pass",
-       "Optimisation 2 (UB data reuse): keep the working set on chip; x read from HBM once",
-       # tile_numel: fp32 elements per tile, chosen so tile + its slice of y fit the device's cache
-       # (CPU L2 ~1 MB; H200 L2 50 MB; Ascend 910 UB 2 MB / L2 8 MB per the article)
-       {"small": {"numel": 1 << 20, "passes": 10, "tile_numel": {"cpu": 1 << 15, "cuda": 1 << 15, "npu": 1 << 15}},
-        "full": {"numel": 1 << 28, "passes": 100, "tile_numel": {"cpu": 1 << 18, "cuda": 1 << 22, "npu": 1 << 18}}},
-       _build_cached),
-    _W("layernorm-naive", "layernorm", "problem", "LayerNorm as separate mean/var/normalise/affine operators",
-       "Optimisation 2: LayerNorm [1,512,4096] as separate ops, each an HBM pass: 0.48 ms",
-       {"small": {"shape": [1, 512, 4096]}, "full": {"shape": [1, 512, 4096]}}, _build_ln_naive),
-    _W("layernorm-fused", "layernorm", "fix", "fused layer_norm: one kernel, intermediates stay on chip",
-       "Optimisation 2: fused layer_norm [1,512,4096]: 0.11 ms (4.4x)",
-       {"small": {"shape": [1, 512, 4096]}, "full": {"shape": [1, 512, 4096]}}, _build_ln_fused),
-    _W("conv-nchw", "conv", "problem", "convolutions over an NCHW input",
-       "Optimisation 3: NCHW convolutions of a [1,3,1024,1024] input: 156 ms",
-       # full: 8 conv layers of 64 channels (the article's "64 convolutions" read as 64 output channels)
-       {"small": {"input": [1, 3, 64, 64], "channels": 16, "layers": 4},
-        "full": {"input": [1, 3, 1024, 1024], "channels": 64, "layers": 8}}, _build_conv(False)),
-    _W("conv-channels-last", "conv", "fix", "the same convolutions after one NCHW -> NHWC (channels-last) conversion",
-       "Optimisation 3: NHWC (channels-last) before the convolutions: 89 ms (1.75x)",
-       {"small": {"input": [1, 3, 64, 64], "channels": 16, "layers": 4},
-        "full": {"input": [1, 3, 1024, 1024], "channels": 64, "layers": 8}}, _build_conv(True)),
-    _W("copy-serial", "copy", "problem", "serial copy-then-compute from pageable host memory",
-       "Optimisation 4: serial host->device copy then compute leaves the device idle during copies",
-       {"small": {"batches": 8, "batch": 256, "features": 512},
-        "full": {"batches": 16, "batch": 4096, "features": 8192}}, _build_copy_serial),
-    _W("copy-prefetch", "copy", "fix", "pinned memory + non_blocking copies one batch ahead on a side stream",
-       "Optimisation 4: prefetch (pin_memory, non_blocking, prefetch_factor=2) overlaps copies with compute",
-       {"small": {"batches": 8, "batch": 256, "features": 512},
-        "full": {"batches": 16, "batch": 4096, "features": 8192}}, _build_copy_prefetch, all_threads_on_cpu=True),
-    _W("precision-fp32", "precision", "problem", "MLP forward+backward in fp32",
-       "Optimisation 5: fp32 moves twice the bytes of fp16/bf16",
-       {"small": {"tokens": 256, "d": 256}, "full": {"tokens": 8192, "d": 4096}}, _build_mlp("float32")),
-    _W("precision-bf16", "precision", "fix", "the same MLP in bf16, loss in fp32",
-       "Optimisation 5: bf16 halves the bytes moved; keep the loss in fp32",
-       {"small": {"tokens": 256, "d": 256}, "full": {"tokens": 8192, "d": 4096}}, _build_mlp("bfloat16")),
-    _W("checkpoint-off", "checkpoint", "problem", "MLP blocks training with every activation stored",
-       "Optimisation 6: stored activations: forward writes 4 GB, backward reads 4 GB (8 GB)",
-       {"small": {"blocks": 4, "tokens": 512, "d": 256}, "full": {"blocks": 8, "tokens": 8192, "d": 2048}},
-       _build_blocks(False)),
-    _W("checkpoint-on", "checkpoint", "fix", "the same blocks with gradient checkpointing (recompute in backward)",
-       "Optimisation 6: recompute: ~4 GB traffic + 2 GB recompute, ~50% less bandwidth for ~20% more compute",
-       {"small": {"blocks": 4, "tokens": 512, "d": 256}, "full": {"blocks": 8, "tokens": 8192, "d": 2048}},
-       _build_blocks(True)),
+    _W(
+        "intensity-tanh",
+        "intensity",
+        "problem",
+        "tanh over a large tensor: element-wise, ~0.125 FLOP/byte",
+        "How HBM gets saturated #1: tanh over (1024,1024,1024) fp32 (4 GB in, 4 GB out): 42 ms at 95% HBM bandwidth on Ascend 910",
+        {"small": {"shape": [64, 64, 64]}, "full": {"shape": [1024, 1024, 1024]}},
+        _build_tanh,
+    ),
+    _W(
+        "intensity-matmul",
+        "intensity",
+        "fix",
+        "matmul: hundreds of FLOPs per byte (the contrast to tanh)",
+        "How HBM gets saturated #1: matmul 8 ms at 60% HBM bandwidth (compute-bound, not bandwidth-bound)",
+        {"small": {"n": 256}, "full": {"n": 8192}},
+        _build_matmul,
+    ),
+    _W(
+        "reuse-reread",
+        "reuse",
+        "problem",
+        "x re-read from memory on every pass of a loop",
+        "How HBM gets saturated #2: x read 100 times (4 GB x 100 = 400 GB) instead of once into UB",
+        # full: 1 GiB x (not 4 GB) so the fix's tile loop stays under ~7k kernels per step
+        {
+            "small": {
+                "numel": 1 << 20,
+                "passes": 10,
+                "tile_numel": {"cpu": 1 << 15, "cuda": 1 << 15, "npu": 1 << 15},
+            },
+            "full": {
+                "numel": 1 << 28,
+                "passes": 100,
+                "tile_numel": {"cpu": 1 << 18, "cuda": 1 << 22, "npu": 1 << 18},
+            },
+        },
+        _build_reread,
+    ),
+    _W(
+        "reuse-cached",
+        "reuse",
+        "fix",
+        "each cache-sized tile of x read once and reused for every pass",
+        "Optimisation 2 (UB data reuse): keep the working set on chip; x read from HBM once",
+        # tile_numel: fp32 elements per tile, chosen so tile + its slice of y fit the device's cache
+        # (CPU L2 ~1 MB; H200 L2 50 MB; Ascend 910 UB 2 MB / L2 8 MB per the article)
+        {
+            "small": {
+                "numel": 1 << 20,
+                "passes": 10,
+                "tile_numel": {"cpu": 1 << 15, "cuda": 1 << 15, "npu": 1 << 15},
+            },
+            "full": {
+                "numel": 1 << 28,
+                "passes": 100,
+                "tile_numel": {"cpu": 1 << 18, "cuda": 1 << 22, "npu": 1 << 18},
+            },
+        },
+        _build_cached,
+    ),
+    _W(
+        "layernorm-naive",
+        "layernorm",
+        "problem",
+        "LayerNorm as separate mean/var/normalise/affine operators",
+        "Optimisation 2: LayerNorm [1,512,4096] as separate ops, each an HBM pass: 0.48 ms",
+        {"small": {"shape": [1, 512, 4096]}, "full": {"shape": [1, 512, 4096]}},
+        _build_ln_naive,
+    ),
+    _W(
+        "layernorm-fused",
+        "layernorm",
+        "fix",
+        "fused layer_norm: one kernel, intermediates stay on chip",
+        "Optimisation 2: fused layer_norm [1,512,4096]: 0.11 ms (4.4x)",
+        {"small": {"shape": [1, 512, 4096]}, "full": {"shape": [1, 512, 4096]}},
+        _build_ln_fused,
+    ),
+    _W(
+        "conv-nchw",
+        "conv",
+        "problem",
+        "convolutions over an NCHW input",
+        "Optimisation 3: NCHW convolutions of a [1,3,1024,1024] input: 156 ms",
+        # full: 8 conv layers of 64 channels (the article's "64 convolutions" read as 64 output channels)
+        {
+            "small": {"input": [1, 3, 64, 64], "channels": 16, "layers": 4},
+            "full": {"input": [1, 3, 1024, 1024], "channels": 64, "layers": 8},
+        },
+        _build_conv(False),
+    ),
+    _W(
+        "conv-channels-last",
+        "conv",
+        "fix",
+        "the same convolutions after one NCHW -> NHWC (channels-last) conversion",
+        "Optimisation 3: NHWC (channels-last) before the convolutions: 89 ms (1.75x)",
+        {
+            "small": {"input": [1, 3, 64, 64], "channels": 16, "layers": 4},
+            "full": {"input": [1, 3, 1024, 1024], "channels": 64, "layers": 8},
+        },
+        _build_conv(True),
+    ),
+    _W(
+        "copy-serial",
+        "copy",
+        "problem",
+        "serial copy-then-compute from pageable host memory",
+        "Optimisation 4: serial host->device copy then compute leaves the device idle during copies",
+        {
+            "small": {"batches": 8, "batch": 256, "features": 512},
+            "full": {"batches": 16, "batch": 4096, "features": 8192},
+        },
+        _build_copy_serial,
+    ),
+    _W(
+        "copy-prefetch",
+        "copy",
+        "fix",
+        "pinned memory + non_blocking copies one batch ahead on a side stream",
+        "Optimisation 4: prefetch (pin_memory, non_blocking, prefetch_factor=2) overlaps copies with compute",
+        {
+            "small": {"batches": 8, "batch": 256, "features": 512},
+            "full": {"batches": 16, "batch": 4096, "features": 8192},
+        },
+        _build_copy_prefetch,
+        all_threads_on_cpu=True,
+    ),
+    _W(
+        "precision-fp32",
+        "precision",
+        "problem",
+        "MLP forward+backward in fp32",
+        "Optimisation 5: fp32 moves twice the bytes of fp16/bf16",
+        {"small": {"tokens": 256, "d": 256}, "full": {"tokens": 8192, "d": 4096}},
+        _build_mlp("float32"),
+    ),
+    _W(
+        "precision-bf16",
+        "precision",
+        "fix",
+        "the same MLP in bf16, loss in fp32",
+        "Optimisation 5: bf16 halves the bytes moved; keep the loss in fp32",
+        {"small": {"tokens": 256, "d": 256}, "full": {"tokens": 8192, "d": 4096}},
+        _build_mlp("bfloat16"),
+    ),
+    _W(
+        "checkpoint-off",
+        "checkpoint",
+        "problem",
+        "MLP blocks training with every activation stored",
+        "Optimisation 6: stored activations: forward writes 4 GB, backward reads 4 GB (8 GB)",
+        {"small": {"blocks": 4, "tokens": 512, "d": 256}, "full": {"blocks": 8, "tokens": 8192, "d": 2048}},
+        _build_blocks(False),
+    ),
+    _W(
+        "checkpoint-on",
+        "checkpoint",
+        "fix",
+        "the same blocks with gradient checkpointing (recompute in backward)",
+        "Optimisation 6: recompute: ~4 GB traffic + 2 GB recompute, ~50% less bandwidth for ~20% more compute",
+        {"small": {"blocks": 4, "tokens": 512, "d": 256}, "full": {"blocks": 8, "tokens": 8192, "d": 2048}},
+        _build_blocks(True),
+    ),
 ]
 WORKLOADS: dict[str, Workload] = {w.name: w for w in _ALL}
 

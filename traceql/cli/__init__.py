@@ -41,7 +41,9 @@ _register()
 
 @app.callback()
 def _root(
-    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks for errors.", envvar="TRACEQL_DEBUG"),
+    debug: bool = typer.Option(
+        False, "--debug", help="Show full tracebacks for errors.", envvar="TRACEQL_DEBUG"
+    ),
 ) -> None:
     if debug:
         os.environ["TRACEQL_DEBUG"] = "1"

@@ -9,9 +9,16 @@ import typer
 
 StoreOpt = Annotated[
     Optional[Path],
-    typer.Option("--store", "-s", help="Store directory (default ./.traceql, or $TRACEQL_STORE).", envvar="TRACEQL_STORE"),
+    typer.Option(
+        "--store",
+        "-s",
+        help="Store directory (default ./.traceql, or $TRACEQL_STORE).",
+        envvar="TRACEQL_STORE",
+    ),
 ]
-RunOpt = Annotated[Optional[str], typer.Option("--run", "-r", help="Run name (default: the only/most recent run).")]
+RunOpt = Annotated[
+    Optional[str], typer.Option("--run", "-r", help="Run name (default: the only/most recent run).")
+]
 RankOpt = Annotated[Optional[int], typer.Option("--rank", help="Only this rank.")]
 
 

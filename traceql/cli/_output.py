@@ -54,7 +54,10 @@ def emit(table: Any, fmt: str, output: Path | None = None, max_rows: int = 200) 
             if str(col.type).startswith(("map", "list", "struct")):
                 import pyarrow as pa
 
-                col = pa.array([None if v is None else json.dumps(_jsonable(v)) for v in col.to_pylist()], type=pa.string())
+                col = pa.array(
+                    [None if v is None else json.dumps(_jsonable(v)) for v in col.to_pylist()],
+                    type=pa.string(),
+                )
             cols.append(col)
         import pyarrow as pa
 

@@ -26,27 +26,79 @@ Needs PyTorch: pip install 'traceql[capture]' (or 'traceql[npu]' on Ascend).
 
 
 def capture_cmd(
-    script: Annotated[Optional[list[str]], typer.Argument(help="After --: the command to profile, e.g. python train.py --steps 20.", show_default=False)] = None,
-    workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Built-in workload (see --list-workloads).")] = None,
-    all_workloads: Annotated[bool, typer.Option("--all", help="Capture every built-in workload, one dump each.")] = False,
-    list_workloads: Annotated[bool, typer.Option("--list-workloads", help="List the built-in workloads and exit.")] = False,
-    size: Annotated[str, typer.Option("--size", help="small (CPU, seconds) | full (the article's sizes, for a device).")] = "small",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Parent folder of the dump (default ./traceql_dumps).")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto | npu | cuda | cpu (auto: NPU if torch_npu sees one, else CUDA, else CPU).")] = "auto",
+    script: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="After --: the command to profile, e.g. python train.py --steps 20.", show_default=False
+        ),
+    ] = None,
+    workload: Annotated[
+        Optional[str], typer.Option("--workload", "-w", help="Built-in workload (see --list-workloads).")
+    ] = None,
+    all_workloads: Annotated[
+        bool, typer.Option("--all", help="Capture every built-in workload, one dump each.")
+    ] = False,
+    list_workloads: Annotated[
+        bool, typer.Option("--list-workloads", help="List the built-in workloads and exit.")
+    ] = False,
+    size: Annotated[
+        str, typer.Option("--size", help="small (CPU, seconds) | full (the article's sizes, for a device).")
+    ] = "small",
+    out: Annotated[
+        Optional[Path],
+        typer.Option("--out", "-o", help="Parent folder of the dump (default ./traceql_dumps)."),
+    ] = None,
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device", help="auto | npu | cuda | cpu (auto: NPU if torch_npu sees one, else CUDA, else CPU)."
+        ),
+    ] = "auto",
     wait: Annotated[int, typer.Option("--wait", help="Schedule: steps skipped first.")] = 1,
     warmup: Annotated[int, typer.Option("--warmup", help="Schedule: warm-up steps (traced, discarded).")] = 1,
     active: Annotated[int, typer.Option("--active", help="Schedule: steps recorded.")] = 2,
-    window: Annotated[Optional[float], typer.Option("--window", help="Scripts: record the first SECONDS instead of stepping on optimizer.step().")] = None,
-    ingest: Annotated[bool, typer.Option("--ingest", help="Ingest the dump into --store right away.")] = False,
+    window: Annotated[
+        Optional[float],
+        typer.Option(
+            "--window", help="Scripts: record the first SECONDS instead of stepping on optimizer.step()."
+        ),
+    ] = None,
+    ingest: Annotated[
+        bool, typer.Option("--ingest", help="Ingest the dump into --store right away.")
+    ] = False,
     store: StoreOpt = None,
-    name: Annotated[Optional[str], typer.Option("--name", "-n", help="Run name for --ingest (default: the workload or script name).")] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="With --ingest: overwrite a run of the same name.")] = False,
-    use_gzip: Annotated[bool, typer.Option("--gzip", help="torch.profiler: write the trace gzipped.")] = False,
-    cupti: Annotated[bool, typer.Option("--cupti/--no-cupti", help="CUDA: try per-kernel DRAM counters (CUPTI range profiler) in a second pass.")] = True,
-    aic_metrics: Annotated[str, typer.Option("--aic-metrics", help="NPU: memory | memory-access | memory-ub | l2cache | pipe | arithmetic.")] = "memory",
-    npu_level: Annotated[int, typer.Option("--npu-level", help="NPU: profiler_level 1 or 2 (Level0 collects no AI Core metrics).")] = 1,
+    name: Annotated[
+        Optional[str],
+        typer.Option("--name", "-n", help="Run name for --ingest (default: the workload or script name)."),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="With --ingest: overwrite a run of the same name.")
+    ] = False,
+    use_gzip: Annotated[
+        bool, typer.Option("--gzip", help="torch.profiler: write the trace gzipped.")
+    ] = False,
+    cupti: Annotated[
+        bool,
+        typer.Option(
+            "--cupti/--no-cupti",
+            help="CUDA: try per-kernel DRAM counters (CUPTI range profiler) in a second pass.",
+        ),
+    ] = True,
+    aic_metrics: Annotated[
+        str,
+        typer.Option(
+            "--aic-metrics", help="NPU: memory | memory-access | memory-ub | l2cache | pipe | arithmetic."
+        ),
+    ] = "memory",
+    npu_level: Annotated[
+        int,
+        typer.Option("--npu-level", help="NPU: profiler_level 1 or 2 (Level0 collects no AI Core metrics)."),
+    ] = 1,
     export: Annotated[str, typer.Option("--export", help="NPU: text | db | both.")] = "text",
-    l2_cache: Annotated[bool, typer.Option("--l2-cache/--no-l2-cache", help="NPU: collect l2_cache.csv (per-task L2 hit rates).")] = True,
+    l2_cache: Annotated[
+        bool,
+        typer.Option("--l2-cache/--no-l2-cache", help="NPU: collect l2_cache.csv (per-task L2 hit rates)."),
+    ] = True,
 ) -> None:
     from .. import capture as cap
     from ..errors import TraceQLError
@@ -73,7 +125,16 @@ def capture_cmd(
         _check_run_name(name)
 
     if script:
-        meta = cap.capture_script(script, out=out, device=device, schedule=schedule, npu=npu, window_s=window, use_gzip=use_gzip, name=name)
+        meta = cap.capture_script(
+            script,
+            out=out,
+            device=device,
+            schedule=schedule,
+            npu=npu,
+            window_s=window,
+            use_gzip=use_gzip,
+            name=name,
+        )
         _report(meta)
         code = int(meta.get("exit_code") or 0)
         if meta.get("runner_error"):
@@ -94,7 +155,9 @@ def capture_cmd(
 
     names = [str(w["name"]) for w in cap.list_workloads()] if all_workloads else [str(workload)]
     for wl in names:
-        meta = cap.capture_workload(wl, size=size, out=out, device=device, schedule=schedule, npu=npu, cupti=cupti, use_gzip=use_gzip)
+        meta = cap.capture_workload(
+            wl, size=size, out=out, device=device, schedule=schedule, npu=npu, cupti=cupti, use_gzip=use_gzip
+        )
         _report(meta)
         if not meta.get("ingest_path"):
             raise TraceQLError(f"the profiler wrote no trace into {meta['dump']}")

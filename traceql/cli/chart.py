@@ -11,23 +11,37 @@ from ._common import RankOpt, RunOpt, StoreOpt
 
 DeviceOpt = Annotated[
     Optional[str],
-    typer.Option("--device", help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); "
-                                  "default: detected from the dump."),
+    typer.Option(
+        "--device",
+        help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); "
+        "default: detected from the dump.",
+    ),
 ]
-PeakOpt = Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")]
+PeakOpt = Annotated[
+    Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")
+]
 
 
 def chart_cmd(
     name: Annotated[Optional[str], typer.Argument(help="Chart to draw (see --list).")] = None,
-    list_: Annotated[bool, typer.Option("--list", "-l", help="List the charts and the queries behind each.")] = False,
+    list_: Annotated[
+        bool, typer.Option("--list", "-l", help="List the charts and the queries behind each.")
+    ] = False,
     run: RunOpt = None,
     rank: RankOpt = None,
     store: StoreOpt = None,
     device: DeviceOpt = None,
     peak_hbm_gbps: PeakOpt = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write; the format comes from the "
-                                                   "suffix: .png .svg (rendered offline) .html (self-contained) "
-                                                   ".json (Vega-Lite spec). Default NAME.png.")] = None,
+    output: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--output",
+            "-o",
+            help="File to write; the format comes from the "
+            "suffix: .png .svg (rendered offline) .html (self-contained) "
+            ".json (Vega-Lite spec). Default NAME.png.",
+        ),
+    ] = None,
 ) -> None:
     """Draw one chart of a run from the metric queries (nothing is computed in the chart itself).
 
@@ -45,14 +59,18 @@ def chart_cmd(
 
     if list_ or name is None:
         for c in charts.list_charts():
-            _console.out.print(f"{c.name:<18} {c.description}  [queries: {', '.join(c.queries)}]", markup=False)
+            _console.out.print(
+                f"{c.name:<18} {c.description}  [queries: {', '.join(c.queries)}]", markup=False
+            )
         return
     charts.get(name)  # unknown chart: one line before touching the store
     out = output or Path(f"{name}.png")
     if out.suffix.lower() not in charts.FORMATS:
         from ..errors import TraceQLError
 
-        raise TraceQLError(f"{out}: unknown chart format {out.suffix or '(none)'!r}; use one of {', '.join(charts.FORMATS)}")
+        raise TraceQLError(
+            f"{out}: unknown chart format {out.suffix or '(none)'!r}; use one of {', '.join(charts.FORMATS)}"
+        )
     run_id = resolve_run(store, run)
     peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
     chart = charts.make(name, store, run_id=run_id, rank=rank, device=device, peaks=peaks)
@@ -65,8 +83,13 @@ def report_cmd(
     store: StoreOpt = None,
     device: DeviceOpt = None,
     peak_hbm_gbps: PeakOpt = None,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Baseline run (e.g. 1 card) for the scaling efficiency.")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default RUN.html).")] = None,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option("--baseline", help="Baseline run (e.g. 1 card) for the scaling efficiency."),
+    ] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default RUN.html).")
+    ] = None,
 ) -> None:
     """Write one self-contained HTML report: the verdict (what saturates first, with the number), the findings
     with the charts that prove them, per-rank detail, operators, run metadata and the commands that reproduce
@@ -91,7 +114,9 @@ def report_cmd(
         raise TraceQLError(f"{out}: the report is an HTML file; give a path ending in .html")
     peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
     write_report(out, store, run_id, device=device, peaks=peaks, baseline=baseline)
-    _console.info(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, run {run_id}); it opens offline in any browser")
+    _console.info(
+        f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, run {run_id}); it opens offline in any browser"
+    )
 
 
 def register(app: typer.Typer) -> None:

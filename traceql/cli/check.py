@@ -14,8 +14,12 @@ def check_cmd(
     store: StoreOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table|json")] = "table",
     all_runs: Annotated[bool, typer.Option("--all", help="Check every run in the store.")] = False,
-    only: Annotated[Optional[list[str]], typer.Option("--check", "-c", help="Run only this check (repeatable).")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check finds rows (for CI).")] = False,
+    only: Annotated[
+        Optional[list[str]], typer.Option("--check", "-c", help="Run only this check (repeatable).")
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when any check finds rows (for CI).")
+    ] = False,
 ) -> None:
     """Run the data-fidelity checks (negative durations, kernels outside their step, counters outside the run
     window, implausible HBM bandwidth...) on a run. Each check is a SQL file that must return zero rows;
@@ -53,7 +57,9 @@ def check_cmd(
         for rid, res in report.items():
             for r in res:
                 if r["failures"] and r["sample"]:
-                    _console.info(f"{rid} / {r['name']}: first rows: {json.dumps(r['sample'][:3], ensure_ascii=False)}")
+                    _console.info(
+                        f"{rid} / {r['name']}: first rows: {json.dumps(r['sample'][:3], ensure_ascii=False)}"
+                    )
     if strict and failed:
         raise typer.Exit(1)
 

@@ -49,8 +49,10 @@ def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
         return arg
     p = Path(arg)
     if not p.exists():
-        raise StoreError(f"{arg!r} is neither a run in store {st.root} (runs: {', '.join(sorted(runs)) or 'none'}) "
-                         "nor a dump path")
+        raise StoreError(
+            f"{arg!r} is neither a run in store {st.root} (runs: {', '.join(sorted(runs)) or 'none'}) "
+            "nor a dump path"
+        )
     src = str(p.resolve())
     for rid, info in runs.items():
         if str(info.get("source", "")) == src:
@@ -68,26 +70,70 @@ def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
 
 
 def compare_cmd(
-    base: Annotated[str, typer.Argument(help="Baseline: a run name in the store, or a dump path (ingested first).")],
+    base: Annotated[
+        str, typer.Argument(help="Baseline: a run name in the store, or a dump path (ingested first).")
+    ],
     cand: Annotated[str, typer.Argument(help="Candidate: a run name, or a dump path.")],
     store: StoreOpt = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text | json | markdown.")] = Format.text,
-    mode: Annotated[Mode, typer.Option("--mode", help="same: one job before/after a change (default); cross: a "
-                                       "baseline on another device/profiler (GPU vs NPU port), operators matched "
-                                       "through the framework op that launched them.")] = Mode.same,
-    gate: Annotated[Optional[str], typer.Option("--gate", help=f"Exit {GATE_EXIT} when the step time regresses "
-                                                "(beyond the noise) by more than this, e.g. 5%.")] = None,
-    min_effect: Annotated[str, typer.Option("--min-effect", help="Smallest step-time change called an improvement or "
-                                            "regression; below it the verdict is neutral.")] = "1%",
-    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks of both runs "
-                                                  "(ascend910b, a100-80gb, h200...); default: detected per run.")] = None,
-    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak of both runs, GB/s.")] = None,
-    name_map: Annotated[Optional[Path], typer.Option("--name-map", help='--mode cross: JSON/TOML file {"map": {"<regex on '
-                                                     'base kernel or op>": "<cand name>"}}, e.g. CUDA kernel -> Ascend op.')] = None,
-    no_findings: Annotated[bool, typer.Option("--no-findings", help="Skip the findings diff (faster).")] = False,
-    no_fused_groups: Annotated[bool, typer.Option("--no-fused-groups", help="Skip the fused-group traffic (the "
-                                                  "fusion_chains query: about half of a compare of big runs).")] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the comparison to FILE instead of stdout.")] = None,
+    mode: Annotated[
+        Mode,
+        typer.Option(
+            "--mode",
+            help="same: one job before/after a change (default); cross: a "
+            "baseline on another device/profiler (GPU vs NPU port), operators matched "
+            "through the framework op that launched them.",
+        ),
+    ] = Mode.same,
+    gate: Annotated[
+        Optional[str],
+        typer.Option(
+            "--gate",
+            help=f"Exit {GATE_EXIT} when the step time regresses "
+            "(beyond the noise) by more than this, e.g. 5%.",
+        ),
+    ] = None,
+    min_effect: Annotated[
+        str,
+        typer.Option(
+            "--min-effect",
+            help="Smallest step-time change called an improvement or "
+            "regression; below it the verdict is neutral.",
+        ),
+    ] = "1%",
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device",
+            help="Device preset for the peaks of both runs "
+            "(ascend910b, a100-80gb, h200...); default: detected per run.",
+        ),
+    ] = None,
+    peak_hbm_gbps: Annotated[
+        Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak of both runs, GB/s.")
+    ] = None,
+    name_map: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--name-map",
+            help='--mode cross: JSON/TOML file {"map": {"<regex on '
+            'base kernel or op>": "<cand name>"}}, e.g. CUDA kernel -> Ascend op.',
+        ),
+    ] = None,
+    no_findings: Annotated[
+        bool, typer.Option("--no-findings", help="Skip the findings diff (faster).")
+    ] = False,
+    no_fused_groups: Annotated[
+        bool,
+        typer.Option(
+            "--no-fused-groups",
+            help="Skip the fused-group traffic (the "
+            "fusion_chains query: about half of a compare of big runs).",
+        ),
+    ] = False,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the comparison to FILE instead of stdout.")
+    ] = None,
 ) -> None:
     """Compare a candidate run against a baseline: did the fix work? A verdict (improvement, regression,
     neutral or inconclusive, with the per-step noise behind it) only when the runs are comparable; step time
@@ -118,8 +164,19 @@ def compare_cmd(
     b = resolve_side(store, base, quiet=False)
     c = resolve_side(store, cand, quiet=False)
     peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
-    res = compare(store, b, c, mode=mode.value, device=device, peaks=peaks, with_findings=not no_findings,
-                  min_effect=eff, gate=gate_v, name_map=rename, with_chains=not no_fused_groups)
+    res = compare(
+        store,
+        b,
+        c,
+        mode=mode.value,
+        device=device,
+        peaks=peaks,
+        with_findings=not no_findings,
+        min_effect=eff,
+        gate=gate_v,
+        name_map=rename,
+        with_chains=not no_fused_groups,
+    )
     d: dict[str, Any] = res.to_dict()
     if fmt == Format.json:
         import json

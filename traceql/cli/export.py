@@ -17,14 +17,52 @@ _CHROME_SUFFIXES = (".json",)
 def export_cmd(
     run: RunOpt = None,
     store: StoreOpt = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write ('-' = stdout). Default: RUN.pftrace, or RUN.json with --format chrome.")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="perfetto (protobuf .pftrace) | chrome (trace JSON); default from the --output suffix (.json = chrome), else perfetto.")] = None,
+    output: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--output",
+            "-o",
+            help="File to write ('-' = stdout). Default: RUN.pftrace, or RUN.json with --format chrome.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            "-f",
+            help="perfetto (protobuf .pftrace) | chrome (trace JSON); default from the --output suffix (.json = chrome), else perfetto.",
+        ),
+    ] = None,
     rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank (repeatable).")] = None,
-    steps: Annotated[Optional[str], typer.Option("--steps", help="Only events that start in these steps' windows: N or A-B.")] = None,
-    clock_align: Annotated[bool, typer.Option("--clock-align/--no-clock-align", help="Move every rank onto the reference rank's clock where the estimated offset exceeds the collectives' own skew (default on).")] = True,
-    with_findings: Annotated[bool, typer.Option("--findings/--no-findings", help="Add the findings track (runs the checklist: seconds on big runs).")] = True,
-    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks (ascend910b, a100-80gb, h200...); default: detected from the dump.")] = None,
-    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")] = None,
+    steps: Annotated[
+        Optional[str],
+        typer.Option("--steps", help="Only events that start in these steps' windows: N or A-B."),
+    ] = None,
+    clock_align: Annotated[
+        bool,
+        typer.Option(
+            "--clock-align/--no-clock-align",
+            help="Move every rank onto the reference rank's clock where the estimated offset exceeds the collectives' own skew (default on).",
+        ),
+    ] = True,
+    with_findings: Annotated[
+        bool,
+        typer.Option(
+            "--findings/--no-findings",
+            help="Add the findings track (runs the checklist: seconds on big runs).",
+        ),
+    ] = True,
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device",
+            help="Device preset for the peaks (ascend910b, a100-80gb, h200...); default: detected from the dump.",
+        ),
+    ] = None,
+    peak_hbm_gbps: Annotated[
+        Optional[float],
+        typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
+    ] = None,
 ) -> None:
     """Export a run's timeline for Perfetto UI, chrome://tracing or MindStudio Insight: device tasks, host ops,
     communication and flows (one process per rank, tracks named as the profiler names them), counter tracks
@@ -60,21 +98,37 @@ def export_cmd(
         import sys
 
         if sys.stdout.isatty():
-            raise TraceQLError("refusing to write a binary Perfetto trace to a terminal: pass -o FILE, or pipe it")
+            raise TraceQLError(
+                "refusing to write a binary Perfetto trace to a terminal: pass -o FILE, or pipe it"
+            )
     if not to_stdout and output.parent != Path("") and not output.parent.is_dir():
         raise TraceQLError(f"{output}: no such directory {output.parent}")
     peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
-    summary = export.export(store, run_id, None if to_stdout else output, fmt=fmt, ranks=rank or None,
-                            steps=step_range, align=clock_align, device=device, peaks=peaks,
-                            with_findings=with_findings)
+    summary = export.export(
+        store,
+        run_id,
+        None if to_stdout else output,
+        fmt=fmt,
+        ranks=rank or None,
+        steps=step_range,
+        align=clock_align,
+        device=device,
+        peaks=peaks,
+        with_findings=with_findings,
+    )
     for line in calign.describe(summary["offsets"], summary["ranks"]):
         _console.info(f"clock {line}")
     if not clock_align and summary["offsets"] and any(o["applied"] for o in summary["offsets"]):
-        _console.warn("--no-clock-align: ranks whose clocks disagree beyond the collectives' skew are exported as recorded")
+        _console.warn(
+            "--no-clock-align: ranks whose clocks disagree beyond the collectives' skew are exported as recorded"
+        )
     c = summary["counts"]
     what = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in c.items() if v)
-    _console.info(f"wrote {'stdout' if to_stdout else output} ({fmt}, run {run_id}, ranks {', '.join(map(str, summary['ranks']))}"
-                  + (f", steps {steps}" if steps else "") + f"): {what}")
+    _console.info(
+        f"wrote {'stdout' if to_stdout else output} ({fmt}, run {run_id}, ranks {', '.join(map(str, summary['ranks']))}"
+        + (f", steps {steps}" if steps else "")
+        + f"): {what}"
+    )
 
 
 def register(app: typer.Typer) -> None:

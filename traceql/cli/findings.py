@@ -16,13 +16,37 @@ FAIL_EXIT = 3  # --fail-on threshold reached (1 = error, 2 = usage error)
 def findings_cmd(
     run: RunOpt = None,
     store: StoreOpt = None,
-    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.")] = None,
-    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")] = None,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Baseline run (e.g. 1 card) for the scaling efficiency.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json|markdown (json always lists every check).")] = "table",
-    fail_on: Annotated[Optional[str], typer.Option("--fail-on", help=f"Exit {FAIL_EXIT} when a finding at or above this severity fires (low|medium|high|critical), for CI gates.")] = None,
-    show_all: Annotated[bool, typer.Option("--all", help="Also show the checks that did not fire, with why.")] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to FILE instead of stdout.")] = None,
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device",
+            help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.",
+        ),
+    ] = None,
+    peak_hbm_gbps: Annotated[
+        Optional[float],
+        typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
+    ] = None,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option("--baseline", help="Baseline run (e.g. 1 card) for the scaling efficiency."),
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table|json|markdown (json always lists every check).")
+    ] = "table",
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fail-on",
+            help=f"Exit {FAIL_EXIT} when a finding at or above this severity fires (low|medium|high|critical), for CI gates.",
+        ),
+    ] = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also show the checks that did not fire, with why.")
+    ] = False,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the report to FILE instead of stdout.")
+    ] = None,
 ) -> None:
     """Walk the seed article's checklist over a run: is it bandwidth-bound, which operators move the HBM bytes,
     and which of the six optimisations (fusion, UB reuse, layout, prefetch, mixed precision, checkpointing)
@@ -47,7 +71,9 @@ def findings_cmd(
     if fmt not in FORMATS:
         raise TraceQLError(f"unknown --format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fail_on is not None and (fail_on not in findings.SEVERITIES or fail_on == "info"):
-        raise typer.BadParameter(f"{fail_on!r} is not one of low, medium, high, critical", param_hint="--fail-on")
+        raise typer.BadParameter(
+            f"{fail_on!r} is not one of low, medium, high, critical", param_hint="--fail-on"
+        )
     if output is not None and fmt == "table":
         raise TraceQLError("--output needs --format json or markdown")
     run_id = resolve_run(store, run)
@@ -57,7 +83,9 @@ def findings_cmd(
     rep = findings.evaluate(store, run_id, device=device, peaks=peaks, baseline=baseline)
     note = rep.device.get("note") or ""
     if note:
-        (_console.warn if rep.device.get("peaks", {}).get("peak_hbm_bps") is None else _console.info)(f"run {run_id}: {note}")
+        (_console.warn if rep.device.get("peaks", {}).get("peak_hbm_bps") is None else _console.info)(
+            f"run {run_id}: {note}"
+        )
 
     if fmt == "json":
         text = rep.to_json() + "\n"
@@ -78,18 +106,25 @@ def findings_cmd(
                 continue
             sv = f.saving.get("value")
             saving = f"{sv:.3g} {f.saving.get('unit')}" if sv is not None else ""
-            rows.append((str(f.checklist_step), f.id, f.severity if f.fired else "-", saving, f.message))  # print_table escapes control characters and never reads markup
+            rows.append(
+                (str(f.checklist_step), f.id, f.severity if f.fired else "-", saving, f.message)
+            )  # print_table escapes control characters and never reads markup
         if rows:
             _console.print_table(["step", "check", "severity", "saving", "finding"], rows)
         hidden = len(rep.findings) - len(rep.fired)
-        _console.info(f"{len(rep.fired)} of {len(rep.findings)} checks fired"
-                      + (f"; {hidden} did not (--all shows why)" if hidden and not show_all else "")
-                      + "; --format markdown adds evidence, top operators and the query behind each finding")
+        _console.info(
+            f"{len(rep.fired)} of {len(rep.findings)} checks fired"
+            + (f"; {hidden} did not (--all shows why)" if hidden and not show_all else "")
+            + "; --format markdown adds evidence, top operators and the query behind each finding"
+        )
     if fail_on is not None:
         hits = rep.at_least(fail_on)
         if hits:
-            _console.err.print(f"--fail-on {fail_on}: {len(hits)} finding(s) at or above it: "
-                               + ", ".join(f"{f.id} ({f.severity})" for f in hits), markup=False)
+            _console.err.print(
+                f"--fail-on {fail_on}: {len(hits)} finding(s) at or above it: "
+                + ", ".join(f"{f.id} ({f.severity})" for f in hits),
+                markup=False,
+            )
             raise typer.Exit(FAIL_EXIT)
 
 

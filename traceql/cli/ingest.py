@@ -11,15 +11,38 @@ from ._common import StoreOpt
 
 
 def ingest_cmd(
-    path: Annotated[Path, typer.Argument(help="Dump to ingest: a *_ascend_pt folder, a cluster folder of them, a PROF_* folder, or a trace .json/.json.gz/.csv/.db file.")],
-    name: Annotated[Optional[str], typer.Option("--name", "-n", help="Run name (default: from the path).")] = None,
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="Dump to ingest: a *_ascend_pt folder, a cluster folder of them, a PROF_* folder, or a trace .json/.json.gz/.csv/.db file."
+        ),
+    ],
+    name: Annotated[
+        Optional[str], typer.Option("--name", "-n", help="Run name (default: from the path).")
+    ] = None,
     store: StoreOpt = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")] = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Parallel parser processes (default: CPU count).")] = None,
+    workers: Annotated[
+        Optional[int], typer.Option("--workers", "-j", help="Parallel parser processes (default: CPU count).")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    check: Annotated[bool, typer.Option("--check/--no-check", help="Run the data-fidelity checks after ingest.")] = True,
-    prepare: Annotated[Optional[bool], typer.Option("--prepare/--no-prepare", help="Build the run's analysis tables now (default: for runs of 2+ ranks; else the first findings/report does, once).")] = None,
-    follow_links: Annotated[bool, typer.Option("--follow-links", help="Read symbolic links that lead outside the dump (refused by default: a dump from elsewhere may link to your files).")] = False,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Run the data-fidelity checks after ingest.")
+    ] = True,
+    prepare: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--prepare/--no-prepare",
+            help="Build the run's analysis tables now (default: for runs of 2+ ranks; else the first findings/report does, once).",
+        ),
+    ] = None,
+    follow_links: Annotated[
+        bool,
+        typer.Option(
+            "--follow-links",
+            help="Read symbolic links that lead outside the dump (refused by default: a dump from elsewhere may link to your files).",
+        ),
+    ] = False,
 ) -> None:
     """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel).
 
@@ -53,9 +76,17 @@ def ingest_cmd(
         progress.update(task["id"], completed=done, total=total or None)
 
     with progress:
-        info = ingest(path, store=store, name=name, replace=replace, workers=workers, on_units=on_units,
-                      on_unit_done=on_done, on_bytes=on_bytes if progress_wanted(quiet) else None,
-                      follow_links=follow_links)
+        info = ingest(
+            path,
+            store=store,
+            name=name,
+            replace=replace,
+            workers=workers,
+            on_units=on_units,
+            on_unit_done=on_done,
+            on_bytes=on_bytes if progress_wanted(quiet) else None,
+            follow_links=follow_links,
+        )
     rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
     _console.out.print(
         f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}",
@@ -70,7 +101,9 @@ def ingest_cmd(
             if r.get("error"):
                 _console.warn(f"check {r['name']} could not run: {r['error']}")
             elif r["failures"]:
-                _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']} (see `traceql check`)")
+                _console.warn(
+                    f"check {r['name']}: {r['failures']} row(s) — {r['description']} (see `traceql check`)"
+                )
     if prepare if prepare is not None else info["ranks_count"] >= 2:
         from .. import derive
         from ..store import Store
@@ -79,7 +112,9 @@ def ingest_cmd(
             _console.info(f"building the analysis tables of run {run_id!r}")
 
         if derive.ensure(Store(store), [info["run_id"]], workers=workers, on_build=building):
-            _console.warn(f"could not build the analysis tables of run {info['run_id']!r}: the first analysis will try again")
+            _console.warn(
+                f"could not build the analysis tables of run {info['run_id']!r}: the first analysis will try again"
+            )
 
 
 def runs_cmd(
@@ -98,10 +133,23 @@ def runs_cmd(
     st = Store(store)
     runs = st.runs() if st.exists() else {}
     if fmt == "json":
-        _console.out.print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()}, indent=1), markup=False)
+        _console.out.print(
+            json.dumps(
+                {k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()}, indent=1
+            ),
+            markup=False,
+        )
         return
     rows = [
-        (rid, info.get("format"), info.get("ranks_count"), info.get("device"), sum(info.get("rows", {}).values()), info.get("ingested_at"), info.get("source"))
+        (
+            rid,
+            info.get("format"),
+            info.get("ranks_count"),
+            info.get("device"),
+            sum(info.get("rows", {}).values()),
+            info.get("ingested_at"),
+            info.get("source"),
+        )
         for rid, info in sorted(runs.items())
     ]
     _console.print_table(["run", "format", "ranks", "device", "rows", "ingested", "source"], rows)

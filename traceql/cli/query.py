@@ -40,8 +40,16 @@ def _list(fmt: str, output: Path | None) -> None:
             {
                 "name": s.name,
                 "description": s.description,
-                "params": [{"name": p.name, "type": p.type, "default": None if p.required else p.default,
-                            "required": p.required, "doc": p.doc} for p in s.params],
+                "params": [
+                    {
+                        "name": p.name,
+                        "type": p.type,
+                        "default": None if p.required else p.default,
+                        "required": p.required,
+                        "doc": p.doc,
+                    }
+                    for p in s.params
+                ],
                 "columns": [{"name": c.name, "type": c.type, "doc": c.doc} for c in s.columns],
             }
             for s in specs
@@ -64,17 +72,39 @@ def _list(fmt: str, output: Path | None) -> None:
 
 def query_cmd(
     name: Annotated[Optional[str], typer.Argument(help="Query to run (see --list).")] = None,
-    list_: Annotated[bool, typer.Option("--list", "-l", help="List every query with its description and params.")] = False,
-    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="Query parameter NAME=VALUE (repeatable).")] = None,
+    list_: Annotated[
+        bool, typer.Option("--list", "-l", help="List every query with its description and params.")
+    ] = False,
+    param: Annotated[
+        Optional[list[str]], typer.Option("--param", "-p", help="Query parameter NAME=VALUE (repeatable).")
+    ] = None,
     store: StoreOpt = None,
     run: RunOpt = None,
     rank: RankOpt = None,
-    device: Annotated[Optional[str], typer.Option("--device", help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.")] = None,
-    peak_hbm_gbps: Annotated[Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")] = None,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Baseline run (e.g. 1 card) for wait_attribution's scaling_vs_baseline.")] = None,
+    device: Annotated[
+        Optional[str],
+        typer.Option(
+            "--device",
+            help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.",
+        ),
+    ] = None,
+    peak_hbm_gbps: Annotated[
+        Optional[float],
+        typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
+    ] = None,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline", help="Baseline run (e.g. 1 card) for wait_attribution's scaling_vs_baseline."
+        ),
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table|csv|json|parquet")] = "table",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")] = None,
-    show_sql: Annotated[bool, typer.Option("--show-sql", help="Print a script for the stock duckdb shell instead of running.")] = False,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")
+    ] = None,
+    show_sql: Annotated[
+        bool, typer.Option("--show-sql", help="Print a script for the stock duckdb shell instead of running.")
+    ] = False,
 ) -> None:
     """Run a metric query (HBM bytes per operator, HBM utilisation, wait attribution...) over a run.
 
@@ -95,7 +125,9 @@ def query_cmd(
         return
     spec = queries.get(name)
     params: dict[str, Any] = _parse_params(param or [])
-    peaks: dict[str, float | None] | None = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
+    peaks: dict[str, float | None] | None = (
+        {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
+    )
     if show_sql:
         from .. import devices
 
@@ -107,7 +139,9 @@ def query_cmd(
     run_id = resolve_run(store, run)
     if baseline is not None:
         if spec.param("baseline_step_ns") is None:
-            raise QueryError(f"--baseline applies to queries with a baseline_step_ns param (wait_attribution), not {name}")
+            raise QueryError(
+                f"--baseline applies to queries with a baseline_step_ns param (wait_attribution), not {name}"
+            )
         if "baseline_step_ns" in params:
             raise QueryError("give either --baseline RUN or --param baseline_step_ns=NS, not both")
         resolve_run(store, baseline)

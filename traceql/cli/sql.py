@@ -12,7 +12,15 @@ from ._common import StoreOpt
 # What `traceql sql` runs without --write: queries, plain EXPLAIN, and metadata pragmas. Everything else is
 # refused, SET and most PRAGMAs included: DuckDB can write files through them (query logs, profiler output,
 # IMPORT DATABASE running a folder's SQL), and EXPLAIN ANALYZE executes its statement.
-_READ_ONLY_PRAGMAS = {"table_info", "show_tables", "show_tables_expanded", "show", "database_size", "version", "storage_info"}
+_READ_ONLY_PRAGMAS = {
+    "table_info",
+    "show_tables",
+    "show_tables_expanded",
+    "show",
+    "database_size",
+    "version",
+    "storage_info",
+}
 
 
 def _check_read_only(sql: str) -> None:
@@ -54,14 +62,47 @@ def _check_read_only(sql: str) -> None:
 
 
 def sql_cmd(
-    query: Annotated[str, typer.Argument(help="SQL over the views: kernels, host_ops, flows, counters, comm_ops, comm_bandwidth, comm_matrix, steps, memory, l2_cache, op_stats, run_meta, runs. '-' reads stdin.")],
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="SQL over the views: kernels, host_ops, flows, counters, comm_ops, comm_bandwidth, comm_matrix, steps, memory, l2_cache, op_stats, run_meta, runs. '-' reads stdin."
+        ),
+    ],
     store: StoreOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table|csv|json|parquet")] = "table",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")] = None,
-    write: Annotated[bool, typer.Option("--write", help="Allow statements other than SELECT (e.g. COPY ... TO a path given with --allow-files).")] = False,
-    allow_files: Annotated[Optional[list[Path]], typer.Option("--allow-files", help="A folder or file the SQL may read (and, with --write, write) besides the store's tables; repeatable.")] = None,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop the query after SECONDS (default 300 or $TRACEQL_SQL_TIMEOUT; 0 = no limit).", metavar="SECONDS")] = None,
-    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit for the query, e.g. 4GB (default DuckDB's: 80% of RAM).", envvar="TRACEQL_SQL_MEMORY")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")
+    ] = None,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write",
+            help="Allow statements other than SELECT (e.g. COPY ... TO a path given with --allow-files).",
+        ),
+    ] = False,
+    allow_files: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            "--allow-files",
+            help="A folder or file the SQL may read (and, with --write, write) besides the store's tables; repeatable.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        Optional[float],
+        typer.Option(
+            "--timeout",
+            help="Stop the query after SECONDS (default 300 or $TRACEQL_SQL_TIMEOUT; 0 = no limit).",
+            metavar="SECONDS",
+        ),
+    ] = None,
+    memory_limit: Annotated[
+        Optional[str],
+        typer.Option(
+            "--memory-limit",
+            help="DuckDB memory limit for the query, e.g. 4GB (default DuckDB's: 80% of RAM).",
+            envvar="TRACEQL_SQL_MEMORY",
+        ),
+    ] = None,
 ) -> None:
     """Run SQL over the store (DuckDB dialect).
 
@@ -119,11 +160,22 @@ def schema_cmd(
     if fmt == "json":
         _console.out.print(json.dumps([c.__dict__ for c in cols], indent=1), markup=False)
     elif fmt == "markdown":
-        lines = [f"### {table}", "", schema.describe(table), "", "| column | type | description |", "|---|---|---|"]
+        lines = [
+            f"### {table}",
+            "",
+            schema.describe(table),
+            "",
+            "| column | type | description |",
+            "|---|---|---|",
+        ]
         lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in cols]
         _console.out.print("\n".join(lines), markup=False)
     else:
-        _console.print_table(["column", "type", "description"], [(c.name, c.type, c.doc) for c in cols], title=f"{table}: {schema.describe(table)}")
+        _console.print_table(
+            ["column", "type", "description"],
+            [(c.name, c.type, c.doc) for c in cols],
+            title=f"{table}: {schema.describe(table)}",
+        )
 
 
 def register(app: typer.Typer) -> None:

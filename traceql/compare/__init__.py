@@ -58,9 +58,20 @@ def load_name_map(path: Any) -> dict[str, str]:
     return dict(m)
 
 
-def compare(store: Any, base: str, cand: str, *, mode: str = "same", device: str | None = None, peaks: Any = None,
-            with_findings: bool = True, min_effect: float = 0.01, gate: float | None = None,
-            name_map: dict[str, str] | None = None, with_chains: bool = True) -> Comparison:
+def compare(
+    store: Any,
+    base: str,
+    cand: str,
+    *,
+    mode: str = "same",
+    device: str | None = None,
+    peaks: Any = None,
+    with_findings: bool = True,
+    min_effect: float = 0.01,
+    gate: float | None = None,
+    name_map: dict[str, str] | None = None,
+    with_chains: bool = True,
+) -> Comparison:
     """Compare run `cand` against run `base` (both in the store). Never raises for incomparable runs: the
     result says comparable=False and why (the CLI turns that into exit 1). with_findings / with_chains: the
     findings diff and the fused-group traffic (fusion_chains), the two costliest parts on big runs."""
@@ -76,8 +87,13 @@ def compare(store: Any, base: str, cand: str, *, mode: str = "same", device: str
         # one run after the other: DuckDB already spreads each query over its threads, and gathering both runs
         # at once on threads measured slower on 2 cores (8 x 1 GB: 45 s vs 38 s wall) at twice the peak memory
         # (4.2 vs 2.3 GB). Findings last, also one run at a time (each evaluation runs its queries on 4 threads).
-        kw: dict[str, Any] = {"device": device, "peaks": peaks, "with_findings": False, "cross": cross,
-                              "with_chains": with_chains}
+        kw: dict[str, Any] = {
+            "device": device,
+            "peaks": peaks,
+            "with_findings": False,
+            "cross": cross,
+            "with_chains": with_chains,
+        }
         b, c = gather(con, store, base, **kw), gather(con, store, cand, **kw)
         if with_findings:
             from ..findings import evaluate
@@ -94,10 +110,19 @@ def compare(store: Any, base: str, cand: str, *, mode: str = "same", device: str
     if comparable:
         v = verdict.decide(verdict.per_step_times(b), verdict.per_step_times(c), min_effect=min_effect)
     return Comparison(
-        base=b, cand=c, mode=mode, comparable=comparable, refusals=refusals, differences=differences, hidden=hidden,
-        verdict=v, step=diff.step_split(b, c), ranks=diff.per_rank(b, c),
+        base=b,
+        cand=c,
+        mode=mode,
+        comparable=comparable,
+        refusals=refusals,
+        differences=differences,
+        hidden=hidden,
+        verdict=v,
+        step=diff.step_split(b, c),
+        ranks=diff.per_rank(b, c),
         traffic=diff.traffic(b, c, rename=name_map if cross else None),
         operators=diff.operators(b, c, cross=cross, rename=name_map),
-        findings=diff.findings_diff(b, c), framework=diff.framework_diff(b, c),
+        findings=diff.findings_diff(b, c),
+        framework=diff.framework_diff(b, c),
         gate=verdict.gate(v, gate) if gate is not None else None,
     )

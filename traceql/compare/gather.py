@@ -45,10 +45,19 @@ def run_info(con: Any, run_id: str) -> RunInfo:
 
     rows = _rows(queries.run("compare_run_info", con=con, run_id=run_id))
     r = rows[0]
-    return RunInfo(run_id=run_id, format=str(r["format"] or ""), device=r["device"], ranks=int(r["ranks"] or 0),
-                   profiler_level=r["profiler_level"], aic_metrics=r["aic_metrics"], export_type=r["export_type"],
-                   kernels=int(r["kernels"]), steps_min=int(r["steps_per_rank_min"]),
-                   steps_max=int(r["steps_per_rank_max"]), rows=json.loads(r["rows"] or "{}"))
+    return RunInfo(
+        run_id=run_id,
+        format=str(r["format"] or ""),
+        device=r["device"],
+        ranks=int(r["ranks"] or 0),
+        profiler_level=r["profiler_level"],
+        aic_metrics=r["aic_metrics"],
+        export_type=r["export_type"],
+        kernels=int(r["kernels"]),
+        steps_min=int(r["steps_per_rank_min"]),
+        steps_max=int(r["steps_per_rank_max"]),
+        rows=json.loads(r["rows"] or "{}"),
+    )
 
 
 def step_rows(con: Any, run_id: str, device: str | None, peaks: Any) -> tuple[list[StepRow], str]:
@@ -72,13 +81,22 @@ def op_groups(con: Any, run_id: str) -> list[OpGroup]:
     for r in _rows(queries.run("compare_ops", con=con, run_id=run_id)):
         is_comm = bool(r["is_comm"])
         key = op_key(str(r["op_type"]), is_comm)
-        out.append(OpGroup(
-            key=f"{key}|{r['input_shapes']}|{r['input_dtypes']}", op_type=key, shapes=r["input_shapes"],
-            dtypes=r["input_dtypes"], is_comm=is_comm, calls=int(r["calls"]), dur_ns=int(r["dur_ns"] or 0),
-            hbm_bytes=int(r["hbm_bytes"] or 0), bytes_dur_ns=int(r["bytes_dur_ns"] or 0),
-            calls_with_bytes=int(r["calls_with_bytes"]),
-            grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
-            example=str(r["example_name"] or "")))
+        out.append(
+            OpGroup(
+                key=f"{key}|{r['input_shapes']}|{r['input_dtypes']}",
+                op_type=key,
+                shapes=r["input_shapes"],
+                dtypes=r["input_dtypes"],
+                is_comm=is_comm,
+                calls=int(r["calls"]),
+                dur_ns=int(r["dur_ns"] or 0),
+                hbm_bytes=int(r["hbm_bytes"] or 0),
+                bytes_dur_ns=int(r["bytes_dur_ns"] or 0),
+                calls_with_bytes=int(r["calls_with_bytes"]),
+                grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
+                example=str(r["example_name"] or ""),
+            )
+        )
     return out
 
 
@@ -99,7 +117,9 @@ def framework_metrics(con: Any, run_id: str, fmt: str) -> dict[str, Any] | None:
     if "kineto" not in fmt.lower():
         return None
     con = con.cursor()
-    row = con.execute("SELECT count(*) FROM host_ops WHERE run_id = ? AND name LIKE 'aten::%'", [run_id]).fetchone()
+    row = con.execute(
+        "SELECT count(*) FROM host_ops WHERE run_id = ? AND name LIKE 'aten::%'", [run_id]
+    ).fetchone()
     n = int(row[0]) if row else 0
     if n == 0:
         return None
@@ -108,9 +128,18 @@ def framework_metrics(con: Any, run_id: str, fmt: str) -> dict[str, Any] | None:
     from ..capture.compare import run_metrics
 
     m = run_metrics(con, run_id)
-    keep = ("steps", "ops_per_step", "op_counts", "modeled_bytes_per_step", "modeled_flops_per_step",
-            "flops_per_modeled_byte", "max_op_modeled_bytes", "modeled_bytes_by_dtype", "copy_ops_per_step",
-            "memory_rise_bytes")
+    keep = (
+        "steps",
+        "ops_per_step",
+        "op_counts",
+        "modeled_bytes_per_step",
+        "modeled_flops_per_step",
+        "flops_per_modeled_byte",
+        "max_op_modeled_bytes",
+        "modeled_bytes_by_dtype",
+        "copy_ops_per_step",
+        "memory_rise_bytes",
+    )
     out = {k: m.get(k) for k in keep}
     dev = m.get("device") or {}
     out["device_kernels_per_step"] = dev.get("kernels_per_step")
@@ -125,16 +154,36 @@ def framework_op_groups(con: Any, run_id: str) -> list[OpGroup]:
     out = []
     for r in _rows(queries.run("compare_framework_ops", con=con, run_id=run_id)):
         fw = str(r["framework_op"])
-        out.append(OpGroup(key=fw, op_type=fw, shapes="", dtypes="", is_comm=bool(r["is_comm"]),
-                           calls=int(r["calls"]), dur_ns=int(r["dur_ns"] or 0), hbm_bytes=int(r["hbm_bytes"] or 0),
-                           bytes_dur_ns=int(r["bytes_dur_ns"] or 0), calls_with_bytes=int(r["calls_with_bytes"]),
-                           grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
-                           example=str(r["example_kernel"] or "")))
+        out.append(
+            OpGroup(
+                key=fw,
+                op_type=fw,
+                shapes="",
+                dtypes="",
+                is_comm=bool(r["is_comm"]),
+                calls=int(r["calls"]),
+                dur_ns=int(r["dur_ns"] or 0),
+                hbm_bytes=int(r["hbm_bytes"] or 0),
+                bytes_dur_ns=int(r["bytes_dur_ns"] or 0),
+                calls_with_bytes=int(r["calls_with_bytes"]),
+                grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
+                example=str(r["example_kernel"] or ""),
+            )
+        )
     return out
 
 
-def gather(con: Any, store: Any, run_id: str, *, device: str | None = None, peaks: Any = None,
-           with_findings: bool = True, cross: bool = False, with_chains: bool = True) -> RunNumbers:
+def gather(
+    con: Any,
+    store: Any,
+    run_id: str,
+    *,
+    device: str | None = None,
+    peaks: Any = None,
+    with_findings: bool = True,
+    cross: bool = False,
+    with_chains: bool = True,
+) -> RunNumbers:
     info = run_info(con, run_id)
     steps, note = step_rows(con, run_id, device, peaks)
     ops = op_groups(con, run_id)
@@ -146,7 +195,14 @@ def gather(con: Any, store: Any, run_id: str, *, device: str | None = None, peak
         from ..findings import evaluate
 
         rep = evaluate(store, run_id, device=device, peaks=peaks)
-    return RunNumbers(info=info, steps=steps, ops=ops, chains=chain_rows(con, run_id) if with_chains else [], names=kernel_types(con, run_id),
-                      framework=framework_metrics(con, run_id, info.format),
-                      framework_ops=framework_op_groups(con, run_id) if cross else None,
-                      findings=rep, peaks_note=note)
+    return RunNumbers(
+        info=info,
+        steps=steps,
+        ops=ops,
+        chains=chain_rows(con, run_id) if with_chains else [],
+        names=kernel_types(con, run_id),
+        framework=framework_metrics(con, run_id, info.format),
+        framework_ops=framework_op_groups(con, run_id) if cross else None,
+        findings=rep,
+        peaks_note=note,
+    )

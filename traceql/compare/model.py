@@ -22,7 +22,10 @@ SPLIT_PARTS = (
     ("comm_transit_ns", "communication: transit"),
     ("comm_wait_peer_hbm_ns", "communication: waiting on HBM-bound peers"),
     ("comm_wait_peer_other_ns", "communication: waiting on other late peers"),
-    ("comm_wait_missing_ranks_ns", "communication: waiting after every captured peer (ranks not in the dump, or sync)"),
+    (
+        "comm_wait_missing_ranks_ns",
+        "communication: waiting after every captured peer (ranks not in the dump, or sync)",
+    ),
     ("comm_wait_sync_ns", "communication: sync / HCCL idle"),
     ("comm_unsplit_ns", "communication: moving/waiting split not recorded"),
     ("idle_ns", "idle (gaps between device ops)"),
@@ -55,11 +58,19 @@ class RunInfo:
     grade_calls: dict[str, int] = field(default_factory=dict)  # measured/sampled/modeled -> kernels
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "format": self.format, "device": self.device, "ranks": self.ranks,
-                "profiler_level": self.profiler_level, "aic_metrics": self.aic_metrics,
-                "export_type": self.export_type, "kernels": self.kernels,
-                "steps_per_rank": [self.steps_min, self.steps_max], "rows": self.rows,
-                "hbm_bytes_grades": self.grade_calls}
+        return {
+            "run_id": self.run_id,
+            "format": self.format,
+            "device": self.device,
+            "ranks": self.ranks,
+            "profiler_level": self.profiler_level,
+            "aic_metrics": self.aic_metrics,
+            "export_type": self.export_type,
+            "kernels": self.kernels,
+            "steps_per_rank": [self.steps_min, self.steps_max],
+            "rows": self.rows,
+            "hbm_bytes_grades": self.grade_calls,
+        }
 
 
 @dataclass
@@ -113,8 +124,12 @@ class RunNumbers:
     steps: list[StepRow]
     ops: list[OpGroup]  # by (op_type, shapes, dtypes)
     chains: list[dict[str, Any]]  # fusion_chains pattern rows
-    framework: dict[str, Any] | None  # traceql.capture.compare.run_metrics (host-side aten ops), when it applies
-    framework_ops: list[OpGroup] | None  # --mode cross: kernels grouped by the framework op that launched them
+    framework: (
+        dict[str, Any] | None
+    )  # traceql.capture.compare.run_metrics (host-side aten ops), when it applies
+    framework_ops: (
+        list[OpGroup] | None
+    )  # --mode cross: kernels grouped by the framework op that launched them
     findings: Any | None  # traceql.findings.Report
     peaks_note: str = ""
     names: dict[str, str] = field(default_factory=dict)  # kernel name -> op_type, where the dump types it
@@ -169,20 +184,26 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        return jsonable({
-            "format": FORMAT_ID,
-            "generated_by": f"traceql {__version__}",
-            "mode": self.mode,
-            "base": self.base.info.to_dict(),
-            "cand": self.cand.info.to_dict(),
-            "comparability": {"comparable": self.comparable, "refusals": self.refusals,
-                              "differences": self.differences, "hidden_by_difference": self.hidden},
-            "verdict": self.verdict,
-            "gate": self.gate,
-            "step": self.step,
-            "ranks": self.ranks,
-            "traffic": self.traffic,
-            "operators": self.operators,
-            "findings": self.findings,
-            "framework": self.framework,
-        })
+        return jsonable(
+            {
+                "format": FORMAT_ID,
+                "generated_by": f"traceql {__version__}",
+                "mode": self.mode,
+                "base": self.base.info.to_dict(),
+                "cand": self.cand.info.to_dict(),
+                "comparability": {
+                    "comparable": self.comparable,
+                    "refusals": self.refusals,
+                    "differences": self.differences,
+                    "hidden_by_difference": self.hidden,
+                },
+                "verdict": self.verdict,
+                "gate": self.gate,
+                "step": self.step,
+                "ranks": self.ranks,
+                "traffic": self.traffic,
+                "operators": self.operators,
+                "findings": self.findings,
+                "framework": self.framework,
+            }
+        )

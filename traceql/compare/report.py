@@ -8,7 +8,9 @@ from typing import Any
 from .render import _dgb, _dms, _gb, _ms, headline
 
 
-def section(store: Any, baseline: str, run_id: str, *, device: str | None = None, peaks: Any = None) -> dict[str, Any]:
+def section(
+    store: Any, baseline: str, run_id: str, *, device: str | None = None, peaks: Any = None
+) -> dict[str, Any]:
     """{"view": rows for _what_changed.html.j2, "specs": {chart name: Vega-Lite spec}}."""
     from ..charts import to_spec
     from . import compare
@@ -18,22 +20,48 @@ def section(store: Any, baseline: str, run_id: str, *, device: str | None = None
     st, tr = d["step"], d["traffic"]
     f = d.get("findings") or {}
     view = {
-        "headline": headline(d), "comparable": d["comparability"]["comparable"],
+        "headline": headline(d),
+        "comparable": d["comparability"]["comparable"],
         "verdict": (d.get("verdict") or {}).get("verdict") or "not comparable",
-        "differences": [x["effect"] if x["effect"].startswith(x["aspect"]) else f"{x['aspect']}: {x['effect']}"
-                        for x in d["comparability"]["differences"]],
+        "differences": [
+            x["effect"] if x["effect"].startswith(x["aspect"]) else f"{x['aspect']}: {x['effect']}"
+            for x in d["comparability"]["differences"]
+        ],
         "hidden": d["comparability"]["hidden_by_difference"],
-        "steps": [("step window", _ms(st["wall_ns"]["base"]), _ms(st["wall_ns"]["cand"]), _dms(st["wall_ns"]["delta"]))]
+        "steps": [
+            (
+                "step window",
+                _ms(st["wall_ns"]["base"]),
+                _ms(st["wall_ns"]["cand"]),
+                _dms(st["wall_ns"]["delta"]),
+            )
+        ]
         + [(p["label"], _ms(p["base"]), _ms(p["cand"]), _dms(p["delta"])) for p in st["parts"].values()],
-        "traffic": [(r["op_type"], _gb((r["base"] or {}).get("hbm_bytes_per_step")), _gb((r["cand"] or {}).get("hbm_bytes_per_step")),
-                     _dgb(r["delta"]["hbm_bytes_per_step"]), f"{(r['base'] or {}).get('grade', 'absent')} / "
-                     f"{(r['cand'] or {}).get('grade', 'absent')}") for r in tr["by_op_type"][:12]],
+        "traffic": [
+            (
+                r["op_type"],
+                _gb((r["base"] or {}).get("hbm_bytes_per_step")),
+                _gb((r["cand"] or {}).get("hbm_bytes_per_step")),
+                _dgb(r["delta"]["hbm_bytes_per_step"]),
+                f"{(r['base'] or {}).get('grade', 'absent')} / {(r['cand'] or {}).get('grade', 'absent')}",
+            )
+            for r in tr["by_op_type"][:12]
+        ],
         "ops": d["operators"]["counts"],
-        "findings": [(k, x["id"], ((x.get("then") if k == "resolved" else x.get("now")) or {}).get("message", ""))
-                     for k in ("resolved", "new", "persisting") for x in f.get(k, [])],
-        "base": baseline, "command": f"traceql compare {baseline} {run_id}",
-        "charts": [{"name": "compare_step_split", "anchor": "chart-compare_step_split"},
-                   {"name": "compare_traffic", "anchor": "chart-compare_traffic"}],
+        "findings": [
+            (k, x["id"], ((x.get("then") if k == "resolved" else x.get("now")) or {}).get("message", ""))
+            for k in ("resolved", "new", "persisting")
+            for x in f.get(k, [])
+        ],
+        "base": baseline,
+        "command": f"traceql compare {baseline} {run_id}",
+        "charts": [
+            {"name": "compare_step_split", "anchor": "chart-compare_step_split"},
+            {"name": "compare_traffic", "anchor": "chart-compare_traffic"},
+        ],
     }
-    specs = {"compare_step_split": to_spec(step_split_chart(d)), "compare_traffic": to_spec(traffic_delta_chart(d))}
+    specs = {
+        "compare_step_split": to_spec(step_split_chart(d)),
+        "compare_traffic": to_spec(traffic_delta_chart(d)),
+    }
     return {"view": view, "specs": specs}

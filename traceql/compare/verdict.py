@@ -23,8 +23,23 @@ from typing import Any
 from .model import OpGroup, RunNumbers, stats
 
 # two-sided 95% Student t quantiles by degrees of freedom (df > 30: 1.96 is within 4% of the true value)
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
+_T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+}
 MIN_SHARED_TIME = 0.5  # refuse when neither run has this share of its device time in operator types both have
 
 ASCEND_FORMATS = ("torch_npu", "msprof", "cluster", "ascend")
@@ -83,7 +98,9 @@ def shared_time(base: list[OpGroup], cand: list[OpGroup]) -> tuple[float | None,
     return fb, fc, len(both)
 
 
-def comparability(b: RunNumbers, c: RunNumbers, mode: str) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+def comparability(
+    b: RunNumbers, c: RunNumbers, mode: str
+) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """(refusals, differences, hidden): why no verdict, everything that differs, what the difference hides."""
     bi, ci = b.info, c.info
     refusals: list[str] = []
@@ -97,46 +114,88 @@ def comparability(b: RunNumbers, c: RunNumbers, mode: str) -> tuple[list[str], l
     cross = mode == "cross"
     fb, fc = family(bi.format), family(ci.format)
     if fb != fc:
-        diff("dump kind", bi.format, ci.format,
-             f"base is a {bi.format} recording and cand a {ci.format} one: different profilers"
-             + ("" if cross else " (a GPU baseline against an NPU port: use --mode cross)"), refuse=not cross)
+        diff(
+            "dump kind",
+            bi.format,
+            ci.format,
+            f"base is a {bi.format} recording and cand a {ci.format} one: different profilers"
+            + ("" if cross else " (a GPU baseline against an NPU port: use --mode cross)"),
+            refuse=not cross,
+        )
     elif bi.format != ci.format:
-        diff("dump kind", bi.format, ci.format, "same profiler family, different export: the same events, read from other files")
+        diff(
+            "dump kind",
+            bi.format,
+            ci.format,
+            "same profiler family, different export: the same events, read from other files",
+        )
     db_, dc = _norm_device(bi.device), _norm_device(ci.device)
     if db_ and dc and db_ != dc:
-        diff("device", bi.device, ci.device, f"different devices ({bi.device} vs {ci.device})"
-             + ("" if cross else ": use --mode cross to compare across devices"), refuse=not cross)
+        diff(
+            "device",
+            bi.device,
+            ci.device,
+            f"different devices ({bi.device} vs {ci.device})"
+            + ("" if cross else ": use --mode cross to compare across devices"),
+            refuse=not cross,
+        )
     elif (db_ is None) != (dc is None):
         diff("device", bi.device, ci.device, "one side names no device: peaks may differ between the sides")
     if bi.ranks != ci.ranks:
-        diff("rank count", bi.ranks, ci.ranks,
-             f"base has {bi.ranks} rank(s) and cand {ci.ranks}: a different parallel layout is not the same job "
-             "(for scaling, use `traceql findings --baseline`)", refuse=True)
+        diff(
+            "rank count",
+            bi.ranks,
+            ci.ranks,
+            f"base has {bi.ranks} rank(s) and cand {ci.ranks}: a different parallel layout is not the same job "
+            "(for scaling, use `traceql findings --baseline`)",
+            refuse=True,
+        )
     for side, r in (("base", b), ("cand", c)):
         if not r.steps:
             refusals.append(f"steps: {side} run {r.info.run_id!r} has no step or kernel to time")
-    for aspect, bv, cv in (("profiler level", bi.profiler_level, ci.profiler_level),
-                           ("PMU metric group", bi.aic_metrics, ci.aic_metrics),
-                           ("export type", bi.export_type, ci.export_type)):
+    for aspect, bv, cv in (
+        ("profiler level", bi.profiler_level, ci.profiler_level),
+        ("PMU metric group", bi.aic_metrics, ci.aic_metrics),
+        ("export type", bi.export_type, ci.export_type),
+    ):
         if bv != cv:
             diff(aspect, bv, cv, "recorded differently: see what the difference hides")
     if b.peaks_note != c.peaks_note:
-        diff("HBM peak", b.peaks_note, c.peaks_note, "the sides' HBM peaks were chosen differently, so what counts as "
-             "HBM-saturated compute may differ: pass --device to use one preset for both")
+        diff(
+            "HBM peak",
+            b.peaks_note,
+            c.peaks_note,
+            "the sides' HBM peaks were chosen differently, so what counts as "
+            "HBM-saturated compute may differ: pass --device to use one preset for both",
+        )
     if (bi.steps_min, bi.steps_max) != (ci.steps_min, ci.steps_max):
-        diff("step count", [bi.steps_min, bi.steps_max], [ci.steps_min, ci.steps_max],
-             "different numbers of profiled steps per rank: compared per step")
+        diff(
+            "step count",
+            [bi.steps_min, bi.steps_max],
+            [ci.steps_min, ci.steps_max],
+            "different numbers of profiled steps per rank: compared per step",
+        )
     if bi.kernels and ci.kernels and not cross:
         sb, sc, n = shared_time(b.ops, c.ops)
         if sb is not None and sc is not None:
             refuse = max(sb, sc) < MIN_SHARED_TIME
             if refuse or min(sb, sc) < 0.999:
-                diff("shared operators", round(sb, 4), round(sc, 4),
-                     f"{100 * sb:.0f}% of base's and {100 * sc:.0f}% of cand's device time is in the {n} operator "
-                     "type(s) both runs have" + (": not the same work" if refuse else ""), refuse=refuse)
+                diff(
+                    "shared operators",
+                    round(sb, 4),
+                    round(sc, 4),
+                    f"{100 * sb:.0f}% of base's and {100 * sc:.0f}% of cand's device time is in the {n} operator "
+                    "type(s) both runs have" + (": not the same work" if refuse else ""),
+                    refuse=refuse,
+                )
     elif (bi.kernels == 0) != (ci.kernels == 0):
-        diff("device kernels", bi.kernels, ci.kernels, "one side recorded no device kernels: a host-only trace against a device one",
-             refuse=not cross)
+        diff(
+            "device kernels",
+            bi.kernels,
+            ci.kernels,
+            "one side recorded no device kernels: a host-only trace against a device one",
+            refuse=not cross,
+        )
     return refusals, diffs, hidden_by_difference(b, c)
 
 
@@ -151,22 +210,32 @@ def hidden_by_difference(b: RunNumbers, c: RunNumbers) -> list[str]:
     bh, ch = b.info.rows.get("host_ops", 0), c.info.rows.get("host_ops", 0)
     if bh and ch and abs(bh - ch) > 0.05 * max(bh, ch):
         more, fewer = ("cand", "base") if ch > bh else ("base", "cand")
-        out.append(f"{more} records {abs(ch - bh)} more host events than {fewer} ({max(bh, ch)} vs {min(bh, ch)}): "
-                   f"host-side layers {fewer} does not trace, so host-op counts are not comparable")
+        out.append(
+            f"{more} records {abs(ch - bh)} more host events than {fewer} ({max(bh, ch)} vs {min(bh, ch)}): "
+            f"host-side layers {fewer} does not trace, so host-op counts are not comparable"
+        )
     lb, lc = b.info.profiler_level, c.info.profiler_level
     if lb != lc and (lb or lc):
-        out.append(f"profiler levels differ ({lb or 'unknown'} vs {lc or 'unknown'}): a higher level records more and "
-                   "adds its own overhead, so step-time deltas include profiling overhead, not only the code change")
+        out.append(
+            f"profiler levels differ ({lb or 'unknown'} vs {lc or 'unknown'}): a higher level records more and "
+            "adds its own overhead, so step-time deltas include profiling overhead, not only the code change"
+        )
     gb = {g for g, n in b.info.grade_calls.items() if n}
     gc = {g for g, n in c.info.grade_calls.items() if n}
     if gb != gc:
-        out.append(f"HBM bytes are {', '.join(sorted(gb)) or 'absent'} on base and {', '.join(sorted(gc)) or 'absent'} "
-                   "on cand: traffic deltas carry the weaker grade and are not measurements where a side is modeled")
+        out.append(
+            f"HBM bytes are {', '.join(sorted(gb)) or 'absent'} on base and {', '.join(sorted(gc)) or 'absent'} "
+            "on cand: traffic deltas carry the weaker grade and are not measurements where a side is modeled"
+        )
     if b.info.aic_metrics != c.info.aic_metrics and (b.info.aic_metrics or c.info.aic_metrics):
-        none_side = [s for s, x in (("base", b), ("cand", c)) if (x.info.aic_metrics or "").upper().endswith("NONE")]
+        none_side = [
+            s for s, x in (("base", b), ("cand", c)) if (x.info.aic_metrics or "").upper().endswith("NONE")
+        ]
         for s in none_side:
-            out.append(f"{s} recorded no PMU metrics (aic_metrics NONE): no per-kernel measured bytes or pipeline "
-                       "ratios, so its HBM traffic is sampled or modeled")
+            out.append(
+                f"{s} recorded no PMU metrics (aic_metrics NONE): no per-kernel measured bytes or pipeline "
+                "ratios, so its HBM traffic is sampled or modeled"
+            )
     return out
 
 
@@ -184,17 +253,34 @@ def decide(base: list[float], cand: list[float], min_effect: float = 0.01) -> di
     delta = mc - mb
     rel = delta / mb if mb else None
     band = min_effect * mb
-    out: dict[str, Any] = {"base": sb, "cand": sc, "delta_ns": delta, "delta_rel": rel, "min_effect": min_effect,
-                           "confidence": 0.95, "interval_ns": None, "verdict": "inconclusive", "why": ""}
+    out: dict[str, Any] = {
+        "base": sb,
+        "cand": sc,
+        "delta_ns": delta,
+        "delta_rel": rel,
+        "min_effect": min_effect,
+        "confidence": 0.95,
+        "interval_ns": None,
+        "verdict": "inconclusive",
+        "why": "",
+    }
     word = "faster" if delta < 0 else "slower"
-    head = (f"step {mb / 1e6:.4g} ms -> {mc / 1e6:.4g} ms ({'+' if delta >= 0 else ''}{delta / 1e6:.4g} ms, "
-            f"{'+' if delta >= 0 else ''}{100 * (rel or 0):.2f}%)")
+    head = (
+        f"step {mb / 1e6:.4g} ms -> {mc / 1e6:.4g} ms ({'+' if delta >= 0 else ''}{delta / 1e6:.4g} ms, "
+        f"{'+' if delta >= 0 else ''}{100 * (rel or 0):.2f}%)"
+    )
     if sorted(base) == sorted(cand):
-        out.update(verdict="neutral", interval_ns=[0.0, 0.0], why=f"{head}: identical step times ({sb['n']} step(s) each)")
+        out.update(
+            verdict="neutral",
+            interval_ns=[0.0, 0.0],
+            why=f"{head}: identical step times ({sb['n']} step(s) each)",
+        )
         return out
     if sb["n"] < 2 or sc["n"] < 2:
-        out["why"] = (f"{head}: only {sb['n']} and {sc['n']} step(s), so there is no per-step spread to tell the delta "
-                      "from noise; profile more steps")
+        out["why"] = (
+            f"{head}: only {sb['n']} and {sc['n']} step(s), so there is no per-step spread to tell the delta "
+            "from noise; profile more steps"
+        )
         return out
     vb, vc = sb["sd"] ** 2 / sb["n"], sc["sd"] ** 2 / sc["n"]
     se = math.sqrt(vb + vc)
@@ -202,19 +288,29 @@ def decide(base: list[float], cand: list[float], min_effect: float = 0.01) -> di
         half = 0.0
         df = float("inf")
     else:
-        df = (vb + vc) ** 2 / ((vb ** 2 / (sb["n"] - 1) if vb else 0) + (vc ** 2 / (sc["n"] - 1) if vc else 0))
+        df = (vb + vc) ** 2 / ((vb**2 / (sb["n"] - 1) if vb else 0) + (vc**2 / (sc["n"] - 1) if vc else 0))
         half = t95(df) * se
     out["interval_ns"] = [delta - half, delta + half]
-    noise = (f"per-step spread sd {sb['sd'] / 1e6:.3g} ms (base, {sb['n']} steps) and {sc['sd'] / 1e6:.3g} ms "
-             f"(cand, {sc['n']} steps); 95% interval of the delta {(delta - half) / 1e6:+.4g} .. {(delta + half) / 1e6:+.4g} ms")
+    noise = (
+        f"per-step spread sd {sb['sd'] / 1e6:.3g} ms (base, {sb['n']} steps) and {sc['sd'] / 1e6:.3g} ms "
+        f"(cand, {sc['n']} steps); 95% interval of the delta {(delta - half) / 1e6:+.4g} .. {(delta + half) / 1e6:+.4g} ms"
+    )
     if abs(delta) > half:
         if abs(delta) < band:
-            out.update(verdict="neutral", why=f"{head}: {word} beyond the noise but under the {100 * min_effect:g}% minimum effect; {noise}")
+            out.update(
+                verdict="neutral",
+                why=f"{head}: {word} beyond the noise but under the {100 * min_effect:g}% minimum effect; {noise}",
+            )
         else:
-            out.update(verdict="improvement" if delta < 0 else "regression",
-                       why=f"{head}: {word}, beyond the noise; {noise}")
+            out.update(
+                verdict="improvement" if delta < 0 else "regression",
+                why=f"{head}: {word}, beyond the noise; {noise}",
+            )
     elif abs(delta) + half <= band:
-        out.update(verdict="neutral", why=f"{head}: within +-{100 * min_effect:g}% even at the ends of the interval; {noise}")
+        out.update(
+            verdict="neutral",
+            why=f"{head}: within +-{100 * min_effect:g}% even at the ends of the interval; {noise}",
+        )
     else:
         out.update(verdict="inconclusive", why=f"{head}: the per-step spread covers the delta; {noise}")
     return out
@@ -229,8 +325,10 @@ def gate(verdict: dict[str, Any] | None, threshold: float) -> dict[str, Any]:
     if tripped:
         why = f"step time regressed {100 * rel:.2f}% > {100 * threshold:g}%"
     elif rel > threshold:
-        why = (f"step time {100 * rel:+.2f}% is past the {100 * threshold:g}% gate but the verdict is "
-               f"{verdict['verdict']} (the noise covers it): not tripped; profile more steps")
+        why = (
+            f"step time {100 * rel:+.2f}% is past the {100 * threshold:g}% gate but the verdict is "
+            f"{verdict['verdict']} (the noise covers it): not tripped; profile more steps"
+        )
     else:
         why = f"step time {100 * rel:+.2f}% within the {100 * threshold:g}% gate"
     return {"threshold": threshold, "tripped": tripped, "why": why}

@@ -51,7 +51,9 @@ def _origin(sess: Session) -> int:
     """The earliest aligned start of anything exported (the Chrome file's baseTimeNanoseconds)."""
     parts = []
     for table in ("kernels", "host_ops", "comm_ops", "counters"):
-        parts.append(f"SELECT rank, min(ts_ns) AS t FROM {table} WHERE ts_ns IS NOT NULL AND {sess.where()} GROUP BY rank")
+        parts.append(
+            f"SELECT rank, min(ts_ns) AS t FROM {table} WHERE ts_ns IS NOT NULL AND {sess.where()} GROUP BY rank"
+        )
     rows = sess.rows(" UNION ALL ".join(parts))
     ts = [int(r["t"]) - sess.shift.get(int(r["rank"]), 0) for r in rows if r["t"] is not None]
     return min(ts) if ts else 0
@@ -65,7 +67,9 @@ def _slice_rows(batches: Iterator[Any]) -> Iterator[tuple[dict[str, Any], list[s
             yield {c: d[c][i] for c in d}, args
 
 
-def _write_slices(w: Any, sess: Session, rows: Iterator[tuple[dict[str, Any], list[str]]], nest: bool = True) -> int:
+def _write_slices(
+    w: Any, sess: Session, rows: Iterator[tuple[dict[str, Any], list[str]]], nest: bool = True
+) -> int:
     """Rows in (rank, track, start) order -> lanes -> the writer. Returns the slices written."""
     key: tuple[int, str] | None = None
     lanes = Lanes(nest)
@@ -91,8 +95,18 @@ def _write_slices(w: Any, sess: Session, rows: Iterator[tuple[dict[str, Any], li
         args["ts_ns"] = str(r["ts_ns"])  # the store's exact start, on the rank's own clock
         if shift:
             args["clock_offset_ns"] = shift
-        w.slice(rank, lane_name(track, lane), _sort_index(track), ts, dur, str(r["name"]), str(r["cat"]), args,
-                r.get("flow_in"), r.get("flow_out"))
+        w.slice(
+            rank,
+            lane_name(track, lane),
+            _sort_index(track),
+            ts,
+            dur,
+            str(r["name"]),
+            str(r["cat"]),
+            args,
+            r.get("flow_in"),
+            r.get("flow_out"),
+        )
         n += 1
     drain()
     return n
@@ -119,7 +133,9 @@ def _write_counters(w: Any, sess: Session, fam: _timeline_rows.Family) -> int:
     return n
 
 
-def _merge_states(sess: Session, batches: Iterator[Any], basis: str) -> Iterator[tuple[dict[str, Any], list[str]]]:
+def _merge_states(
+    sess: Session, batches: Iterator[Any], basis: str
+) -> Iterator[tuple[dict[str, Any], list[str]]]:
     """Consecutive wait-state segments in the same state -> one slice (shares time-weighted over it)."""
     args = ["step", "segments", "transit_share", "peer_hbm_share", "basis"]
     cur: dict[str, Any] | None = None
@@ -135,13 +151,25 @@ def _merge_states(sess: Session, batches: Iterator[Any], basis: str) -> Iterator
         d = b.to_pydict()
         for i in range(b.num_rows):
             rank, t0, t1, state = int(d["rank"][i]), int(d["t0"][i]), int(d["t1"][i]), d["state"][i]
-            if cur is not None and (cur["rank"] != rank or cur["name"] != state or cur["ts_ns"] + cur["dur_ns"] != t0):
+            if cur is not None and (
+                cur["rank"] != rank or cur["name"] != state or cur["ts_ns"] + cur["dur_ns"] != t0
+            ):
                 yield done(cur)
                 cur = None
             if cur is None:
-                cur = {"rank": rank, "track": _timeline_rows.WAIT_TRACK, "ts_ns": t0, "dur_ns": 0, "name": state,
-                       "cat": "traceql.wait_state", "flow_in": None, "flow_out": None, "step": d["step"][i],
-                       "segments": 0, "basis": basis}
+                cur = {
+                    "rank": rank,
+                    "track": _timeline_rows.WAIT_TRACK,
+                    "ts_ns": t0,
+                    "dur_ns": 0,
+                    "name": state,
+                    "cat": "traceql.wait_state",
+                    "flow_in": None,
+                    "flow_out": None,
+                    "step": d["step"][i],
+                    "segments": 0,
+                    "basis": basis,
+                }
                 acc = {"tr": 0.0, "peer": 0.0, "comm": 0, "pw": 0}
             seg = t1 - t0
             cur["dur_ns"] += seg
@@ -163,16 +191,36 @@ def _write_flows(w: Any, sess: Session) -> int:
         for r in b.to_pylist():
             rank = int(r["rank"])
             sh = sess.shift.get(rank, 0)
-            w.flow(rank, r["id"], r["cat"], r["name"], r["src_track"], int(r["src_ts_ns"]) - sh, r["dst_track"],
-                   int(r["dst_ts_ns"]) - sh, 0)
+            w.flow(
+                rank,
+                r["id"],
+                r["cat"],
+                r["name"],
+                r["src_track"],
+                int(r["src_ts_ns"]) - sh,
+                r["dst_track"],
+                int(r["dst_ts_ns"]) - sh,
+                0,
+            )
             n += 1
     return n
 
 
-def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "perfetto", ranks: list[int] | None = None,
-           steps: tuple[int, int] | None = None, align: bool = True, device: str | None = None,
-           peaks: dict[str, float] | None = None, with_findings: bool = True, sat_threshold: float = 0.8,
-           stdout: IO[Any] | None = None) -> dict[str, Any]:
+def export(
+    store: Any,
+    run_id: str,
+    output: str | Path | None,
+    *,
+    fmt: str = "perfetto",
+    ranks: list[int] | None = None,
+    steps: tuple[int, int] | None = None,
+    align: bool = True,
+    device: str | None = None,
+    peaks: dict[str, float] | None = None,
+    with_findings: bool = True,
+    sat_threshold: float = 0.8,
+    stdout: IO[Any] | None = None,
+) -> dict[str, Any]:
     """Write the export; output None = stdout (`stdout` overrides the stream). Returns a summary: what was
     written (counts per family), the clock offsets and which were applied, the peaks used."""
     from ..errors import TraceQLError
@@ -189,13 +237,22 @@ def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "pe
         counts: dict[str, int] = {}
         origin = _origin(sess)
         meta: dict[str, Any] = {
-            "format": FORMAT_ID, "run_id": run_id, "ranks": sess.ranks,
+            "format": FORMAT_ID,
+            "run_id": run_id,
+            "ranks": sess.ranks,
             "steps": None if steps is None else f"{steps[0]}-{steps[1]}",
             "origin_ns": str(origin),
-            "clock_offsets": [{k: (str(v) if k == "offset_ns" else v) for k, v in o.items() if k != "run_id"} for o in sess.offsets],
-            "clock_alignment": ("applied where |offset| > the collectives' own skew (clock_offsets.applied)" if align
-                                else "off (--no-clock-align): every rank on its own clock"),
-            "peaks": sess.peaks, "peaks_note": sess.peaks_note,
+            "clock_offsets": [
+                {k: (str(v) if k == "offset_ns" else v) for k, v in o.items() if k != "run_id"}
+                for o in sess.offsets
+            ],
+            "clock_alignment": (
+                "applied where |offset| > the collectives' own skew (clock_offsets.applied)"
+                if align
+                else "off (--no-clock-align): every rank on its own clock"
+            ),
+            "peaks": sess.peaks,
+            "peaks_note": sess.peaks_note,
             "slice": "events that start inside the chosen ranks' step windows" if steps else "the whole run",
         }
         if output is None:
@@ -203,8 +260,12 @@ def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "pe
         else:
             out = Path(output)
             tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-            fh_raw = open(tmp, "wb" if fmt == "perfetto" else "w", encoding=None if fmt == "perfetto" else "utf-8",
-                          newline=None if fmt == "perfetto" else "\n")
+            fh_raw = open(  # noqa: SIM115 -- closed in the finally below
+                tmp,
+                "wb" if fmt == "perfetto" else "w",
+                encoding=None if fmt == "perfetto" else "utf-8",
+                newline=None if fmt == "perfetto" else "\n",
+            )
         try:
             if fmt == "chrome":
                 from .chrome import ChromeWriter
@@ -224,11 +285,18 @@ def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "pe
             basis = _timeline_rows.wait_basis(sess, sat_threshold)
             for r in sess.ranks:
                 sess.only = r
-                for fam in (_timeline_rows.kernels(sess), _timeline_rows.comm_ops(sess), _timeline_rows.host_ops(sess)):
-                    counts[fam.name] = counts.get(fam.name, 0) + _write_slices(w, sess, _slice_rows(sess.batches(fam.sql)))
+                for fam in (
+                    _timeline_rows.kernels(sess),
+                    _timeline_rows.comm_ops(sess),
+                    _timeline_rows.host_ops(sess),
+                ):
+                    counts[fam.name] = counts.get(fam.name, 0) + _write_slices(
+                        w, sess, _slice_rows(sess.batches(fam.sql))
+                    )
                 ws = _timeline_rows.wait_state(sess, sat_threshold)
                 counts["wait_state"] = counts.get("wait_state", 0) + _write_slices(
-                    w, sess, _merge_states(sess, sess.batches(ws.sql), basis))
+                    w, sess, _merge_states(sess, sess.batches(ws.sql), basis)
+                )
                 for fam in _timeline_rows.counter_families(sess):
                     counts[fam.name] = counts.get(fam.name, 0) + _write_counters(w, sess, fam)
                 if fmt == "chrome":
@@ -249,9 +317,17 @@ def export(store: Any, run_id: str, output: str | Path | None, *, fmt: str = "pe
         if tmp is not None:
             os.replace(tmp, Path(output))  # type: ignore[arg-type]
             tmp = None
-        return {"run_id": run_id, "format": fmt, "output": None if output is None else str(output), "counts": counts,
-                "offsets": sess.offsets, "applied": dict(sess.shift), "peaks_note": sess.peaks_note,
-                "ranks": sess.ranks, "origin_ns": origin}
+        return {
+            "run_id": run_id,
+            "format": fmt,
+            "output": None if output is None else str(output),
+            "counts": counts,
+            "offsets": sess.offsets,
+            "applied": dict(sess.shift),
+            "peaks_note": sess.peaks_note,
+            "ranks": sess.ranks,
+            "origin_ns": origin,
+        }
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)

@@ -45,7 +45,8 @@ def _late_rank_windows(sess: Session, late: int) -> list[tuple[int, int, int, st
     """Arrivals compared on aligned clocks (each member shifted by its applied offset), returned on each rank's
     own clock like every other row."""
     shifts = ", ".join(f"({int(r)}, {int(o)})" for r, o in sess.shift.items()) or "(NULL, 0)"
-    rows = sess.rows(f"""
+    rows = sess.rows(
+        f"""
 WITH sh AS (SELECT * FROM (VALUES {shifts}) t(rank, off)),
 ce AS (
     SELECT c.rank, c.group_key, c.ordinal, coalesce(sh.off, 0) AS off,
@@ -61,7 +62,9 @@ SELECT ce.rank,
        CASE WHEN ce.rank = $late THEN ce.a_ts ELSE least(i.last_a, ce.a_end) END + ce.off AS t1
 FROM ce JOIN inst i ON i.group_key = ce.group_key AND i.ordinal = ce.ordinal
 WHERE i.last_rank = $late
-ORDER BY ce.rank, t0""", {"late": late})
+ORDER BY ce.rank, t0""",
+        {"late": late},
+    )
     out = []
     for r in rows:
         if int(r["rank"]) not in sess.ranks or r["t1"] <= r["t0"]:
@@ -70,9 +73,11 @@ ORDER BY ce.rank, t0""", {"late": late})
             lo, hi = sess.windows.get(int(r["rank"]), (0, -1))
             if not lo <= r["t0"] < hi:
                 continue
-        basis = (f"rank {late}'s lateness: the collectives where it arrived last (first member's arrival -> its own)"
-                 if r["rank"] == late else
-                 f"this rank's wait for rank {late} in the collectives where rank {late} arrived last")
+        basis = (
+            f"rank {late}'s lateness: the collectives where it arrived last (first member's arrival -> its own)"
+            if r["rank"] == late
+            else f"this rank's wait for rank {late} in the collectives where rank {late} arrived last"
+        )
         out.append((int(r["rank"]), int(r["t0"]), int(r["t1"]), basis))
     return out
 
@@ -82,7 +87,8 @@ def _chain_windows(sess: Session, pattern: str) -> list[tuple[int, int, int, str
     if len(types) < 2:
         return []
     n = len(types)
-    rows = sess.rows(f"""
+    rows = sess.rows(
+        f"""
 WITH k AS (
     SELECT rank, stream_id, ts_ns, end_ns, _op_name(op_type, name) AS op FROM _kernel_bytes()
     WHERE NOT is_comm AND {sess.where()}
@@ -91,23 +97,37 @@ WITH k AS (
            list(op) OVER f AS ops, max(end_ns) OVER f AS t1
     FROM k WINDOW f AS (PARTITION BY rank, stream_id ORDER BY ts_ns ROWS BETWEEN CURRENT ROW AND {n - 1} FOLLOWING)
 )
-SELECT rank, ts_ns AS t0, t1 FROM w WHERE ops = $types ORDER BY rank, t0""", {"types": types})
-    return [(int(r["rank"]), int(r["t0"]), int(r["t1"]), f"an occurrence of the chain {pattern} on one stream")
-            for r in rows if r["t1"] > r["t0"]]
+SELECT rank, ts_ns AS t0, t1 FROM w WHERE ops = $types ORDER BY rank, t0""",
+        {"types": types},
+    )
+    return [
+        (int(r["rank"]), int(r["t0"]), int(r["t1"]), f"an occurrence of the chain {pattern} on one stream")
+        for r in rows
+        if r["t1"] > r["t0"]
+    ]
 
 
 def _step_windows(sess: Session, ranks: list[int]) -> list[tuple[int, int, int, str]]:
     rows = sess.rows(f"""
 SELECT rank, step, win_start, win_end FROM _step_windows()
-WHERE win_end > win_start AND {sess.where('win_start')} ORDER BY rank, win_start""")
-    out = [(int(r["rank"]), int(r["win_start"]), int(r["win_end"]),
+WHERE win_end > win_start AND {sess.where("win_start")} ORDER BY rank, win_start""")
+    out = [
+        (
+            int(r["rank"]),
+            int(r["win_start"]),
+            int(r["win_end"]),
             "step windows: the finding's numbers are per-step aggregates with no narrower time window in traceql's model"
-            + ("" if r["step"] is not None else " (the dump has no step ids: the whole rank)"))
-           for r in rows if int(r["rank"]) in ranks]
+            + ("" if r["step"] is not None else " (the dump has no step ids: the whole rank)"),
+        )
+        for r in rows
+        if int(r["rank"]) in ranks
+    ]
     return out
 
 
-def finding_windows(sess: Session, fid: str, evidence: dict[str, Any], top_ops: list[dict[str, Any]]) -> list[tuple[int, int, int, str]]:
+def finding_windows(
+    sess: Session, fid: str, evidence: dict[str, Any], top_ops: list[dict[str, Any]]
+) -> list[tuple[int, int, int, str]]:
     """(rank, start_ns, end_ns, basis) on the rank's own clock."""
     if fid in ("slow_rank", "comm_waits_on_memory"):
         late = evidence.get("slow_rank", evidence.get("late_rank"))
@@ -132,7 +152,9 @@ def _saving_text(s: dict[str, Any]) -> str:
     return f"{v:.4g} {s.get('unit') or ''}".strip() + (f" ({s['method']})" if s.get("method") else "")
 
 
-def finding_slices(sess: Session, store: Any, device: str | None, peaks: dict[str, float] | None) -> list[dict[str, Any]]:
+def finding_slices(
+    sess: Session, store: Any, device: str | None, peaks: dict[str, float] | None
+) -> list[dict[str, Any]]:
     """Slice rows (the SLICE_BASE columns + args) for every fired finding of the run."""
     from .. import findings
     from ._timeline_rows import FINDINGS_TRACK
@@ -150,13 +172,27 @@ def finding_slices(sess: Session, store: Any, device: str | None, peaks: dict[st
             if shown.get(r, 0) >= MAX_PER_FINDING:
                 continue
             shown[r] = shown.get(r, 0) + 1
-            out.append({
-                "rank": r, "track": FINDINGS_TRACK, "ts_ns": t0, "dur_ns": t1 - t0, "name": f.id,
-                "cat": "traceql.finding", "flow_in": None, "flow_out": None,
-                "title": f.title, "severity": f.severity, "message": f.message, "saving": _saving_text(d["saving"]),
-                "query": f.query, "suggestion": f.suggestion, "window_basis": basis,
-                "windows_total": per_rank[r], "windows_shown": min(per_rank[r], MAX_PER_FINDING),
-                "evidence": json.dumps(d["evidence"], sort_keys=True, default=str),
-            })
+            out.append(
+                {
+                    "rank": r,
+                    "track": FINDINGS_TRACK,
+                    "ts_ns": t0,
+                    "dur_ns": t1 - t0,
+                    "name": f.id,
+                    "cat": "traceql.finding",
+                    "flow_in": None,
+                    "flow_out": None,
+                    "title": f.title,
+                    "severity": f.severity,
+                    "message": f.message,
+                    "saving": _saving_text(d["saving"]),
+                    "query": f.query,
+                    "suggestion": f.suggestion,
+                    "window_basis": basis,
+                    "windows_total": per_rank[r],
+                    "windows_shown": min(per_rank[r], MAX_PER_FINDING),
+                    "evidence": json.dumps(d["evidence"], sort_keys=True, default=str),
+                }
+            )
     out.sort(key=lambda x: (x["rank"], x["ts_ns"], -x["dur_ns"]))
     return out

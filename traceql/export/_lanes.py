@@ -16,7 +16,9 @@ class Lanes:
 
     def __init__(self, nest: bool = True) -> None:
         self.stacks: list[list[int]] = []  # per lane: ends of the open slices, innermost last
-        self.nest = nest  # False: a lane holds only disjoint slices (the findings track: slices never overlap)
+        self.nest = (
+            nest  # False: a lane holds only disjoint slices (the findings track: slices never overlap)
+        )
 
     def place(self, ts: int, end: int) -> tuple[int, list[tuple[int, int]]]:
         """(lane, [(lane, end_ns) closed, in order]) for a slice [ts, end)."""

@@ -46,7 +46,9 @@ class Session:
     run_id: str
     run_format: str
     ranks: list[int]
-    windows: dict[int, tuple[int, int]] | None  # rank -> [lo, hi) ns on the rank's own clock (None: everything)
+    windows: (
+        dict[int, tuple[int, int]] | None
+    )  # rank -> [lo, hi) ns on the rank's own clock (None: everything)
     steps: tuple[int, int] | None
     peaks: dict[str, float | None]
     peaks_note: str
@@ -61,8 +63,11 @@ class Session:
         ranks = self.ranks if self.only is None else [r for r in self.ranks if r == self.only]
         if self.windows is None:
             return f"{rank} IN ({', '.join(str(int(r)) for r in ranks)})" if ranks else "false"
-        parts = [f"({rank} = {int(r)} AND {ts} >= {int(lo)} AND {ts} < {int(hi)})"
-                 for r, (lo, hi) in sorted(self.windows.items()) if r in ranks]
+        parts = [
+            f"({rank} = {int(r)} AND {ts} >= {int(lo)} AND {ts} < {int(hi)})"
+            for r, (lo, hi) in sorted(self.windows.items())
+            if r in ranks
+        ]
         return "(" + " OR ".join(parts) + ")" if parts else "false"
 
     def batches(self, sql: str, params: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
@@ -91,8 +96,16 @@ class Session:
             shutil.rmtree(self.spill, ignore_errors=True)
 
 
-def open_session(store: Any, run_id: str, *, ranks: list[int] | None = None, steps: tuple[int, int] | None = None,
-                 align: bool = True, device: str | None = None, peaks: dict[str, float] | None = None) -> Session:
+def open_session(
+    store: Any,
+    run_id: str,
+    *,
+    ranks: list[int] | None = None,
+    steps: tuple[int, int] | None = None,
+    align: bool = True,
+    device: str | None = None,
+    peaks: dict[str, float] | None = None,
+) -> Session:
     import shutil
     import tempfile
 
@@ -114,20 +127,39 @@ def open_session(store: Any, run_id: str, *, ranks: list[int] | None = None, ste
         queries._scope_views(cur, run_id, None)  # all ranks: the clock offsets need every rank's collectives
         stored = queries._stored_derived(cur)
         queries._load_helpers(cur, stored=stored)
-        choice = devices.resolve(device=device, detected=queries.detected_device_names(cur), overrides=dict(peaks or {}))
+        choice = devices.resolve(
+            device=device, detected=queries.detected_device_names(cur), overrides=dict(peaks or {})
+        )
         fmt_row = cur.execute("SELECT format FROM runs").fetchone()
-        all_ranks = [int(r[0]) for r in cur.execute(
-            "SELECT DISTINCT rank FROM (SELECT rank FROM kernels UNION ALL SELECT rank FROM host_ops "
-            "UNION ALL SELECT rank FROM comm_ops UNION ALL SELECT rank FROM counters) ORDER BY 1").fetchall()]
+        all_ranks = [
+            int(r[0])
+            for r in cur.execute(
+                "SELECT DISTINCT rank FROM (SELECT rank FROM kernels UNION ALL SELECT rank FROM host_ops "
+                "UNION ALL SELECT rank FROM comm_ops UNION ALL SELECT rank FROM counters) ORDER BY 1"
+            ).fetchall()
+        ]
         if ranks:
             missing = sorted(set(ranks) - set(all_ranks))
             if missing:
-                raise TraceQLError(f"run {run_id!r} has no rank {missing[0]} (ranks: {_ranges(all_ranks) or 'none'})")
+                raise TraceQLError(
+                    f"run {run_id!r} has no rank {missing[0]} (ranks: {_ranges(all_ranks) or 'none'})"
+                )
             chosen = sorted(set(ranks))
         else:
             chosen = all_ranks
-        sess = Session(con, cur, run_id, str(fmt_row[0]) if fmt_row else "", chosen, None, steps,
-                       choice.peaks, choice.note, spill=spill, stored=stored)
+        sess = Session(
+            con,
+            cur,
+            run_id,
+            str(fmt_row[0]) if fmt_row else "",
+            chosen,
+            None,
+            steps,
+            choice.peaks,
+            choice.note,
+            spill=spill,
+            stored=stored,
+        )
         sess.offsets = _offsets(cur)
         if align:
             sess.shift = {int(o["rank"]): int(o["offset_ns"]) for o in sess.offsets if o["applied"]}
@@ -150,18 +182,29 @@ def _offsets(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
 
 
-def _windows(cur: duckdb.DuckDBPyConnection, run_id: str, ranks: list[int], steps: tuple[int, int]) -> dict[int, tuple[int, int]]:
+def _windows(
+    cur: duckdb.DuckDBPyConnection, run_id: str, ranks: list[int], steps: tuple[int, int]
+) -> dict[int, tuple[int, int]]:
     """Per rank: from the first chosen step's window start to the last one's end (the step windows every
     step metric uses, _helpers.sql _step_windows)."""
     a, b = steps
     rows = cur.execute(
         "SELECT rank, min(win_start), max(win_end) FROM _step_windows() WHERE step BETWEEN $a AND $b "
-        "AND win_end > win_start GROUP BY rank", {"a": a, "b": b}).fetchall()
+        "AND win_end > win_start GROUP BY rank",
+        {"a": a, "b": b},
+    ).fetchall()
     got = {int(r): (int(lo), int(hi)) for r, lo, hi in rows if int(r) in ranks}
     if not got:
-        known = [int(r[0]) for r in cur.execute("SELECT DISTINCT step FROM _step_windows() WHERE step IS NOT NULL ORDER BY 1").fetchall()]
+        known = [
+            int(r[0])
+            for r in cur.execute(
+                "SELECT DISTINCT step FROM _step_windows() WHERE step IS NOT NULL ORDER BY 1"
+            ).fetchall()
+        ]
         span = f"{a}" if a == b else f"{a}-{b}"
-        raise TraceQLError(f"run {run_id!r} has no step {span} on the chosen ranks (steps: {_ranges(known) or 'none: the dump has no step ids'})")
+        raise TraceQLError(
+            f"run {run_id!r} has no step {span} on the chosen ranks (steps: {_ranges(known) or 'none: the dump has no step ids'})"
+        )
     return got
 
 

@@ -40,8 +40,13 @@ def _clean(v: Any) -> Any:
 
 
 def js_obj(d: dict[str, Any]) -> str:
-    return json.dumps({k: _clean(v) for k, v in d.items()}, ensure_ascii=True, allow_nan=False,
-                      separators=(",", ":"), default=str).translate(_HTML)
+    return json.dumps(
+        {k: _clean(v) for k, v in d.items()},
+        ensure_ascii=True,
+        allow_nan=False,
+        separators=(",", ":"),
+        default=str,
+    ).translate(_HTML)
 
 
 def us(ns: int) -> str:
@@ -66,11 +71,16 @@ class ChromeWriter:
         self.first = True
         self.tids: dict[tuple[int, str], int] = {}
         self.next_tid: dict[int, int] = {}
-        self.counts: dict[str, int] = {p: 0 for p in PHASES}
+        self.counts: dict[str, int] = dict.fromkeys(PHASES, 0)
         # no displayTimeUnit: some Perfetto versions read it as the unit of ts, not of the display
         head = {"baseTimeNanoseconds": origin_ns, **header}
-        fh.write("{" + ", ".join(f"{js(k)}: {js_obj(v) if isinstance(v, dict) else json.dumps(v)}"
-                                 for k, v in head.items()) + ',\n"traceEvents": [\n')
+        fh.write(
+            "{"
+            + ", ".join(
+                f"{js(k)}: {js_obj(v) if isinstance(v, dict) else json.dumps(v)}" for k, v in head.items()
+            )
+            + ',\n"traceEvents": [\n'
+        )
 
     def _emit(self, line: str, ph: str) -> None:
         self.counts[ph] += 1
@@ -85,8 +95,13 @@ class ChromeWriter:
             self.buf = []
 
     def process(self, rank: int, name: str, sort_index: int) -> None:
-        self._emit(f'{{"ph":"M","pid":{rank},"tid":0,"name":"process_name","args":{{"name":{js(name)}}}}}', "M")
-        self._emit(f'{{"ph":"M","pid":{rank},"tid":0,"name":"process_sort_index","args":{{"sort_index":{sort_index}}}}}', "M")
+        self._emit(
+            f'{{"ph":"M","pid":{rank},"tid":0,"name":"process_name","args":{{"name":{js(name)}}}}}', "M"
+        )
+        self._emit(
+            f'{{"ph":"M","pid":{rank},"tid":0,"name":"process_sort_index","args":{{"sort_index":{sort_index}}}}}',
+            "M",
+        )
 
     def tid(self, rank: int, track: str, sort_index: int) -> int:
         key = (rank, track)
@@ -95,25 +110,57 @@ class ChromeWriter:
             t = self.next_tid.get(rank, 1)
             self.next_tid[rank] = t + 1
             self.tids[key] = t
-            self._emit(f'{{"ph":"M","pid":{rank},"tid":{t},"name":"thread_name","args":{{"name":{js(track)}}}}}', "M")
-            self._emit(f'{{"ph":"M","pid":{rank},"tid":{t},"name":"thread_sort_index","args":{{"sort_index":{sort_index}}}}}', "M")
+            self._emit(
+                f'{{"ph":"M","pid":{rank},"tid":{t},"name":"thread_name","args":{{"name":{js(track)}}}}}', "M"
+            )
+            self._emit(
+                f'{{"ph":"M","pid":{rank},"tid":{t},"name":"thread_sort_index","args":{{"sort_index":{sort_index}}}}}',
+                "M",
+            )
         return t
 
-    def slice(self, rank: int, track: str, sort_index: int, ts: int, dur: int, name: str, cat: str,
-              args: dict[str, Any], flow_in: list[str] | None, flow_out: list[str] | None) -> None:
+    def slice(
+        self,
+        rank: int,
+        track: str,
+        sort_index: int,
+        ts: int,
+        dur: int,
+        name: str,
+        cat: str,
+        args: dict[str, Any],
+        flow_in: list[str] | None,
+        flow_out: list[str] | None,
+    ) -> None:
         t = self.tid(rank, track, sort_index)
-        self._emit(f'{{"ph":"X","pid":{rank},"tid":{t},"ts":{us(ts - self.origin)},"dur":{us(dur)},'
-                   f'"name":{js(name)},"cat":{js(cat)},"args":{js_obj(args)}}}', "X")
+        self._emit(
+            f'{{"ph":"X","pid":{rank},"tid":{t},"ts":{us(ts - self.origin)},"dur":{us(dur)},'
+            f'"name":{js(name)},"cat":{js(cat)},"args":{js_obj(args)}}}',
+            "X",
+        )
 
     def end(self, rank: int, track: str, end_ns: int) -> None:
         """Complete events carry their duration: nothing to close."""
 
     def counter(self, rank: int, track: str, unit: str, ts: int, value: float) -> None:
-        self._emit(f'{{"ph":"C","pid":{rank},"tid":0,"ts":{us(ts - self.origin)},"name":{js(track)},'
-                   f'"args":{{"value":{num(value)}}}}}', "C")
+        self._emit(
+            f'{{"ph":"C","pid":{rank},"tid":0,"ts":{us(ts - self.origin)},"name":{js(track)},'
+            f'"args":{{"value":{num(value)}}}}}',
+            "C",
+        )
 
-    def flow(self, rank: int, fid: str, cat: str, name: str, src_track: str, src_ts: int, dst_track: str,
-             dst_ts: int, sort_index: int) -> None:
+    def flow(
+        self,
+        rank: int,
+        fid: str,
+        cat: str,
+        name: str,
+        src_track: str,
+        src_ts: int,
+        dst_track: str,
+        dst_ts: int,
+        sort_index: int,
+    ) -> None:
         s, d = self.tid(rank, src_track, sort_index), self.tid(rank, dst_track, sort_index)
         base = f'"id":{js(fid)},"cat":{js(cat)},"name":{js(name)},"pid":{rank}'
         self._emit(f'{{"ph":"s",{base},"tid":{s},"ts":{us(src_ts - self.origin)}}}', "s")

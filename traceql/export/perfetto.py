@@ -28,14 +28,19 @@ def protos() -> Any:
     try:
         from perfetto.protos.perfetto.trace import perfetto_trace_pb2
     except ImportError as e:
-        raise TraceQLError("the .pftrace export needs the perfetto package: pip install 'traceql[export]' "
-                           "(or use --format chrome)") from e
+        raise TraceQLError(
+            "the .pftrace export needs the perfetto package: pip install 'traceql[export]' "
+            "(or use --format chrome)"
+        ) from e
     return perfetto_trace_pb2
 
 
 def flow_uid(fid: str) -> int:
     """A stable 64-bit flow id from the flow's text id (no table of every id kept in memory)."""
-    return int.from_bytes(hashlib.blake2b(fid.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big") or 1
+    return (
+        int.from_bytes(hashlib.blake2b(fid.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+        or 1
+    )
 
 
 class PerfettoWriter:
@@ -98,8 +103,19 @@ class PerfettoWriter:
             self.counts["tracks"] += 1
         return u
 
-    def slice(self, rank: int, track: str, sort_index: int, ts: int, dur: int, name: str, cat: str,
-              args: dict[str, Any], flow_in: list[str] | None, flow_out: list[str] | None) -> None:
+    def slice(
+        self,
+        rank: int,
+        track: str,
+        sort_index: int,
+        ts: int,
+        dur: int,
+        name: str,
+        cat: str,
+        args: dict[str, Any],
+        flow_in: list[str] | None,
+        flow_out: list[str] | None,
+    ) -> None:
         u = self._track(rank, track, sort_index)
         p = self._packet()
         p.timestamp = ts

@@ -23,6 +23,7 @@ and thread names — which Chrome traces may put anywhere, often at the end — 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import io
@@ -121,20 +122,24 @@ def _gunzip_head(path: Path, n: int) -> bytes:
 def require_root(sn: Sniff, *, want: str) -> None:
     """Raise the one-line error for an empty file or a root that is not what `want` describes."""
     if sn.root is None:
-        raise BadTraceError(sn.path, "empty file (no JSON at all); the profiler may have failed before writing")
+        raise BadTraceError(
+            sn.path, "empty file (no JSON at all); the profiler may have failed before writing"
+        )
     if want == "array" and sn.root != "array":
-        raise BadTraceError(sn.path, f"expected a JSON array of trace events ([{{...}}, ...]), found {_describe_root(sn)}")
+        raise BadTraceError(
+            sn.path, f"expected a JSON array of trace events ([{{...}}, ...]), found {_describe_root(sn)}"
+        )
     if want == "events" and not (sn.root == "array" or (sn.root == "object" and sn.trace_events)):
         raise BadTraceError(
             sn.path,
-            "expected a Chrome trace: a JSON array of events or an object with a \"traceEvents\" array, "
+            'expected a Chrome trace: a JSON array of events or an object with a "traceEvents" array, '
             f"found {_describe_root(sn)}",
         )
 
 
 def _describe_root(sn: Sniff) -> str:
     if sn.root == "object":
-        return "a JSON object without a \"traceEvents\" key"
+        return 'a JSON object without a "traceEvents" key'
     if sn.root == "array":
         return "a JSON array"
     first = sn.head.lstrip(_WS)[:20]
@@ -318,7 +323,9 @@ class DuckStream:
     (raised where the batches are consumed). close() stops the query early; safe to call twice.
     """
 
-    def __init__(self, con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3) -> None:
+    def __init__(
+        self, con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3
+    ) -> None:
         import queue
         import threading
 
@@ -326,7 +333,9 @@ class DuckStream:
         self._q: queue.Queue[Any] = queue.Queue(maxsize=max(1, prefetch))
         self._stop = threading.Event()
         self._done = object()
-        self._t = threading.Thread(target=self._produce, args=(sql, batch_rows), name="traceql-duckdb", daemon=True)
+        self._t = threading.Thread(
+            target=self._produce, args=(sql, batch_rows), name="traceql-duckdb", daemon=True
+        )
         self._t.start()
 
     def _produce(self, sql: str, batch_rows: int) -> None:
@@ -370,15 +379,15 @@ class DuckStream:
         if self._t.is_alive():
             self.con.interrupt()
             while self._t.is_alive():  # unblock a producer waiting on a full queue
-                try:
+                with contextlib.suppress(queue.Empty):
                     self._q.get_nowait()
-                except queue.Empty:
-                    pass
                 self._t.join(timeout=0.05)
         self.con.close()
 
 
-def duck_batches(con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3) -> Iterator[Any]:
+def duck_batches(
+    con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3
+) -> Iterator[Any]:
     """Stream the Arrow batches of `sql` (see DuckStream); the query stops if the consumer stops early."""
     from .. import progress
 
@@ -452,7 +461,8 @@ class _CountingReader(io.RawIOBase):
             net = window.count(b"[") + window.count(b"{") - window.count(b"]") - window.count(b"}")
             if net > MAX_NESTING and _DEEP.search(window):
                 raise BadTraceError(
-                    self.path, f"JSON nested deeper than {MAX_NESTING} levels near byte {self.pos}: not a profiler trace"
+                    self.path,
+                    f"JSON nested deeper than {MAX_NESTING} levels near byte {self.pos}: not a profiler trace",
                 )
             self._prev = window[-_DEEP_OVERLAP:]
         self.pos += len(data)
@@ -474,11 +484,15 @@ def open_stream(sn: Sniff) -> GuardedStream:
 def _gzip_error(path: Path, e: BaseException, offset: int | None) -> BadTraceError:
     where = f" after {offset} decompressed bytes" if offset is not None else ""
     if isinstance(e, EOFError):
-        return BadTraceError(path, f"truncated gzip: the compressed stream ends early{where} (file cut off mid-write?)")
+        return BadTraceError(
+            path, f"truncated gzip: the compressed stream ends early{where} (file cut off mid-write?)"
+        )
     return BadTraceError(path, f"corrupt gzip data{where}: {e}")
 
 
-def iter_events(sn: Sniff, *, keep_tail: int = 0, tail_out: list[bytes] | None = None) -> Iterator[dict[str, Any]]:
+def iter_events(
+    sn: Sniff, *, keep_tail: int = 0, tail_out: list[bytes] | None = None
+) -> Iterator[dict[str, Any]]:
     """Every event dict of the trace (array root, or the object's "traceEvents"), numbers exact (int/Decimal).
 
     With keep_tail > 0, the last keep_tail raw bytes read are appended to tail_out at the end (object keys
@@ -509,7 +523,9 @@ def iter_events(sn: Sniff, *, keep_tail: int = 0, tail_out: list[bytes] | None =
                 "(profiler killed mid-write?)",
             ) from None
         if "UTF8" in first or "utf-8" in first.lower():
-            raise BadTraceError(sn.path, f"not UTF-8 text: invalid bytes before {unit} {reader.pos}") from None
+            raise BadTraceError(
+                sn.path, f"not UTF-8 text: invalid bytes before {unit} {reader.pos}"
+            ) from None
         raise BadTraceError(sn.path, f"malformed JSON before {unit} {reader.pos}: {first}") from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         raise _gzip_error(sn.path, e, reader.pos) from None
@@ -668,7 +684,11 @@ class RowGroups:
         for table, part in [key] if key else list(self._pending):
             parts = self._pending.pop((table, part), [])
             if parts:
-                self.out.write(table, pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0], part)
+                self.out.write(
+                    table,
+                    pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0],
+                    part,
+                )
 
 
 # ---- spilling to a temporary Parquet file ------------------------------------------------------------

@@ -73,6 +73,7 @@ def take_unparsed() -> list[tuple[str, str, int, int, str]]:
     _UNPARSED.clear()
     return out
 
+
 class CsvFile:
     def __init__(self, path: Path, con: Any = None) -> None:
         import duckdb
@@ -103,7 +104,8 @@ class CsvFile:
         missing = [c for c in cols if c not in self._cols]
         if missing:
             raise BadTraceError(
-                self.path, f"missing required column(s) {', '.join(repr(m) for m in missing)}; header has {len(self.header)} columns"
+                self.path,
+                f"missing required column(s) {', '.join(repr(m) for m in missing)}; header has {len(self.header)} columns",
             )
 
     # ---- SQL expressions (NULL when the column is absent) -----------------------------------------
@@ -141,8 +143,10 @@ class CsvFile:
         if col is None or col not in self._cols:
             return "NULL::BIGINT"
         self._numeric.add(col)
-        return (f"(CASE WHEN tq_plain({q(col)}) THEN TRY_CAST(round(TRY_CAST({q(col)} AS DECIMAL(38,6)) * {ns_per_unit}) "
-                "AS BIGINT) END)")
+        return (
+            f"(CASE WHEN tq_plain({q(col)}) THEN TRY_CAST(round(TRY_CAST({q(col)} AS DECIMAL(38,6)) * {ns_per_unit}) "
+            "AS BIGINT) END)"
+        )
 
     def us_ns(self, *cols: str) -> str:
         return self.dec_ns(self.first(*cols), 1000)
@@ -210,20 +214,30 @@ class CsvFile:
             return
         parts = []
         for c in cols:
-            parts += [f"count_if(tq_bad({q(c)}))", f"min(CASE WHEN tq_bad({q(c)}) THEN __row END)",
-                      f"arg_min(CASE WHEN tq_bad({q(c)}) THEN left({q(c)}, 40) END, CASE WHEN tq_bad({q(c)}) THEN __row END)"]
+            parts += [
+                f"count_if(tq_bad({q(c)}))",
+                f"min(CASE WHEN tq_bad({q(c)}) THEN __row END)",
+                f"arg_min(CASE WHEN tq_bad({q(c)}) THEN left({q(c)}, 40) END, CASE WHEN tq_bad({q(c)}) THEN __row END)",
+            ]
         import duckdb
 
         # its own connection: the caller's may hold another open result (two CsvFiles streaming on one con)
         con = duckdb.connect(":memory:")
         try:
             con.execute("SET disabled_optimizers = 'type_pushdown'")
-            con.execute("SET threads = 1")  # a few columns of one file: no parallel scan (its null_padding limits)
+            con.execute(
+                "SET threads = 1"
+            )  # a few columns of one file: no parallel scan (its null_padding limits)
             for m in _MACROS:
                 con.execute(m)
-            base = CsvFile.from_clause(self)  # without TaskCsv's l2 join (a temp table of the caller's connection)
-            sql = (f"SELECT {', '.join(parts)} FROM (SELECT *, row_number() OVER () AS __row FROM {base}"
-                   + (f" WHERE {where}" if where else "") + ")")
+            base = CsvFile.from_clause(
+                self
+            )  # without TaskCsv's l2 join (a temp table of the caller's connection)
+            sql = (
+                f"SELECT {', '.join(parts)} FROM (SELECT *, row_number() OVER () AS __row FROM {base}"
+                + (f" WHERE {where}" if where else "")
+                + ")"
+            )
             try:
                 got = con.execute(sql).fetchone() or ()
             except duckdb.Error:
@@ -235,7 +249,9 @@ class CsvFile:
         for i, c in enumerate(cols):
             n, row, example = got[3 * i : 3 * i + 3]
             if n:
-                _UNPARSED.append((str(self.path), c, int(n), int(row) + 1, str(example)))  # +1: the header is line 1
+                _UNPARSED.append(
+                    (str(self.path), c, int(n), int(row) + 1, str(example))
+                )  # +1: the header is line 1
 
     def count(self) -> int:
         import duckdb
@@ -358,7 +374,9 @@ def _build_maps(batch: Any, maps: dict[str, MapExpr]) -> Any:
             key_idx = pc.filter(batch.column("__p_" + name).flatten(), mask)
             keys = pc.take(pa.array(maps[name].keys, pa.string()), key_idx)
             counts = batch.column("__n_" + name)
-            offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(counts).cast(pa.int32())])
+            offsets = pa.concat_arrays(
+                [pa.array([0], pa.int32()), pc.cumulative_sum(counts).cast(pa.int32())]
+            )
             col = pa.MapArray.from_arrays(offsets, keys, pc.filter(flat, mask))
         cols[name] = col
     return pa.RecordBatch.from_pydict(cols)
@@ -384,7 +402,9 @@ def read_header(path: Path) -> list[str]:
     try:
         line = first.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BadTraceError(path, f"not UTF-8 text (byte 0x{first[e.start]:02x} at offset {e.start}); expected a UTF-8 CSV") from e
+        raise BadTraceError(
+            path, f"not UTF-8 text (byte 0x{first[e.start]:02x} at offset {e.start}); expected a UTF-8 CSV"
+        ) from e
     row = next(csv.reader(io.StringIO(line)), [])
     cap = limit("TRACEQL_MAX_CSV_COLUMNS")
     if len(row) > cap:
@@ -411,5 +431,7 @@ def comm_task_sql(task_type: str, name: str) -> str:
     Older torch_npu/msprof exports write the HCCL tasks' core (kernel_details 'Accelerator Core', op_summary
     'Task Type') as `HCCL`; torch_npu 2.7 / CANN 8.3 write `COMMUNICATION`. Level0 dumps may write N/A there
     and keep only the name (`hcom_allReduce__...`), hence the name fallback."""
-    return (f"COALESCE(upper({task_type}) IN ('HCCL', 'COMMUNICATION'), false) "
-            f"OR COALESCE(lower({name}) LIKE 'hcom%', false)")
+    return (
+        f"COALESCE(upper({task_type}) IN ('HCCL', 'COMMUNICATION'), false) "
+        f"OR COALESCE(lower({name}) LIKE 'hcom%', false)"
+    )

@@ -30,7 +30,9 @@ def _kind(mode: int) -> str:
 
 def _refuse(path: Path, mode: int) -> BadTraceError:
     via = f" (a symlink to {os.path.realpath(path)})" if os.path.islink(path) else ""
-    return BadTraceError(path, f"is {_kind(mode)}{via}, expected a regular dump file: traceql reads only regular files")
+    return BadTraceError(
+        path, f"is {_kind(mode)}{via}, expected a regular dump file: traceql reads only regular files"
+    )
 
 
 def check_regular(path: Path) -> os.stat_result:

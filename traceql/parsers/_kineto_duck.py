@@ -50,7 +50,9 @@ TAIL = 1 << 20  # bytes held back by the feed: the keys after the events array m
 CHUNK = 1 << 20  # read size of the feed
 SEGMENT = 64 << 20  # bytes per FIFO / DuckDB query (see Feed)
 BATCH_ROWS = 32 * 1024  # events per DuckDB batch (see trace_view.BATCH_ROWS: memory stays flat)
-WRITE_ROWS = 32 * 1024  # rows per write to the store (its row groups); 128k: peak RSS 0.63 / 0.72-0.78 GB at 0.25 / 1 GB, 32k: 0.47 / 0.60-0.61 GB, same speed
+WRITE_ROWS = (
+    32 * 1024
+)  # rows per write to the store (its row groups); 128k: peak RSS 0.63 / 0.72-0.78 GB at 0.25 / 1 GB, 32k: 0.47 / 0.60-0.61 GB, same speed
 MAX_REAL = 2**43  # largest real ts/dur converted from a double (see the module docstring)
 PLAIN = (1e-4, 1e16)  # DuckDB prints doubles in this range exactly as Python's repr (tested)
 
@@ -305,7 +307,7 @@ class Feed:
 _INT = r"^-?[0-9]+$"
 _REAL = r"^-?[0-9]+[.eE]"
 # an escape, a real number inside a list/object, or NaN/Infinity (DuckDB accepts them, ijson refuses the file)
-_ODD = r'\\|^[\[{].*[\[,:]-?[0-9]+[.eE]|^-?(NaN|Infinity)|[\[,:]-?(NaN|Infinity)'
+_ODD = r"\\|^[\[{].*[\[,:]-?[0-9]+[.eE]|^-?(NaN|Infinity)|[\[,:]-?(NaN|Infinity)"
 
 
 def _real(s: str) -> Decimal:
@@ -365,7 +367,9 @@ def texts(j: Any) -> Any:
     real = _mask(pc.match_substring_regex(j, _REAL))
     if pc.any(real).as_py():
         d = pc.abs(pc.cast(pc.if_else(real, j, lit("0")), pa.float64()))
-        plain = pc.or_(pc.and_(pc.greater_equal(d, lit(PLAIN[0])), pc.less(d, lit(PLAIN[1]))), pc.equal(d, lit(0.0)))
+        plain = pc.or_(
+            pc.and_(pc.greater_equal(d, lit(PLAIN[0])), pc.less(d, lit(PLAIN[1]))), pc.equal(d, lit(0.0))
+        )
         slow = pc.or_(slow, pc.and_(real, pc.invert(plain)))
     return _patch(out, slow, j, lambda t: cj.text(py(t)), pa.string())
 
@@ -405,9 +409,14 @@ def ns(j: Any, scale: int, offset: int = 0) -> Any:
     if pc.any(real).as_py():
         d = pc.cast(pc.if_else(real, j, null), pa.float64())
         if not pc.all(pc.less(pc.abs(d), lit(float(MAX_REAL)))).as_py():
-            raise GiveUp(f"a real ts/dur of 2**43 or more ({pc.max(pc.abs(d)).as_py()!r}): not exact as a double")
+            raise GiveUp(
+                f"a real ts/dur of 2**43 or more ({pc.max(pc.abs(d)).as_py()!r}): not exact as a double"
+            )
         f = pc.floor(d)
-        k = pc.add(pc.multiply(f, lit(float(scale))), pc.round(pc.multiply(pc.subtract(d, f), lit(float(scale))), 0, round_mode="half_up"))
+        k = pc.add(
+            pc.multiply(f, lit(float(scale))),
+            pc.round(pc.multiply(pc.subtract(d, f), lit(float(scale))), 0, round_mode="half_up"),
+        )
         back = pc.divide(k, lit(float(scale))) if scale != 1 else k
         if not pc.all(pc.equal(back, d)).as_py():
             bad = d.filter(_mask(pc.not_equal(back, d)))[0].as_py()
@@ -441,7 +450,9 @@ def _extra(kv: cj.ArgsKV, canonical: tuple[str, ...]) -> Any:
 
     keep = pc.invert(pc.is_in(kv.keys, value_set=pa.array(canonical, pa.string())))
     before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(keep.cast(pa.int64()))])
-    offsets = before.take(pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(kv.lens)])).cast(pa.int32())
+    offsets = before.take(pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(kv.lens)])).cast(
+        pa.int32()
+    )
     return pa.MapArray.from_arrays(offsets, kv.keys.filter(keep), texts(kv.vals.filter(keep)))
 
 
@@ -493,7 +504,10 @@ class _Mapper:
         ts, dur, unit = b.column("ts"), b.column("dur"), self.tally.unit
         split = 0
         if unit["scale"] is None:
-            has = pc.and_(pc.fill_null(pc.not_equal(b.column("ph"), lit("M")), lit(True)), _mask(pc.not_equal(ts, lit("null"))))
+            has = pc.and_(
+                pc.fill_null(pc.not_equal(b.column("ph"), lit("M")), lit(True)),
+                _mask(pc.not_equal(ts, lit("null"))),
+            )
             first = pc.indices_nonzero(has)
             if len(first) == 0:
                 return ns(ts, 1000), ns(dur, 1000)
@@ -515,7 +529,9 @@ class _Mapper:
         lcat = pc.utf8_lower(pc.fill_null(cat, lit("")))
         is_x = _mask(pc.equal(ph, lit("X")))
         pid = ints(b.column("pid"))
-        skip = pc.and_(is_x, pc.or_(pc.is_in(lcat, value_set=pa.array(sorted(kn.SKIP_CATS))), pc.is_null(pid)))
+        skip = pc.and_(
+            is_x, pc.or_(pc.is_in(lcat, value_set=pa.array(sorted(kn.SKIP_CATS))), pc.is_null(pid))
+        )
         keep_x = pc.and_(is_x, pc.invert(skip))
         dev = pc.and_(keep_x, pc.is_in(lcat, value_set=pa.array(sorted(kn.KERNEL_CATS))))
         rng = pc.and_(keep_x, pc.equal(lcat, lit(kn.RANGE_CAT)))
@@ -525,8 +541,12 @@ class _Mapper:
         mem = pc.and_(pc.and_(_mask(pc.equal(ph, lit("i"))), _mask(pc.equal(b.column("name"), lit("[memory]")))),
                       _mask(pc.greater(pc.list_value_length(b.column("k")), lit(0))))  # fmt: skip
         other = pc.invert(pc.or_(pc.or_(is_x, flow), pc.or_(mc, mem)))
-        self._count_skipped(pc.if_else(_mask(pc.equal(cat, lit(""))), lit("?"), pc.fill_null(cat, lit("?"))).filter(skip))
-        self._count_skipped(pc.binary_join_element_wise(lit("ph="), pc.fill_null(ph, lit("None")), lit("")).filter(other))
+        self._count_skipped(
+            pc.if_else(_mask(pc.equal(cat, lit(""))), lit("?"), pc.fill_null(cat, lit("?"))).filter(skip)
+        )
+        self._count_skipped(
+            pc.binary_join_element_wise(lit("ph="), pc.fill_null(ph, lit("None")), lit("")).filter(other)
+        )
         t = b.append_column("pid_i", pid).append_column("ts_ns", ts_ns).append_column("dur_ns", dur_ns)
         t = t.append_column("lcat", lcat)
         for mask, fn in ((host, self._host), (dev, self._kernels), (rng, self._ranges), (flow, self._flows),
@@ -563,7 +583,9 @@ class _Mapper:
         dev = pc.coalesce(ints(kv.get(lit("device"))), t.column("pid_i"))
         for item in dev.value_counts().to_pylist():
             if item["values"] is not None:
-                self.tally.devices[item["values"]] = self.tally.devices.get(item["values"], 0) + item["counts"]
+                self.tally.devices[item["values"]] = (
+                    self.tally.devices.get(item["values"], 0) + item["counts"]
+                )
         name, lcat = t.column("name"), t.column("lcat")
         op_type = _per_unique(name, kn.kernel_class, pa.string())
         for word in ("memcpy", "memset"):  # kernel_class(name, cat): the category decides these
@@ -585,7 +607,9 @@ class _Mapper:
                 self.tally.devices[dev] = self.tally.devices.get(dev, 0) + 1
             rows.append(row)
         self.tally.n_ranges += len(rows)
-        self._write("kernels", dict(zip(kn.KERNEL_COLS, kn.columns("kernels", kn.KERNEL_COLS, rows), strict=True)))
+        self._write(
+            "kernels", dict(zip(kn.KERNEL_COLS, kn.columns("kernels", kn.KERNEL_COLS, rows), strict=True))
+        )
 
     def _flows(self, t: Any) -> None:
         import pyarrow as pa
@@ -604,9 +628,14 @@ class _Mapper:
                 if r["name"] == "process_name" and isinstance(args.get("name"), str):
                     self.procs[pid] = args["name"]
                 continue
-            rows.extend(kn.counter_rows(self.procs.get(pid, cj.text(pid) or ""), r["name"] or "", r["ts_ns"], args))
+            rows.extend(
+                kn.counter_rows(self.procs.get(pid, cj.text(pid) or ""), r["name"] or "", r["ts_ns"], args)
+            )
         if rows:
-            self._write("counters", dict(zip(kn.COUNTER_COLS, kn.columns("counters", kn.COUNTER_COLS, rows), strict=True)))
+            self._write(
+                "counters",
+                dict(zip(kn.COUNTER_COLS, kn.columns("counters", kn.COUNTER_COLS, rows), strict=True)),
+            )
 
     def _memory(self, t: Any) -> None:
         import pyarrow as pa

@@ -101,7 +101,9 @@ class GuardedStream:
         self.inflated = 0
         if gz:
             compressed = os.fstat(self.fileobj.fileno()).st_size
-            self.max_inflated = max(limit("TRACEQL_MIN_INFLATE_BYTES"), compressed * limit("TRACEQL_MAX_INFLATE_RATIO"))
+            self.max_inflated = max(
+                limit("TRACEQL_MIN_INFLATE_BYTES"), compressed * limit("TRACEQL_MAX_INFLATE_RATIO")
+            )
             self._compressed = compressed
         self.gap = QuoteGap(path) if json_text else None
 

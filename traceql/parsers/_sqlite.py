@@ -96,6 +96,8 @@ def private_copy_uri(path: Path, into: Path) -> str:
     shutil.copyfile(path, dst)
     shutil.copyfile(str(path) + "-wal", str(dst) + "-wal")
     return "file:" + urllib.parse.quote(str(dst))
+
+
 def _bound(conn: sqlite3.Connection) -> None:
     """Cap what one value may cost: a 1 MB db whose generated column expands to 100 MB per row took 3.1 GB in
     6 s (issue 22). No profiler writes a string or blob past TRACEQL_MAX_STRING_BYTES; SQLite stops with

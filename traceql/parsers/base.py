@@ -135,7 +135,9 @@ def detect(path: Path) -> list[Unit]:
             cao = path / "cluster_analysis_output"
             if cao.is_dir():
                 # the ranks' own files already give per-rank rows: the cluster parser adds only cluster-level ones
-                found.extend(replace(u, options=(*u.options, ("alongside", "rank_dumps"))) for u in _claim(cao) or [])
+                found.extend(
+                    replace(u, options=(*u.options, ("alongside", "rank_dumps"))) for u in _claim(cao) or []
+                )
             return found
         raise UnknownFormatError(
             path,

@@ -63,7 +63,10 @@ _KERNEL_CLASSES: list[tuple[str, re.Pattern[str]]] = [
     ("reduce", re.compile(r"reduce|reduction|triton_red|triton_per|_sum_|argmax|argmin|cumsum|scan")),
     ("index", re.compile(r"index|gather|scatter|embedding|take_|put_|permute_\dd_lengths|lengths")),
     ("copy", re.compile(r"copy|cat_|catarray|transpose|permute|nchwtonhwc|nhwctonchw|memcpy")),
-    ("elementwise", re.compile(r"elementwise|pointwise|triton_poi|unrolled|vectorized|distribution_|fill_|dropout")),
+    (
+        "elementwise",
+        re.compile(r"elementwise|pointwise|triton_poi|unrolled|vectorized|distribution_|fill_|dropout"),
+    ),
 ]
 _FLOP_OPS = {"add": 1, "mul": 1, "fma": 2}
 
@@ -126,7 +129,9 @@ def _rank_from_head(path: Path) -> int | None:
 
 class KinetoParser:
     name = "kineto"
-    description = "PyTorch Kineto / torch.profiler trace (.json / .json.gz), or a folder of them (one per rank)"
+    description = (
+        "PyTorch Kineto / torch.profiler trace (.json / .json.gz), or a folder of them (one per rank)"
+    )
 
     def claim(self, path: Path) -> list[Unit] | None:
         if path.is_file():
@@ -168,7 +173,10 @@ class _Cols:
         if self.rows:
             import pyarrow as pa
 
-            self.out.write(self.table, pa.table(dict(zip(self.names, columns(self.table, self.names, self.rows), strict=True))))
+            self.out.write(
+                self.table,
+                pa.table(dict(zip(self.names, columns(self.table, self.names, self.rows), strict=True))),
+            )
             self.tally.rows[self.table] = self.tally.rows.get(self.table, 0) + len(self.rows)
             self.rows = []
 
@@ -189,7 +197,16 @@ HOST_COLS = ("name", "cat", "pid", "tid", "ts_ns", "dur_ns", "correlation_id", "
 KERNEL_COLS = ("device_id", "name", "op_type", "task_type", "is_comm", "stream_id", "connection_id", "ts_ns",
                "dur_ns", "block_dim", "hbm_read_bytes", "hbm_write_bytes", "flops", "metrics", "extra")  # fmt: skip
 COUNTER_COLS = ("track", "channel", "metric", "unit", "name", "ts_ns", "value")
-MEMORY_COLS = ("kind", "component", "device", "ts_ns", "size_bytes", "allocated_bytes", "reserved_bytes", "extra")
+MEMORY_COLS = (
+    "kind",
+    "component",
+    "device",
+    "ts_ns",
+    "size_bytes",
+    "allocated_bytes",
+    "reserved_bytes",
+    "extra",
+)
 _HOST_CANON = {"correlation", "External id", "Sequence number", "Input Dims", "Input type"}
 _KERN_CANON = {"stream", "device", "correlation"}
 _UNIT_KEY = re.compile(r"(.*?)\s*\(([^)]*)\)")
@@ -200,7 +217,9 @@ class Tally:
     """What both readers collect besides the rows they write, for `_finish`."""
 
     base: int | None  # baseTimeNanoseconds
-    unit: dict[str, Any] = field(default_factory=lambda: {"scale": None, "base": 0})  # decided on the first ts
+    unit: dict[str, Any] = field(
+        default_factory=lambda: {"scale": None, "base": 0}
+    )  # decided on the first ts
     rows: dict[str, int] = field(default_factory=dict)
     steps: dict[int, list[int]] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
@@ -229,8 +248,15 @@ class Tally:
         self.steps[step] = [t0, end - t0]
 
 
-def device_row(args: dict[str, Any], name: str | None, cat: str | None, lcat: str, pid: int | None, t0: int | None,
-               dur: int | None) -> tuple[tuple[Any, ...], int | None]:
+def device_row(
+    args: dict[str, Any],
+    name: str | None,
+    cat: str | None,
+    lcat: str,
+    pid: int | None,
+    t0: int | None,
+    dur: int | None,
+) -> tuple[tuple[Any, ...], int | None]:
     """One kernels row (KERNEL_COLS) of a kernel / memcpy / memset / cuda_profiler_range event, and its device."""
     text, to_int = cj.text, cj.to_int
     grid = args.get("grid")
@@ -246,7 +272,9 @@ def device_row(args: dict[str, Any], name: str | None, cat: str | None, lcat: st
     hbm_r = hbm_w = flops = None
     extra = [(str(k), text(v)) for k, v in args.items() if k not in _KERN_CANON]
     if lcat == RANGE_CAT:
-        metrics = {str(k): float(v) for k, v in args.items() if cj.num(v) is not None and not isinstance(v, str)}
+        metrics = {
+            str(k): float(v) for k, v in args.items() if cj.num(v) is not None and not isinstance(v, str)
+        }
         extra = [(k, v) for k, v in extra if k not in metrics]
         hbm_r = to_int(args.get("dram__bytes_read.sum"))
         hbm_w = to_int(args.get("dram__bytes_write.sum"))
@@ -482,7 +510,7 @@ def _finish(sn: cj.Sniff, header: dict[str, Any], out: Any, tally: Tally, reader
         "reader": reader,
         "time_unit": _time_rule(tally.unit, tally.base),
         "rows": rows,
-        "step_windows": {s: w for s, w in sorted(steps.items())},
+        "step_windows": dict(sorted(steps.items())),
     }
     device = _device_name(header, tally.devices)
     if device:
@@ -519,7 +547,11 @@ def _time_rule(unit: dict[str, Any], base: int | None) -> str:
         return "ns (first ts > 1e17)"
     if unit["base"]:
         return f"us relative to baseTimeNanoseconds={base}"
-    return "us (Unix epoch)" if base is None else "us (absolute; baseTimeNanoseconds ignored: ts already epoch-like)"
+    return (
+        "us (Unix epoch)"
+        if base is None
+        else "us (absolute; baseTimeNanoseconds ignored: ts already epoch-like)"
+    )
 
 
 def _device_name(header: dict[str, Any], devices: dict[int, int]) -> str | None:
@@ -555,7 +587,9 @@ class _FlowEnds:
             cols = list(zip(*self.rows, strict=True))
             s, i = pa.string(), pa.int64()
             types = (s, s, s, s, i, i, i)
-            self.spill.add(pa.table({n: pa.array(c, t) for n, c, t in zip(cj.FLOW_ENDS, cols, types, strict=True)}))
+            self.spill.add(
+                pa.table({n: pa.array(c, t) for n, c, t in zip(cj.FLOW_ENDS, cols, types, strict=True)})
+            )
             self.rows = []
 
     def finish(self, out: Any, warnings: list[str]) -> int:
@@ -568,7 +602,10 @@ class _FlowEnds:
             return 0
         n = unpaired = 0
         for b in cj.pair_flows(path, self.tmp):
-            unpaired += pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py() or 0
+            unpaired += (
+                pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py()
+                or 0
+            )
             out.write("flows", pa.Table.from_batches([b]))
             n += b.num_rows
         if unpaired:

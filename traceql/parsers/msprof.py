@@ -190,7 +190,9 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
     csvs = {mod: files for (mod, ext), files in groups.items() if ext == "csv" and files}
     jsons = {mod: files for (mod, ext), files in groups.items() if ext == "json" and files}
     # a file cut off mid-write fails the run now, naming its byte offset, not after the others are parsed
-    warnings += check_complete([p for (mod, _), files in groups.items() if mod in PARSED_MODULES for p in files])
+    warnings += check_complete(
+        [p for (mod, _), files in groups.items() if mod in PARSED_MODULES for p in files]
+    )
     parsed: list[str] = []
     skipped: list[str] = []  # files deliberately not read, and why
     meta: list[dict[str, Any]] = []
@@ -296,8 +298,6 @@ def _write(out: RankWriter, table: str, csv: CsvFile, exprs: Any, where: str | N
             out.write(table, batch)
             n += batch.num_rows
     return n
-
-
 
 
 def _kb(csv: CsvFile, base: str) -> str:

@@ -129,8 +129,13 @@ def read_json(path: Path, expected: str) -> Any:
 
 
 _READ_CHARS = 4 << 20  # text decoded per read while streaming a JSON object's entries
-_NEED_MORE = ("Unterminated string", "Expecting value", "Expecting ',' delimiter", "Expecting ':' delimiter",
-              "Expecting property name")
+_NEED_MORE = (
+    "Unterminated string",
+    "Expecting value",
+    "Expecting ',' delimiter",
+    "Expecting ':' delimiter",
+    "Expecting property name",
+)
 
 
 def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tuple[str, Any]]:
@@ -198,7 +203,9 @@ def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tu
                 if not (near_end and e.msg.startswith(_NEED_MORE)) or not fill(grow=True):
                     raise invalid(e.msg, e.pos) from None
             except RecursionError:
-                raise BadTraceError(path, f"JSON nested too deeply to be a profiler file; expected {expected}") from None
+                raise BadTraceError(
+                    path, f"JSON nested too deeply to be a profiler file; expected {expected}"
+                ) from None
 
     try:
         first = skip_ws()
@@ -214,7 +221,10 @@ def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tu
         sep = skip_ws()
         while sep != "}":
             if sep != '"':
-                raise invalid("Expecting property name enclosed in double quotes" if sep else "unexpected end of file", pos)
+                raise invalid(
+                    "Expecting property name enclosed in double quotes" if sep else "unexpected end of file",
+                    pos,
+                )
             key, pos = value(lambda b, i: scan(b, i + 1))
             if skip_ws() != ":":
                 raise invalid("Expecting ':' delimiter", pos)
@@ -448,8 +458,6 @@ def write_select(out: RankWriter, table: str, csv: CsvFile, exprs: dict[str, str
     return n
 
 
-
-
 # ---------------------------------------------------------------------------------------------------------
 # truncation: checked on the last bytes of every file before anything is parsed
 # ---------------------------------------------------------------------------------------------------------
@@ -515,8 +523,10 @@ def check_complete(paths: list[Path]) -> list[str]:
                         f"truncated CSV: the file ends at byte {size} in the middle of a row (no line break after "
                         "the last row); the profiler was probably killed mid-write",
                     )
-                warnings.append(f"{path}: no line break after the last row; read as complete (it has every "
-                                "column), but if the profiler was killed mid-write its last value may be cut short")
+                warnings.append(
+                    f"{path}: no line break after the last row; read as complete (it has every "
+                    "column), but if the profiler was killed mid-write its last value may be cut short"
+                )
             continue
         closer = _CLOSER.get(head[:1])
         if closer is None or size < _SMALL_JSON:
@@ -656,8 +666,11 @@ FLUSH_ROWS = 64 * 1024  # rows kept before a write to the store while streaming 
 
 
 def parse_communication(path: Path, out: RankWriter, source: str = "communication.json") -> tuple[int, int]:
-    steps = json_object_items(path, "communication.json: {step: {p2p|collective: {op@group: {...}}}}",
-                              "expected a JSON object keyed by step (e.g. 'step50')")
+    steps = json_object_items(
+        path,
+        "communication.json: {step: {p2p|collective: {op@group: {...}}}}",
+        "expected a JSON object keyed by step (e.g. 'step50')",
+    )
     ops: list[dict[str, Any]] = []
     bws: list[dict[str, Any]] = []
     n_ops = n_bws = 0
@@ -674,14 +687,18 @@ def parse_communication(path: Path, out: RankWriter, source: str = "communicatio
                     ops.append(op_row)
                 bws.extend(bw_rows)
         if len(ops) + len(bws) >= FLUSH_ROWS:
-            n_ops, n_bws = n_ops + write_rows(out, "comm_ops", ops), n_bws + write_rows(out, "comm_bandwidth", bws)
+            n_ops, n_bws = (
+                n_ops + write_rows(out, "comm_ops", ops),
+                n_bws + write_rows(out, "comm_bandwidth", bws),
+            )
             ops, bws = [], []
     return n_ops + write_rows(out, "comm_ops", ops), n_bws + write_rows(out, "comm_bandwidth", bws)
 
 
 def parse_communication_matrix(path: Path, out: RankWriter) -> int:
     steps = json_object_items(
-        path, "communication_matrix.json: {step: {p2p|collective: {op@group: {'src-dst': {...}}}}}",
+        path,
+        "communication_matrix.json: {step: {p2p|collective: {op@group: {'src-dst': {...}}}}}",
         "expected a JSON object keyed by step (e.g. 'step50')",
     )
     rows: list[dict[str, Any]] = []
@@ -914,7 +931,9 @@ def _device_from_db(outdir: Path) -> str | None:
     for db in sorted(outdir.glob("ascend_pytorch_profiler*.db")):
         try:
             # immutable: no -wal/-shm created beside the dump (the device name is in the main file)
-            con = sqlite3.connect("file:" + urllib.parse.quote(str(db.resolve())) + "?mode=ro&immutable=1", uri=True)
+            con = sqlite3.connect(
+                "file:" + urllib.parse.quote(str(db.resolve())) + "?mode=ro&immutable=1", uri=True
+            )
             try:
                 row = con.execute("SELECT name FROM NPU_INFO LIMIT 1").fetchone()
             finally:
@@ -967,7 +986,12 @@ class TorchNpuTextParser:
             res = parse_kernel_details(path, out)
             if res["aic_metrics"]:
                 write_rows(out, "run_meta", [{"key": "traceql.aic_metrics", "value": res["aic_metrics"]}])
-            return {"device": None, "aic_metrics": res["aic_metrics"], "files": [path.name], "warnings": warns}
+            return {
+                "device": None,
+                "aic_metrics": res["aic_metrics"],
+                "files": [path.name],
+                "warnings": warns,
+            }
         lay = _layout(path)
         if lay is None:
             raise BadTraceError(

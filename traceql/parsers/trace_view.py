@@ -140,7 +140,9 @@ def scan_tracks(sn: cj.Sniff) -> Tracks:
     tr = Tracks()
 
     def probe(chunk: bytes) -> None:
-        if not tr.numeric_ts and (_NUM_TS.search(chunk, 0, _PROBE) or _NUM_TS.search(chunk, max(0, len(chunk) - _PROBE))):
+        if not tr.numeric_ts and (
+            _NUM_TS.search(chunk, 0, _PROBE) or _NUM_TS.search(chunk, max(0, len(chunk) - _PROBE))
+        ):
             tr.numeric_ts = True
 
     # thread names / labels are written next to their process name (the same M-event block)
@@ -436,9 +438,13 @@ class _Emitter:
         self.plane_parts.append(
             pa.table(
                 {
-                    "pid": b.column("pid"), "ts_ns": b.column("ts_ns"), "dur_ns": b.column("dur_ns"),
-                    "src": cj.ints(kv.get("src rank")), "dst": cj.ints(kv.get("dst rank")),
-                    "size": cj.floats(kv.get("size(Byte)")), "transport": kv.get("transport type"),
+                    "pid": b.column("pid"),
+                    "ts_ns": b.column("ts_ns"),
+                    "dur_ns": b.column("dur_ns"),
+                    "src": cj.ints(kv.get("src rank")),
+                    "dst": cj.ints(kv.get("dst rank")),
+                    "size": cj.floats(kv.get("size(Byte)")),
+                    "transport": kv.get("transport type"),
                     "link": kv.get("link type"),
                 }
             )  # fmt: skip
@@ -476,7 +482,9 @@ class _Emitter:
         ph, pid = b.column("ph"), b.column("pid")
         x = pc.fill_null(pc.take(codes, pc.index_in(pid, value_set=pids)), DEST["host"])  # unknown pid: host
         for gpid, tids in self.tr.group_tids().items():
-            is_group = pc.and_(pc.equal(pid, gpid), pc.is_in(b.column("tid"), value_set=pa.array(tids, pa.int64())))
+            is_group = pc.and_(
+                pc.equal(pid, gpid), pc.is_in(b.column("tid"), value_set=pa.array(tids, pa.int64()))
+            )
             x = pc.if_else(pc.fill_null(is_group, False), pa.scalar(DEST["comm"], pa.int8()), x)
         x = pc.if_else(pc.equal(x, 0), pa.scalar(None, pa.int8()), x)
         dest = pc.if_else(pc.equal(ph, "X"), x, pa.scalar(None, pa.int8()))
@@ -499,7 +507,9 @@ class _Emitter:
             if name in ("host", "cann"):
                 self.host(sub, cann=name == "cann")
             else:
-                getattr(self, {"kernel": "kernels", "counter": "counters", "flow": "flows"}.get(name, name))(sub)
+                getattr(self, {"kernel": "kernels", "counter": "counters", "flow": "flows"}.get(name, name))(
+                    sub
+                )
 
     # -- at the end ---------------------------------------------------------------------------------
     def finish(self, *, comm_ops: bool, write_steps: bool) -> None:
@@ -542,15 +552,25 @@ class _Emitter:
         finally:
             con.close()
         for track, name, key in pct:
-            self.warnings.append(f"counter {track} / {name} / {key} holds values above 1: read as percent, divided by 100")
-        in_percent = pa.array(["\x1f".join((track or "", name or "", key or "")) for track, name, key in pct], pa.string())
+            self.warnings.append(
+                f"counter {track} / {name} / {key} holds values above 1: read as percent, divided by 100"
+            )
+        in_percent = pa.array(
+            ["\x1f".join((track or "", name or "", key or "")) for track, name, key in pct], pa.string()
+        )
         # the spill in file order (= time order, as the profiler writes counters), scaled in Arrow: a file part of
         # its own (written after every other counter, these rows would unsort the main file), and bounded memory
         # (a DuckDB join and sort here lifted a 4 GB trace's peak RSS by ~0.1 GB)
         for b in pq.ParquetFile(path).iter_batches(batch_size=WRITE_ROWS):
-            key = pc.binary_join_element_wise(pc.fill_null(b.column("track"), ""), pc.fill_null(b.column("name"), ""),
-                                              pc.fill_null(b.column("key"), ""), "\x1f")
-            value = pc.if_else(pc.is_in(key, value_set=in_percent), pc.divide(b.column("value"), 100.0), b.column("value"))
+            key = pc.binary_join_element_wise(
+                pc.fill_null(b.column("track"), ""),
+                pc.fill_null(b.column("name"), ""),
+                pc.fill_null(b.column("key"), ""),
+                "\x1f",
+            )
+            value = pc.if_else(
+                pc.is_in(key, value_set=in_percent), pc.divide(b.column("value"), 100.0), b.column("value")
+            )
             cols = {c: b.column(c) for c in ("track", "channel", "metric", "unit", "name", "ts_ns")}
             self._write("counters", {**cols, "value": value}, "pct")
 
@@ -562,7 +582,10 @@ class _Emitter:
             return
         unpaired = 0
         for b in cj.pair_flows(path, self.tmp, WRITE_ROWS):
-            unpaired += pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py() or 0
+            unpaired += (
+                pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py()
+                or 0
+            )
             self._write("flows", b)
         if unpaired:
             self.warnings.append(f"{unpaired} flow events have no partner (kept with the missing end null)")
@@ -594,7 +617,10 @@ class _Emitter:
             ts = p["ts_ns"]
             if ts is None:
                 continue
-            while k < len(ops) and (ops[k]["pid"], (ops[k]["ts_ns"] or 0) + (ops[k]["dur_ns"] or 0)) < (p["pid"], ts):
+            while k < len(ops) and (ops[k]["pid"], (ops[k]["ts_ns"] or 0) + (ops[k]["dur_ns"] or 0)) < (
+                p["pid"],
+                ts,
+            ):
                 k += 1
             if k >= len(ops) or ops[k]["pid"] != p["pid"] or (ops[k]["ts_ns"] or 0) > ts:
                 continue
@@ -606,12 +632,17 @@ class _Emitter:
             if _rank(dst) is None:  # 4294967295: a local task (e.g. Reduce_Inline) on this rank
                 dst = src
             transport = _transport(p["transport"], p["link"], src, dst)
-            for cell in (matrix.setdefault((k, src, dst, transport), [0.0, 0.0]), bw.setdefault((k, transport), [0.0, 0.0])):
+            for cell in (
+                matrix.setdefault((k, src, dst, transport), [0.0, 0.0]),
+                bw.setdefault((k, transport), [0.0, 0.0]),
+            ):
                 cell[0] += size
                 cell[1] += dur
             if transport != "LOCAL":
                 nbytes[k] = nbytes.get(k, 0.0) + size
-                if p["transport"] == "SDMA":  # communication.json's SDMA row aggregates the HCCS/PCIE/SIO links
+                if (
+                    p["transport"] == "SDMA"
+                ):  # communication.json's SDMA row aggregates the HCCS/PCIE/SIO links
                     cell = bw.setdefault((k, "SDMA"), [0.0, 0.0])
                     cell[0] += size
                     cell[1] += dur
@@ -642,7 +673,9 @@ class _Emitter:
                     "transport": [x[3] for x in keys],
                     "bytes": [int(matrix[x][0]) for x in keys],
                     "transit_ns": [int(matrix[x][1]) for x in keys],
-                    "bandwidth_bps": [matrix[x][0] / (matrix[x][1] / 1e9) if matrix[x][1] else None for x in keys],
+                    "bandwidth_bps": [
+                        matrix[x][0] / (matrix[x][1] / 1e9) if matrix[x][1] else None for x in keys
+                    ],
                 },
             )
         bw = {key: val for key, val in bw.items() if key[1] != "LOCAL"}  # as communication.json: links only
@@ -697,7 +730,9 @@ def _comm_kind(op_type: str | None) -> str | None:
 # Entry points
 
 
-def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bool, write_steps: bool) -> dict[str, Any]:
+def parse_trace_view(
+    path: Path, out: RankWriter, *, kernels: bool, comm_ops: bool, write_steps: bool
+) -> dict[str, Any]:
     """Parse one trace_view.json / msprof_*.json into `out`. Returns metadata for the manifest:
 
     {"step_windows": {step: [ts_ns, dur_ns]}, "warnings": [...], "reader": "duckdb"|"ijson",
@@ -713,7 +748,11 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
     if comm_ops:
         dests |= {"comm", "plane"}
     # DuckDB starts parsing on another core while this thread pre-scans for track names
-    stream = cj.DuckStream(cj.duck_connection(), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH) if sn.fast_path else None
+    stream = (
+        cj.DuckStream(cj.duck_connection(), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH)
+        if sn.fast_path
+        else None
+    )
     # progress through this file = DuckDB's own scan progress (it reads far ahead of its parse)
     shown = progress.Stream(path, stream.con.query_progress) if stream is not None else None
     try:
@@ -782,7 +821,15 @@ def parse_trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bo
     return meta
 
 
-_ASCEND_MARKERS = (b'"Ascend Hardware"', b"AscendCL@", b'"CANN"', b'"HCCL"', b'"Overlap Analysis"', b'"torch_to_npu"', b'"async_npu"')
+_ASCEND_MARKERS = (
+    b'"Ascend Hardware"',
+    b"AscendCL@",
+    b'"CANN"',
+    b'"HCCL"',
+    b'"Overlap Analysis"',
+    b'"torch_to_npu"',
+    b'"async_npu"',
+)
 _STRING_TS = re.compile(rb'"ts"\s*:\s*"\d+(\.\d+)?"')
 
 

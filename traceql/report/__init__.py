@@ -1,7 +1,7 @@
 """The self-contained HTML report: findings first, the charts that prove them, run metadata (traceql.report.render).
 
-    from traceql.report import render_report, write_report
-    write_report("resnet.html", store, "resnet-8card", device="ascend910b")
+from traceql.report import render_report, write_report
+write_report("resnet.html", store, "resnet-8card", device="ascend910b")
 """
 
 from __future__ import annotations

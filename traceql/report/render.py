@@ -85,8 +85,12 @@ def bundle_versions() -> dict[str, str]:
 
     from ..charts import vl_version
 
-    return {"vega": vlc.get_vega_version(), "vega-lite": vl_version() or max(vlc.get_vegalite_versions()),
-            "vega-embed": vlc.get_vega_embed_version(), "vl-convert-python": _dist_version("vl-convert-python")}
+    return {
+        "vega": vlc.get_vega_version(),
+        "vega-lite": vl_version() or max(vlc.get_vegalite_versions()),
+        "vega-embed": vlc.get_vega_embed_version(),
+        "vl-convert-python": _dist_version("vl-convert-python"),
+    }
 
 
 def _dist_version(name: str) -> str:
@@ -122,9 +126,13 @@ def _page(template: str, **ctx: Any) -> str:
 
     init = (TEMPLATES / "init.js").read_text(encoding="utf-8")
     bundle = js_bundle()
-    csp = ("default-src 'none'; img-src data: blob:; style-src 'unsafe-inline'; "
-           f"script-src {_sha256(bundle)} {_sha256(init)} 'unsafe-eval'; base-uri 'none'; form-action 'none'")
-    html: str = _env().get_template(template).render(csp=csp, vega_js=Markup(bundle), init_js=Markup(init), **ctx)
+    csp = (
+        "default-src 'none'; img-src data: blob:; style-src 'unsafe-inline'; "
+        f"script-src {_sha256(bundle)} {_sha256(init)} 'unsafe-eval'; base-uri 'none'; form-action 'none'"
+    )
+    html: str = (
+        _env().get_template(template).render(csp=csp, vega_js=Markup(bundle), init_js=Markup(init), **ctx)
+    )
     return html
 
 
@@ -134,8 +142,13 @@ def chart_html(spec: dict[str, Any], title: str) -> str:
 
     from .. import __version__
 
-    return _page("chart.html.j2", title=title, specs_json=Markup(script_json({"chart": spec})),
-                 version=__version__, libs=bundle_versions())
+    return _page(
+        "chart.html.j2",
+        title=title,
+        specs_json=Markup(script_json({"chart": spec})),
+        version=__version__,
+        libs=bundle_versions(),
+    )
 
 
 # ---- value formatting (display only) -------------------------------------------------------------------------
@@ -199,8 +212,15 @@ class _Charts:
 
         key = (query, json.dumps(params, sort_keys=True))
         if key not in self.tables:
-            self.tables[key] = queries.run(query, self.store, run_id=self.run_id, params=params, device=self.device,
-                                           peaks=self.peaks, con=self.con)
+            self.tables[key] = queries.run(
+                query,
+                self.store,
+                run_id=self.run_id,
+                params=params,
+                device=self.device,
+                peaks=self.peaks,
+                con=self.con,
+            )
         return self.tables[key]
 
     def spec(self, name: str) -> None:
@@ -214,9 +234,15 @@ class _Charts:
             args = {s.arg: self.table(s.query, s.params_for(ranks)) for s in cdef.sources}
             self.specs[name] = charts.to_spec(cdef.builder(**args))
         except Exception as e:  # noqa: BLE001  # one failing chart must not lose the rest of the report
-            why = str(e) if isinstance(e, QueryError) else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"
+            why = (
+                str(e)
+                if isinstance(e, QueryError)
+                else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"
+            )
             self.problems.append(f"chart {name}: {why}")
-            self.specs[name] = charts.to_spec(charts.message_chart(cdef.description, f"This chart could not be drawn: {why}"))
+            self.specs[name] = charts.to_spec(
+                charts.message_chart(cdef.description, f"This chart could not be drawn: {why}")
+            )
 
     def place(self, name: str) -> dict[str, Any]:
         """A container for chart `name` (its spec is built on first use)."""
@@ -234,8 +260,16 @@ def _finding_view(f: Any) -> dict[str, Any]:
             if k not in cols:
                 cols.append(k)
     # (text, numeric?) per cell: numbers stay on one line, right-aligned
-    rows = [[(fmt_value(row.get(c), c), isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool))
-             for c in cols] for row in f.top_ops[:10]]
+    rows = [
+        [
+            (
+                fmt_value(row.get(c), c),
+                isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool),
+            )
+            for c in cols
+        ]
+        for row in f.top_ops[:10]
+    ]
     evidence = [(k, fmt_value(v, k)) for k, v in f.evidence.items() if k != "outcome"]
     sv = f.saving or {}
     saving = None
@@ -243,14 +277,33 @@ def _finding_view(f: Any) -> dict[str, Any]:
         saving = f"{sv['value']:,.3g} {sv.get('unit') or ''}".strip()
         if sv.get("share_of_step") is not None:
             saving += f" ({100 * sv['share_of_step']:.1f}% of a step)"
-    return {"id": f.id, "title": f.title, "severity": f.severity, "fired": f.fired, "message": f.message,
-            "optimisation": f.optimisation, "step": f.checklist_step, "suggestion": f.suggestion, "query": f.query,
-            "evidence": evidence, "top_cols": cols, "top_rows": rows, "saving": saving,
-            "saving_method": sv.get("method") or "", "charts": []}
+    return {
+        "id": f.id,
+        "title": f.title,
+        "severity": f.severity,
+        "fired": f.fired,
+        "message": f.message,
+        "optimisation": f.optimisation,
+        "step": f.checklist_step,
+        "suggestion": f.suggestion,
+        "query": f.query,
+        "evidence": evidence,
+        "top_cols": cols,
+        "top_rows": rows,
+        "saving": saving,
+        "saving_method": sv.get("method") or "",
+        "charts": [],
+    }
 
 
-def build_context(store: Any = None, run_id: str | None = None, *, device: str | None = None, peaks: Any = None,
-                  baseline: str | None = None) -> dict[str, Any]:
+def build_context(
+    store: Any = None,
+    run_id: str | None = None,
+    *,
+    device: str | None = None,
+    peaks: Any = None,
+    baseline: str | None = None,
+) -> dict[str, Any]:
     """Everything the report template shows, computed through findings.evaluate and the chart registry."""
     from .. import __version__, charts, engine, findings
     from ..store import Store
@@ -283,14 +336,21 @@ def build_context(store: Any = None, run_id: str | None = None, *, device: str |
         if r["scope"] != "rank":
             continue
         h = hbm_by_rank.get(r["rank"], {})
-        rank_rows.append({
-            "rank": r["rank"], "steps": r["steps"], "mean_step": fmt_value(r["mean_step_ns"], "mean_step_ns"),
-            "verdict": r["verdict"] or "–", "memory": fmt_value(r["memory_share"], "share"),
-            "communication": fmt_value(r["communication_share"], "share"),
-            "compute": fmt_value(r["compute_share"], "share"), "idle_host": fmt_value(r["idle_host_share"], "share"),
-            "hbm_busy": fmt_value(h.get("busy_utilization"), "utilization"),
-            "hbm_bytes": fmt_value(h.get("hbm_bytes"), "hbm_bytes"), "source": h.get("hbm_bytes_source") or "–",
-        })
+        rank_rows.append(
+            {
+                "rank": r["rank"],
+                "steps": r["steps"],
+                "mean_step": fmt_value(r["mean_step_ns"], "mean_step_ns"),
+                "verdict": r["verdict"] or "–",
+                "memory": fmt_value(r["memory_share"], "share"),
+                "communication": fmt_value(r["communication_share"], "share"),
+                "compute": fmt_value(r["compute_share"], "share"),
+                "idle_host": fmt_value(r["idle_host_share"], "share"),
+                "hbm_busy": fmt_value(h.get("busy_utilization"), "utilization"),
+                "hbm_bytes": fmt_value(h.get("hbm_bytes"), "hbm_bytes"),
+                "source": h.get("hbm_bytes_source") or "–",
+            }
+        )
 
     used_peaks = rep.device.get("peaks") or {}
     hbm_gbps = None
@@ -299,39 +359,69 @@ def build_context(store: Any = None, run_id: str | None = None, *, device: str |
     reproduce = {
         "ingest": f"traceql ingest {_q(str(info.get('source', 'DUMP')))} --name {_q(rid)}",
         "findings": _cmd(["traceql", "findings", "--run", rid], store, device, hbm_gbps, baseline),
-        "report": _cmd(["traceql", "report", "--run", rid], store, device, hbm_gbps, baseline) + f" -o {_q(rid)}.html",
-        "charts": [{"name": n, "description": charts.get(n).description,
-                    "chart": _cmd(["traceql", "chart", n, "--run", rid], store, device, hbm_gbps) + f" -o {n}.png",
-                    "queries": charts.reproduce(n, rid, store=store, device=device, peak_hbm_gbps=hbm_gbps)}
-                   for n in charts.CHARTS],
+        "report": _cmd(["traceql", "report", "--run", rid], store, device, hbm_gbps, baseline)
+        + f" -o {_q(rid)}.html",
+        "charts": [
+            {
+                "name": n,
+                "description": charts.get(n).description,
+                "chart": _cmd(["traceql", "chart", n, "--run", rid], store, device, hbm_gbps)
+                + f" -o {n}.png",
+                "queries": charts.reproduce(n, rid, store=store, device=device, peak_hbm_gbps=hbm_gbps),
+            }
+            for n in charts.CHARTS
+        ],
     }
     v = rep.verdict
     tiles = [
         ("bound", v.get("bound") or "–"),
-        ("HBM utilisation while computing" + (f" (rank {v['hbm_utilization_rank']})" if v.get("hbm_utilization_rank") is not None else ""),
-         fmt_value(v.get("hbm_utilization"), "utilization") if v.get("hbm_utilization") is not None else
-         ("unresolved" if v.get("hbm_mean_utilization") is not None else "not known")),
+        (
+            "HBM utilisation while computing"
+            + (f" (rank {v['hbm_utilization_rank']})" if v.get("hbm_utilization_rank") is not None else ""),
+            fmt_value(v.get("hbm_utilization"), "utilization")
+            if v.get("hbm_utilization") is not None
+            else ("unresolved" if v.get("hbm_mean_utilization") is not None else "not known"),
+        ),
         ("HBM evidence", str((v.get("hbm_evidence") or {}).get("grade") or "–")),
-        ("ranks captured", f"{(v.get('capture') or {}).get('ranks_captured') or '–'} of {(v.get('capture') or {}).get('job_ranks') or '–'}"),
+        (
+            "ranks captured",
+            f"{(v.get('capture') or {}).get('ranks_captured') or '–'} of {(v.get('capture') or {}).get('job_ranks') or '–'}",
+        ),
         # a scaling efficiency needs a baseline run; without one the tile is the compute fraction, named so
-        (("scaling efficiency (" + str(v.get("scaling_method")).removeprefix("baseline:") + ")",
-          f"{v['scaling_efficiency']:.2f}") if v.get("scaling_efficiency") is not None else
-         ("compute fraction", f"{v['compute_fraction']:.2f}" if v.get("compute_fraction") is not None else "–")),
+        (
+            (
+                "scaling efficiency (" + str(v.get("scaling_method")).removeprefix("baseline:") + ")",
+                f"{v['scaling_efficiency']:.2f}",
+            )
+            if v.get("scaling_efficiency") is not None
+            else (
+                "compute fraction",
+                f"{v['compute_fraction']:.2f}" if v.get("compute_fraction") is not None else "–",
+            )
+        ),
         ("mean step", fmt_value(v.get("mean_step_ms"), "mean_step_ms")),
     ]
     shares = [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()]
     meta = [
-        ("run", rid), ("source", str(info.get("source", "–"))), ("format", str(info.get("format", "–"))),
-        ("parser version", str(info.get("parser_version", "–"))), ("device in the dump", str(info.get("device") or "not recorded")),
-        ("ranks", ", ".join(map(str, info.get("ranks", [])))), ("ingested at", str(info.get("ingested_at", "–"))),
+        ("run", rid),
+        ("source", str(info.get("source", "–"))),
+        ("format", str(info.get("format", "–"))),
+        ("parser version", str(info.get("parser_version", "–"))),
+        ("device in the dump", str(info.get("device") or "not recorded")),
+        ("ranks", ", ".join(map(str, info.get("ranks", [])))),
+        ("ingested at", str(info.get("ingested_at", "–"))),
         ("device preset used", str(rep.device.get("preset") or "detected from the dump")),
         ("how the peaks were chosen", str(rep.device.get("note") or "–")),
         ("HBM peak", fmt_value(used_peaks.get("peak_hbm_bps"), "peak_hbm_bps")),
         ("UB peak", fmt_value(used_peaks.get("peak_ub_bps"), "peak_ub_bps")),
         ("L2 peak", fmt_value(used_peaks.get("peak_l2_bps"), "peak_l2_bps")),
-        ("peak FLOP/s", f"{used_peaks['peak_flops'] / 1e12:,.0f} TFLOP/s" if used_peaks.get("peak_flops") else "–"),
+        (
+            "peak FLOP/s",
+            f"{used_peaks['peak_flops'] / 1e12:,.0f} TFLOP/s" if used_peaks.get("peak_flops") else "–",
+        ),
         ("baseline run", baseline or "none (scaling efficiency = compute fraction)"),
-        ("rules version", str(rep.rules_version)), ("findings format", findings.FORMAT_ID),
+        ("rules version", str(rep.rules_version)),
+        ("findings format", findings.FORMAT_ID),
         ("traceql version", __version__),
         ("generated at", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()),
         ("chart libraries (inlined)", ", ".join(f"{k} {x}" for k, x in bundle_versions().items())),
@@ -339,15 +429,31 @@ def build_context(store: Any = None, run_id: str | None = None, *, device: str |
     warnings = [str(w) for w in info.get("warnings", [])][:50]
     what_changed = _what_changed(store, baseline, rid, device, peaks, ch)
     return {
-        "run_id": rid, "version": __version__, "headline": v.get("headline", ""), "bound": v.get("bound"),
-        "tiles": tiles, "shares": shares, "verdict_charts": verdict_charts, "findings": finding_views,
-        "silent": silent, "summary": rep.to_dict()["summary"], "rank_rows": rank_rows, "rank_charts": rank_charts,
-        "op_charts": op_charts, "meta": meta, "warnings": warnings, "problems": ch.problems,
-        "reproduce": reproduce, "specs": ch.specs, "what_changed": what_changed,
+        "run_id": rid,
+        "version": __version__,
+        "headline": v.get("headline", ""),
+        "bound": v.get("bound"),
+        "tiles": tiles,
+        "shares": shares,
+        "verdict_charts": verdict_charts,
+        "findings": finding_views,
+        "silent": silent,
+        "summary": rep.to_dict()["summary"],
+        "rank_rows": rank_rows,
+        "rank_charts": rank_charts,
+        "op_charts": op_charts,
+        "meta": meta,
+        "warnings": warnings,
+        "problems": ch.problems,
+        "reproduce": reproduce,
+        "specs": ch.specs,
+        "what_changed": what_changed,
     }
 
 
-def _what_changed(store: Any, baseline: str | None, rid: str, device: str | None, peaks: Any, ch: _Charts) -> Any:
+def _what_changed(
+    store: Any, baseline: str | None, rid: str, device: str | None, peaks: Any, ch: _Charts
+) -> Any:
     """The "what changed" section against --baseline (traceql.compare.report); None without a baseline."""
     if not baseline:
         return None
@@ -374,7 +480,9 @@ def _q(s: str) -> str:
     return shlex.quote(s)
 
 
-def _cmd(parts: list[str], store: Any, device: str | None, hbm_gbps: float | None, baseline: str | None = None) -> str:
+def _cmd(
+    parts: list[str], store: Any, device: str | None, hbm_gbps: float | None, baseline: str | None = None
+) -> str:
     from ..store import Store, default_store
 
     root = store.root if isinstance(store, Store) else (Path(store) if store else None)
@@ -391,8 +499,14 @@ def _cmd(parts: list[str], store: Any, device: str | None, hbm_gbps: float | Non
     return shlex.join(parts)
 
 
-def render_report(store: Any = None, run_id: str | None = None, *, device: str | None = None, peaks: Any = None,
-                  baseline: str | None = None) -> str:
+def render_report(
+    store: Any = None,
+    run_id: str | None = None,
+    *,
+    device: str | None = None,
+    peaks: Any = None,
+    baseline: str | None = None,
+) -> str:
     """The report for one run (default: the most recently ingested) as one HTML string."""
     from markupsafe import Markup
 

@@ -27,32 +27,83 @@ ACL_NAME = {
 }
 
 BASE_COLS = [
-    "Model ID", "Task ID", "Stream ID", "Name", "Type", "OP State", "Accelerator Core", "Start Time(us)",
-    "Duration(us)", "Wait Time(us)", "{block}", "Mix {block}", "HF32 Eligible", "Input Shapes", "Input Data Types",
-    "Input Formats", "Output Shapes", "Output Data Types", "Output Formats", "Context ID",
+    "Model ID",
+    "Task ID",
+    "Stream ID",
+    "Name",
+    "Type",
+    "OP State",
+    "Accelerator Core",
+    "Start Time(us)",
+    "Duration(us)",
+    "Wait Time(us)",
+    "{block}",
+    "Mix {block}",
+    "HF32 Eligible",
+    "Input Shapes",
+    "Input Data Types",
+    "Input Formats",
+    "Output Shapes",
+    "Output Data Types",
+    "Output Formats",
+    "Context ID",
 ]
 
 _PIPE_AIC = ["mac", "scalar", "mte1", "mte2", "fixpipe"]
 _PIPE_AIV = ["vec", "scalar", "mte2", "mte3"]
-_MEM = ["ub_read", "ub_write", "l1_read", "l1_write", "l2_read", "l2_write", "main_mem_read", "main_mem_write"]
-_MEM_ACCESS = ["read_main_memory_datas", "write_main_memory_datas", "GM_to_L1_datas", "L0C_to_L1_datas",
-               "L0C_to_GM_datas", "GM_to_UB_datas", "UB_to_GM_datas"]
-_L2 = ["write_cache_hit", "write_cache_miss_allocate", "r0_read_cache_hit", "r0_read_cache_miss_allocate",
-       "r1_read_cache_hit", "r1_read_cache_miss_allocate"]
-_UB = ["ub_read_bw_mte", "ub_write_bw_mte", "ub_read_bw_vector", "ub_write_bw_vector", "ub_read_bw_scalar",
-       "ub_write_bw_scalar"]
+_MEM = [
+    "ub_read",
+    "ub_write",
+    "l1_read",
+    "l1_write",
+    "l2_read",
+    "l2_write",
+    "main_mem_read",
+    "main_mem_write",
+]
+_MEM_ACCESS = [
+    "read_main_memory_datas",
+    "write_main_memory_datas",
+    "GM_to_L1_datas",
+    "L0C_to_L1_datas",
+    "L0C_to_GM_datas",
+    "GM_to_UB_datas",
+    "UB_to_GM_datas",
+]
+_L2 = [
+    "write_cache_hit",
+    "write_cache_miss_allocate",
+    "r0_read_cache_hit",
+    "r0_read_cache_miss_allocate",
+    "r1_read_cache_hit",
+    "r1_read_cache_miss_allocate",
+]
+_UB = [
+    "ub_read_bw_mte",
+    "ub_write_bw_mte",
+    "ub_read_bw_vector",
+    "ub_write_bw_vector",
+    "ub_read_bw_scalar",
+    "ub_write_bw_scalar",
+]
 _CFLT = ["vec_bankgroup_cflt_ratio", "vec_bank_cflt_ratio", "vec_resc_cflt_ratio"]
 
-DEFAULT_PIPE = {"aic": {"mac": 0.5, "scalar": 0.1, "mte1": 0.3, "mte2": 0.4, "fixpipe": 0.05, "icache_miss": 0.001},
-                "aiv": {"vec": 0.4, "scalar": 0.1, "mte2": 0.4, "mte3": 0.2, "icache_miss": 0.02}}
+DEFAULT_PIPE = {
+    "aic": {"mac": 0.5, "scalar": 0.1, "mte1": 0.3, "mte2": 0.4, "fixpipe": 0.05, "icache_miss": 0.001},
+    "aiv": {"vec": 0.4, "scalar": 0.1, "mte2": 0.4, "mte3": 0.2, "icache_miss": 0.02},
+}
 AICORE_MHZ = 1800  # `AI Core Freq` the writers report; total_cycles = core time x this
 
 
 def _core_names(group: str) -> tuple[list[str], list[str], list[str]]:
     """(aic metric cols, aiv metric cols, trailing cols), without the time/cycles pair."""
     if group == "PipeUtilization":
-        aic = [c for p in _PIPE_AIC for c in (f"aic_{p}_time(us)", f"aic_{p}_ratio")] + ["aic_icache_miss_rate"]
-        aiv = [c for p in _PIPE_AIV for c in (f"aiv_{p}_time(us)", f"aiv_{p}_ratio")] + ["aiv_icache_miss_rate"]
+        aic = [c for p in _PIPE_AIC for c in (f"aic_{p}_time(us)", f"aic_{p}_ratio")] + [
+            "aic_icache_miss_rate"
+        ]
+        aiv = [c for p in _PIPE_AIV for c in (f"aiv_{p}_time(us)", f"aiv_{p}_ratio")] + [
+            "aiv_icache_miss_rate"
+        ]
         return aic, aiv, ["cube_utilization(%)"]
     if group == "Memory":
         return [f"aic_{m}_bw(GB/s)" for m in _MEM], [f"aiv_{m}_bw(GB/s)" for m in _MEM], []
@@ -65,13 +116,31 @@ def _core_names(group: str) -> tuple[list[str], list[str], list[str]]:
     if group == "ResourceConflictRatio":
         return [f"aic_{m}" for m in _CFLT], [f"aiv_{m}" for m in _CFLT], []
     if group == "ArithmeticUtilization":
-        return (["aic_mac_fp16_ratio", "aic_mac_int8_ratio", "aic_cube_fops", "aic_vector_fops"],
-                ["aiv_vec_fp32_ratio", "aiv_vec_fp16_ratio", "aiv_vec_int32_ratio", "aiv_vec_misc_ratio",
-                 "aiv_cube_fops", "aiv_vector_fops"], [])
+        return (
+            ["aic_mac_fp16_ratio", "aic_mac_int8_ratio", "aic_cube_fops", "aic_vector_fops"],
+            [
+                "aiv_vec_fp32_ratio",
+                "aiv_vec_fp16_ratio",
+                "aiv_vec_int32_ratio",
+                "aiv_vec_misc_ratio",
+                "aiv_cube_fops",
+                "aiv_vector_fops",
+            ],
+            [],
+        )
     if group == "MemoryL0":
-        return (["aic_l0a_read_bw(GB/s)", "aic_l0a_write_bw(GB/s)", "aic_l0b_read_bw(GB/s)", "aic_l0b_write_bw(GB/s)",
-                 "aic_l0c_read_bw_cube(GB/s)", "aic_l0c_write_bw_cube(GB/s)"],
-                ["aiv_l0c_read_bw(GB/s)", "aiv_l0c_write_bw(GB/s)"], [])
+        return (
+            [
+                "aic_l0a_read_bw(GB/s)",
+                "aic_l0a_write_bw(GB/s)",
+                "aic_l0b_read_bw(GB/s)",
+                "aic_l0b_write_bw(GB/s)",
+                "aic_l0c_read_bw_cube(GB/s)",
+                "aic_l0c_write_bw_cube(GB/s)",
+            ],
+            ["aiv_l0c_read_bw(GB/s)", "aiv_l0c_write_bw(GB/s)"],
+            [],
+        )
     if group == "AiCoreNone":
         return [], [], []
     raise ValueError(f"unknown aic_metrics group {group!r}; one of {sorted(ACL_NAME)}")
@@ -122,9 +191,16 @@ def metric_values(op: Op, group: str, decimals: int | None = None) -> list[str]:
         return out
 
     def memory(core: str, share: float) -> list[str]:
-        b = {"ub_read": op.ub_read_bytes, "ub_write": op.ub_write_bytes, "l1_read": op.l1_read_bytes,
-             "l1_write": op.l1_write_bytes, "l2_read": op.l2_read_bytes, "l2_write": op.l2_write_bytes,
-             "main_mem_read": op.hbm_read_bytes, "main_mem_write": op.hbm_write_bytes}
+        b = {
+            "ub_read": op.ub_read_bytes,
+            "ub_write": op.ub_write_bytes,
+            "l1_read": op.l1_read_bytes,
+            "l1_write": op.l1_write_bytes,
+            "l2_read": op.l2_read_bytes,
+            "l2_write": op.l2_write_bytes,
+            "main_mem_read": op.hbm_read_bytes,
+            "main_mem_write": op.hbm_write_bytes,
+        }
         return [bw(b[m] * share) for m in _MEM]
 
     def access(core: str, share: float) -> list[str]:
@@ -136,11 +212,24 @@ def metric_values(op: Op, group: str, decimals: int | None = None) -> list[str]:
     def arith(core: str, share: float) -> list[str]:
         if core == "aic":
             return [fmt(op.pipe.get("mac_fp16", 0.5)), fmt(0.0), fmt(op.flops * share), fmt(0.0)]
-        return [fmt(op.pipe.get("vec_fp32", 0.3)), fmt(op.pipe.get("vec_fp16", 0.1)), fmt(0.0), fmt(0.05),
-                fmt(0.0), fmt(op.flops * share)]
+        return [
+            fmt(op.pipe.get("vec_fp32", 0.3)),
+            fmt(op.pipe.get("vec_fp16", 0.1)),
+            fmt(0.0),
+            fmt(0.05),
+            fmt(0.0),
+            fmt(op.flops * share),
+        ]
 
     def ub(core: str, share: float) -> list[str]:
-        return [fmt(0.0), fmt(0.0), bw(op.ub_read_bytes * share), bw(op.ub_write_bytes * share), fmt(0.0), fmt(0.0)]
+        return [
+            fmt(0.0),
+            fmt(0.0),
+            bw(op.ub_read_bytes * share),
+            bw(op.ub_write_bytes * share),
+            fmt(0.0),
+            fmt(0.0),
+        ]
 
     def cflt(core: str, share: float) -> list[str]:
         return [fmt(0.01), fmt(0.02), fmt(0.03)]
@@ -148,8 +237,15 @@ def metric_values(op: Op, group: str, decimals: int | None = None) -> list[str]:
     def l0(core: str, share: float) -> list[str]:
         return [fmt(0.0)] * (6 if core == "aic" else 2)
 
-    per_core = {"PipeUtilization": pipe, "Memory": memory, "MemoryAccess": access, "ArithmeticUtilization": arith,
-                "MemoryUB": ub, "ResourceConflictRatio": cflt, "MemoryL0": l0}
+    per_core = {
+        "PipeUtilization": pipe,
+        "Memory": memory,
+        "MemoryAccess": access,
+        "ArithmeticUtilization": arith,
+        "MemoryUB": ub,
+        "ResourceConflictRatio": cflt,
+        "MemoryL0": l0,
+    }
     l2 = _l2_counts(op)
 
     out: list[str] = []
@@ -171,9 +267,17 @@ def metric_values(op: Op, group: str, decimals: int | None = None) -> list[str]:
 def _l2_counts(op: Op) -> list[int]:
     """L2Cache counts in _L2 order. Defaults when unset: read misses = HBM read bytes / 128 B lines, read hits
     = (L2 read bytes - HBM read bytes) / 128; write the same with write bytes. r0 gets half, r1 the rest."""
-    rh = op.l2_read_hits if op.l2_read_hits is not None else max(0, op.l2_read_bytes - op.hbm_read_bytes) // 128
+    rh = (
+        op.l2_read_hits
+        if op.l2_read_hits is not None
+        else max(0, op.l2_read_bytes - op.hbm_read_bytes) // 128
+    )
     rm = op.l2_read_misses if op.l2_read_misses is not None else op.hbm_read_bytes // 128
-    wh = op.l2_write_hits if op.l2_write_hits is not None else max(0, op.l2_write_bytes - op.hbm_write_bytes) // 128
+    wh = (
+        op.l2_write_hits
+        if op.l2_write_hits is not None
+        else max(0, op.l2_write_bytes - op.hbm_write_bytes) // 128
+    )
     wm = op.l2_write_misses if op.l2_write_misses is not None else op.hbm_write_bytes // 128
     return [wh, wm, rh // 2, rm // 2, rh - rh // 2, rm - rm // 2]
 

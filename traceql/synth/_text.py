@@ -65,7 +65,8 @@ class Clock:
         if sec != self.sec:
             raise ValueError(
                 f"event at offset {off_ns} ns leaves the repetition's wall-clock second: with repeat > 1 every event "
-                "(host launches included, which start ~40 µs before their task) must lie in [0, 1 s) of the base")
+                "(host launches included, which start ~40 µs before their task) must lie in [0, 1 s) of the base"
+            )
         return rem
 
     def us(self, off_ns: int) -> str:

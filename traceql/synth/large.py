@@ -56,8 +56,9 @@ def large_trace_view(out_path: str | Path, target_bytes: int, seed: int = 0) -> 
     return {"bytes": written, "seconds": dt, "mb_per_s": written / 1e6 / dt if dt else 0.0, "repetitions": k}
 
 
-def large_kernel_details(out_path: str | Path, n_rows: int, seed: int = 0, *,
-                         aic_metrics: str = "PipeUtilization") -> dict[str, float]:
+def large_kernel_details(
+    out_path: str | Path, n_rows: int, seed: int = 0, *, aic_metrics: str = "PipeUtilization"
+) -> dict[str, float]:
     """Write a kernel_details.csv of exactly `n_rows` device tasks (a seeded op mix, one second replayed).
 
     Metric values are printed with 3 decimals, as torch_npu does. Returns {"bytes", "rows", "seconds", "mb_per_s"}.
@@ -92,12 +93,20 @@ def cluster_scenario(n_ranks: int, *, steps_per_second: int = 50) -> Scenario:
     """The article scenario packed into one second (steps of 1 s / steps_per_second), ready for replay."""
     step_ns = NS_PER_S // steps_per_second
     steps = (NS_PER_S - 2_000_000) // step_ns
-    return article_scenario(n_ranks, steps=steps, slow_ranks=tuple(range(1, n_ranks, 2)), step_ns=step_ns,
-                            start_ns=1_000_000)
+    return article_scenario(
+        n_ranks, steps=steps, slow_ranks=tuple(range(1, n_ranks, 2)), step_ns=step_ns, start_ns=1_000_000
+    )
 
 
-def write_cluster(out_dir: str | Path, n_ranks: int, bytes_per_rank: int, seed: int = 0, *,
-                  aic_metrics: str = "Memory", steps_per_second: int = 50) -> dict[str, object]:
+def write_cluster(
+    out_dir: str | Path,
+    n_ranks: int,
+    bytes_per_rank: int,
+    seed: int = 0,
+    *,
+    aic_metrics: str = "Memory",
+    steps_per_second: int = 50,
+) -> dict[str, object]:
     """An N-rank cluster folder (rank{r}_ascend_pt/...) of at least bytes_per_rank per rank (one more second
     of timeline at most).
 
@@ -108,17 +117,30 @@ def write_cluster(out_dir: str | Path, n_ranks: int, bytes_per_rank: int, seed: 
     sc = cluster_scenario(n_ranks, steps_per_second=steps_per_second)
     sc.base_ns += seed * 3600 * NS_PER_S
     sc.finalize()
-    per_rep = min(_rep_bytes(RankWriter(sc, rt, WriteOptions(aic_metrics=aic_metrics), repeat=2)) for rt in sc.ranks)
+    per_rep = min(
+        _rep_bytes(RankWriter(sc, rt, WriteOptions(aic_metrics=aic_metrics), repeat=2)) for rt in sc.ranks
+    )
     reps = max(1, -(-bytes_per_rank // per_rep))
     sc.repeat = reps
     paths = write_torch_npu_dump(sc, out_dir, aic_metrics=aic_metrics)
     total = sum(p.stat().st_size for p in paths)
     dt = time.perf_counter() - t0
-    return {"paths": paths, "bytes": total, "seconds": dt, "mb_per_s": total / 1e6 / dt if dt else 0.0,
-            "repetitions": reps}
+    return {
+        "paths": paths,
+        "bytes": total,
+        "seconds": dt,
+        "mb_per_s": total / 1e6 / dt if dt else 0.0,
+        "repetitions": reps,
+    }
 
 
 def _rep_bytes(rw: RankWriter) -> int:
     """Bytes one repetition adds to a rank's files (the smallest rank sets the repetition count)."""
-    return (len(rw.trace_events()) + len(rw.kernel_rows()) + len(rw.communication_steps()) + len(rw.matrix_steps())
-            + len(rw.step_rows()) + len(rw.memory_rows()))
+    return (
+        len(rw.trace_events())
+        + len(rw.kernel_rows())
+        + len(rw.communication_steps())
+        + len(rw.matrix_steps())
+        + len(rw.step_rows())
+        + len(rw.memory_rows())
+    )

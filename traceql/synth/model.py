@@ -74,7 +74,9 @@ class Op:
     l2_read_misses: int | None = None
     l2_write_hits: int | None = None
     l2_write_misses: int | None = None
-    pipe: dict[str, float] = field(default_factory=dict)  # mac, scalar, mte1, mte2, mte3, fixpipe, vec, icache_miss
+    pipe: dict[str, float] = field(
+        default_factory=dict
+    )  # mac, scalar, mte1, mte2, mte3, fixpipe, vec, icache_miss
     flops: float = 0.0  # ArithmeticUtilization cube/vector fops
     block_dim: int = 8
     mix_block_dim: int = 0
@@ -154,9 +156,13 @@ class CommOp:
     def __post_init__(self) -> None:
         bad = [t for t in self.transports if t not in ("RDMA", "HCCS", "PCIE", "SIO")]
         if bad:
-            raise ValueError(f"CommOp {self.name}: transports {bad} not in RDMA/HCCS/PCIE/SIO (SDMA is derived)")
+            raise ValueError(
+                f"CommOp {self.name}: transports {bad} not in RDMA/HCCS/PCIE/SIO (SDMA is derived)"
+            )
         if self.transit_ns + self.wait_ns > self.dur_ns:
-            raise ValueError(f"CommOp {self.name}: transit + wait ({self.transit_ns + self.wait_ns}) > dur {self.dur_ns}")
+            raise ValueError(
+                f"CommOp {self.name}: transit + wait ({self.transit_ns + self.wait_ns}) > dur {self.dur_ns}"
+            )
         if self.sync_ns > self.wait_ns:
             raise ValueError(f"CommOp {self.name}: sync_ns > wait_ns (sync is part of wait)")
 
@@ -290,8 +296,16 @@ class RankTrace:
         return self.host_pid + 3198
 
     # ---- building -------------------------------------------------------------------------------------
-    def add_op(self, name: str, op_type: str, *, start_ns: int | None = None, dur_ns: int, gap_ns: int = 2_000,
-               **kw: object) -> Op:
+    def add_op(
+        self,
+        name: str,
+        op_type: str,
+        *,
+        start_ns: int | None = None,
+        dur_ns: int,
+        gap_ns: int = 2_000,
+        **kw: object,
+    ) -> Op:
         """Add a compute task. start_ns=None places it `gap_ns` after the previous task on its stream."""
         stream = int(kw.get("stream", 2))  # type: ignore[call-overload]
         if start_ns is None:
@@ -301,8 +315,9 @@ class RankTrace:
         self.ops.append(op)
         return op
 
-    def add_comm(self, name: str, *, start_ns: int | None = None, dur_ns: int, gap_ns: int = 2_000,
-                 **kw: object) -> CommOp:
+    def add_comm(
+        self, name: str, *, start_ns: int | None = None, dur_ns: int, gap_ns: int = 2_000, **kw: object
+    ) -> CommOp:
         """Add a collective; start_ns=None places it after the last compute task on stream 2."""
         if start_ns is None:
             start_ns = self._cursor.get(2, 0) + gap_ns
@@ -311,8 +326,16 @@ class RankTrace:
         self._cursor[2] = max(self._cursor.get(2, 0), c.end_ns)
         return c
 
-    def add_memcpy(self, *, start_ns: int | None = None, dur_ns: int, nbytes: int, stream: int = 2,
-                   operation: str = "host to device", gap_ns: int = 2_000) -> Memcpy:
+    def add_memcpy(
+        self,
+        *,
+        start_ns: int | None = None,
+        dur_ns: int,
+        nbytes: int,
+        stream: int = 2,
+        operation: str = "host to device",
+        gap_ns: int = 2_000,
+    ) -> Memcpy:
         if start_ns is None:
             start_ns = self._cursor.get(stream, 0) + gap_ns
         m = Memcpy(start_ns=start_ns, dur_ns=dur_ns, bytes=nbytes, stream=stream, operation=operation)
@@ -320,7 +343,9 @@ class RankTrace:
         self._cursor[stream] = max(self._cursor.get(stream, 0), m.end_ns)
         return m
 
-    def add_step(self, step_id: int, *, start_ns: int, dur_ns: int, breakdown: dict[str, float] | None = None) -> Step:
+    def add_step(
+        self, step_id: int, *, start_ns: int, dur_ns: int, breakdown: dict[str, float] | None = None
+    ) -> Step:
         s = Step(step_id, start_ns, dur_ns, breakdown)
         self.steps.append(s)
         return s
@@ -330,8 +355,9 @@ class RankTrace:
         self.host_ops.append(h)
         return h
 
-    def add_memory_sample(self, ts_ns: int, allocated_bytes: int, reserved_bytes: int,
-                          active_bytes: int | None = None) -> MemorySample:
+    def add_memory_sample(
+        self, ts_ns: int, allocated_bytes: int, reserved_bytes: int, active_bytes: int | None = None
+    ) -> MemorySample:
         m = MemorySample(ts_ns, allocated_bytes, reserved_bytes, active_bytes)
         self.memory.append(m)
         return m
@@ -348,7 +374,9 @@ class RankTrace:
         self.memcpys.sort(key=lambda m: m.start_ns)
         self.steps.sort(key=lambda s: s.start_ns)
         self.memory.sort(key=lambda m: m.ts_ns)
-        tasks: list[Op | Memcpy | CommOp] = sorted([*self.ops, *self.memcpys, *self.comms], key=lambda t: t.start_ns)
+        tasks: list[Op | Memcpy | CommOp] = sorted(
+            [*self.ops, *self.memcpys, *self.comms], key=lambda t: t.start_ns
+        )
         tid = first_task_id
         for i, t in enumerate(tasks):
             t.connection_id = first_connection_id + i
@@ -366,13 +394,19 @@ class RankTrace:
 
     def end_ns(self) -> int:
         ends = [0]
-        ends += [o.end_ns for o in self.ops] + [c.end_ns for c in self.comms] + [m.end_ns for m in self.memcpys]
+        ends += (
+            [o.end_ns for o in self.ops] + [c.end_ns for c in self.comms] + [m.end_ns for m in self.memcpys]
+        )
         ends += [s.end_ns for s in self.steps] + [h.start_ns + h.dur_ns for h in self.host_ops]
         ends += [m.ts_ns for m in self.memory]
         return max(ends)
 
     def start_ns(self) -> int:
-        starts = [o.start_ns for o in self.ops] + [c.start_ns for c in self.comms] + [m.start_ns for m in self.memcpys]
+        starts = (
+            [o.start_ns for o in self.ops]
+            + [c.start_ns for c in self.comms]
+            + [m.start_ns for m in self.memcpys]
+        )
         starts += [s.start_ns for s in self.steps] + [h.start_ns for h in self.host_ops]
         return min(starts) if starts else 0
 
@@ -391,18 +425,41 @@ class RankTrace:
             w += wb
         return r, w
 
-    def hbm_counters(self, period_ns: int, channels: int = 4, *, start_ns: int = 0, end_ns: int | None = None,
-                     stamp: str = "start") -> CounterSeries:
-        return derive_hbm_counters(self.hbm_tasks(), period_ns, channels, start_ns=start_ns,
-                                   end_ns=self.end_ns() if end_ns is None else end_ns, stamp=stamp)
+    def hbm_counters(
+        self,
+        period_ns: int,
+        channels: int = 4,
+        *,
+        start_ns: int = 0,
+        end_ns: int | None = None,
+        stamp: str = "start",
+    ) -> CounterSeries:
+        return derive_hbm_counters(
+            self.hbm_tasks(),
+            period_ns,
+            channels,
+            start_ns=start_ns,
+            end_ns=self.end_ns() if end_ns is None else end_ns,
+            stamp=stamp,
+        )
 
-    def llc_counters(self, period_ns: int, channels: int = 2, *, start_ns: int = 0,
-                     end_ns: int | None = None) -> CounterSeries:
+    def llc_counters(
+        self, period_ns: int, channels: int = 2, *, start_ns: int = 0, end_ns: int | None = None
+    ) -> CounterSeries:
         """LLC read/write throughput from the ops' l2 bytes (same spreading rule as HBM)."""
-        tasks = ((o.start_ns, o.dur_ns, o.l2_read_bytes, o.l2_write_bytes) for o in self.ops
-                 if o.l2_read_bytes or o.l2_write_bytes)
-        return derive_hbm_counters(tasks, period_ns, channels, start_ns=start_ns,
-                                   end_ns=self.end_ns() if end_ns is None else end_ns, track="LLC")
+        tasks = (
+            (o.start_ns, o.dur_ns, o.l2_read_bytes, o.l2_write_bytes)
+            for o in self.ops
+            if o.l2_read_bytes or o.l2_write_bytes
+        )
+        return derive_hbm_counters(
+            tasks,
+            period_ns,
+            channels,
+            start_ns=start_ns,
+            end_ns=self.end_ns() if end_ns is None else end_ns,
+            track="LLC",
+        )
 
     def step_breakdown(self, step: Step) -> dict[str, float]:
         """step_trace_time.csv values (µs) computed from the op intervals inside the step window.
@@ -449,7 +506,12 @@ class RankTrace:
         for (_, e), (s, _) in zip(busy, busy[1:], strict=False):
             if s > e:
                 free.append((e, s))
-        return {"Computing": comp, "Communication": comm, "Communication(Not Overlapped)": not_ov, "Free": free}
+        return {
+            "Computing": comp,
+            "Communication": comm,
+            "Communication(Not Overlapped)": not_ov,
+            "Free": free,
+        }
 
 
 @dataclass
@@ -475,7 +537,10 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if not self.ranks:
-            self.ranks = [RankTrace(rank=r, device_id=r, host_pid=self.host_pid_base + 2 * r) for r in range(self.n_ranks)]
+            self.ranks = [
+                RankTrace(rank=r, device_id=r, host_pid=self.host_pid_base + 2 * r)
+                for r in range(self.n_ranks)
+            ]
         if not self.groups:
             self.groups = {"17522688603477080586": list(range(self.n_ranks))}
 
@@ -497,8 +562,16 @@ class Scenario:
 
 
 # ---- counters ---------------------------------------------------------------------------------------------
-def derive_hbm_counters(tasks: Iterable[tuple[int, int, int, int]], period_ns: int, channels: int = 4, *,
-                        start_ns: int = 0, end_ns: int, stamp: str = "start", track: str = "HBM") -> CounterSeries:
+def derive_hbm_counters(
+    tasks: Iterable[tuple[int, int, int, int]],
+    period_ns: int,
+    channels: int = 4,
+    *,
+    start_ns: int = 0,
+    end_ns: int,
+    stamp: str = "start",
+    track: str = "HBM",
+) -> CounterSeries:
     """Bandwidth samples that agree with per-task bytes.
 
     tasks: (start_ns, dur_ns, read_bytes, write_bytes). Each task's bytes are spread uniformly over
@@ -533,7 +606,9 @@ def derive_hbm_counters(tasks: Iterable[tuple[int, int, int, int]], period_ns: i
                 wr[k] += w * f
     per_s = 1e9 / period_ns
     shift = 0 if stamp == "start" else period_ns
-    samples = [CounterSample(start_ns + k * period_ns + shift, rd[k] * per_s, wr[k] * per_s) for k in range(n)]
+    samples = [
+        CounterSample(start_ns + k * period_ns + shift, rd[k] * per_s, wr[k] * per_s) for k in range(n)
+    ]
     return CounterSeries(track, period_ns, channels, samples)
 
 

@@ -102,7 +102,7 @@ def _bw(rng: random.Random, lo: float, hi: float) -> float:
 def _side_metrics(rng: random.Random, kind: str, time_us: float, block: int) -> dict[str, str]:
     """One core side's Memory-group values. kind: 'cube' (has L1), 'vector' (has UB) or 'off' (zeros)."""
     if kind == "off":
-        return {"time": "0.0", "cycles": "0", **{m: "0" for m in MEMORY_METRICS}}
+        return {"time": "0.0", "cycles": "0", **dict.fromkeys(MEMORY_METRICS, "0")}
     vals = {
         "ub_read_bw(GB/s)": _bw(rng, 400, 1600) if kind == "vector" else 0.0,
         "ub_write_bw(GB/s)": _bw(rng, 300, 1200) if kind == "vector" else 0.0,

@@ -24,7 +24,13 @@ WEIGHT = "4096,4096"
 # 1.6 TB/s: the article's "matmul at 60% HBM bandwidth"
 MM_READ = 272 * MiB
 MM_WRITE = 256 * MiB
-UNFUSED_LAYERNORM = [("ReduceMean", "ReduceMean"), ("Sub", "Sub"), ("Mul", "Mul"), ("Rsqrt", "Rsqrt"), ("Add", "Add")]
+UNFUSED_LAYERNORM = [
+    ("ReduceMean", "ReduceMean"),
+    ("Sub", "Sub"),
+    ("Mul", "Mul"),
+    ("Rsqrt", "Rsqrt"),
+    ("Add", "Add"),
+]
 
 
 def mem_bound_ns(read_bytes: int, write_bytes: int, bps: float) -> int:
@@ -32,10 +38,22 @@ def mem_bound_ns(read_bytes: int, write_bytes: int, bps: float) -> int:
     return int(round((read_bytes + write_bytes) / bps * 1e9))
 
 
-def article_scenario(n_ranks: int = 2, *, steps: int = 3, slow_ranks: tuple[int, ...] = (1,), layers: int = 2,
-                     hbm_peak_bps: float = 1.6e12, saturation: float = 0.93, step_ns: int = 13_000_000,
-                     first_step: int = 1, start_ns: int = 1_000_000, hbm_period_ns: int = 1_000_000,
-                     grad_bytes: int = 48 * MiB, hccs_bps: float = 32e9, repeat: int = 1) -> Scenario:
+def article_scenario(
+    n_ranks: int = 2,
+    *,
+    steps: int = 3,
+    slow_ranks: tuple[int, ...] = (1,),
+    layers: int = 2,
+    hbm_peak_bps: float = 1.6e12,
+    saturation: float = 0.93,
+    step_ns: int = 13_000_000,
+    first_step: int = 1,
+    start_ns: int = 1_000_000,
+    hbm_period_ns: int = 1_000_000,
+    grad_bytes: int = 48 * MiB,
+    hccs_bps: float = 32e9,
+    repeat: int = 1,
+) -> Scenario:
     """The article's story; see the module docstring. Ranks not in slow_ranks run the fused LayerNorm."""
     sc = Scenario(n_ranks=n_ranks, hbm_period_ns=hbm_period_ns, repeat=repeat)
     bw = hbm_peak_bps * saturation
@@ -52,47 +70,110 @@ def article_scenario(n_ranks: int = 2, *, steps: int = 3, slow_ranks: tuple[int,
             rt._cursor[2] = s0 + 150_000  # Preparing: 150 µs before the first device task
             rt.add_memcpy(dur_ns=170_000, nbytes=4 * MiB)  # the batch, ~25 GB/s over PCIe
             for layer in range(layers):
-                rt.add_op(f"MatMulV2_{layer}", "MatMulV2", dur_ns=600_000, task_type="AI_CORE", block_dim=24,
-                          hbm_read_bytes=MM_READ, hbm_write_bytes=MM_WRITE, l2_read_bytes=2 * MM_READ, input_shapes=("8,4096,2048", WEIGHT),
-                          input_dtypes=("FLOAT16", "FLOAT16"), input_formats=("ND", "ND"),
-                          output_shapes=(TENSOR,), output_dtypes=("FLOAT16",), output_formats=("ND",),
-                          pipe={"mac": 0.82, "mte2": 0.35}, host_op="aclnnMm", flops=2 * 8 * 4096 * 2048 * 4096)
+                rt.add_op(
+                    f"MatMulV2_{layer}",
+                    "MatMulV2",
+                    dur_ns=600_000,
+                    task_type="AI_CORE",
+                    block_dim=24,
+                    hbm_read_bytes=MM_READ,
+                    hbm_write_bytes=MM_WRITE,
+                    l2_read_bytes=2 * MM_READ,
+                    input_shapes=("8,4096,2048", WEIGHT),
+                    input_dtypes=("FLOAT16", "FLOAT16"),
+                    input_formats=("ND", "ND"),
+                    output_shapes=(TENSOR,),
+                    output_dtypes=("FLOAT16",),
+                    output_formats=("ND",),
+                    pipe={"mac": 0.82, "mte2": 0.35},
+                    host_op="aclnnMm",
+                    flops=2 * 8 * 4096 * 2048 * 4096,
+                )
                 if slow:  # unfused LayerNorm: five full passes over HBM
                     for name, op_type in UNFUSED_LAYERNORM:
                         _ew(rt, f"aclnn{name}_{op_type}_{layer}", op_type, ew_ns, host=f"aclnn{name}")
                 else:
-                    _ew(rt, f"LayerNormV3_{layer}", "LayerNormV3", ew_ns, host="aclnnLayerNorm",
-                        ub_bytes=5 * TENSOR_BYTES)
+                    _ew(
+                        rt,
+                        f"LayerNormV3_{layer}",
+                        "LayerNormV3",
+                        ew_ns,
+                        host="aclnnLayerNorm",
+                        ub_bytes=5 * TENSOR_BYTES,
+                    )
                 _ew(rt, f"aclnnTanh_TanhAiCore_Tanh_{layer}", "Tanh", ew_ns, host="aclnnTanh")
             for layer in reversed(range(layers)):  # backward
-                _ew(rt, f"aclnnTanhGrad_{layer}", "TanhGrad", mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
-                    host="aclnnTanhBackward", reads=2)
-                _ew(rt, f"LayerNormGrad_{layer}", "LayerNormGrad", mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
-                    host="aclnnLayerNormBackward", reads=2)
+                _ew(
+                    rt,
+                    f"aclnnTanhGrad_{layer}",
+                    "TanhGrad",
+                    mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
+                    host="aclnnTanhBackward",
+                    reads=2,
+                )
+                _ew(
+                    rt,
+                    f"LayerNormGrad_{layer}",
+                    "LayerNormGrad",
+                    mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
+                    host="aclnnLayerNormBackward",
+                    reads=2,
+                )
                 for which in ("dx", "dw"):
-                    rt.add_op(f"MatMulV2_{which}_{layer}", "MatMulV2", dur_ns=600_000, task_type="AI_CORE",
-                              block_dim=24, hbm_read_bytes=MM_READ + (224 * MiB if which == "dw" else 0),
-                              hbm_write_bytes=32 * MiB if which == "dw" else MM_WRITE,
-                              input_shapes=(TENSOR, WEIGHT), input_dtypes=("FLOAT16", "FLOAT16"),
-                              input_formats=("ND", "ND"), output_shapes=(WEIGHT if which == "dw" else TENSOR,),
-                              output_dtypes=("FLOAT16",), output_formats=("ND",), pipe={"mac": 0.8},
-                              host_op="aclnnMm", flops=2 * 8 * 4096 * 2048 * 4096)
+                    rt.add_op(
+                        f"MatMulV2_{which}_{layer}",
+                        "MatMulV2",
+                        dur_ns=600_000,
+                        task_type="AI_CORE",
+                        block_dim=24,
+                        hbm_read_bytes=MM_READ + (224 * MiB if which == "dw" else 0),
+                        hbm_write_bytes=32 * MiB if which == "dw" else MM_WRITE,
+                        input_shapes=(TENSOR, WEIGHT),
+                        input_dtypes=("FLOAT16", "FLOAT16"),
+                        input_formats=("ND", "ND"),
+                        output_shapes=(WEIGHT if which == "dw" else TENSOR,),
+                        output_dtypes=("FLOAT16",),
+                        output_formats=("ND",),
+                        pipe={"mac": 0.8},
+                        host_op="aclnnMm",
+                        flops=2 * 8 * 4096 * 2048 * 4096,
+                    )
             arrivals[rt.rank] = rt.cursor() + 20_000
         last = max(arrivals.values())
         end_of_comm = last + transit_ns + 30_000  # 30 µs idle tail inside the op
         for rt in sc.ranks:
             a = arrivals[rt.rank]
             wait = last - a
-            rt.add_comm(f"hcom_allReduce__586_{k}_1", start_ns=a, dur_ns=end_of_comm - a, op_type="allreduce",
-                        group=group, transit_ns=transit_ns, wait_ns=wait, sync_ns=wait,
-                        transports={"HCCS": grad_bytes}, data_type="FP16", host_op="HcclAllreduce")
+            rt.add_comm(
+                f"hcom_allReduce__586_{k}_1",
+                start_ns=a,
+                dur_ns=end_of_comm - a,
+                op_type="allreduce",
+                group=group,
+                transit_ns=transit_ns,
+                wait_ns=wait,
+                sync_ns=wait,
+                transports={"HCCS": grad_bytes},
+                data_type="FP16",
+                host_op="HcclAllreduce",
+            )
             rt._cursor[2] = end_of_comm
-            rt.add_op("aclnnForeachAddList_ForeachAddList", "ForeachAddList",
-                      dur_ns=mem_bound_ns(2 * grad_bytes, grad_bytes, bw),
-                      task_type="AI_VECTOR_CORE", block_dim=48, hbm_read_bytes=2 * grad_bytes,
-                      hbm_write_bytes=grad_bytes, input_shapes=(WEIGHT, WEIGHT), input_dtypes=("FLOAT16", "FLOAT16"),
-                      input_formats=("ND", "ND"), output_shapes=(WEIGHT,), output_dtypes=("FLOAT16",),
-                      output_formats=("ND",), host_op="aclnnForeachAddList")
+            rt.add_op(
+                "aclnnForeachAddList_ForeachAddList",
+                "ForeachAddList",
+                dur_ns=mem_bound_ns(2 * grad_bytes, grad_bytes, bw),
+                task_type="AI_VECTOR_CORE",
+                block_dim=48,
+                hbm_read_bytes=2 * grad_bytes,
+                hbm_write_bytes=grad_bytes,
+                input_shapes=(WEIGHT, WEIGHT),
+                input_dtypes=("FLOAT16", "FLOAT16"),
+                input_formats=("ND", "ND"),
+                output_shapes=(WEIGHT,),
+                output_dtypes=("FLOAT16",),
+                output_formats=("ND",),
+                host_op="aclnnForeachAddList",
+            )
             base = 2 * 1024 * MiB
             rt.add_memory_sample(s0 + 100_000, base, base + 512 * MiB)
             rt.add_memory_sample(s0 + step_ns // 2, base + layers * 3 * TENSOR_BYTES, base + 4096 * MiB)
@@ -101,25 +182,51 @@ def article_scenario(n_ranks: int = 2, *, steps: int = 3, slow_ranks: tuple[int,
 
 def _ew(rt, name: str, op_type: str, dur_ns: int, *, host: str, reads: int = 1, ub_bytes: int = 0) -> None:  # type: ignore[no-untyped-def]
     shapes = tuple([TENSOR] * reads)
-    rt.add_op(name, op_type, dur_ns=dur_ns, task_type="AI_VECTOR_CORE", block_dim=48,
-              hbm_read_bytes=reads * TENSOR_BYTES, hbm_write_bytes=TENSOR_BYTES,
-              ub_read_bytes=ub_bytes or reads * TENSOR_BYTES, ub_write_bytes=ub_bytes or TENSOR_BYTES,
-              l2_read_bytes=reads * TENSOR_BYTES, input_shapes=shapes, input_dtypes=("FLOAT16",) * reads,
-              input_formats=("ND",) * reads, output_shapes=(TENSOR,), output_dtypes=("FLOAT16",),
-              output_formats=("ND",), pipe={"vec": 0.3, "mte2": 0.95, "mte3": 0.9}, host_op=host)
+    rt.add_op(
+        name,
+        op_type,
+        dur_ns=dur_ns,
+        task_type="AI_VECTOR_CORE",
+        block_dim=48,
+        hbm_read_bytes=reads * TENSOR_BYTES,
+        hbm_write_bytes=TENSOR_BYTES,
+        ub_read_bytes=ub_bytes or reads * TENSOR_BYTES,
+        ub_write_bytes=ub_bytes or TENSOR_BYTES,
+        l2_read_bytes=reads * TENSOR_BYTES,
+        input_shapes=shapes,
+        input_dtypes=("FLOAT16",) * reads,
+        input_formats=("ND",) * reads,
+        output_shapes=(TENSOR,),
+        output_dtypes=("FLOAT16",),
+        output_formats=("ND",),
+        pipe={"vec": 0.3, "mte2": 0.95, "mte3": 0.9},
+        host_op=host,
+    )
 
 
 _DENSE_TYPES = [  # (op_type, task_type, mean dur µs, bytes per µs at which it streams)
-    ("MatMulV2", "AI_CORE", 120, 300_000), ("Add", "AI_VECTOR_CORE", 30, 1_400_000),
-    ("Mul", "AI_VECTOR_CORE", 30, 1_400_000), ("TransData", "AI_VECTOR_CORE", 20, 900_000),
-    ("LayerNormV3", "AI_VECTOR_CORE", 60, 1_300_000), ("Softmax", "MIX_AIV", 45, 1_000_000),
-    ("Cast", "AI_VECTOR_CORE", 15, 1_200_000), ("FlashAttentionScore", "MIX_AIC", 200, 500_000),
+    ("MatMulV2", "AI_CORE", 120, 300_000),
+    ("Add", "AI_VECTOR_CORE", 30, 1_400_000),
+    ("Mul", "AI_VECTOR_CORE", 30, 1_400_000),
+    ("TransData", "AI_VECTOR_CORE", 20, 900_000),
+    ("LayerNormV3", "AI_VECTOR_CORE", 60, 1_300_000),
+    ("Softmax", "MIX_AIV", 45, 1_000_000),
+    ("Cast", "AI_VECTOR_CORE", 15, 1_200_000),
+    ("FlashAttentionScore", "MIX_AIC", 200, 500_000),
 ]
 
 
-def dense_scenario(seed: int = 0, *, n_ranks: int = 1, fill_ns: int = 990_000_000, start_ns: int = 1_000_000,
-                   step_ns: int = 99_000_000, hbm_period_ns: int = 1_000_000, gap_us: tuple[int, int] = (2, 12),
-                   comm_every_ns: int = 33_000_000) -> Scenario:
+def dense_scenario(
+    seed: int = 0,
+    *,
+    n_ranks: int = 1,
+    fill_ns: int = 990_000_000,
+    start_ns: int = 1_000_000,
+    step_ns: int = 99_000_000,
+    hbm_period_ns: int = 1_000_000,
+    gap_us: tuple[int, int] = (2, 12),
+    comm_every_ns: int = 33_000_000,
+) -> Scenario:
     """A seeded random op mix on `n_ranks` ranks, filling [start_ns, start_ns + fill_ns) (keep it < 1 s so the
     writer can replay it second after second), with a step every step_ns and an all-reduce every
     comm_every_ns. Same seed -> byte-identical output."""
@@ -139,9 +246,17 @@ def dense_scenario(seed: int = 0, *, n_ranks: int = 1, fill_ns: int = 990_000_00
         i = 0
         while rt.cursor() < end:
             if rt.cursor() >= next_comm and n_ranks > 1:
-                rt.add_comm(f"hcom_allReduce__{seed % 1000}_{i}_1", start_ns=rt.cursor() + 5_000, dur_ns=400_000,
-                            group=group, transit_ns=300_000, wait_ns=60_000, sync_ns=50_000,
-                            transports={"HCCS": 8 * MiB}, host_op="HcclAllreduce")
+                rt.add_comm(
+                    f"hcom_allReduce__{seed % 1000}_{i}_1",
+                    start_ns=rt.cursor() + 5_000,
+                    dur_ns=400_000,
+                    group=group,
+                    transit_ns=300_000,
+                    wait_ns=60_000,
+                    sync_ns=50_000,
+                    transports={"HCCS": 8 * MiB},
+                    host_op="HcclAllreduce",
+                )
                 next_comm += comm_every_ns
                 continue
             op_type, ttype, mean_us, bpus = _DENSE_TYPES[rng.randrange(len(_DENSE_TYPES))]
@@ -149,10 +264,22 @@ def dense_scenario(seed: int = 0, *, n_ranks: int = 1, fill_ns: int = 990_000_00
             nbytes = dur_us * bpus * rng.uniform(0.4, 1.0)
             rd = int(nbytes * 0.6) // 1024 * 1024
             wr = int(nbytes * 0.4) // 1024 * 1024
-            rt.add_op(f"{op_type}_{i}", op_type, dur_ns=dur_us * 1000 + rng.randrange(1000), task_type=ttype,
-                      gap_ns=rng.randint(*gap_us) * 1000, hbm_read_bytes=rd, hbm_write_bytes=wr, l2_read_bytes=rd,
-                      block_dim=rng.choice((8, 16, 24, 40, 48)), input_shapes=(f"{rng.randint(1, 64)},4096", "4096"),
-                      input_dtypes=("FLOAT16", "FLOAT16"), input_formats=("ND", "ND"),
-                      output_shapes=(f"{rng.randint(1, 64)},4096",), output_dtypes=("FLOAT16",), output_formats=("ND",))
+            rt.add_op(
+                f"{op_type}_{i}",
+                op_type,
+                dur_ns=dur_us * 1000 + rng.randrange(1000),
+                task_type=ttype,
+                gap_ns=rng.randint(*gap_us) * 1000,
+                hbm_read_bytes=rd,
+                hbm_write_bytes=wr,
+                l2_read_bytes=rd,
+                block_dim=rng.choice((8, 16, 24, 40, 48)),
+                input_shapes=(f"{rng.randint(1, 64)},4096", "4096"),
+                input_dtypes=("FLOAT16", "FLOAT16"),
+                input_formats=("ND", "ND"),
+                output_shapes=(f"{rng.randint(1, 64)},4096",),
+                output_dtypes=("FLOAT16",),
+                output_formats=("ND",),
+            )
             i += 1
     return sc

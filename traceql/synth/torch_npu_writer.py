@@ -27,8 +27,16 @@ from ._text import Clock, Replay, dur_text, js, num
 from .model import SDMA_PARTS, TRANSPORTS, CommOp, Link, Memcpy, Op, RankTrace, Scenario
 
 # process sort indexes of the real dump; the device-side pid is (host_pid << 10) | (index << 5) | device_id
-SORT_INDEX = {"CANN": 7, "Ascend Hardware": 13, "AI Core Freq": 14, "HCCL": 15, "HBM": 17, "LLC": 18,
-              "NPU MEM": 19, "Overlap Analysis": 23}
+SORT_INDEX = {
+    "CANN": 7,
+    "Ascend Hardware": 13,
+    "AI Core Freq": 14,
+    "HCCL": 15,
+    "HBM": 17,
+    "LLC": 18,
+    "NPU MEM": 19,
+    "Overlap Analysis": 23,
+}
 HOST_LEAD_NS = 40_000  # a host cpu_op starts this long before its device task
 HOST_DUR_NS = 12_000
 CANN_LEAD_NS = 25_000
@@ -56,17 +64,31 @@ def pid_of(rt: RankTrace, process: str) -> int:
     return (rt.host_pid << 10) | (SORT_INDEX[process] << 5) | rt.device_id
 
 
-def write_torch_npu_dump(scenario: Scenario, out_dir: str | Path, *, aic_metrics: str = "PipeUtilization",
-                         block_col: str = "Block Dim", device_id_col: bool = False, with_trace_view: bool = True,
-                         repeat: int | None = None, rank_dir: str = "rank{rank}_ascend_pt", **kw: object) -> list[Path]:
+def write_torch_npu_dump(
+    scenario: Scenario,
+    out_dir: str | Path,
+    *,
+    aic_metrics: str = "PipeUtilization",
+    block_col: str = "Block Dim",
+    device_id_col: bool = False,
+    with_trace_view: bool = True,
+    repeat: int | None = None,
+    rank_dir: str = "rank{rank}_ascend_pt",
+    **kw: object,
+) -> list[Path]:
     """Write one `<rank_dir>` per rank under out_dir; returns every file written.
 
     aic_metrics: PipeUtilization | Memory | MemoryAccess | L2Cache | ArithmeticUtilization | MemoryUB |
     ResourceConflictRatio | MemoryL0 | AiCoreNone (echoed in profiler_info as ACL_AICORE_*).
     repeat: override scenario.repeat (number of repetitions of each rank's timeline).
     Other keywords: see WriteOptions."""
-    opts = WriteOptions(aic_metrics=aic_metrics, block_col=block_col, device_id_col=device_id_col,
-                        with_trace_view=with_trace_view, **kw)  # type: ignore[arg-type]
+    opts = WriteOptions(
+        aic_metrics=aic_metrics,
+        block_col=block_col,
+        device_id_col=device_id_col,
+        with_trace_view=with_trace_view,
+        **kw,
+    )  # type: ignore[arg-type]
     if aic_metrics not in ACL_NAME:
         raise ValueError(f"unknown aic_metrics {aic_metrics!r}; one of {sorted(ACL_NAME)}")
     if block_col not in ("Block Dim", "Block Num"):
@@ -88,7 +110,9 @@ class RankWriter:
         self.repeat = repeat
         template = repeat > 1
         if template and rt.end_ns() > sc.period_ns:
-            raise ValueError(f"rank {rt.rank}: timeline ends at {rt.end_ns()} ns, past period_ns {sc.period_ns}")
+            raise ValueError(
+                f"rank {rt.rank}: timeline ends at {rt.end_ns()} ns, past period_ns {sc.period_ns}"
+            )
         self.clock = Clock(sc.base_ns, template)
         self.replay = Replay(sc.base_ns, repeat, sc.period_ns, [s.id for s in rt.steps])
         self.span_end = sc.period_ns if template else rt.end_ns()
@@ -98,19 +122,27 @@ class RankWriter:
         o, rt = self.o, self.rt
         prof = root / "ASCEND_PROFILER_OUTPUT"
         prof.mkdir(parents=True, exist_ok=True)
-        files = [self._write_json(root / f"profiler_info_{rt.rank}.json", self.profiler_info()),
-                 self._write_json(root / "profiler_metadata.json", self.profiler_metadata())]
-        files.append(self._write_reps(prof / "kernel_details.csv", self.kernel_header(), self.kernel_rows(), "\r\n"))
+        files = [
+            self._write_json(root / f"profiler_info_{rt.rank}.json", self.profiler_info()),
+            self._write_json(root / "profiler_metadata.json", self.profiler_metadata()),
+        ]
+        files.append(
+            self._write_reps(prof / "kernel_details.csv", self.kernel_header(), self.kernel_rows(), "\r\n")
+        )
         if o.with_trace_view:
             files.append(self._write_trace_view(prof / "trace_view.json"))
         if rt.steps:
-            files.append(self._write_reps(prof / "step_trace_time.csv", self.step_header(), self.step_rows(), "\r\n"))
+            files.append(
+                self._write_reps(prof / "step_trace_time.csv", self.step_header(), self.step_rows(), "\r\n")
+            )
         if rt.comms:
             files.append(self._write_step_json(prof / "communication.json", self.communication_steps()))
             files.append(self._write_step_json(prof / "communication_matrix.json", self.matrix_steps()))
         files.append(self._write_text(prof / "op_statistic.csv", self.op_statistic()))
         if rt.memory:
-            files.append(self._write_reps(prof / "memory_record.csv", self.memory_header(), self.memory_rows(), "\r\n"))
+            files.append(
+                self._write_reps(prof / "memory_record.csv", self.memory_header(), self.memory_rows(), "\r\n")
+            )
         if o.l2_cache:
             files.append(self._write_text(prof / "l2_cache.csv", self.l2_cache()))
         return files
@@ -149,33 +181,66 @@ class RankWriter:
             "config": {
                 "common_config": {
                     "activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
-                    "schedule": {"wait": 0, "active": max(1, len(rt.steps) * self.repeat), "warmup": 1, "repeat": 1,
-                                 "skip_first": 0},
-                    "record_shapes": True, "profile_memory": bool(rt.memory), "with_stack": False,
-                    "with_flops": False, "with_modules": False,
+                    "schedule": {
+                        "wait": 0,
+                        "active": max(1, len(rt.steps) * self.repeat),
+                        "warmup": 1,
+                        "repeat": 1,
+                        "skip_first": 0,
+                    },
+                    "record_shapes": True,
+                    "profile_memory": bool(rt.memory),
+                    "with_stack": False,
+                    "with_flops": False,
+                    "with_modules": False,
                 },
                 "experimental_config": {
-                    "_profiler_level": o.profiler_level, "_aic_metrics": ACL_NAME[o.aic_metrics],
-                    "_l2_cache": o.l2_cache, "_msprof_tx": False, "_data_simplification": True,
-                    "record_op_args": False, "_export_type": "text", "_op_attr": False, "_gc_detect_threshold": None,
+                    "_profiler_level": o.profiler_level,
+                    "_aic_metrics": ACL_NAME[o.aic_metrics],
+                    "_l2_cache": o.l2_cache,
+                    "_msprof_tx": False,
+                    "_data_simplification": True,
+                    "record_op_args": False,
+                    "_export_type": "text",
+                    "_op_attr": False,
+                    "_gc_detect_threshold": None,
                 },
             },
-            "start_info": {"syscnt_enable": True, "freq": 100, "start_cnt": 17238197612056 + rt.rank,
-                           "start_monotonic": 172163581670080},
+            "start_info": {
+                "syscnt_enable": True,
+                "freq": 100,
+                "start_cnt": 17238197612056 + rt.rank,
+                "start_monotonic": 172163581670080,
+            },
             "end_info": {"collectionTimeEnd": end_abs, "MonotonicTimeEnd": 172163581670080 + self.span_end},
             "rank_id": rt.rank,
         }
 
     def profiler_metadata(self) -> dict[str, object]:
-        env = dict.fromkeys(["ASCEND_GLOBAL_LOG_LEVEL", "HCCL_RDMA_TC", "HCCL_RDMA_SL", "ACLNN_CACHE_LIMIT",
-                             "HOST_CACHE_CAPACITY", "ASCEND_ENHANCE_ENABLE", "PYTORCH_NPU_ALLOC_CONF",
-                             "ASCEND_LAUNCH_BLOCKING"], "")
+        env = dict.fromkeys(
+            [
+                "ASCEND_GLOBAL_LOG_LEVEL",
+                "HCCL_RDMA_TC",
+                "HCCL_RDMA_SL",
+                "ACLNN_CACHE_LIMIT",
+                "HOST_CACHE_CAPACITY",
+                "ASCEND_ENHANCE_ENABLE",
+                "PYTORCH_NPU_ALLOC_CONF",
+                "ASCEND_LAUNCH_BLOCKING",
+            ],
+            "",
+        )
         md: dict[str, object] = {"ENV_VARIABLES": env}
         if self.sc.n_ranks > 1:
             md["parallel_group_info"] = {
-                g: {"group_name": "dp" if i else "default_group", "group_rank": ranks.index(self.rt.rank),
-                    "global_ranks": ranks}
-                for i, (g, ranks) in enumerate(self.sc.groups.items()) if self.rt.rank in ranks}
+                g: {
+                    "group_name": "dp" if i else "default_group",
+                    "group_rank": ranks.index(self.rt.rank),
+                    "global_ranks": ranks,
+                }
+                for i, (g, ranks) in enumerate(self.sc.groups.items())
+                if self.rt.rank in ranks
+            }
         return md
 
     # ---- kernel_details.csv ---------------------------------------------------------------------------
@@ -205,21 +270,58 @@ class RankWriter:
             if o.device_id_col:
                 prefix.append(str(rt.device_id))
             if isinstance(t, CommOp):
-                row = ["4294967295", "N/A", "N/A", t.name, t.kernel_type, "N/A", "HCCL", clock.us(t.start_ns) + "\t",
-                       dur_text(t.dur_ns), dur_text(max(wait, 0)), "0"] + ["N/A"] * (9 + n_metric)
+                row = [
+                    "4294967295",
+                    "N/A",
+                    "N/A",
+                    t.name,
+                    t.kernel_type,
+                    "N/A",
+                    "HCCL",
+                    clock.us(t.start_ns) + "\t",
+                    dur_text(t.dur_ns),
+                    dur_text(max(wait, 0)),
+                    "0",
+                ] + ["N/A"] * (9 + n_metric)
             else:
-                row = ["4294967295", str(t.task_id), str(t.stream), t.name, t.op_type, t.op_state, t.task_type,
-                       clock.us(t.start_ns) + "\t", dur_text(t.dur_ns), dur_text(max(wait, 0)), str(t.block_dim),
-                       str(t.mix_block_dim), "NO", _shapes(t.input_shapes), _list(t.input_dtypes),
-                       _list(t.input_formats), _shapes(t.output_shapes), _list(t.output_dtypes),
-                       _list(t.output_formats), "0" if t.task_type.startswith("MIX") else "N/A",
-                       *metric_values(t, o.aic_metrics, o.metric_decimals)]
+                row = [
+                    "4294967295",
+                    str(t.task_id),
+                    str(t.stream),
+                    t.name,
+                    t.op_type,
+                    t.op_state,
+                    t.task_type,
+                    clock.us(t.start_ns) + "\t",
+                    dur_text(t.dur_ns),
+                    dur_text(max(wait, 0)),
+                    str(t.block_dim),
+                    str(t.mix_block_dim),
+                    "NO",
+                    _shapes(t.input_shapes),
+                    _list(t.input_dtypes),
+                    _list(t.input_formats),
+                    _shapes(t.output_shapes),
+                    _list(t.output_dtypes),
+                    _list(t.output_formats),
+                    "0" if t.task_type.startswith("MIX") else "N/A",
+                    *metric_values(t, o.aic_metrics, o.metric_decimals),
+                ]
             w.writerow(prefix + row)
         return buf.getvalue()
 
     # ---- step_trace_time.csv --------------------------------------------------------------------------
-    STEP_COLS = ["Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage",
-                 "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
+    STEP_COLS = [
+        "Computing",
+        "Communication(Not Overlapped)",
+        "Overlapped",
+        "Communication",
+        "Free",
+        "Stage",
+        "Bubble",
+        "Communication(Not Overlapped and Exclude Receive)",
+        "Preparing",
+    ]
 
     def step_header(self) -> list[str]:
         return (["Device_id"] if self.o.device_id_col else []) + ["Step", *self.STEP_COLS]
@@ -243,18 +345,46 @@ class RankWriter:
         for (op_type, core), durs in agg.items():
             tot = sum(durs) * self.repeat
             cnt = len(durs) * self.repeat
-            rows.append((tot, [op_type, core, str(cnt), _us3(tot), _us3(min(durs)), _us3(tot / cnt), _us3(max(durs)),
-                               _r3(100 * tot / grand if grand else 0.0)]))
+            rows.append(
+                (
+                    tot,
+                    [
+                        op_type,
+                        core,
+                        str(cnt),
+                        _us3(tot),
+                        _us3(min(durs)),
+                        _us3(tot / cnt),
+                        _us3(max(durs)),
+                        _r3(100 * tot / grand if grand else 0.0),
+                    ],
+                )
+            )
         rows.sort(key=lambda r: -r[0])
         dev = [str(self.rt.device_id)] if self.o.device_id_col else []
         head = (["Device_id"] if self.o.device_id_col else []) + [
-            "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Ratio(%)"]
+            "OP Type",
+            "Core Type",
+            "Count",
+            "Total Time(us)",
+            "Min Time(us)",
+            "Avg Time(us)",
+            "Max Time(us)",
+            "Ratio(%)",
+        ]
         return _csv_line(head, "\n") + "".join(_csv_line(dev + r, "\n") for _, r in rows)
 
     # ---- memory_record.csv ----------------------------------------------------------------------------
     def memory_header(self) -> list[str]:
-        return ["Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)",
-                "Stream Ptr", "Device Type"]
+        return [
+            "Component",
+            "Timestamp(us)",
+            "Total Allocated(MB)",
+            "Total Reserved(MB)",
+            "Total Active(MB)",
+            "Stream Ptr",
+            "Device Type",
+        ]
 
     def memory_rows(self) -> str:
         dev = f"NPU:{self.rt.device_id}"
@@ -265,7 +395,9 @@ class RankWriter:
             cells = [_mb(m.allocated_bytes), _mb(m.reserved_bytes), _mb(act), "897357296", dev]
             lines.append(_csv_line(["PTA", ts, *cells], "\r\n"))
             lines.append(_csv_line(["PTA+GE", ts, *cells], "\r\n"))
-            lines.append(_csv_line(["APP", ts, "", _mb(m.reserved_bytes + 256 * 1024 * 1024), "", "", dev], "\r\n"))
+            lines.append(
+                _csv_line(["APP", ts, "", _mb(m.reserved_bytes + 256 * 1024 * 1024), "", "", dev], "\r\n")
+            )
         return "".join(lines)
 
     def l2_cache(self) -> str:
@@ -273,8 +405,18 @@ class RankWriter:
         for op in self.rt.ops:
             if op.task_type in ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV"):
                 hr = l2_hit_rate(op)
-                lines.append(_csv_line([str(op.stream), str(op.task_id), "N/A" if hr is None else num(hr, 6),
-                                        "0.05", op.name], "\n"))
+                lines.append(
+                    _csv_line(
+                        [
+                            str(op.stream),
+                            str(op.task_id),
+                            "N/A" if hr is None else num(hr, 6),
+                            "0.05",
+                            op.name,
+                        ],
+                        "\n",
+                    )
+                )
         return "".join(lines)
 
     # ---- communication.json / communication_matrix.json -----------------------------------------------
@@ -307,8 +449,10 @@ class RankWriter:
     def _comm_op_info(self, c: CommOp) -> dict[str, object]:
         info = _time_info(c.dur_ns, c.transit_ns, c.wait_ns, c.sync_ns, c.idle_ns)
         info = {"Start Timestamp(us)": f"@@TS{c.start_ns}@@", **info}
-        return {"Communication Time Info": info,
-                "Communication Bandwidth Info": _bandwidth_info(c, len(self.sc.peers(c.group, self.rt.rank)))}
+        return {
+            "Communication Time Info": info,
+            "Communication Bandwidth Info": _bandwidth_info(c, len(self.sc.peers(c.group, self.rt.rank))),
+        }
 
     def matrix_steps(self) -> str:
         parts = []
@@ -329,7 +473,8 @@ class RankWriter:
                         picks["bottom3"] = ranked[-3]
                     for label, c in picks.items():
                         d[f"{op_type}-{label}@{group}"] = {
-                            f"{ln.src}-{ln.dst}": _link_json(ln, c.name) for ln in self._links(c)}
+                            f"{ln.src}-{ln.dst}": _link_json(ln, c.name) for ln in self._links(c)
+                        }
                     d[f"{op_type}-total@{group}"] = _total_links([ln for c in ops for ln in self._links(c)])
                 body[kind] = d
             parts.append(f"{js(self._step_key(sid))}: {json.dumps(body)}")
@@ -367,18 +512,24 @@ class RankWriter:
         rt = self.rt
         ev: list[str] = []
         hp = rt.host_pid
-        ev += [_m("process_name", hp, 0, '{"name": "Python"}', host=True),
-               _m("process_labels", hp, 0, '{"labels": "CPU"}', host=True),
-               _m("process_sort_index", hp, 0, '{"sort_index": 0}', host=True)]
+        ev += [
+            _m("process_name", hp, 0, '{"name": "Python"}', host=True),
+            _m("process_labels", hp, 0, '{"labels": "CPU"}', host=True),
+            _m("process_sort_index", hp, 0, '{"sort_index": 0}', host=True),
+        ]
         for tid in (rt.main_tid, rt.launch_tid):
-            ev += [_m("thread_name", hp, tid, f'{{"name": "Thread {tid}"}}', host=True),
-                   _m("thread_sort_index", hp, tid, f'{{"sort_index": {tid}}}', host=True)]
+            ev += [
+                _m("thread_name", hp, tid, f'{{"name": "Thread {tid}"}}', host=True),
+                _m("thread_sort_index", hp, tid, f'{{"sort_index": {tid}}}', host=True),
+            ]
         streams = sorted({o.stream for o in rt.ops} | {m.stream for m in rt.memcpys})
         hw = pid_of(rt, "Ascend Hardware")
         ev.append(_m("process_name", hw, 0, '{"name": "Ascend Hardware"}'))
         for s in streams:
-            ev += [_m("thread_name", hw, s, f'{{"name": "Stream {s}"}}'),
-                   _m("thread_sort_index", hw, s, f'{{"sort_index": {s}}}')]
+            ev += [
+                _m("thread_name", hw, s, f'{{"name": "Stream {s}"}}'),
+                _m("thread_sort_index", hw, s, f'{{"sort_index": {s}}}'),
+            ]
         ev += _labels(hw, SORT_INDEX["Ascend Hardware"], "NPU")
         for proc in ("HBM", "LLC", "NPU MEM"):
             if proc == "LLC" and not self.o.llc:
@@ -390,19 +541,25 @@ class RankWriter:
             ev.append(_m("process_name", p, 0, '{"name": "HCCL"}'))
             groups = self._groups()
             for gi, _ in enumerate(groups):
-                ev += [_m("thread_name", p, gi, f'{{"name": "Group {gi} Communication"}}'),
-                       _m("thread_sort_index", p, gi, f'{{"sort_index": {gi}}}')]
+                ev += [
+                    _m("thread_name", p, gi, f'{{"name": "Group {gi} Communication"}}'),
+                    _m("thread_sort_index", p, gi, f'{{"sort_index": {gi}}}'),
+                ]
             for k in range(self._planes()):
                 tid = len(groups) + k
-                ev += [_m("thread_name", p, tid, f'{{"name": "Plane {k}"}}'),
-                       _m("thread_sort_index", p, tid, f'{{"sort_index": {tid}}}')]
+                ev += [
+                    _m("thread_name", p, tid, f'{{"name": "Plane {k}"}}'),
+                    _m("thread_sort_index", p, tid, f'{{"sort_index": {tid}}}'),
+                ]
             ev += _labels(p, SORT_INDEX["HCCL"], "NPU")
         if self.o.cann_events:
             p = pid_of(rt, "CANN")
             ev.append(_m("process_name", p, 0, '{"name": "CANN"}'))
             for tid in (rt.main_tid, rt.launch_tid):
-                ev += [_m("thread_name", p, tid, f'{{"name": "Thread {tid}"}}'),
-                       _m("thread_sort_index", p, tid, f'{{"sort_index": {tid}}}')]
+                ev += [
+                    _m("thread_name", p, tid, f'{{"name": "Thread {tid}"}}'),
+                    _m("thread_sort_index", p, tid, f'{{"sort_index": {tid}}}'),
+                ]
             ev += _labels(p, SORT_INDEX["CANN"], "CPU")
         p = pid_of(rt, "Overlap Analysis")
         ev.append(_m("process_name", p, 0, '{"name": "Overlap Analysis"}'))
@@ -410,7 +567,10 @@ class RankWriter:
             ev.append(_m("thread_name", p, tid, f'{{"name": "{name}"}}'))
         ev += _labels(p, SORT_INDEX["Overlap Analysis"], "NPU")
         p = pid_of(rt, "AI Core Freq")
-        ev += [_m("process_name", p, 0, '{"name": "AI Core Freq"}'), *_labels(p, SORT_INDEX["AI Core Freq"], "NPU")]
+        ev += [
+            _m("process_name", p, 0, '{"name": "AI Core Freq"}'),
+            *_labels(p, SORT_INDEX["AI Core Freq"], "NPU"),
+        ]
         return ev
 
     def _groups(self) -> list[str]:
@@ -439,53 +599,120 @@ class RankWriter:
         hw, cann = pid_of(rt, "Ascend Hardware"), pid_of(rt, "CANN")
         if o.host_events:
             for s in rt.steps:
-                ev.append((s.start_ns, 0, _cpu_op(f"ProfilerStep#{ck.step(s.id)}", hp, main, ck.us(s.start_ns),
-                                                  dur_text(s.dur_ns))))
+                ev.append(
+                    (
+                        s.start_ns,
+                        0,
+                        _cpu_op(
+                            f"ProfilerStep#{ck.step(s.id)}", hp, main, ck.us(s.start_ns), dur_text(s.dur_ns)
+                        ),
+                    )
+                )
             for h in rt.host_ops:
-                ev.append((h.start_ns, 0, _cpu_op(h.name, hp, main if h.tid is None else h.tid, ck.us(h.start_ns),
-                                                  dur_text(h.dur_ns), h.input_dims, h.input_types, h.seq_num, h.cat)))
+                ev.append(
+                    (
+                        h.start_ns,
+                        0,
+                        _cpu_op(
+                            h.name,
+                            hp,
+                            main if h.tid is None else h.tid,
+                            ck.us(h.start_ns),
+                            dur_text(h.dur_ns),
+                            h.input_dims,
+                            h.input_types,
+                            h.seq_num,
+                            h.cat,
+                        ),
+                    )
+                )
         n = 0
         for t in sorted([*rt.ops, *rt.memcpys], key=lambda t: t.start_ns):
             cid = ck.cid(t.connection_id)
             if isinstance(t, Memcpy):
                 name, ttype = "MEMCPY_ASYNC", "PCIE_DMA_SQE"
-                extra = (f', "size(B)": {t.bytes}, "bandwidth(GB/s)": {num(t.bytes / t.dur_ns if t.dur_ns else 0.0)}, '
-                         f'"operation": {js(t.operation)}')
+                extra = (
+                    f', "size(B)": {t.bytes}, "bandwidth(GB/s)": {num(t.bytes / t.dur_ns if t.dur_ns else 0.0)}, '
+                    f'"operation": {js(t.operation)}'
+                )
                 host_name, cann_name = "aten::copy_", "AscendCL@aclrtMemcpyAsync"
-                cann_args = (f'{{"Thread Id": {launch}, "Mode": "ACL_RTS", "level": "acl", "id": "aclrtMemcpyAsync", '
-                             f'"item_id": "0", "connection_id": {cid}}}')
+                cann_args = (
+                    f'{{"Thread Id": {launch}, "Mode": "ACL_RTS", "level": "acl", "id": "aclrtMemcpyAsync", '
+                    f'"item_id": "0", "connection_id": {cid}}}'
+                )
             else:
                 name, ttype, extra = t.name, t.task_type, ""
                 host_name = t.host_op or f"aclnn{t.op_type}"
                 cann_name = "Node@launch"
-                cann_args = (f'{{"Thread Id": {launch}, "Mode": "launch", "level": "node", "id": "0", '
-                             f'"item_id": {js(t.name)}, "connection_id": {cid}}}')
+                cann_args = (
+                    f'{{"Thread Id": {launch}, "Mode": "launch", "level": "node", "id": "0", '
+                    f'"item_id": {js(t.name)}, "connection_id": {cid}}}'
+                )
             ts = ck.us(t.start_ns)
-            ev.append((t.start_ns, 2, (
-                f'{{"name": {js(name)}, "pid": {hw}, "tid": {t.stream}, "ts": "{ts}", "dur": {dur_text(t.dur_ns)}, '
-                f'"args": {{"Model Id": 4294967295, "Task Type": "{ttype}", "Physic Stream Id": {t.stream}, '
-                f'"Task Id": {t.task_id}, "Batch Id": 0, "Subtask Id": 4294967295, "connection_id": {cid}{extra}}}, '
-                f'"ph": "X"}}')))
+            ev.append(
+                (
+                    t.start_ns,
+                    2,
+                    (
+                        f'{{"name": {js(name)}, "pid": {hw}, "tid": {t.stream}, "ts": "{ts}", "dur": {dur_text(t.dur_ns)}, '
+                        f'"args": {{"Model Id": 4294967295, "Task Type": "{ttype}", "Physic Stream Id": {t.stream}, '
+                        f'"Task Id": {t.task_id}, "Batch Id": 0, "Subtask Id": 4294967295, "connection_id": {cid}{extra}}}, '
+                        f'"ph": "X"}}'
+                    ),
+                )
+            )
             n += 1
             if (n - 1) % o.flow_every:
                 continue
             if o.host_events:
                 h_ts = t.start_ns - HOST_LEAD_NS
                 dims, types = _input_dims(t) if isinstance(t, Op) else ("", "")
-                ev.append((h_ts, 1, _cpu_op(host_name, hp, main, ck.us(h_ts), dur_text(HOST_DUR_NS), dims, types)))
+                ev.append(
+                    (h_ts, 1, _cpu_op(host_name, hp, main, ck.us(h_ts), dur_text(HOST_DUR_NS), dims, types))
+                )
                 fid = ck.ns(t.start_ns)
-                ev.append((h_ts, 1, f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hp}, '
-                                    f'"tid": {main}, "ts": "{ck.us(h_ts)}", "cat": "async_npu"}}'))
-                ev.append((t.start_ns, 3, f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hw}, '
-                                          f'"tid": {t.stream}, "ts": "{ts}", "cat": "async_npu"}}'))
+                ev.append(
+                    (
+                        h_ts,
+                        1,
+                        f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hp}, '
+                        f'"tid": {main}, "ts": "{ck.us(h_ts)}", "cat": "async_npu"}}',
+                    )
+                )
+                ev.append(
+                    (
+                        t.start_ns,
+                        3,
+                        f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hw}, '
+                        f'"tid": {t.stream}, "ts": "{ts}", "cat": "async_npu"}}',
+                    )
+                )
             if o.cann_events:
                 c_ts = t.start_ns - CANN_LEAD_NS
-                ev.append((c_ts, 1, f'{{"name": {js(cann_name)}, "pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}", '
-                                    f'"dur": {dur_text(CANN_DUR_NS)}, "args": {cann_args}, "ph": "X"}}'))
-                ev.append((c_ts, 1, f'{{"name": "HostToDevice{cid}", "ph": "s", "cat": "HostToDevice", "id": "{cid}", '
-                                    f'"pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}"}}'))
-                ev.append((t.start_ns, 3, f'{{"name": "HostToDevice{cid}", "ph": "f", "id": "{cid}", "ts": "{ts}", '
-                                          f'"cat": "HostToDevice", "pid": {hw}, "tid": {t.stream}, "bp": "e"}}'))
+                ev.append(
+                    (
+                        c_ts,
+                        1,
+                        f'{{"name": {js(cann_name)}, "pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}", '
+                        f'"dur": {dur_text(CANN_DUR_NS)}, "args": {cann_args}, "ph": "X"}}',
+                    )
+                )
+                ev.append(
+                    (
+                        c_ts,
+                        1,
+                        f'{{"name": "HostToDevice{cid}", "ph": "s", "cat": "HostToDevice", "id": "{cid}", '
+                        f'"pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}"}}',
+                    )
+                )
+                ev.append(
+                    (
+                        t.start_ns,
+                        3,
+                        f'{{"name": "HostToDevice{cid}", "ph": "f", "id": "{cid}", "ts": "{ts}", '
+                        f'"cat": "HostToDevice", "pid": {hw}, "tid": {t.stream}, "bp": "e"}}',
+                    )
+                )
 
     def _hccl(self, ev: list[tuple[int, int, str]]) -> None:
         rt, o, ck = self.rt, self.o, self.clock
@@ -499,29 +726,66 @@ class RankWriter:
             ts = ck.us(c.start_ns)
             cid = ck.cid(c.connection_id)
             count = c.total_bytes // 4 if c.data_type in ("FP32", "INT32") else c.total_bytes // 2
-            ev.append((c.start_ns, 2, (
-                f'{{"name": {js(c.name)}, "pid": {p}, "tid": {gtid}, "ts": "{ts}", "dur": {dur_text(c.dur_ns)}, '
-                f'"args": {{"connection_id": {cid}, "model id": 4294967295, "data_type": {js(c.data_type)}, '
-                f'"alg_type": {js(c.alg_type)}, "count": {count}}}, "ph": "X"}}')))
+            ev.append(
+                (
+                    c.start_ns,
+                    2,
+                    (
+                        f'{{"name": {js(c.name)}, "pid": {p}, "tid": {gtid}, "ts": "{ts}", "dur": {dur_text(c.dur_ns)}, '
+                        f'"args": {{"connection_id": {cid}, "model id": 4294967295, "data_type": {js(c.data_type)}, '
+                        f'"alg_type": {js(c.alg_type)}, "count": {count}}}, "ph": "X"}}'
+                    ),
+                )
+            )
             if o.host_events:
                 h_ts = c.start_ns - HOST_LEAD_NS
                 hname = c.host_op or f"Hccl{c.op_type.capitalize()}"
                 fid = ck.ns(c.start_ns)
                 ev.append((h_ts, 1, _cpu_op(hname, hp, main, ck.us(h_ts), dur_text(HOST_DUR_NS))))
-                ev.append((h_ts, 1, f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hp}, '
-                                    f'"tid": {main}, "ts": "{ck.us(h_ts)}", "cat": "async_npu"}}'))
-                ev.append((c.start_ns, 3, f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {p}, '
-                                          f'"tid": {gtid}, "ts": "{ts}", "cat": "async_npu"}}'))
+                ev.append(
+                    (
+                        h_ts,
+                        1,
+                        f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hp}, '
+                        f'"tid": {main}, "ts": "{ck.us(h_ts)}", "cat": "async_npu"}}',
+                    )
+                )
+                ev.append(
+                    (
+                        c.start_ns,
+                        3,
+                        f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {p}, '
+                        f'"tid": {gtid}, "ts": "{ts}", "cat": "async_npu"}}',
+                    )
+                )
             if o.cann_events:
                 c_ts = c.start_ns - CANN_LEAD_NS
-                ev.append((c_ts, 1, f'{{"name": "Hccl@Launch_Ffts", "pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}", '
-                                    f'"dur": {dur_text(CANN_DUR_NS)}, "args": {{"Thread Id": {launch}, "Mode": "master", '
-                                    f'"level": "hccl", "id": "0", "item_id": "Launch_Ffts", "connection_id": {cid}}}, '
-                                    f'"ph": "X"}}'))
-                ev.append((c_ts, 1, f'{{"name": "HostToDevice{cid}", "ph": "s", "cat": "HostToDevice", "id": "{cid}", '
-                                    f'"pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}"}}'))
-                ev.append((c.start_ns, 3, f'{{"name": "HostToDevice{cid}", "ph": "f", "id": "{cid}", "ts": "{ts}", '
-                                          f'"cat": "HostToDevice", "pid": {p}, "tid": {gtid}, "bp": "e"}}'))
+                ev.append(
+                    (
+                        c_ts,
+                        1,
+                        f'{{"name": "Hccl@Launch_Ffts", "pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}", '
+                        f'"dur": {dur_text(CANN_DUR_NS)}, "args": {{"Thread Id": {launch}, "Mode": "master", '
+                        f'"level": "hccl", "id": "0", "item_id": "Launch_Ffts", "connection_id": {cid}}}, '
+                        f'"ph": "X"}}',
+                    )
+                )
+                ev.append(
+                    (
+                        c_ts,
+                        1,
+                        f'{{"name": "HostToDevice{cid}", "ph": "s", "cat": "HostToDevice", "id": "{cid}", '
+                        f'"pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}"}}',
+                    )
+                )
+                ev.append(
+                    (
+                        c.start_ns,
+                        3,
+                        f'{{"name": "HostToDevice{cid}", "ph": "f", "id": "{cid}", "ts": "{ts}", '
+                        f'"cat": "HostToDevice", "pid": {p}, "tid": {gtid}, "bp": "e"}}',
+                    )
+                )
             if o.hccl_tasks:
                 self._hccl_tasks(ev, c, p, len(groups))
 
@@ -530,16 +794,26 @@ class RankWriter:
         peers = self.sc.peers(c.group, r) or [r]
         ctx = 0
 
-        def task(tid: int, start: int, dur: int, ttype: str, dst: int, transport: str, size: int, link: str) -> None:
+        def task(
+            tid: int, start: int, dur: int, ttype: str, dst: int, transport: str, size: int, link: str
+        ) -> None:
             nonlocal ctx
             bw = size / dur if dur else 0.0
-            args = (f'{{"notify_id": "{ctx}", "duration estimated(us)": {dur_text(dur)}, "stream id": 4, '
-                    f'"task id": {c.connection_id % 65536}, "context id": {ctx}, "task type": "{ttype}", '
-                    f'"src rank": {r}, "dst rank": {dst}, "transport type": "{transport}", "size(Byte)": {size}, '
-                    f'"data type": "INVALID_TYPE", "link type": "{link}", "bandwidth(GB/s)": {num(bw)}, '
-                    f'"model id": 4294967295}}')
-            ev.append((start, 2, f'{{"name": "{ttype}", "pid": {pid}, "tid": {tid}, "ts": "{ck.us(start)}", '
-                                 f'"dur": {dur_text(dur)}, "args": {args}, "ph": "X"}}'))
+            args = (
+                f'{{"notify_id": "{ctx}", "duration estimated(us)": {dur_text(dur)}, "stream id": 4, '
+                f'"task id": {c.connection_id % 65536}, "context id": {ctx}, "task type": "{ttype}", '
+                f'"src rank": {r}, "dst rank": {dst}, "transport type": "{transport}", "size(Byte)": {size}, '
+                f'"data type": "INVALID_TYPE", "link type": "{link}", "bandwidth(GB/s)": {num(bw)}, '
+                f'"model id": 4294967295}}'
+            )
+            ev.append(
+                (
+                    start,
+                    2,
+                    f'{{"name": "{ttype}", "pid": {pid}, "tid": {tid}, "ts": "{ck.us(start)}", '
+                    f'"dur": {dur_text(dur)}, "args": {args}, "ph": "X"}}',
+                )
+            )
             ctx += 1
 
         if c.wait_ns:
@@ -555,17 +829,31 @@ class RankWriter:
 
     def _counters(self, ev: list[tuple[int, int, str]]) -> None:
         rt, sc, ck, o = self.rt, self.sc, self.clock, self.o
-        hbm = rt.hbm_counters(sc.hbm_period_ns, sc.hbm_channels, start_ns=0, end_ns=self.span_end, stamp=o.stamp)
+        hbm = rt.hbm_counters(
+            sc.hbm_period_ns, sc.hbm_channels, start_ns=0, end_ns=self.span_end, stamp=o.stamp
+        )
         p = pid_of(rt, "HBM")
         for s in hbm.samples:
             r, w = hbm.channel_mbps(s)
             ts = ck.us(s.ts_ns)
             rtxt, wtxt = num(r), num(w)
             for ch in range(hbm.channels):
-                ev.append((s.ts_ns, 4, f'{{"name": "HBM {ch}/Read", "ts": "{ts}", "pid": {p}, "tid": 0, '
-                                       f'"args": {{"Read(MB/s)": {rtxt}}}, "ph": "C"}}'))
-                ev.append((s.ts_ns, 4, f'{{"name": "HBM {ch}/Write", "ts": "{ts}", "pid": {p}, "tid": 0, '
-                                       f'"args": {{"Write(MB/s)": {wtxt}}}, "ph": "C"}}'))
+                ev.append(
+                    (
+                        s.ts_ns,
+                        4,
+                        f'{{"name": "HBM {ch}/Read", "ts": "{ts}", "pid": {p}, "tid": 0, '
+                        f'"args": {{"Read(MB/s)": {rtxt}}}, "ph": "C"}}',
+                    )
+                )
+                ev.append(
+                    (
+                        s.ts_ns,
+                        4,
+                        f'{{"name": "HBM {ch}/Write", "ts": "{ts}", "pid": {p}, "tid": 0, '
+                        f'"args": {{"Write(MB/s)": {wtxt}}}, "ph": "C"}}',
+                    )
+                )
         if o.llc:
             llc = rt.llc_counters(sc.hbm_period_ns, sc.llc_channels, start_ns=0, end_ns=self.span_end)
             p = pid_of(rt, "LLC")
@@ -574,22 +862,52 @@ class RankWriter:
                 r, _ = llc.channel_mbps(s)
                 ts = ck.us(s.ts_ns)
                 for ch in range(llc.channels):
-                    ev.append((s.ts_ns, 4, f'{{"name": "LLC {ch} Read/Throughput", "ts": "{ts}", "pid": {p}, "tid": 0, '
-                                           f'"args": {{"Throughput(MB/s)": {num(r)}}}, "ph": "C"}}'))
-                    ev.append((s.ts_ns, 4, f'{{"name": "LLC {ch} Read/Hit Rate", "ts": "{ts}", "pid": {p}, "tid": 0, '
-                                           f'"args": {{"Hit Rate(%)": {hit}}}, "ph": "C"}}'))
+                    ev.append(
+                        (
+                            s.ts_ns,
+                            4,
+                            f'{{"name": "LLC {ch} Read/Throughput", "ts": "{ts}", "pid": {p}, "tid": 0, '
+                            f'"args": {{"Throughput(MB/s)": {num(r)}}}, "ph": "C"}}',
+                        )
+                    )
+                    ev.append(
+                        (
+                            s.ts_ns,
+                            4,
+                            f'{{"name": "LLC {ch} Read/Hit Rate", "ts": "{ts}", "pid": {p}, "tid": 0, '
+                            f'"args": {{"Hit Rate(%)": {hit}}}, "ph": "C"}}',
+                        )
+                    )
         p = pid_of(rt, "NPU MEM")
         for m in rt.memory:
             ts = ck.us(m.ts_ns)
             kb = m.reserved_bytes / 1024
             dev_kb = kb + 256 * 1024
-            for name, v in (("APP/DDR", 0.0), ("APP/HBM", kb), ("APP/Memory", kb), ("Device/DDR", 0.0),
-                            ("Device/HBM", dev_kb), ("Device/Memory", dev_kb)):
-                ev.append((m.ts_ns, 4, f'{{"name": "{name}", "ts": "{ts}", "pid": {p}, "tid": 0, "args": {{"KB": {num(v)}}}, '
-                                       f'"ph": "C"}}'))
+            for name, v in (
+                ("APP/DDR", 0.0),
+                ("APP/HBM", kb),
+                ("APP/Memory", kb),
+                ("Device/DDR", 0.0),
+                ("Device/HBM", dev_kb),
+                ("Device/Memory", dev_kb),
+            ):
+                ev.append(
+                    (
+                        m.ts_ns,
+                        4,
+                        f'{{"name": "{name}", "ts": "{ts}", "pid": {p}, "tid": 0, "args": {{"KB": {num(v)}}}, '
+                        f'"ph": "C"}}',
+                    )
+                )
         p = pid_of(rt, "AI Core Freq")
-        ev.append((0, 4, f'{{"name": "AI Core Freq", "ts": "{ck.us(0)}", "pid": {p}, "tid": 0, '
-                         f'"args": {{"MHz": {AICORE_MHZ}}}, "ph": "C"}}'))
+        ev.append(
+            (
+                0,
+                4,
+                f'{{"name": "AI Core Freq", "ts": "{ck.us(0)}", "pid": {p}, "tid": 0, '
+                f'"args": {{"MHz": {AICORE_MHZ}}}, "ph": "C"}}',
+            )
+        )
 
     def _overlap(self, ev: list[tuple[int, int, str]]) -> None:
         rt, ck = self.rt, self.clock
@@ -597,8 +915,14 @@ class RankWriter:
         iv = rt.overlap_intervals(0, self.span_end)
         for tid, name in enumerate(["Computing", "Communication", "Communication(Not Overlapped)", "Free"]):
             for s, e in iv[name]:
-                ev.append((s, 5, f'{{"name": "{name}", "pid": {p}, "tid": {tid}, "ts": "{ck.us(s)}", '
-                                 f'"dur": {dur_text(e - s)}, "ph": "X"}}'))
+                ev.append(
+                    (
+                        s,
+                        5,
+                        f'{{"name": "{name}", "pid": {p}, "tid": {tid}, "ts": "{ck.us(s)}", '
+                        f'"dur": {dur_text(e - s)}, "ph": "X"}}',
+                    )
+                )
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------
@@ -627,17 +951,33 @@ def _input_dims(op: Op) -> tuple[str, str]:
 
 
 def _torch_dtype(d: str) -> str:
-    return {"FLOAT": "float", "FLOAT16": "c10::Half", "BF16": "c10::BFloat16", "INT64": "long int",
-            "INT32": "int"}.get(d, d.lower())
+    return {
+        "FLOAT": "float",
+        "FLOAT16": "c10::Half",
+        "BF16": "c10::BFloat16",
+        "INT64": "long int",
+        "INT32": "int",
+    }.get(d, d.lower())
 
 
-def _cpu_op(name: str, pid: int, tid: int, ts: str, dur: str, dims: str | None = None, types: str | None = None,
-            seq: int = -1, cat: str = "cpu_op") -> str:
+def _cpu_op(
+    name: str,
+    pid: int,
+    tid: int,
+    ts: str,
+    dur: str,
+    dims: str | None = None,
+    types: str | None = None,
+    seq: int = -1,
+    cat: str = "cpu_op",
+) -> str:
     args = f'"Sequence number": {seq}, "Fwd thread id": 0'
     if dims:
         args += f', "Input Dims": {js(dims)}, "Input type": {js(types or "")}'
-    return (f'{{"ph": "X", "name": {js(name)}, "pid": {pid}, "tid": {tid}, "ts": "{ts}", "dur": {dur}, '
-            f'"cat": "{cat}", "args": {{{args}}}}}')
+    return (
+        f'{{"ph": "X", "name": {js(name)}, "pid": {pid}, "tid": {tid}, "ts": "{ts}", "dur": {dur}, '
+        f'"cat": "{cat}", "args": {{{args}}}}}'
+    )
 
 
 def _m(name: str, pid: int, tid: int, args: str, host: bool = False) -> str:
@@ -647,8 +987,10 @@ def _m(name: str, pid: int, tid: int, args: str, host: bool = False) -> str:
 
 
 def _labels(pid: int, sort_index: int, label: str) -> list[str]:
-    return [_m("process_labels", pid, 0, f'{{"labels": "{label}"}}'),
-            _m("process_sort_index", pid, 0, f'{{"sort_index": {sort_index}}}')]
+    return [
+        _m("process_labels", pid, 0, f'{{"labels": "{label}"}}'),
+        _m("process_sort_index", pid, 0, f'{{"sort_index": {sort_index}}}'),
+    ]
 
 
 def _us3(ns: float) -> str:
@@ -664,10 +1006,15 @@ def _mb(nbytes: int) -> str:
 
 
 def _time_info(dur: int, transit: int, wait: int, sync: int, idle: int) -> dict[str, object]:
-    return {"Elapse Time(ms)": dur / 1e6, "Transit Time(ms)": transit / 1e6, "Wait Time(ms)": wait / 1e6,
-            "Synchronization Time(ms)": sync / 1e6, "Idle Time(ms)": idle / 1e6,
-            "Wait Time Ratio": round(wait / (wait + transit), 4) if wait + transit else 0,
-            "Synchronization Time Ratio": round(sync / (sync + transit), 4) if sync + transit else 0}
+    return {
+        "Elapse Time(ms)": dur / 1e6,
+        "Transit Time(ms)": transit / 1e6,
+        "Wait Time(ms)": wait / 1e6,
+        "Synchronization Time(ms)": sync / 1e6,
+        "Idle Time(ms)": idle / 1e6,
+        "Wait Time Ratio": round(wait / (wait + transit), 4) if wait + transit else 0,
+        "Synchronization Time Ratio": round(sync / (sync + transit), 4) if sync + transit else 0,
+    }
 
 
 def _bandwidth_info(c: CommOp, n_peers: int) -> dict[str, object]:
@@ -687,12 +1034,21 @@ def _bandwidth_info(c: CommOp, n_peers: int) -> dict[str, object]:
             dist = {repr(size / n / 1e6): [n, ns / 1e6]} if size else {}
             lpr = 0.0 if size else 0
         if size:
-            out[t] = {"Transit Size(MB)": size / 1e6, "Transit Time(ms)": ns / 1e6,
-                      "Bandwidth(GB/s)": round(size / ns, 4) if ns else 0, "Large Packet Ratio": lpr,
-                      "Size Distribution": dist}
+            out[t] = {
+                "Transit Size(MB)": size / 1e6,
+                "Transit Time(ms)": ns / 1e6,
+                "Bandwidth(GB/s)": round(size / ns, 4) if ns else 0,
+                "Large Packet Ratio": lpr,
+                "Size Distribution": dist,
+            }
         else:
-            out[t] = {"Transit Size(MB)": 0, "Transit Time(ms)": 0, "Bandwidth(GB/s)": 0, "Large Packet Ratio": 0,
-                      "Size Distribution": {}}
+            out[t] = {
+                "Transit Size(MB)": 0,
+                "Transit Time(ms)": 0,
+                "Bandwidth(GB/s)": 0,
+                "Large Packet Ratio": 0,
+                "Size Distribution": {},
+            }
     return out
 
 
@@ -710,18 +1066,33 @@ def _total_op_info(ops: list[CommOp], sc: Scenario, rank: int) -> dict[str, obje
             assert isinstance(info, dict)
             if info["Transit Size(MB)"]:
                 size_b += sum(c.transports.get(p, 0) for p in SDMA_PARTS) if t == "SDMA" else c.transports[t]
-                ns += (sum(c.link_ns(p) for p in SDMA_PARTS if c.transports.get(p)) if t == "SDMA" else c.link_ns(t))
+                ns += (
+                    sum(c.link_ns(p) for p in SDMA_PARTS if c.transports.get(p))
+                    if t == "SDMA"
+                    else c.link_ns(t)
+                )
                 for k, (cnt, ms) in info["Size Distribution"].items():
                     prev = dist.get(k, [0, 0.0])
                     dist[k] = [prev[0] + cnt, prev[1] + ms]
-        bw[t] = ({"Transit Time(ms)": ns / 1e6, "Transit Size(MB)": size_b / 1e6, "Size Distribution": dist}
-                 if size_b else {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Size Distribution": {}})
-    return {"Communication Time Info": _time_info(dur, transit, wait, sync, idle), "Communication Bandwidth Info": bw}
+        bw[t] = (
+            {"Transit Time(ms)": ns / 1e6, "Transit Size(MB)": size_b / 1e6, "Size Distribution": dist}
+            if size_b
+            else {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Size Distribution": {}}
+        )
+    return {
+        "Communication Time Info": _time_info(dur, transit, wait, sync, idle),
+        "Communication Bandwidth Info": bw,
+    }
 
 
 def _link_json(ln: Link, op_name: str) -> dict[str, object]:
-    return {"Transport Type": ln.transport, "Transit Size(MB)": ln.bytes / 1e6, "Transit Time(ms)": ln.transit_ns / 1e6,
-            "Bandwidth(GB/s)": round(ln.bytes / ln.transit_ns, 4) if ln.transit_ns else 0, "Op Name": op_name}
+    return {
+        "Transport Type": ln.transport,
+        "Transit Size(MB)": ln.bytes / 1e6,
+        "Transit Time(ms)": ln.transit_ns / 1e6,
+        "Bandwidth(GB/s)": round(ln.bytes / ln.transit_ns, 4) if ln.transit_ns else 0,
+        "Op Name": op_name,
+    }
 
 
 def _total_links(links: list[Link]) -> dict[str, object]:
@@ -735,6 +1106,10 @@ def _total_links(links: list[Link]) -> dict[str, object]:
     out: dict[str, object] = {}
     for key, (t, b, ns) in acc.items():
         assert isinstance(b, int) and isinstance(ns, int)
-        out[key] = {"Transport Type": t, "Transit Size(MB)": b / 1e6, "Transit Time(ms)": ns / 1e6,
-                    "Bandwidth(GB/s)": round(b / ns, 4) if ns else 0}
+        out[key] = {
+            "Transport Type": t,
+            "Transit Size(MB)": b / 1e6,
+            "Transit Time(ms)": ns / 1e6,
+            "Bandwidth(GB/s)": round(b / ns, 4) if ns else 0,
+        }
     return out
