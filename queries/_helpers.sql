@@ -33,7 +33,7 @@
 --   A kernel uses its best available source; a kernel outside the counter span and without shapes has none.
 --   (Kernels with PMU bytes still take their overlap share of a sampled window; their own PMU bytes are used.)
 --
--- * Evidence grade of a rank's HBM bandwidth (bw_source in _bw_segments, the grade findings cite):
+-- * Evidence grade of a rank's HBM bandwidth (bw_source in bw_segments, the grade findings cite):
 --     measured  per-task PMU bytes (pmu): the device bandwidth at an instant is the running kernels' bytes
 --               spread over their run time;
 --     sampled   HBM counter samples, no PMU bytes: the device bandwidth at an instant is the counters' step
@@ -100,7 +100,7 @@ CREATE OR REPLACE MACRO _list_total(b) AS (
     CASE WHEN len(b) > 0 AND list_count(b) = len(b) THEN round(list_sum(b))::BIGINT END
 );
 
--- Total tensor bytes (for ad hoc use; _kernel_bytes computes the list once per kernel instead).
+-- Total tensor bytes (for ad hoc use; kernel_bytes computes the list once per kernel instead).
 CREATE OR REPLACE MACRO _tensors_bytes(shapes, dtypes) AS (
     CASE WHEN shapes IS NOT NULL AND dtypes IS NOT NULL AND upper(trim(shapes)) NOT IN ('', 'N/A')
          THEN _list_total(_tensors_list(shapes, dtypes)) END
@@ -164,7 +164,7 @@ FROM cum WHERE win_end > win_start;
 -- How each rank's HBM counters were sampled: period_ns (the median gap between consecutive samples of one
 -- series: what the counters resolve in time), series, the span they cover and the highest summed read + write
 -- bandwidth of any window (max_bps). A counter sample is a mean over its period: it resolves a kernel's
--- bandwidth only when the kernel is not much shorter than the period (see _kernel_bytes).
+-- bandwidth only when the kernel is not much shorter than the period (see kernel_bytes).
 CREATE OR REPLACE MACRO _hbm_sampling() AS TABLE
 WITH g AS (
     SELECT run_id, rank, channel, metric, next_ts - ts_ns AS gap FROM _hbm_samples() WHERE next_ts > ts_ns
@@ -185,227 +185,7 @@ CREATE OR REPLACE MACRO _is_write_only(op) AS (
                    '^(aten::)?(zeroslike|zeros_like|zeros|zero_|oneslike|ones_like|ones|fill|fill_|fills|fillv2|fill_v2|empty|emptylike|empty_like|empty_strided|memset|memsetzero|new_zeros|new_ones|new_empty|full|full_like)$')
 );
 
--- One row per kernel with its HBM bytes from every source and the chosen one (see the header), and where it sits
--- on its stream: compute_seq (position among the rank's compute kernels on the same stream, in time order; null
--- for communication), its first output (first_out_shape / first_out_dtype: the first ';' item, trimmed; '' when
--- none) and, for compute kernels, those of the one or two compute kernels just before it on the stream
--- (prev_op = _op_name(op_type, name), prev_end_ns, prev_out_shape / prev_out_dtype,
--- prev2_out_shape / prev2_out_dtype; null when there is none): producer -> consumer queries read neighbours
--- from these columns instead of joining the kernels to themselves.
-CREATE OR REPLACE MACRO _kernel_bytes() AS TABLE
-WITH k0 AS MATERIALIZED (
-    SELECT row_number() OVER () AS kid, run_id, rank, step, name, op_type, task_type,
-           _is_comm(is_comm, task_type, name) AS is_comm,
-           ts_ns, greatest(coalesce(dur_ns, 0), 0) AS dur_ns, ts_ns + greatest(coalesce(dur_ns, 0), 0) AS end_ns,
-           hbm_read_bytes AS pmu_read, hbm_write_bytes AS pmu_write,
-           input_shapes, input_dtypes, input_formats, output_shapes, output_dtypes, output_formats,
-           flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id,
-           mac_ratio, block_dim,
-           trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS first_out_shape,
-           trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS first_out_dtype
-    FROM kernels
-    -- CUPTI range-profiler rows span counter replay, not kernel time: kept in kernels for their counters only
-    WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range'
-), sig AS (
-    -- modeled bytes, relationally (unnest + aggregates: lambdas over nested lists cost ~100 us per kernel),
-    -- once per distinct (shapes, dtypes) text: shapes repeat every step, so this is small on big stores
-    SELECT DISTINCT shapes, dtypes FROM (
-        SELECT input_shapes AS shapes, input_dtypes AS dtypes FROM k0
-        UNION ALL SELECT output_shapes, output_dtypes FROM k0)
-    WHERE upper(trim(shapes)) NOT IN ('', 'N/A') AND dtypes IS NOT NULL
-), tens AS (
-    -- one row per tensor (i = position), then one row per dimension
-    SELECT shapes, dtypes, unnest(string_split(shapes, ';')) AS shape,
-           generate_subscripts(string_split(shapes, ';'), 1) AS i, string_split(dtypes, ';') AS dl
-    FROM sig
-), dims AS (
-    SELECT shapes, dtypes, i, dl, trim(unnest(string_split(trim(shape, ' "[]()'), ','))) AS dim FROM tens
-), tb AS (
-    -- bytes of one tensor: product of its dims (an empty shape is a scalar; a negative or unparsable dim makes
-    -- it unknown) x the size of its dtype (one dtype given for several tensors applies to all)
-    SELECT shapes, dtypes,
-           CASE WHEN bool_and(dim = '' OR TRY_CAST(dim AS BIGINT) >= 0)
-                THEN product(CASE WHEN dim = '' THEN 1 ELSE TRY_CAST(dim AS BIGINT) END) END
-           * _dtype_bytes(any_value(dl)[CASE WHEN len(any_value(dl)) = 1 THEN 1 ELSE i END]) AS b
-    FROM dims GROUP BY shapes, dtypes, i
-), modeled AS (
-    -- null when any tensor is unknown: a partial sum never passes for the whole
-    SELECT shapes, dtypes, CASE WHEN count(b) = count(*) THEN round(sum(b))::BIGINT END AS total
-    FROM tb GROUP BY shapes, dtypes
-), w AS MATERIALIZED (
-    SELECT * FROM _hbm_windows()
-), span AS (
-    -- window index of the kernel's start and end (ASOF: the last window starting at or before the instant)
-    -- (narrow columns only: the one wide copy of the kernels is k0; ranks of a million kernels derive in bounded memory)
-    SELECT k.kid, k.run_id, k.rank, k.ts_ns, k.end_ns, coalesce(a.wi, 1) AS wi0, b.wi AS wi1
-    FROM (SELECT kid, run_id, rank, ts_ns, end_ns FROM k0) k
-    ASOF LEFT JOIN w a ON k.run_id = a.run_id AND k.rank = a.rank AND k.ts_ns >= a.win_start
-    ASOF LEFT JOIN w b ON k.run_id = b.run_id AND k.rank = b.rank AND k.end_ns >= b.win_start
-), ov AS (
-    SELECT s.kid, w.run_id, w.rank, w.wi, w.read_bps, w.write_bps, w.win_end - w.win_start AS win_ns,
-           greatest(least(s.end_ns, w.win_end) - greatest(s.ts_ns, w.win_start), 0) AS ov_ns
-    FROM (SELECT kid, run_id, rank, ts_ns, end_ns, unnest(range(wi0, wi1 + 1)) AS wi FROM span WHERE wi1 IS NOT NULL) s
-    JOIN w ON s.run_id = w.run_id AND s.rank = w.rank AND s.wi = w.wi
-    WHERE s.end_ns > w.win_start AND s.ts_ns < w.win_end
-       OR (s.ts_ns = s.end_ns AND s.ts_ns >= w.win_start AND s.ts_ns < w.win_end)
-), shares AS (
-    SELECT kid,
-           read_bps * win_ns / 1e9 * CASE WHEN tot_ns > 0 THEN ov_ns / tot_ns ELSE 0 END AS r,
-           write_bps * win_ns / 1e9 * CASE WHEN tot_ns > 0 THEN ov_ns / tot_ns ELSE 0 END AS wr
-    FROM (SELECT *, sum(ov_ns) OVER (PARTITION BY run_id, rank, wi) AS tot_ns FROM ov)
-), sampled AS (
-    SELECT kid, round(sum(r))::BIGINT AS sampled_read, round(sum(wr))::BIGINT AS sampled_write
-    FROM shares GROUP BY kid
-), seqs AS (
-    -- position among the rank's compute kernels on the same stream, in time order, and the kernels before it
-    -- (null for communication): queries find a kernel's neighbours here instead of sorting again
-    SELECT kid,
-           CASE WHEN NOT is_comm THEN row_number() OVER s END AS compute_seq,
-           CASE WHEN NOT is_comm THEN lag(op) OVER s END AS prev_op,
-           CASE WHEN NOT is_comm THEN lag(end_ns) OVER s END AS prev_end_ns,
-           CASE WHEN NOT is_comm THEN lag(first_out_shape) OVER s END AS prev_out_shape,
-           CASE WHEN NOT is_comm THEN lag(first_out_dtype) OVER s END AS prev_out_dtype,
-           CASE WHEN NOT is_comm THEN lag(first_out_shape, 2) OVER s END AS prev2_out_shape,
-           CASE WHEN NOT is_comm THEN lag(first_out_dtype, 2) OVER s END AS prev2_out_dtype
-    FROM (SELECT kid, run_id, rank, stream_id, is_comm, ts_ns, end_ns, _op_name(op_type, name) AS op,
-                 first_out_shape, first_out_dtype FROM k0)
-    WINDOW s AS (PARTITION BY run_id, rank, stream_id, is_comm ORDER BY ts_ns, kid)
-), cov AS (
-    -- counter_coverage: does the rank's HBM counter sampling resolve this kernel's own bytes?
-    SELECT k0.kid, sp.period_ns AS sample_period_ns,
-           CASE WHEN sp.period_ns IS NULL THEN NULL
-                WHEN k0.ts_ns < sp.first_ns OR k0.end_ns > sp.last_ns THEN 'outside'
-                WHEN sp.period_ns <= 2 * k0.dur_ns THEN 'resolved'
-                ELSE 'unresolved' END AS counter_coverage
-    FROM (SELECT kid, run_id, rank, ts_ns, end_ns, dur_ns FROM k0) k0
-    LEFT JOIN _hbm_sampling() sp ON sp.run_id = k0.run_id AND sp.rank = k0.rank
-), b AS (
-    SELECT k0.*,
-           CASE WHEN _is_write_only(_op_name(k0.op_type, k0.name)) AND mi.total IS NOT NULL THEN 0 ELSE mi.total END
-               AS modeled_read,
-           mo.total AS modeled_write, s.sampled_read, s.sampled_write, c.sample_period_ns, c.counter_coverage,
-           CASE WHEN k0.pmu_read IS NOT NULL OR k0.pmu_write IS NOT NULL THEN 'pmu'
-                WHEN s.sampled_read IS NOT NULL AND c.counter_coverage = 'resolved' AND NOT k0.is_comm THEN 'sampled'
-                WHEN mi.total IS NOT NULL OR mo.total IS NOT NULL THEN 'modeled' END AS hbm_bytes_source,
-           q.compute_seq, q.prev_op, q.prev_end_ns, q.prev_out_shape, q.prev_out_dtype, q.prev2_out_shape, q.prev2_out_dtype
-    FROM k0
-    LEFT JOIN modeled mi ON mi.shapes = k0.input_shapes AND mi.dtypes = k0.input_dtypes
-    LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
-    LEFT JOIN sampled s ON s.kid = k0.kid
-    LEFT JOIN seqs q ON q.kid = k0.kid
-    LEFT JOIN cov c ON c.kid = k0.kid
-)
-SELECT *,
-       CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) WHEN 'sampled' THEN sampled_read
-            WHEN 'modeled' THEN coalesce(modeled_read, 0) END AS read_bytes,
-       CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_write, 0) WHEN 'sampled' THEN sampled_write
-            WHEN 'modeled' THEN coalesce(modeled_write, 0) END AS write_bytes,
-       CASE hbm_bytes_source WHEN 'pmu' THEN coalesce(pmu_read, 0) + coalesce(pmu_write, 0)
-            WHEN 'sampled' THEN sampled_read + sampled_write
-            WHEN 'modeled' THEN coalesce(modeled_read, 0) + coalesce(modeled_write, 0) END AS hbm_bytes
-FROM b;
-
--- Step windows per run/rank/step (see the header).
-CREATE OR REPLACE MACRO _step_windows() AS TABLE
-WITH st AS (
-    SELECT run_id, rank, step, ts_ns AS win_start, ts_ns + dur_ns AS win_end, 'steps' AS window_source
-    FROM steps WHERE ts_ns IS NOT NULL AND dur_ns IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY run_id, rank, step ORDER BY source, ts_ns) = 1  -- one row per step
-), ks AS (
-    SELECT run_id, rank, step, min(ts_ns) AS win_start, max(ts_ns + greatest(coalesce(dur_ns, 0), 0)) AS win_end,
-           'kernels' AS window_source
-    FROM kernels
-    WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range'
-      AND NOT EXISTS (SELECT 1 FROM st WHERE st.run_id = kernels.run_id AND st.rank = kernels.rank)
-    GROUP BY run_id, rank, step
-), u AS (
-    SELECT * FROM st UNION ALL SELECT * FROM ks
-), cut AS (
-    SELECT run_id, rank, step, win_start, window_source,
-           least(win_end, coalesce(lead(win_start) OVER o, win_end)) AS win_end,
-           lead(win_start) OVER o IS NULL AS is_last
-    FROM u WINDOW o AS (PARTITION BY run_id, rank ORDER BY win_start, step)
-), tail AS (
-    -- device work still running after the last host step marker ends (a GPU runs behind the host: the last
-    -- ProfilerStep's kernels often finish after it) belongs to that step, not to nobody
-    SELECT c.run_id, c.rank, max(k.ts_ns + greatest(coalesce(k.dur_ns, 0), 0)) AS last_end
-    FROM (SELECT * FROM cut WHERE is_last AND window_source = 'steps') c
-    JOIN kernels k ON k.run_id = c.run_id AND k.rank = c.rank
-    WHERE k.ts_ns >= c.win_start AND coalesce(k.task_type, '') <> 'cuda_profiler_range'
-    GROUP BY c.run_id, c.rank
-)
-SELECT c.run_id, c.rank, c.step, c.win_start,
-       CASE WHEN c.is_last THEN greatest(c.win_end, coalesce(t.last_end, c.win_end)) ELSE c.win_end END AS win_end,
-       c.window_source,
-       CASE WHEN c.is_last THEN greatest(coalesce(t.last_end, c.win_end) - c.win_end, 0) ELSE 0 END AS device_tail_ns
-FROM cut c LEFT JOIN tail t ON t.run_id = c.run_id AND t.rank = c.rank;
-
--- Communication ops per rank, matched across ranks (one row per op and rank).
--- Source: comm_ops (the profiler's communication analysis, with transit time) for every rank that has rows
--- there, otherwise the rank's communication kernels (no transit split). Duplicate comm_ops rows for the same op
--- (same rank, name and start) from several files are kept once, preferring a row with transit time.
--- Matching: a collective is issued in the same order by every member of its group, so the k-th collective of
--- group G on one rank is the k-th collective of G on every other rank (`ordinal`; ops without a group name
--- form one group). The match is trusted only when all members agree on the op type (types_agree).
--- p2p ops (kind p2p, or send/receive names) are not matched. last_rank is the member that started last.
--- Clocks: ranks write their own clocks, which can be off by milliseconds to minutes. clock_offset_ns is the
--- rank's offset from the reference rank (the lowest rank with trusted matches): the median over shared
--- collectives of (its end - the reference rank's end), since every member of a collective ends within the
--- transfer time of the others; applied (else 0) only when larger than the collectives' own skew (the median
--- duration of the shorter member). Arrivals are compared on aligned clocks, and first/last_arrival_ns are
--- given on the rank's own clock; last_rank_offset_ns is the late member's offset (queries/clock_offsets.sql
--- reports the same estimate with its basis).
-CREATE OR REPLACE MACRO _comm_events() AS TABLE
-WITH co AS MATERIALIZED (
-    SELECT run_id, rank, step, name, lower(op_type) AS op_type, group_name, kind, ts_ns,
-           greatest(dur_ns, 0) AS dur_ns, transit_ns, 'comm_ops' AS comm_source
-    FROM comm_ops
-    WHERE ts_ns IS NOT NULL AND dur_ns IS NOT NULL AND coalesce(name, '') <> 'Total Op Info'
-    QUALIFY row_number() OVER (PARTITION BY run_id, rank, name, ts_ns ORDER BY transit_ns IS NULL, source) = 1
-), ck AS (
-    SELECT k.run_id, k.rank, k.step, k.name, lower(k.op_type) AS op_type, NULL::VARCHAR AS group_name,
-           NULL::VARCHAR AS kind, k.ts_ns, greatest(coalesce(k.dur_ns, 0), 0) AS dur_ns, NULL::BIGINT AS transit_ns,
-           'kernels' AS comm_source
-    FROM kernels k
-    ANTI JOIN (SELECT DISTINCT run_id, rank FROM co) c ON k.run_id = c.run_id AND k.rank = c.rank
-    WHERE k.ts_ns IS NOT NULL AND _is_comm(k.is_comm, k.task_type, k.name)
-), m AS (
-    SELECT *, coalesce(group_name, '') AS group_key,
-           coalesce(kind = 'p2p', false) OR name ILIKE '%send%' OR name ILIKE '%receive%' OR name ILIKE '%recv%' AS is_p2p
-    FROM (SELECT * FROM co UNION ALL SELECT * FROM ck)
-), o AS (
-    SELECT *, row_number() OVER (PARTITION BY run_id, rank, group_key, is_p2p ORDER BY ts_ns, name) AS ordinal FROM m
-), i AS (
-    SELECT *, count(*) OVER inst AS n_ranks,
-           coalesce(min(op_type) OVER inst = max(op_type) OVER inst, true) AS types_agree
-    FROM o WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal)
-), tm AS (
-    -- trusted matches, for the clock offsets
-    SELECT run_id, rank, group_key, ordinal, ts_ns + dur_ns AS end_ns, dur_ns FROM i
-    WHERE NOT is_p2p AND types_agree AND n_ranks > 1
-), ref AS (
-    SELECT run_id, min(rank) AS ref_rank FROM tm GROUP BY run_id
-), est AS (
-    SELECT c.run_id, c.rank, quantile_disc(c.end_ns - x.end_ns, 0.5) AS off,
-           quantile_disc(least(c.dur_ns, x.dur_ns), 0.5) AS skew
-    FROM tm c JOIN ref r ON r.run_id = c.run_id
-    JOIN tm x ON x.run_id = c.run_id AND x.rank = r.ref_rank AND x.group_key = c.group_key AND x.ordinal = c.ordinal
-    GROUP BY c.run_id, c.rank
-), a AS (
-    SELECT i.*, coalesce(CASE WHEN abs(e.off) > e.skew THEN e.off END, 0)::BIGINT AS clock_offset_ns
-    FROM i LEFT JOIN est e ON e.run_id = i.run_id AND e.rank = i.rank
-)
-SELECT run_id, rank, step, name, op_type, group_name, kind, is_p2p, comm_source, group_key, ordinal,
-       ts_ns, dur_ns, ts_ns + dur_ns AS end_ns, transit_ns, n_ranks,
-       min(ts_ns - clock_offset_ns) OVER inst + clock_offset_ns AS first_arrival_ns,
-       max(ts_ns - clock_offset_ns) OVER inst + clock_offset_ns AS last_arrival_ns,
-       arg_max(rank, ts_ns - clock_offset_ns) OVER inst AS last_rank,
-       types_agree, clock_offset_ns,
-       arg_max(clock_offset_ns, ts_ns - clock_offset_ns) OVER inst AS last_rank_offset_ns
-FROM a
-WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal);
-
--- Each communication op split in two parts (no parameters: stored by traceql.derive via _timeline_base):
+-- Each communication op split in two parts (no parameters: stored by traceql.derive via timeline_base):
 --   peer wait [ts_ns, wait_end_ns): from this rank's start until the last member of the collective started
 --     (empty when this rank started last, for p2p, or when the match is not trusted);
 --   rest [wait_end_ns, end_ns): transit_frac of it moves data: the profiler's transit time / the rest's length
@@ -415,90 +195,13 @@ CREATE OR REPLACE MACRO _comm_parts_base() AS TABLE
 WITH ce AS (
     SELECT *, CASE WHEN NOT is_p2p AND types_agree AND n_ranks > 1 AND last_rank <> rank AND last_arrival_ns > ts_ns
                    THEN least(last_arrival_ns, end_ns) ELSE ts_ns END AS wait_end_ns
-    FROM _comm_events()
+    FROM comm_events
 )
 SELECT *, 'comm' AS part,
        CASE WHEN end_ns > wait_end_ns
             THEN CASE WHEN transit_ns IS NOT NULL THEN least(greatest(transit_ns, 0) / (end_ns - wait_end_ns), 1) END
             ELSE 0 END AS transit_frac
 FROM ce;
-
--- The device timeline per rank, cut into constant pieces inside the step windows: one row per piece with the
--- number of compute kernels (n_comp; host-to-device copies count, n_copy of them are such copies) and of all
--- kernels (n_kernels) running, the device HBM bandwidth (bw_bps: every running kernel's bytes / duration,
--- communication kernels included), where the rank's bytes came from (rank_source: pmu | sampled | modeled |
--- mixed), the bandwidth's evidence grade (bw_source: pmu | sampled | modeled, see the header), and the
--- communication parts (_comm_parts_base) running: how many (n_comm), how many of them in peer wait
--- (n_peer_wait), how many with no transit split (n_unsplit) and the mean transit_frac of those running
--- (transit_share; parts without a split count as 0 there). in_counter_span: the piece lies inside the span of
--- the rank's HBM counter samples (after a series' last sample its bandwidth is not known: not zero).
--- One sweep: +/- events at kernel starts/ends and at communication part edges, running sums in time order;
--- window edges are extra cut points. (Communication edges cut the bandwidth pieces too: a constant piece cut in
--- two carries the same bandwidth, so every sum over pieces is unchanged, and the timeline needs no second
--- sweep over all the bandwidth pieces' edges to add communication.)
-CREATE OR REPLACE MACRO _bw_segments() AS TABLE
-WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source,
-           _is_h2d_copy(is_comm, task_type, name)::INTEGER AS cp
-    FROM _kernel_bytes() WHERE dur_ns > 0
-), cw AS MATERIALIZED (
-    -- the counters' own bandwidth step function (read + write), for ranks whose bandwidth is sampled
-    SELECT run_id, rank, win_start, win_end, read_bps + write_bps AS bps FROM _hbm_windows()
-), src AS (
-    -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed; and
-    -- which series gives its device bandwidth (bw_source): per-task PMU bytes when it has any, else its HBM
-    -- counters when it has them, else the modeled lower bound
-    SELECT k.run_id, k.rank,
-           CASE WHEN min(hbm_bytes_source) = max(hbm_bytes_source) THEN min(hbm_bytes_source)
-                WHEN count(hbm_bytes_source) > 0 THEN 'mixed' END AS rank_source,
-           CASE WHEN bool_or(hbm_bytes_source = 'pmu') THEN 'pmu'
-                WHEN EXISTS (SELECT 1 FROM cw WHERE cw.run_id = k.run_id AND cw.rank = k.rank) THEN 'sampled'
-                WHEN count(hbm_bytes_source) > 0 THEN 'modeled' END AS bw_source
-    FROM kb k GROUP BY k.run_id, k.rank
-), win AS MATERIALIZED (
-    SELECT * FROM _step_windows()
-), cp AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac FROM _comm_parts_base()
-), ev AS (
-    -- (compute, kernels, bandwidth, copies, communication parts, in peer wait, transit_frac, no transit split,
-    -- counter bandwidth) changes
-    SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp,
-           0 AS dm, 0 AS dpw, 0.0 AS dtf, 0 AS du, 0.0 AS dcb, 0 AS dcs FROM kb
-    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0.0, 0, 0.0, 0 FROM kb
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0 FROM win
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0 FROM win
-    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0.0, 0, 0.0, 0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0.0, 0, 0.0, 0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, coalesce(transit_frac, 0), (transit_frac IS NULL)::INTEGER, 0.0, 0
-              FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -coalesce(transit_frac, 0), -(transit_frac IS NULL)::INTEGER, 0.0, 0
-              FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, bps, 1 FROM cw
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, -bps, -1 FROM cw
-), pts AS (
-    SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp,
-           sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf, sum(du) AS du, sum(dcb) AS dcb, sum(dcs) AS dcs
-    FROM ev GROUP BY run_id, rank, t
-), seg AS (
-    SELECT run_id, rank, t AS seg_start, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
-           sum(dc) OVER c AS n_comp, sum(dk) OVER c AS n_kernels, sum(dp) OVER c AS n_copy, sum(dbw) OVER c AS bw_sum,
-           sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum,
-           sum(du) OVER c AS n_unsplit, sum(dcb) OVER c AS counter_bw, sum(dcs) OVER c AS n_counter
-    FROM pts
-    WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
-)
-SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
-       seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
-       seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels, seg.n_copy::BIGINT AS n_copy,
-       CASE WHEN src.bw_source = 'sampled' THEN greatest(seg.counter_bw, 0)
-            WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
-       src.rank_source, src.bw_source, seg.n_counter > 0 AS in_counter_span,
-       seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait, seg.n_unsplit::BIGINT AS n_unsplit,
-       CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
-FROM seg
-ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.seg_start >= win.win_start
-LEFT JOIN src ON src.run_id = seg.run_id AND src.rank = seg.rank
-WHERE seg.seg_end IS NOT NULL AND seg.seg_end > seg.seg_start AND seg.seg_start < win.win_end;
 
 -- Saturated compute: an instant where a compute kernel runs and the device HBM bandwidth is at least
 -- sat_threshold x peak_hbm_bps. The saturated bandwidth pieces only, each with the saturated time before it
@@ -508,7 +211,7 @@ WHERE seg.seg_end IS NOT NULL AND seg.seg_end > seg.seg_start AND seg.seg_start 
 CREATE OR REPLACE MACRO _sat_segments(sat_threshold, peak_hbm_bps) AS TABLE
 SELECT *, sum(dur_ns) OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
           AS sat_before_ns
-FROM (SELECT *, true AS sat FROM _bw_segments() WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps);
+FROM (SELECT *, true AS sat FROM bw_segments WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps);
 
 -- The parts with peer_sat_frac: the share of the peer-wait interval the late member (last_rank) spent in
 -- saturated compute (two ASOF look-ups into its saturated-time prefix sums).
@@ -520,7 +223,7 @@ WITH ss AS MATERIALIZED (
 ), probes AS (
     -- the late member's saturated time before each peer-wait edge (0 before its first saturated piece); both
     -- edges in one ASOF pass
-    -- (run_id, rank, group_key, is_p2p, ordinal) identifies an op (_comm_events numbers ops per group)
+    -- (run_id, rank, group_key, is_p2p, ordinal) identifies an op (comm_events numbers ops per group)
     -- (the probe instants moved onto the late member's clock: - own offset + its offset)
     SELECT pr.run_id, pr.rank, pr.group_key, pr.is_p2p, pr.ordinal, pr.edge,
            coalesce(s.sat_before_ns, 0) + coalesce(least(pr.p, s.seg_end) - s.seg_start, 0) AS sat_at
@@ -543,38 +246,7 @@ SELECT * EXCLUDE (sat_a, sat_b),
             ELSE 0 END AS peer_sat_frac
 FROM q;
 
--- The full per-rank timeline inside the step windows without parameters (stored by traceql.derive): the pieces
--- of _bw_segments (cut wherever compute, bandwidth or communication changes) as t0/t1 with, per step,
--- first_busy / last_busy: the step's first start and last end of anything running (compute or communication).
--- idle_kind: for a segment with nothing running, preparing (before first_busy), tail (after last_busy) or free
--- (in between); prep/free/tail_before_ns: idle time of that kind on the rank before the segment (prefix sums:
--- idle time in any interval is two look-ups). Segments tile every step window.
-CREATE OR REPLACE MACRO _timeline_base() AS TABLE
-WITH tl AS (
-    SELECT run_id, rank, step, window_source, win_start, win_end, seg_start AS t0, seg_end AS t1, dur_ns,
-           n_comp, n_copy, bw_bps, bw_source, n_comm, n_peer_wait, n_unsplit, transit_share
-    FROM _bw_segments()
-), tb AS (
-    SELECT *,
-           min(t0) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS first_busy,
-           max(t1) FILTER (WHERE n_comp > 0 OR n_comm > 0) OVER w AS last_busy
-    FROM tl
-    WINDOW w AS (PARTITION BY run_id, rank, step)
-), tk AS (
-    SELECT *,
-           CASE WHEN n_comp > 0 OR n_comm > 0 THEN NULL
-                WHEN first_busy IS NULL OR t1 <= first_busy THEN 'preparing'
-                WHEN t0 >= last_busy THEN 'tail' ELSE 'free' END AS idle_kind
-    FROM tb
-)
-SELECT *,
-       coalesce(sum(CASE WHEN idle_kind = 'preparing' THEN dur_ns ELSE 0 END) OVER p, 0) AS prep_before_ns,
-       coalesce(sum(CASE WHEN idle_kind = 'free' THEN dur_ns ELSE 0 END) OVER p, 0) AS free_before_ns,
-       coalesce(sum(CASE WHEN idle_kind = 'tail' THEN dur_ns ELSE 0 END) OVER p, 0) AS tail_before_ns
-FROM tk
-WINDOW p AS (PARTITION BY run_id, rank ORDER BY t0 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
-
--- _timeline_base with the parameter-dependent parts: sat (compute running at >= sat_threshold x peak, judged
+-- timeline_base with the parameter-dependent parts: sat (compute running at >= sat_threshold x peak, judged
 -- only on measured or sampled bandwidth: a modeled lower bound never decides saturation) and the shares of the
 -- communication parts running: peer_hbm_share (mean peer_sat_frac of those in peer wait), peer_wait_share (in
 -- peer wait), unsplit_share (no transit split recorded) and transit_share.
@@ -604,11 +276,11 @@ SELECT tb.run_id, tb.rank, tb.step, tb.window_source, tb.win_start, tb.win_end, 
 FROM (
     -- only segments with a part in peer wait can have a peer share: the look-up runs for those alone (a small
     -- fraction of the timeline), the rest get 0
-    SELECT tb.*, ps.peer_sat_sum FROM _timeline_base() tb
+    SELECT tb.*, ps.peer_sat_sum FROM timeline_base tb
     ASOF LEFT JOIN ps ON ps.run_id = tb.run_id AND ps.rank = tb.rank AND tb.t0 >= ps.t
     WHERE tb.n_peer_wait > 0
     UNION ALL
-    SELECT tb.*, 0 FROM _timeline_base() tb WHERE tb.n_peer_wait = 0) tb;
+    SELECT tb.*, 0 FROM timeline_base tb WHERE tb.n_peer_wait = 0) tb;
 
 -- Each timeline segment's time in the parts wait_attribution reports (c_sat + c_other + m_transit + m_peer +
 -- m_peer_other + m_after + m_unsplit + idle + host = dur_ns; m_other = m_peer_other + m_after; see

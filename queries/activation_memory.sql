@@ -16,9 +16,9 @@
 --
 -- Definitions: allocator samples are memory rows of kind record with allocated_bytes (memory_record.csv,
 -- npu_mem); one component per rank is used so different allocators are never mixed. Samples are assigned to
--- step windows (_helpers.sql _step_windows) by time; a rank without step windows has none.
+-- step windows (derived/step_windows.sql) by time; a rank without step windows has none.
 WITH win AS MATERIALIZED (
-    SELECT * FROM _step_windows()
+    SELECT * FROM step_windows
 ), rec AS (
     SELECT run_id, rank, component, ts_ns, allocated_bytes, reserved_bytes,
            CASE upper(coalesce(component, '')) WHEN 'PTA' THEN 1 WHEN 'PTA+GE' THEN 2 WHEN 'GE' THEN 3 WHEN 'APP' THEN 4 ELSE 5 END AS pref

@@ -23,14 +23,14 @@
 --   residual_ns = median of |end difference - offset_ns|: how consistent the estimate is;
 --   applied     = |offset_ns| > skew_ns: only then is the offset distinguishable from the collectives' own skew
 --                 and worth applying (real dumps on synchronised clocks give offsets below it).
--- Matching is _comm_events' (the k-th collective of a group on one rank is the k-th on every rank; only trusted
+-- Matching is comm_events' (the k-th collective of a group on one rank is the k-th on every rank; only trusted
 -- matches: not p2p, more than one member, all members agree on the op type).
 -- Not a helper macro on purpose: helpers load before every query (and into traceql.derive's build session),
--- so a macro here would tie every query to _comm_events' columns. To apply the offsets in another query, join
+-- so a macro here would tie every query to comm_events' columns. To apply the offsets in another query, join
 -- this query's body (or copy it into a macro) on (run_id, rank).
 WITH ce AS (
     SELECT run_id, rank, group_key, ordinal, ts_ns, end_ns, dur_ns
-    FROM _comm_events()
+    FROM comm_events
     WHERE NOT is_p2p AND types_agree AND n_ranks > 1
 ), ref AS (
     SELECT run_id, min(rank) AS ref_rank FROM ce GROUP BY run_id

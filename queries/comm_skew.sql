@@ -23,7 +23,7 @@
 -- column: matched BOOLEAN              -- true when the match is trusted (>1 member, all members agree on the op type)
 -- column: comm_source VARCHAR          -- comm_ops | kernels: where the op came from
 --
--- Definitions: matching and saturation as in _helpers.sql (_comm_events, _comm_parts): the k-th collective of
+-- Definitions: matching and saturation as in derived/comm_events.sql, _comm_parts): the k-th collective of
 -- a group on one rank is the k-th of that group on every rank.
 SELECT run_id, rank, step, name, op_type, group_name, ordinal, ts_ns, dur_ns, transit_ns, n_ranks,
        ts_ns - first_arrival_ns AS arrival_skew_ns,

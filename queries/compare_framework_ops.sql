@@ -7,7 +7,7 @@
 -- column: dur_ns BIGINT                -- their device time, ns
 -- column: calls_with_bytes BIGINT      -- kernels with HBM bytes
 -- column: bytes_dur_ns BIGINT          -- device time of those, ns
--- column: hbm_bytes BIGINT             -- HBM bytes (chosen source, _helpers.sql _kernel_bytes)
+-- column: hbm_bytes BIGINT             -- HBM bytes (chosen source, derived/kernel_bytes.sql
 -- column: pmu_calls BIGINT             -- kernels with measured (PMU) bytes
 -- column: sampled_calls BIGINT         -- kernels with sampled bytes
 -- column: modeled_calls BIGINT         -- kernels with modeled bytes
@@ -23,7 +23,7 @@
 WITH kb AS (
     SELECT run_id, rank, ts_ns, name, stream_id, _op_name(op_type, name) AS op_type, is_comm, dur_ns, hbm_bytes,
            hbm_bytes_source
-    FROM _kernel_bytes()
+    FROM kernel_bytes
 ), k AS (
     SELECT run_id, rank, ts_ns, name, stream_id, any_value(connection_id) AS connection_id
     FROM kernels WHERE ts_ns IS NOT NULL GROUP BY ALL

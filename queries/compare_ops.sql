@@ -9,7 +9,7 @@
 -- column: dur_ns BIGINT                -- total device time, ns
 -- column: calls_with_bytes BIGINT      -- calls that have HBM bytes from some source
 -- column: bytes_dur_ns BIGINT          -- device time of the calls that have bytes, ns (the denominator of achieved bandwidth)
--- column: hbm_bytes BIGINT             -- read + write HBM bytes (chosen source per kernel, _helpers.sql _kernel_bytes)
+-- column: hbm_bytes BIGINT             -- read + write HBM bytes (chosen source per kernel, derived/kernel_bytes.sql
 -- column: pmu_calls BIGINT             -- calls whose bytes are per-task PMU counters (measured)
 -- column: sampled_calls BIGINT         -- calls whose bytes are apportioned HBM counter samples (sampled)
 -- column: modeled_calls BIGINT         -- calls whose bytes are tensor sizes from shapes x dtypes (modeled)
@@ -30,6 +30,6 @@ SELECT run_id, _op_name(op_type, name) AS op_type,
        count(*) FILTER (WHERE hbm_bytes_source = 'sampled') AS sampled_calls,
        count(*) FILTER (WHERE hbm_bytes_source = 'modeled') AS modeled_calls,
        name AS example_name
-FROM _kernel_bytes()
+FROM kernel_bytes
 GROUP BY ALL
 ORDER BY run_id, dur_ns DESC, op_type, input_shapes, input_dtypes;

@@ -8,7 +8,7 @@
 -- column: aic_metrics VARCHAR          -- PMU metric group (aic_metrics) from run_meta, or null
 -- column: export_type VARCHAR          -- torch_npu export_type (text/db) from run_meta, or null
 -- column: kernels BIGINT               -- device kernels
--- column: steps_per_rank_min BIGINT    -- fewest profiled steps of any rank (_helpers.sql _step_windows)
+-- column: steps_per_rank_min BIGINT    -- fewest profiled steps of any rank (derived/step_windows.sql)
 -- column: steps_per_rank_max BIGINT    -- most profiled steps of any rank
 -- column: rows VARCHAR                 -- JSON: rows stored per table (runs.rows)
 --
@@ -24,7 +24,7 @@ WITH meta AS (
     SELECT run_id, count(*) AS kernels FROM kernels GROUP BY run_id
 ), w AS (
     SELECT run_id, min(n) AS smin, max(n) AS smax
-    FROM (SELECT run_id, rank, count(*) AS n FROM _step_windows() GROUP BY run_id, rank) GROUP BY run_id
+    FROM (SELECT run_id, rank, count(*) AS n FROM step_windows GROUP BY run_id, rank) GROUP BY run_id
 )
 SELECT r.run_id, CAST(r.format AS VARCHAR) AS format, CAST(r.device AS VARCHAR) AS device, CAST(r.ranks AS INTEGER) AS ranks,
        meta.profiler_level, meta.aic_metrics, meta.export_type,

@@ -29,7 +29,7 @@ WITH kb AS MATERIALIZED (
     SELECT run_id, name, op_type, _op_name(op_type, name) AS op, input_shapes, input_dtypes,
            output_shapes, dur_ns, hbm_bytes, flops, mac_ratio,
            CASE WHEN upper(task_type) IN ('AI_CORE', 'AI_VECTOR_CORE', 'MIX_AIC', 'MIX_AIV') THEN block_dim END AS bd
-    FROM _kernel_bytes() WHERE NOT is_comm
+    FROM kernel_bytes WHERE NOT is_comm
 ), sig AS (
     -- modeled FLOPs once per distinct (op type, shapes): shapes repeat every step
     SELECT op_type, input_shapes, output_shapes,

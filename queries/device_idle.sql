@@ -9,7 +9,7 @@
 -- column: rank INTEGER                 -- rank (null for scope run)
 -- column: step BIGINT                  -- step (scope step only)
 -- column: steps BIGINT                 -- rank-steps aggregated in the row
--- column: window_ns BIGINT             -- wall time of the step windows (see _helpers.sql _step_windows), ns
+-- column: window_ns BIGINT             -- wall time of the step windows (see derived/step_windows.sql), ns
 -- column: busy_ns BIGINT               -- time with a compute kernel, a copy kernel or a communication op running, ns
 -- column: preparing_ns BIGINT          -- device idle from the window start to the first device activity, ns
 -- column: free_ns BIGINT               -- device idle between the first and last device activity (the profiler's Free), ns
@@ -28,20 +28,20 @@
 -- column: copy_exposed_ns BIGINT       -- copy kernels running while no compute kernel runs, ns
 --
 -- Definitions: device activity = compute kernels, host->device copy kernels (task type memcpy with HtoD in the
--- name, _helpers.sql _is_h2d_copy) and communication ops (_comm_events), as cut into the step timeline by
--- _timeline_base (stored by traceql.derive, with idle-time prefix sums per kind); the classified host events are swept
+-- name, _helpers.sql _is_h2d_copy) and communication ops (comm_events), as cut into the step timeline by
+-- timeline_base (stored by traceql.derive, with idle-time prefix sums per kind); the classified host events are swept
 -- alone (nested events counted once), cut at the step windows, and the idle time inside each host piece is read
 -- from the prefix sums (two ASOF look-ups), so the kernel timeline is never swept again. Idle time
 -- is split in one order: loading first, then copy, then sync, then other. Host events are matched by name with
 -- the three regexes (params); host and device share one clock in the dumps traceql reads.
 WITH tl AS MATERIALIZED (
-    -- the stored step timeline (_helpers.sql _timeline_base): compute (copies apart), copies, communication,
+    -- the stored step timeline (derived/timeline_base.sql): compute (copies apart), copies, communication,
     -- and the idle kind of each segment with nothing running
     SELECT run_id, rank, step, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np, idle_kind AS kind,
            idle_kind IS NOT NULL AS idle, prep_before_ns, free_before_ns, tail_before_ns
-    FROM _timeline_base()
+    FROM timeline_base
 ), win AS MATERIALIZED (
-    SELECT * FROM _step_windows()
+    SELECT * FROM step_windows
 ), names AS MATERIALIZED (
     -- host-op classes once per distinct name (materialised: else the optimiser pushes the regexes below the
     -- DISTINCT, onto every host op)

@@ -32,7 +32,7 @@ WITH g AS (
            output_shapes, output_dtypes,
            count(*) AS calls, sum(dur_ns) AS dur, sum(hbm_bytes) AS bytes,
            sum(dur_ns) FILTER (WHERE hbm_bytes IS NOT NULL) AS bytes_dur
-    FROM _kernel_bytes() WHERE NOT is_comm
+    FROM kernel_bytes WHERE NOT is_comm
     GROUP BY ALL
 ), kb AS (
     SELECT *,

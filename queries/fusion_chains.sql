@@ -36,7 +36,7 @@ WITH kb AS MATERIALIZED (
            coalesce(input_shapes, '') AS in_s, coalesce(input_dtypes, '') AS in_d,
            first_out_shape AS out_s, first_out_dtype AS out_d,
            prev_op, prev_end_ns, prev_out_shape, prev_out_dtype, prev2_out_shape, prev2_out_dtype
-    FROM _kernel_bytes() WHERE NOT is_comm
+    FROM kernel_bytes WHERE NOT is_comm
 ), opc AS (
     -- operator classes once per distinct type
     SELECT op, coalesce(regexp_matches(op, $consumer_regex), false) AS is_consumer,
@@ -54,7 +54,7 @@ WITH kb AS MATERIALIZED (
     FROM (SELECT DISTINCT out_s, out_d FROM kb)
 ), cand AS (
     -- consumers with the kernel just before them on the stream (a) and the one before that (a2), from the
-    -- neighbour columns _kernel_bytes stores (no self-join, no re-sort)
+    -- neighbour columns kernel_bytes stores (no self-join, no re-sort)
     SELECT b.kid, b.run_id, b.rank, b.stream_id, b.seq, b.name, b.op, b.ts_ns, b.dur_ns, b.hbm_bytes,
            b.hbm_bytes_source, b.out_s, b.in_s, b.in_d,
            b.prev_op AS a_op, b.prev_end_ns AS a_end, b.prev_out_shape AS a_out_s, b.prev_out_dtype AS a_out_d,

@@ -27,7 +27,7 @@
 WITH kb AS MATERIALIZED (
     SELECT run_id, rank, _op_name(op_type, name) AS op, ts_ns, dur_ns, end_ns,
            read_bytes, write_bytes, hbm_bytes_source
-    FROM _kernel_bytes()
+    FROM kernel_bytes
 ), span AS (
     SELECT run_id, min(ts_ns) AS t0, max(end_ns) AS t1,
            CASE WHEN $bin_ns::BIGINT > 0 THEN $bin_ns::BIGINT

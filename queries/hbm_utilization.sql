@@ -29,7 +29,7 @@
 -- column: modeled_utilization_lower DOUBLE -- modeled_bytes / window / peak: a lower bound, never tested against the lines
 -- column: verdict VARCHAR              -- hbm-bound | borderline | not bandwidth-bound | unresolved (sampled counters too coarse to tell) | lower bound only (modeled); null without a peak
 --
--- Definitions: the device bandwidth at an instant is _helpers.sql _bw_segments' bw_bps: with per-task PMU bytes,
+-- Definitions: the device bandwidth at an instant is derived/bw_segments.sql' bw_bps: with per-task PMU bytes,
 -- the sum over running kernels of bytes / duration; with HBM counter samples and no PMU bytes, the counters'
 -- step function (a sample holds for its period); cut at step-window edges. Utilisation at an instant = that
 -- bandwidth / peak_hbm_bps; time-weighted means each constant piece counts by its length. Compute time =
@@ -44,7 +44,7 @@ WITH seg AS MATERIALIZED (
            $peak_hbm_bps::DOUBLE AS peak,
            bw_bps >= $sat_threshold::DOUBLE * $peak_hbm_bps::DOUBLE AS above,
            bw_bps < $low_threshold::DOUBLE * $peak_hbm_bps::DOUBLE AS below
-    FROM _bw_segments()
+    FROM bw_segments
 ), kb AS (
     -- per rank and step: modeled bytes of the kernels in the windows, and how much compute time the counter
     -- sampling resolves
@@ -54,8 +54,8 @@ WITH seg AS MATERIALIZED (
            sum(k.dur_ns) FILTER (WHERE NOT k.is_comm AND k.counter_coverage IS NOT NULL) AS covered_ns,
            any_value(k.sample_period_ns) AS sample_period_ns
     FROM (SELECT run_id, rank, ts_ns, dur_ns, is_comm, modeled_read, modeled_write, counter_coverage, sample_period_ns
-          FROM _kernel_bytes()) k
-    ASOF JOIN _step_windows() w ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
+          FROM kernel_bytes) k
+    ASOF JOIN step_windows w ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
     WHERE k.ts_ns < w.win_end
     GROUP BY w.run_id, w.rank, w.step
 ), agg AS (

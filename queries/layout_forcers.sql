@@ -31,7 +31,7 @@ WITH kb AS MATERIALIZED (
            op_type ILIKE 'TransData%' OR op_type ILIKE 'Transpose%' OR op_type ILIKE '%FormatCast%'
                OR name ILIKE '%transdata%' OR name ILIKE '%transpose%' OR name ILIKE '%format_cast%' OR name ILIKE '%permute%'
                AS is_conv
-    FROM _kernel_bytes() WHERE NOT is_comm
+    FROM kernel_bytes WHERE NOT is_comm
 ), conv0 AS (
     SELECT * FROM kb WHERE is_conv
 ), want AS MATERIALIZED (

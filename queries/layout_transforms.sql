@@ -22,7 +22,7 @@
 -- are never layout transforms.
 -- Groups are (op_type, input formats, output formats, input dtypes, output dtypes).
 WITH kb AS MATERIALIZED (
-    SELECT * FROM _kernel_bytes() WHERE NOT is_comm
+    SELECT * FROM kernel_bytes WHERE NOT is_comm
 ), t AS (
     SELECT * FROM (SELECT *, regexp_extract(name, '^[^(<]*') AS fname FROM kb)
     -- copies (memcpy/memset tasks) move bytes but change no layout; a CUDA kernel's name is matched on its

@@ -28,7 +28,7 @@ SELECT run_id, rank, step, name, op_type, task_type, ts_ns, dur_ns,
        read_bytes AS hbm_read_bytes, write_bytes AS hbm_write_bytes, hbm_bytes, hbm_bytes_source,
        hbm_bytes * 1e9 / nullif(dur_ns, 0) AS achieved_bw_bps,
        hbm_bytes * 1e9 / nullif(dur_ns, 0) / $peak_hbm_bps::DOUBLE AS bw_utilization
-FROM _kernel_bytes()
+FROM kernel_bytes
 WHERE name = $op OR op_type = $op
 ORDER BY ts_ns, rank
 LIMIT $limit_n;

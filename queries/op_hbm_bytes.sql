@@ -17,17 +17,17 @@
 -- column: bw_utilization DOUBLE        -- achieved_bw_bps / peak_hbm_bps, 0..1 (null when the peak is unknown); above 1 is implausible (a data or model problem: `traceql check` lists it), never a finding
 -- column: hbm_bytes_source VARCHAR     -- pmu | sampled | modeled when every call with bytes has that source; mixed otherwise
 -- column: pmu_bytes BIGINT             -- bytes from per-task PMU counters (calls that have them), else null
--- column: sampled_bytes BIGINT         -- bytes apportioned from the HBM counter samples to calls the sampling resolves (see _kernel_bytes), else null
+-- column: sampled_bytes BIGINT         -- bytes apportioned from the HBM counter samples to calls the sampling resolves (see kernel_bytes), else null
 -- column: modeled_bytes BIGINT         -- input + output tensor bytes from shapes x dtypes, else null
 -- column: measured_over_modeled DOUBLE -- PMU bytes / modeled bytes over calls having both: >1 means re-reads (no UB reuse); never from sampled bytes (a sample's share is not the kernel's own traffic)
 --
--- Definitions: per-kernel bytes and their sources are defined in _helpers.sql (_kernel_bytes): pmu when the
+-- Definitions: per-kernel bytes and their sources are defined in derived/kernel_bytes.sql: pmu when the
 -- kernel has hbm_read/write_bytes; sampled when the rank has HBM counters whose period resolves the kernel
 -- (device bandwidth samples split among the kernels overlapping each sample window by overlap time);
 -- modeled from tensor shapes otherwise (a lower bound).
 -- Communication kernels are included (HCCL/NCCL move data through HBM too).
 WITH kb AS MATERIALIZED (
-    SELECT * FROM _kernel_bytes()
+    SELECT * FROM kernel_bytes
 ), ops AS (
     SELECT run_id, name, op_type,
            count(*) AS calls,

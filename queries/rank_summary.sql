@@ -2,35 +2,35 @@
 -- description: One row per rank to compare ranks: kernels launched, compute time, HBM bytes, AI CPU time, and how late the rank reaches the matched collectives (and how long it waits for others) - the slow-rank evidence, with the numbers that say why a rank is slow.
 -- column: run_id VARCHAR               -- run
 -- column: rank INTEGER                 -- rank
--- column: steps BIGINT                 -- step windows of the rank (_helpers.sql _step_windows)
+-- column: steps BIGINT                 -- step windows of the rank (derived/step_windows.sql)
 -- column: window_ns BIGINT             -- their total wall time, ns
 -- column: compute_kernels BIGINT       -- compute kernels launched
 -- column: compute_ns BIGINT            -- their total device time, ns (concurrent kernels add up)
 -- column: hbm_bytes BIGINT             -- HBM bytes of the compute kernels (chosen source)
 -- column: aicpu_kernels BIGINT         -- kernels of task type AI_CPU
 -- column: aicpu_ns BIGINT              -- their device time, ns
--- column: collectives BIGINT           -- matched collectives the rank took part in (_helpers.sql _comm_events)
+-- column: collectives BIGINT           -- matched collectives the rank took part in (derived/comm_events.sql)
 -- column: last_arrivals BIGINT         -- collectives this rank started last (after every other member)
 -- column: lateness_ns BIGINT           -- sum over collectives of this rank's start - the first member's start, ns
 -- column: peer_wait_ns BIGINT          -- sum over collectives of this rank's wait for the last member (start to the last member's start, within the op), ns
 --
--- Definitions: collectives are matched across ranks by order within their group (_comm_events); p2p ops and
+-- Definitions: collectives are matched across ranks by order within their group (comm_events); p2p ops and
 -- matches where members disagree on the op type are left out of the last three columns.
 WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, task_type, dur_ns, hbm_bytes FROM _kernel_bytes() WHERE NOT is_comm
+    SELECT run_id, rank, task_type, dur_ns, hbm_bytes FROM kernel_bytes WHERE NOT is_comm
 ), k AS (
     SELECT run_id, rank, count(*) AS compute_kernels, sum(dur_ns) AS compute_ns, sum(hbm_bytes) AS hbm_bytes,
            count(*) FILTER (WHERE upper(task_type) = 'AI_CPU') AS aicpu_kernels,
            coalesce(sum(dur_ns) FILTER (WHERE upper(task_type) = 'AI_CPU'), 0) AS aicpu_ns
     FROM kb GROUP BY run_id, rank
 ), w AS (
-    SELECT run_id, rank, count(*) AS steps, sum(win_end - win_start) AS window_ns FROM _step_windows() GROUP BY run_id, rank
+    SELECT run_id, rank, count(*) AS steps, sum(win_end - win_start) AS window_ns FROM step_windows GROUP BY run_id, rank
 ), c AS (
     SELECT run_id, rank, count(*) AS collectives,
            count(*) FILTER (WHERE last_rank = rank AND last_arrival_ns > first_arrival_ns) AS last_arrivals,
            sum(ts_ns - first_arrival_ns) AS lateness_ns,
            sum(CASE WHEN last_rank <> rank AND last_arrival_ns > ts_ns THEN least(last_arrival_ns, end_ns) - ts_ns ELSE 0 END) AS peer_wait_ns
-    FROM _comm_events()
+    FROM comm_events
     WHERE NOT is_p2p AND types_agree AND n_ranks > 1
     GROUP BY run_id, rank
 ), ranks AS (

@@ -30,7 +30,7 @@ WITH kb AS MATERIALIZED (
     SELECT kid, run_id, rank, step, stream_id, compute_seq AS seq, name, _op_name(op_type, name) AS op,
            ts_ns, dur_ns, hbm_bytes, coalesce(input_shapes, '') AS ins_txt, coalesce(input_dtypes, '') AS ind_txt,
            coalesce(prev_out_shape, '') AS prev_out_s, coalesce(prev_out_dtype, '') AS prev_out_d
-    FROM _kernel_bytes() WHERE NOT is_comm
+    FROM kernel_bytes WHERE NOT is_comm
 ), sig AS (
     -- the distinct input tensors of each distinct input signature (shapes repeat every step, so the list work
     -- runs once per signature), with their bytes

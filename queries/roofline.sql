@@ -27,7 +27,7 @@
 --   element-wise types (Add, Mul, Relu, Tanh, Gelu, Cast...): 1 x elements(output) (the article's tanh estimate);
 --   anything else (convolutions included): unknown (null).
 WITH kb AS MATERIALIZED (
-    SELECT *, string_split(input_shapes, ';') AS ins FROM _kernel_bytes() WHERE NOT is_comm
+    SELECT *, string_split(input_shapes, ';') AS ins FROM kernel_bytes WHERE NOT is_comm
 ), f AS (
     SELECT *,
            CASE WHEN flops IS NOT NULL THEN flops

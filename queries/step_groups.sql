@@ -40,7 +40,7 @@ WITH win AS (
     SELECT run_id, rank, step,
            row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start, step) - 1 AS idx,
            count(*) OVER (PARTITION BY run_id, rank) AS n
-    FROM _step_windows()
+    FROM step_windows
 ), grp AS (
     SELECT run_id, rank, step, idx // greatest(ceil(n / greatest($max_groups::INTEGER, 1))::BIGINT, 1) AS grp
     FROM win

@@ -10,14 +10,14 @@
 -- column: dur_ms DOUBLE                -- window length, ms
 -- column: window_source VARCHAR        -- steps (steps table start/duration) | kernels (first to last kernel of the step)
 --
--- Definitions: windows are _helpers.sql _step_windows (the same windows every step metric uses). The origin is
+-- Definitions: windows are derived/step_windows.sql (the same windows every step metric uses). The origin is
 -- the earliest kernel start of the run in scope, as in hbm_timeline (t_ms = 0), so the two line up.
 WITH t0 AS (
     SELECT run_id, min(ts_ns) AS t0 FROM kernels WHERE ts_ns IS NOT NULL GROUP BY run_id
 ), w AS (
     SELECT sw.*, row_number() OVER (PARTITION BY sw.run_id, sw.rank ORDER BY sw.win_start, sw.step) - 1 AS step_index,
            count(*) OVER (PARTITION BY sw.run_id, sw.rank) AS n_windows
-    FROM _step_windows() sw
+    FROM step_windows sw
     WHERE sw.win_end > sw.win_start
 )
 SELECT w.run_id, w.rank, w.step, w.step_index::BIGINT AS step_index,

@@ -27,7 +27,7 @@ WITH kb AS MATERIALIZED (
            CASE WHEN k.l2_hit_rate IS NOT NULL THEN 'pmu' WHEN lc.hit_rate IS NOT NULL THEN 'l2_cache' END AS hit_src,
            CASE WHEN k.ub_read_bytes IS NOT NULL OR k.ub_write_bytes IS NOT NULL
                 THEN coalesce(k.ub_read_bytes, 0) + coalesce(k.ub_write_bytes, 0) END AS ub
-    FROM _kernel_bytes() k
+    FROM kernel_bytes k
     LEFT JOIN (SELECT run_id, rank, stream_id, task_id, op_name, avg(hit_rate) AS hit_rate
                FROM l2_cache WHERE hit_rate IS NOT NULL GROUP BY ALL) lc
       ON lc.run_id = k.run_id AND lc.rank = k.rank AND lc.stream_id = k.stream_id AND lc.task_id = k.task_id

@@ -35,7 +35,7 @@
 -- column: verdict VARCHAR              -- memory-bound | communication-bound | compute-bound | host/idle-bound: the largest share (by time; findings adds what the evidence cannot tell)
 -- column: verdict_reason VARCHAR       -- the shares behind the verdict, in words
 --
--- Definitions (the timeline is built in _helpers.sql: _bw_segments, _comm_events, _comm_parts, _timeline,
+-- Definitions (the timeline is built in _helpers.sql: bw_segments, comm_events, _comm_parts, _timeline,
 -- _timeline_parts):
 -- * Wall time = the step windows of each rank (the host step when the steps table has its start, else first
 --   to last kernel); every instant in them gets exactly one category, so the seven parts add up to wall_ns
@@ -46,7 +46,7 @@
 --   is at least sat_threshold x peak_hbm_bps.
 -- * Communication not hidden by compute is split per op: the op's peer-wait part runs from its start until
 --   the last captured member of the collective started (collectives are matched across ranks by order within
---   their group, see _comm_events). During it, the fraction of time the late member spent in HBM-saturated
+--   their group, see comm_events). During it, the fraction of time the late member spent in HBM-saturated
 --   compute goes to comm_wait_peer_hbm, the rest to comm_wait_peer_other. In the rest of the op, the profiler's
 --   transit time (capped at the rest's length) is comm_transit and the remainder is waiting after every
 --   captured member arrived: comm_wait_missing_ranks when the dump holds only part of the job (the ranks not

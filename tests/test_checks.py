@@ -125,7 +125,7 @@ def test_every_check_file_is_well_formed_and_its_columns_match(store: Path) -> N
     write_run(store, "good", good_tables())
     con = engine.connect(store)
     assert (
-        checks._load_helpers(con) == ""
+        checks._load_helpers(con, {}) == ""
     )  # for the checks that read the analysis macros (`-- needs: analysis`)
     for chk in found:
         assert chk.description, chk.name

@@ -13,13 +13,17 @@ import planted
 import pytest
 from conftest import DB_LEVEL1, LEVEL1, SAMPLES, real
 
-from traceql import derive, queries
+from traceql import derive, derived_tables, queries
 from traceql.ingest import ingest
 from traceql.store import Store
 
 
 def _rows(name: str, store: Path, run: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-    t = queries.run(name, store, run_id=run, params=params)
+    """One query through an analysis session (which prepares the run's derived tables when not stored)."""
+    from traceql.analysis import Analysis
+
+    with Analysis(store, run) as a:
+        t = a.query(name, params)
     return sorted((tuple(r.values()) for r in t.to_pylist()), key=repr)
 
 
@@ -32,10 +36,10 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _assert_stored_equals_raw(store: Path, run: str, monkeypatch: pytest.MonkeyPatch) -> int:
-    assert not derive.stored_for(Store(store).run(run))  # ingest does not build them
-    assert derive.ensure(Store(store), [run]) == []
+    assert not derived_tables.stored_for(Store(store).run(run))  # ingest does not build them
+    assert derive.prepare(Store(store), [run]) == []
     info = Store(store).run(run)
-    assert derive.stored_for(info), info.get("derived")
+    assert derived_tables.stored_for(info), info.get("derived")
     import traceql
 
     # the one query with a required parameter (op_calls: one operator's calls) gets the busiest operator
@@ -94,10 +98,12 @@ def test_first_analysis_builds_per_rank_files_listed_in_the_manifest(tmp_path: P
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
     assert "derived" not in Store(st).run("demo")
-    queries.run("rank_summary", st, run_id="demo")  # the first analysis builds them
+    queries.run("rank_summary", st, run_id="demo")  # a plain query writes nothing
+    assert "derived" not in Store(st).run("demo")
+    _rows("rank_summary", st, "demo")  # the first analysis session builds them
     info = Store(st).run("demo")
-    v = derive.version()[:8]
-    for table in derive.DERIVED_TABLES:
+    for table in derived_tables.names():
+        v = derived_tables.get(table).fingerprint[:8]
         assert info["files"][table] == [f"{table}/r0-d{v}.parquet", f"{table}/r1-d{v}.parquet"], table
         assert all((Store(st).run_path("demo") / rel).is_file() for rel in info["files"][table])
     # 120 kernels: kernel_details.csv has 48 + 72 data rows (`wc -l` minus the headers: 49 and 73 lines)
@@ -114,9 +120,9 @@ def test_a_stale_derivation_is_never_used_and_is_rebuilt(tmp_path: Path) -> None
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
     before = _rows("wait_attribution", st, "demo")
     m = json.loads((st / "manifest.json").read_text())
-    m["runs"]["demo"]["derived"]["version"] = "0000000000000000"
+    m["runs"]["demo"]["derived"]["fingerprints"]["kernel_bytes"] = "0000000000000000"
     (st / "manifest.json").write_text(json.dumps(m))
-    assert not derive.stored_for(Store(st).run("demo"))
+    assert not derived_tables.stored_for(Store(st).run("demo"))
     con = traceql.connect(st)
     assert not con.execute("SELECT derived FROM runs").fetchone()[0]
     assert "kernel_bytes" not in {
@@ -132,7 +138,7 @@ def test_a_stale_derivation_is_never_used_and_is_rebuilt(tmp_path: Path) -> None
     ]
     (st / "manifest.json").write_text(json.dumps(m))
     assert _rows("wait_attribution", st, "demo") == before
-    assert derive.stored_for(Store(st).run("demo"))
+    assert derived_tables.stored_for(Store(st).run("demo"))
     assert not list((Store(st).run_path("demo") / "kernel_bytes").glob("*-dold*"))
 
 
@@ -142,12 +148,12 @@ def test_read_only_store_is_analysed_from_the_raw_tables(
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
     monkeypatch.setattr(derive.os, "access", lambda *a, **k: False)
-    assert derive.ensure(Store(st), ["demo"]) == ["demo"]
+    assert derive.prepare(Store(st), ["demo"]) == ["demo"]
     rows = _rows("wait_attribution", st, "demo")
     assert "derived" not in Store(st).run("demo")
     monkeypatch.undo()
     assert _rows("wait_attribution", st, "demo") == rows  # now built and read from the stored tables
-    assert derive.stored_for(Store(st).run("demo"))
+    assert derived_tables.stored_for(Store(st).run("demo"))
 
 
 def test_derived_tables_are_queryable_ad_hoc(tmp_path: Path) -> None:
@@ -155,7 +161,7 @@ def test_derived_tables_are_queryable_ad_hoc(tmp_path: Path) -> None:
 
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
-    queries.run("rank_summary", st, run_id="demo")  # builds them
+    _rows("rank_summary", st, "demo")  # builds them
     con = traceql.connect(st)
     # every kernel has exactly one row; its bytes come from one named source
     n, srcs = con.execute("SELECT count(*), list(DISTINCT hbm_bytes_source) FROM kernel_bytes").fetchone()
@@ -186,32 +192,47 @@ def test_a_failed_build_leaves_the_run_to_the_raw_tables(
 
     with monkeypatch.context() as m:
         m.setattr(derive, "_build", dies)
-        assert derive.ensure(Store(st), ["demo"]) == ["demo"]
+        assert derive.prepare(Store(st), ["demo"]) == ["demo"]
         assert _rows("rank_summary", st, "demo") == expected
     assert "derived" not in Store(st).run("demo")
     assert not list((st / ".staging").iterdir())
 
 
-def test_version_covers_exactly_the_macros_the_stored_tables_depend_on() -> None:
-    """Editing a helper that a stored table is computed from (directly or through another macro) changes the
-    version; editing a parameterised helper applied on top of the stored tables does not (no needless rebuild)."""
-    stmts = list(queries._helper_statements())
-    base = derive._version_of(tuple(stmts))
-    assert base == derive.version()
+def test_fingerprints_cover_exactly_the_sql_the_stored_tables_depend_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Editing a helper a stored table is computed from (directly, through another macro, or through an
+    upstream derived table) changes that table's fingerprint; editing a parameterised helper applied on top of
+    the stored tables changes none (no needless rebuild)."""
+    from traceql import sqlfiles
 
-    def edited(name: str) -> str:
-        changed = [(n, q + " -- edited" if n == name else q) for n, q in stmts]
-        return derive._version_of(tuple(changed))
+    stmts = list(sqlfiles.helper_statements())
+    base = derived_tables.fingerprints()
+
+    def edited(name: str) -> dict[str, str]:
+        changed = tuple((n, q + " " if n == name else q) for n, q in stmts)  # any byte of SQL counts
+        derived_tables._load.cache_clear()
+        return dict(
+            (t.name, t.fingerprint)
+            for t in derived_tables._load(str(sqlfiles.library_dir("derived")), changed)
+        )
 
     names = {n for n, _q in stmts}
-    # called by _kernel_bytes (modeled bytes) and by _comm_events (through _is_comm): stored rows depend on them
-    for dependency in ("_dtype_bytes", "_hbm_windows", "_is_comm", "_kernel_bytes", "_comm_parts_base"):
+    # _dtype_bytes: modeled bytes (kernel_bytes and everything downstream of it); _is_comm: comm_events too
+    for dependency, tables in (
+        ("_dtype_bytes", {"kernel_bytes", "bw_segments", "timeline_base"}),
+        ("_hbm_windows", {"kernel_bytes", "bw_segments", "timeline_base"}),
+        ("_is_comm", {"comm_events", "kernel_bytes", "bw_segments", "timeline_base"}),
+        ("_comm_parts_base", {"bw_segments", "timeline_base"}),
+    ):
         assert dependency in names
-        assert edited(dependency) != base, dependency
+        got = edited(dependency)
+        assert {t for t in base if got[t] != base[t]} == tables, dependency
     # parameterised, only ever applied by queries over the stored tables
     for on_top in ("_timeline", "_comm_parts", "_sat_segments", "_timeline_parts"):
         assert on_top in names
         assert edited(on_top) == base, on_top
+    derived_tables._load.cache_clear()
 
 
 def test_ingest_prepare_builds_the_analysis_tables_at_ingest(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -231,17 +252,19 @@ def test_ingest_prepare_builds_the_analysis_tables_at_ingest(tmp_path: Path, cli
         "--no-prepare",
     )
     assert plain.code == 0, plain.err
-    assert not derive.stored_for(Store(st).run("plain"))
+    assert not derived_tables.stored_for(Store(st).run("plain"))
     prepared = cli("ingest", SAMPLES / "torch_npu_2rank", "--store", st, "--name", "prep", "-q", "--no-check")
     assert prepared.code == 0, prepared.err
     assert "building the analysis tables of run 'prep'" in prepared.err
-    assert derive.stored_for(Store(st).run("prep"))
+    assert derived_tables.stored_for(Store(st).run("prep"))
     one_rank = next(p for p in sorted((SAMPLES / "torch_npu_2rank").iterdir()) if p.is_dir())
     single = cli("ingest", one_rank, "--store", st, "--name", "single", "-q", "--no-check")
     assert single.code == 0, single.err
-    assert Store(st).run("single")["ranks_count"] == 1 and not derive.stored_for(Store(st).run("single"))
+    assert Store(st).run("single")["ranks_count"] == 1 and not derived_tables.stored_for(
+        Store(st).run("single")
+    )
     asked = cli("ingest", one_rank, "--store", st, "--name", "asked", "-q", "--no-check", "--prepare")
-    assert asked.code == 0 and derive.stored_for(Store(st).run("asked")), asked.err
+    assert asked.code == 0 and derived_tables.stored_for(Store(st).run("asked")), asked.err
     q = cli("query", "rank_summary", "--store", st, "--run", "prep", "--format", "csv")
     assert q.code == 0 and "building the analysis tables" not in q.err
     assert q.out == cli(

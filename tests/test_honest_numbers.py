@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import LEVEL0, LEVEL1, MSI, SHARED
 
+from traceql.analysis import Analysis
 from traceql import findings, queries
 from traceql.ingest import ingest
 from traceql.synth import Scenario, write_torch_npu_dump
@@ -98,7 +99,7 @@ def test_level1_utilisation_is_the_counters_mean(level1_store: Path) -> None:
 def test_level1_kernels_get_no_sampled_bytes(level1_store: Path) -> None:
     from traceql import engine
 
-    con = engine.connect(level1_store, runs=["level1"], analysis=True)
+    con = Analysis(level1_store, "level1").con
     try:
         src = dict(
             con.execute(
@@ -243,7 +244,7 @@ def test_write_only_ops_model_no_reads(tmp_path: Path) -> None:
     st = _store(tmp_path, dump, "wo")
     from traceql import engine
 
-    con = engine.connect(st, runs=["wo"], analysis=True)
+    con = Analysis(st, "wo").con
     try:
         got = {
             n: (r, w)
@@ -439,7 +440,7 @@ def test_work_after_the_last_step_marker_is_counted(tmp_path: Path) -> None:
     st = _store(tmp_path, dump, "tail")
     from traceql import engine
 
-    con = engine.connect(st, runs=["tail"], analysis=True)
+    con = Analysis(st, "tail").con
     try:
         ((start, end, tail),) = con.execute(
             "SELECT win_start, win_end, device_tail_ns FROM step_windows"

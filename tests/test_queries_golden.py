@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from _canon import MS, US, MiB, build_store
 
+from traceql.analysis import Analysis
 from traceql import queries
 
 PEAK = 1e12  # a round HBM peak (bytes/s) for the timeline tests
@@ -231,7 +232,7 @@ def sampled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_sampled_bytes_apportioned_by_overlap(sampled_store: Path) -> None:
     from traceql import engine
 
-    con = engine.connect(sampled_store, runs=["sampled"], analysis=True)
+    con = Analysis(sampled_store, "sampled").con
     try:
         kb = {
             n: (r, w, c, p)

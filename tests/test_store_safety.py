@@ -104,7 +104,7 @@ elif crash == "before_reap":  # the new manifest durable, nothing of the old run
     store_mod.Store._after_change = lambda self, m: die()
 elif crash == "mid_reap":  # the new manifest durable, the reaper killed after removing its first entry
     from traceql import _owned
-    real_write, real_remove, switched = store_mod.Store._write_manifest, _owned._remove, []
+    real_write, real_remove, switched = store_mod.Store._write_manifest, _owned.remove_tree, []
     def write_manifest(self, m):
         real_write(self, m)
         switched.append(1)
@@ -112,7 +112,7 @@ elif crash == "mid_reap":  # the new manifest durable, the reaper killed after r
         real_remove(p)
         if switched:
             die()
-    store_mod.Store._write_manifest, _owned._remove = write_manifest, remove
+    store_mod.Store._write_manifest, _owned.remove_tree = write_manifest, remove
 
 from traceql.cli import main
 sys.argv = ["traceql", *sys.argv[1:]]

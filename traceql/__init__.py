@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__
+
 __all__ = ["__version__", "connect", "ingest"]
 
 # Import the submodule traceql.ingest now, so the function defined below (not the module) stays bound to

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -28,3 +29,13 @@ def glob_literal(path: str) -> str:
     matches that character literally (`[*]`, `[?]`, `[[]`), which DuckDB's glob honours. Braces are not
     expanded. Quote the result as an SQL string as usual."""
     return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
+def sql_str(s: str) -> str:
+    """`s` as an SQL string literal (the one quoting helper: single quotes doubled)."""
+    return "'" + s.replace("'", "''") + "'"
+
+
+def sql_path_list(paths: Iterable[Any]) -> str:
+    """A DuckDB list literal of file paths, each matching exactly that file (glob characters escaped)."""
+    return "[" + ", ".join(sql_str(glob_literal(str(p))) for p in paths) + "]"

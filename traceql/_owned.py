@@ -100,7 +100,7 @@ def reap(parent: Path, prefix: str = "", require_lock: bool = False) -> list[str
             fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
         except FileNotFoundError:
             if not require_lock:
-                _remove(parent / name)
+                remove_tree(parent / name)
                 removed.append(name)
             continue
         except OSError:
@@ -110,7 +110,7 @@ def reap(parent: Path, prefix: str = "", require_lock: bool = False) -> list[str
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 continue  # a live owner holds it
-            _remove(parent / name)
+            remove_tree(parent / name)
             with contextlib.suppress(OSError):
                 os.unlink(lock)
             removed.append(name)
@@ -143,7 +143,7 @@ def _reap_lock_only(lock: Path) -> None:
         os.close(fd)
 
 
-def _remove(p: Path) -> None:
+def remove_tree(p: Path) -> None:
     if p.is_symlink() or not p.is_dir():
         with contextlib.suppress(OSError):
             p.unlink()  # a planted link: drop the link, never its target

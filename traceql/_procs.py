@@ -17,6 +17,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -79,3 +81,27 @@ def install_parent_handlers() -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             signal.signal(sig, _raise_exit)
+
+
+def map_jobs(
+    ex: ProcessPoolExecutor | None, fn: Callable[..., Any], jobs: list[tuple[Any, ...]]
+) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(job, fn(*job)) for each job, as they finish: in the pool when there is one, else here in order."""
+    if ex is None:
+        for job in jobs:
+            yield job, fn(*job)
+        return
+    futs = {ex.submit(fn, *job): job for job in jobs}
+    for fut in as_completed(futs):
+        yield futs[fut], fut.result()
+
+
+def abort_pool(ex: ProcessPoolExecutor) -> None:
+    """Stop a pool at once: pending jobs cancelled, running workers terminated (an error or Ctrl-C path)."""
+    procs = list(getattr(ex, "_processes", {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)

@@ -31,6 +31,8 @@ from .errors import QueryError, TraceQLError
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+    from .analysis import Analysis
+
 # An Altair top-level chart (alt.Chart, LayerChart, VConcatChart, FacetChart...). Typed Any: Altair's own
 # annotations are partial (untyped Data, Any-returning builders), so a precise type would only add casts.
 ChartT = Any
@@ -1067,43 +1069,18 @@ def data(
     rank: int | None = None,
     device: str | None = None,
     peaks: Any = None,
-    con: Any = None,
+    session: Analysis | None = None,
 ) -> dict[str, pa.Table]:
-    """Run the queries behind chart `name`; returns {builder argument: Arrow table}."""
-    from . import queries
+    """Run the queries behind chart `name` in an analysis session (the given one, whose cache it shares, or
+    one opened for the call); returns {builder argument: Arrow table}."""
+    if session is None:
+        from .analysis import Analysis
 
+        with Analysis(store, run_id, device=device, peaks=peaks) as own:
+            return data(name, rank=rank, session=own)
     spec = get(name)
-    ranks = 1 if rank is not None else rank_count(store, run_id)
-    return {
-        s.arg: queries.run(
-            s.query,
-            store,
-            run_id=run_id,
-            rank=rank,
-            params=s.params_for(ranks),
-            device=device,
-            peaks=peaks,
-            con=con,
-        )
-        for s in spec.sources
-    }
-
-
-def rank_count(store: Any, run_id: str | None) -> int:
-    """Ranks of the run (the most recent one when run_id is None), from the manifest; 1 if unknown."""
-    from .store import Store
-
-    st = store if isinstance(store, Store) else Store(store)
-    runs = st.runs() if st.exists() else {}
-    info = (
-        runs.get(run_id)
-        if run_id
-        else (max(runs.values(), key=lambda i: i.get("ingested_at", "")) if runs else None)
-    )
-    try:
-        return max(1, int((info or {}).get("ranks_count", 1)))
-    except (TypeError, ValueError):
-        return 1
+    ranks = 1 if rank is not None else session.ranks_count
+    return {s.arg: session.query(s.query, s.params_for(ranks), rank=rank) for s in spec.sources}
 
 
 def make(
@@ -1114,11 +1091,11 @@ def make(
     rank: int | None = None,
     device: str | None = None,
     peaks: Any = None,
-    con: Any = None,
+    session: Analysis | None = None,
 ) -> ChartT:
-    """Chart `name` for one run (default: the most recently ingested)."""
+    """Chart `name` for one run (default: the most recently ingested), or for the session's run."""
     return get(name).builder(
-        **data(name, store, run_id=run_id, rank=rank, device=device, peaks=peaks, con=con)
+        **data(name, store, run_id=run_id, rank=rank, device=device, peaks=peaks, session=session)
     )
 
 
@@ -1155,15 +1132,6 @@ def reproduce(
 
 
 # ---- export ---------------------------------------------------------------------------------------------------
-def vl_version() -> str | None:
-    """The Vega-Lite version vl-convert should use: Altair's major.minor when vl-convert bundles it."""
-    import altair as alt
-    import vl_convert as vlc
-
-    want = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    return want if want in vlc.get_vegalite_versions() else None
-
-
 def to_spec(chart: Any) -> dict[str, Any]:
     """The chart's Vega-Lite spec as plain JSON-safe data (NaN/inf -> null)."""
     import altair as alt
@@ -1197,12 +1165,14 @@ def save(chart: Any, path: str | Path, *, scale: float = 2.0) -> Path:
     if suffix == ".json":
         p.write_text(json.dumps(spec, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
     elif suffix == ".html":
-        from .report.render import chart_html
+        from .report.page import chart_html
 
         title = _spec_title(spec)
         p.write_text(chart_html(spec, title), encoding="utf-8")
     else:
         import vl_convert as vlc
+
+        from .report.page import vl_version
 
         try:
             if suffix == ".svg":

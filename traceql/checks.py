@@ -17,12 +17,12 @@ device, else the header default).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import QueryError
+from .sqlfiles import library_dir, parse_header
 
 SAMPLE_ROWS = 5
 CHECKS_MEMORY_LIMIT = "256MB"  # per ingest-time check connection (see run_checks)
@@ -32,18 +32,14 @@ FALLBACK_HBM_LIMIT_BPS = 1e13
 # "above 10x the device peak" (the issue's unit-sanity rule)
 PEAK_FACTOR = 10.0
 
-_HEADER_RE = re.compile(r"^--\s*(name|description|param|column|needs):\s*(.*?)\s*$")
-_PARAM_RE = re.compile(r"^(\w+)\s+([A-Za-z]+)(?:\s*=\s*(\S+))?")
-
-
 @dataclass(frozen=True)
 class Check:
     name: str
     description: str
     path: Path
     sql: str
-    # param name -> (type, default text or None)
-    params: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    # param name -> (type, typed default or None)
+    params: dict[str, tuple[str, Any]] = field(default_factory=dict)
     columns: tuple[str, ...] = ()
     # `-- needs: analysis`: the check reads the helper macros (queries/_helpers.sql: modeled bytes, counter
     # windows); too costly for the bounded checks every ingest runs, so only `traceql check` runs it
@@ -52,55 +48,22 @@ class Check:
 
 def checks_dir() -> Path:
     """queries/checks in a source checkout, or traceql/_queries/checks in an installed wheel."""
-    here = Path(__file__).resolve().parent
-    for d in (here / "_queries" / "checks", here.parent / "queries" / "checks"):
-        if d.is_dir():
-            return d
-    raise QueryError(
-        f"fidelity checks not found (looked in {here / '_queries' / 'checks'} and {here.parent / 'queries' / 'checks'})"
-    )
+    return library_dir("checks")
 
 
 def parse_check(path: Path) -> Check:
-    """Read one check file: header comments up to the first non-comment line, then the SQL."""
-    text = path.read_text(encoding="utf-8")
-    meta: dict[str, str] = {}
-    params: dict[str, tuple[str, str | None]] = {}
-    columns: list[str] = []
-    for line in text.splitlines():
-        if not line.startswith("--"):
-            if line.strip():
-                break
-            continue
-        m = _HEADER_RE.match(line)
-        if not m:
-            continue
-        key, value = m.group(1), m.group(2)
-        value = value.split("  --", 1)[0].strip()  # trailing "-- explanation"
-        if key == "param":
-            pm = _PARAM_RE.match(value)
-            if not pm:
-                raise QueryError(
-                    f"{path}: bad param line {line!r} (expected `-- param: name TYPE [= default]`)"
-                )
-            params[pm.group(1)] = (pm.group(2).upper(), pm.group(3))
-        elif key == "column":
-            columns.append(value.split()[0])
-        else:
-            meta[key] = value
-    if meta.get("name") != path.stem:
-        raise QueryError(f"{path}: header `-- name:` must equal the file name ({path.stem!r})")
-    if "run_id" not in params:
+    """Read one check file with the library's header parser (traceql.sqlfiles); the SQL is the whole file."""
+    h = parse_header(path, frozenset({"needs"}))
+    if not any(p.name == "run_id" for p in h.params):
         raise QueryError(f"{path}: a check must declare `-- param: run_id VARCHAR` and filter on it")
-    sql = text.strip().rstrip(";").strip()
     return Check(
-        meta["name"],
-        meta.get("description", ""),
+        h.name,
+        h.description,
         path,
-        sql,
-        params,
-        tuple(columns),
-        needs_analysis=meta.get("needs", "") == "analysis",
+        h.text.strip().rstrip(";").strip(),
+        {p.name: (p.type, None if p.required else p.default) for p in h.params},
+        tuple(c.name for c in h.columns),
+        needs_analysis=h.fields.get("needs", "") == "analysis",
     )
 
 
@@ -143,15 +106,15 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def _load_helpers(con: Any) -> str:
-    """Load the metric library's helper macros into the check connection; '' or why they could not load."""
+def _load_helpers(con: Any, info: dict[str, Any]) -> str:
+    """Define the metric library's helper macros and derived tables on the check connection (the run's stored
+    current tables are read, the others computed from their SELECT); '' or why they could not load."""
     import duckdb
 
-    from . import queries
+    from . import derived_tables, queries
 
     try:
-        for stmt in queries.helper_sql():
-            con.execute(stmt)
+        queries.define_library(con, derived_tables.current_tables(info))
     except duckdb.Error as e:
         return f"helper macros did not load: {str(e).strip().splitlines()[0]}"
     return ""
@@ -196,7 +159,7 @@ def run_checks(
             if chk.needs_analysis and not analysis:
                 continue
             if chk.needs_analysis and helpers_loaded is None:
-                helpers_loaded = _load_helpers(con)
+                helpers_loaded = _load_helpers(con, info)
             values: dict[str, Any] = {}
             for p, (_type, default) in chk.params.items():
                 if p == "run_id":
@@ -206,7 +169,7 @@ def run_checks(
                 elif p == "peak_hbm_bps" and peak:
                     values[p] = peak
                 elif default is not None:
-                    values[p] = float(default) if _type in ("DOUBLE", "FLOAT") else default
+                    values[p] = default
                 else:
                     raise QueryError(
                         f"{chk.path}: param {p!r} has no default and traceql.checks cannot fill it"

@@ -1,44 +1,30 @@
-"""Derived tables: the analysis layer every metric query starts from, computed once per run (first analysis).
+"""Building the derived tables: queries/derived/*.sql computed once per run and stored next to its tables.
 
-Most queries in queries/ begin from the same per-kernel HBM bytes (`_kernel_bytes()`), step windows
-(`_step_windows()`), device bandwidth timeline (`_bw_segments()`), matched collectives (`_comm_events()`) and the
-step timeline they combine into (`_timeline_base()`).
-Those helpers read the raw tables and apportion millions of HBM counter samples to kernels; re-deriving them
-in each of the ~15 queries the findings run cost ~90% of the analysis time on big stores. None of them take
-parameters, so they are computed once per run and stored next to the canonical tables:
+Most queries start from the same per-kernel HBM bytes (kernel_bytes), step windows (step_windows), matched
+collectives (comm_events), device bandwidth timeline (bw_segments) and step timeline (timeline_base). Their
+definitions are SQL files (traceql.derived_tables: grain, order, columns, fingerprint); a session sees each as
+a view over its own SELECT until it is stored, which this module does:
 
-    runs/<run>/kernel_bytes/r<rank>-d<v>.parquet    one row per kernel: _kernel_bytes()
-    runs/<run>/step_windows/r<rank>-d<v>.parquet    _step_windows()
-    runs/<run>/bw_segments/r<rank>-d<v>.parquet     _bw_segments()
-    runs/<run>/comm_events/r<rank>-d<v>.parquet     _comm_events() (matched across all ranks, then split by rank)
-    runs/<run>/timeline_base/r<rank>-d<v>.parquet   _timeline_base() (needs the rank's comm_events)
+    runs/<run>.<gen>/<table>/r<rank>-d<fingerprint>.parquet    one file per rank and table
 
-Files live in the run's directory (`Store.run_path`: runs/<run>.<gen>/ in a format-2 store).
-
-When: on the first analysis of a run (findings, report, chart, query: `ensure`), or at ingest when asked
-(`traceql ingest --prepare`). By default ingest stays a pure JSON/CSV/SQLite -> Parquet pass (its throughput is
-what a user waits for on a multi-GB dump); the build reads the compact Parquet, costs about a third of the
-ingest, and every later analysis reuses it.
-
-The SQL in queries/_helpers.sql stays the single definition: the build runs those macros over the run's
-Parquet: the collectives matched across ranks first, then everything else per rank in a process pool (those
-macros all partition by run and rank), with a memory limit. The manifest records `derived.version` (a hash of
-the helper macros the stored tables are computed from, `version()`); queries use the stored tables only when
-it matches the helpers they load (`use_stored_sql`), else the next analysis rebuilds them, so editing a helper
-can never leave a stale answer. A store that cannot be written (read-only copy) is analysed from the raw
-tables.
+When: only when asked, through `prepare` (`traceql ingest --prepare`, or an analysis command through its
+session, traceql.analysis): a connection never writes. The build reads the run's Parquet (never the dump):
+level=run tables first (collectives matched across ranks), then everything else per rank in a process pool
+(those tables partition by run and rank), each session with a memory limit. The manifest records each table's
+fingerprint; a stale one is never read (sessions fall back to its SELECT) and the next prepare rebuilds it. A
+store that cannot be written (read-only copy) is analysed from the SELECTs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import shutil
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from . import derived_tables
+from ._duck import sql_path_list, sql_str
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
@@ -47,23 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .store import Store
 
-# Build order: the run-level tables first (collectives matched across ranks: they read only the canonical
-# tables), then everything per rank in one worker task (one session per rank; later tables read the stored
-# earlier ones: bw_segments reads kernel_bytes, step_windows and the rank's comm_events, timeline_base reads
-# bw_segments). table -> (helper macro, ORDER BY for time-sorted row groups).
-RUN_TABLES: dict[str, tuple[str, str]] = {
-    "comm_events": ("_comm_events", "ts_ns, ordinal"),
-}
-RANK_TABLES: dict[str, tuple[str, str]] = {
-    "kernel_bytes": ("_kernel_bytes", "ts_ns, kid"),
-    "step_windows": ("_step_windows", "win_start, step"),
-    "bw_segments": ("_bw_segments", "seg_start"),
-    "timeline_base": ("_timeline_base", "t0"),
-}
-ALL_TABLES = {**RUN_TABLES, **RANK_TABLES}
-DERIVED_TABLES = list(ALL_TABLES)
-# canonical tables the helper macros read
-# (comm_matrix and run_meta only so that the helper macros that read them bind: no derived table reads them)
+# canonical tables the derived SQL and the helper macros it calls read
+# (comm_matrix and run_meta only so that every helper macro binds: no derived table reads them)
 _INPUTS = ["kernels", "counters", "steps", "comm_ops", "comm_matrix", "run_meta"]
 # DuckDB memory per build session (one per rank, several at once in the pool): it spills to disk rather than
 # grow past it. A share of the memory available when the build starts, split between the sessions, within
@@ -94,62 +65,29 @@ def _available_bytes() -> int | None:
     return None
 
 
-def version() -> str:
-    """Identifies the helper SQL the stored tables were computed with: the macros that compute them and every
-    macro those call (so editing a parameterised helper the queries apply on top, e.g. _timeline, leaves the
-    stored tables valid, while any change that could alter a stored row forces a rebuild)."""
-    from . import queries
-
-    return _version_of(tuple(queries._helper_statements()))
-
-
-@lru_cache(maxsize=4)
-def _version_of(statements: tuple[tuple[str, str], ...]) -> str:
-    body = dict(statements)
-    needed: set[str] = set()
-    todo = sorted(stored_macros())
-    while todo:
-        name = todo.pop()
-        if name in needed or name not in body:
-            continue
-        needed.add(name)
-        todo.extend(
-            other for other in body if other not in needed and re.search(rf"\b{other}\s*\(", body[name])
-        )
-    h = hashlib.sha256()
-    for name, text in statements:  # file order: stable
-        if name in needed or not name:  # a statement that is not a macro: hashed, to be safe
-            h.update(text.encode())
-    return h.hexdigest()[:16]
-
-
 def _connect(spill: Path, threads: int, mem_limit: str) -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(":memory:")
     con.execute(f"SET memory_limit='{mem_limit}'")
-    con.execute(f"SET temp_directory='{_q(str(spill))}'")
+    con.execute(f"SET temp_directory={sql_str(str(spill))}")
     con.execute(f"SET threads={max(1, int(threads))}")
     con.execute("SET preserve_insertion_order=false")
     con.execute("SET GLOBAL asof_loop_join_threshold = 0")  # see engine.connect
     return con
 
 
-def _path_list(paths: list[str]) -> str:
-    from ._duck import glob_literal
-
-    return "[" + ", ".join(f"'{_q(glob_literal(p))}'" for p in paths) + "]"
-
-
-def _q(s: str) -> str:
-    return s.replace("'", "''")
-
-
 def _input_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]) -> None:
-    from .engine import _table_select
+    from .views import table_select
 
     for table in _INPUTS:
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS {_table_select(table, files.get(table, []))}")
+        con.execute(f"CREATE OR REPLACE VIEW {table} AS {table_select(table, files.get(table, []))}")
+
+
+def _stored_view(con: duckdb.DuckDBPyConnection, table: str, paths: list[str]) -> None:
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM read_parquet({sql_path_list(paths)}, union_by_name=true)"
+    )
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
@@ -157,61 +95,55 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     con.execute(
-        f"COPY ({select}) TO '{_q(str(out))}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})"
+        f"COPY ({select}) TO {sql_str(str(out))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})"
     )
-    row = con.execute(f"SELECT count(*) FROM read_parquet({_path_list([str(out)])})").fetchone()
+    row = con.execute(f"SELECT count(*) FROM read_parquet({sql_path_list([out])})").fetchone()
     return int(row[0]) if row else 0
 
 
 class _Session:
-    """A DuckDB connection over a rank's or run's files (absolute paths) with the helper macros loaded, writing
-    into out_dir, with a private spill dir there."""
+    """A DuckDB connection over a rank's or run's files (absolute paths) with every derived table defined (a
+    view over its stored file where `files` has one, else over its SELECT) and the helper macros loaded,
+    writing into out_dir, with a private spill dir there."""
 
     def __init__(self, out_dir: Path, files: dict[str, list[str]], threads: int, mem_limit: str) -> None:
-        from . import queries
-
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         self.spill = Path(tempfile.mkdtemp(prefix=".derive-", dir=out_dir))
         self.con = _connect(self.spill, threads, mem_limit)
         _input_views(self.con, files)
-        queries._load_helpers(self.con)
-        # derived tables already computed for these files: read them instead of recomputing
-        for table, (macro, _order) in ALL_TABLES.items():
-            paths = files.get(table, [])
-            if paths:
-                self.con.execute(
-                    f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE "
-                    f"SELECT * FROM read_parquet({_path_list(paths)}, union_by_name=true)"
-                )
+        stored = {t for t in derived_tables.names() if files.get(t)}
+        for table in stored:  # computed already for these files (the run-level ones): read, not recomputed
+            _stored_view(self.con, table, files[table])
+        for stmt in derived_tables.statements(stored):
+            self.con.execute(stmt)
+
+    def write(self, table: derived_tables.DerivedTable, select: str, path: Path) -> int:
+        """Store `select` at path (sorted by the table's order); later tables of the session read the file."""
+        n = _copy(self.con, f"{select} ORDER BY {table.order}", path)
+        if select == f"SELECT * FROM {table.name}":
+            _stored_view(self.con, table.name, [str(path)])
+        return n
 
     def close(self) -> None:
         self.con.close()
         shutil.rmtree(self.spill, ignore_errors=True)
 
 
-def _name(table: str, rank: int) -> str:
-    # the helper-SQL version in the name: a rebuild never overwrites files a reader may still have open
-    return f"{table}/r{rank}-d{version()[:8]}.parquet"
-
-
 def derive_rank(
     out_dir: str, rank: int, files: dict[str, list[str]], threads: int = 1, mem_limit: str = "1GB"
 ) -> dict[str, Any]:
-    """Per-rank derived tables from one rank's files (absolute paths, including its run-level comm_events),
-    written under out_dir. Runs in a worker process."""
+    """The rank-level derived tables of one rank from its files (absolute paths, including its part of the
+    run-level tables), written under out_dir. Runs in a worker process."""
     s = _Session(Path(out_dir), files, threads, mem_limit)
     out: dict[str, Any] = {"files": {}, "rows": {}}
     try:
-        for table, (macro, order) in RANK_TABLES.items():
-            rel = _name(table, rank)
-            path = s.out_dir / rel
-            out["rows"][table] = _copy(s.con, f"SELECT * FROM {macro}() ORDER BY {order}", path)
-            out["files"][table] = [rel]
-            # later tables of this rank read this one instead of recomputing it
-            s.con.execute(
-                f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM read_parquet({_path_list([str(path)])})"
-            )
+        for table in derived_tables.tables():
+            if table.level != "rank":
+                continue
+            rel = derived_tables.file_name(table.name, rank)
+            out["rows"][table.name] = s.write(table, f"SELECT * FROM {table.name}", s.out_dir / rel)
+            out["files"][table.name] = [rel]
     finally:
         s.close()
     return out
@@ -220,21 +152,24 @@ def derive_rank(
 def derive_run(
     out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1, mem_limit: str = "1GB"
 ) -> dict[str, Any]:
-    """Run-level derived tables (collectives matched across ranks) from every file of the run, stored one file
-    per rank like every other table (a rank without rows still gets an empty file, so the columns are known)."""
+    """The run-level derived tables (collectives matched across ranks) from every file of the run, stored one
+    file per rank like every other table (a rank without rows still gets an empty file, so the columns are
+    known)."""
     s = _Session(Path(out_dir), files, threads, mem_limit)
     out: dict[str, Any] = {"files": {}, "rows": {}, "by_rank": {}}
     try:
-        for table, (macro, order) in RUN_TABLES.items():
-            s.con.execute(f"CREATE TEMP TABLE _d AS SELECT * FROM {macro}()")
-            out["files"][table], out["rows"][table] = [], 0
+        for table in derived_tables.tables():
+            if table.level != "run":
+                continue
+            s.con.execute(f"CREATE TEMP TABLE _d AS SELECT * FROM {table.name}")
+            out["files"][table.name], out["rows"][table.name] = [], 0
             for rank in ranks:
-                rel = _name(table, rank)
-                out["rows"][table] += _copy(
-                    s.con, f"SELECT * FROM _d WHERE rank = {int(rank)} ORDER BY {order}", s.out_dir / rel
+                rel = derived_tables.file_name(table.name, rank)
+                out["rows"][table.name] += s.write(
+                    table, f"SELECT * FROM _d WHERE rank = {int(rank)}", s.out_dir / rel
                 )
-                out["files"][table].append(rel)
-                out["by_rank"].setdefault(rank, {})[table] = [rel]
+                out["files"][table.name].append(rel)
+                out["by_rank"].setdefault(rank, {})[table.name] = [rel]
             s.con.execute("DROP TABLE _d")
     finally:
         s.close()
@@ -247,7 +182,7 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     store). Returns {"version", "rows", "files"} with files relative to out_dir."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from .ingest import _abort_pool, _map
+    from . import _procs
     from .store import rank_of_file
 
     by_rank: dict[int, dict[str, list[str]]] = {}
@@ -260,7 +195,7 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
                 every.setdefault(table, []).append(str(run_dir / rel))
     done: list[dict[str, Any]] = []
     if not by_rank:
-        return {"version": version(), "rows": {}, "files": {}}
+        return {"fingerprints": derived_tables.fingerprints(), "rows": {}, "files": {}}
     run_level = derive_run(str(out_dir), sorted(by_rank), every, threads=workers, mem_limit=memory_limit(1))
     done.append(run_level)
     for rank, rank_files in run_level["by_rank"].items():
@@ -268,8 +203,6 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
             by_rank[rank].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
     n_pool = max(1, min(len(by_rank), workers))
     threads = max(1, workers // n_pool)
-    from . import _procs
-
     ex = (
         ProcessPoolExecutor(max_workers=n_pool, initializer=_procs.worker_init, initargs=(os.getpid(),))
         if n_pool > 1
@@ -280,10 +213,10 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
         jobs = [
             (str(out_dir), rank, rank_files, threads, mem) for rank, rank_files in sorted(by_rank.items())
         ]
-        done.extend(d for _job, d in _map(ex, derive_rank, jobs))
+        done.extend(d for _job, d in _procs.map_jobs(ex, derive_rank, jobs))
     except BaseException:
         if ex is not None:
-            _abort_pool(ex)
+            _procs.abort_pool(ex)
         raise
     if ex is not None:
         ex.shutdown(wait=True)
@@ -296,17 +229,17 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
             rows[t] = rows.get(t, 0) + n
     for fl in out_files.values():
         fl.sort()
-    return {"version": version(), "rows": rows, "files": out_files}
+    return {"fingerprints": derived_tables.fingerprints(), "rows": rows, "files": out_files}
 
 
-def ensure(
+def prepare(
     store: Store,
     run_ids: list[str],
     workers: int | None = None,
     on_build: Callable[[str], None] | None = None,
 ) -> list[str]:
-    """Build and store the derived tables of each run that lacks current ones (the first analysis of a run
-    after ingest, or after an upgrade changed the helper SQL). Returns the runs that still lack them because the
+    """Build and store the derived tables of each run that lacks current ones (after ingest, or after an
+    upgrade changed their SQL): the one function every caller that wants them stored goes through. Returns the runs that still lack them because the
     store is not writable or the build failed; queries on those compute everything from the raw tables.
 
     The build reads the run's Parquet (never the dump), writes under the store's .staging dir, then moves the
@@ -322,7 +255,7 @@ def ensure(
     left: list[str] = []
     for run_id in run_ids:
         info = store.run(run_id)
-        if stored_for(info) or os.environ.get("TRACEQL_NO_DERIVED"):
+        if derived_tables.stored_for(info) or os.environ.get("TRACEQL_NO_DERIVED"):
             continue
         if not os.access(store.root, os.W_OK):
             left.append(run_id)
@@ -348,29 +281,3 @@ def ensure(
         finally:
             store.discard(staging)
     return left
-
-
-def stored_for(info: dict[str, Any]) -> bool:
-    """Whether a run's stored derived tables were computed by the helper SQL this traceql loads.
-    TRACEQL_NO_DERIVED=1 ignores them (queries then compute everything from the raw tables)."""
-    if os.environ.get("TRACEQL_NO_DERIVED"):
-        return False
-    d = info.get("derived")
-    return (
-        isinstance(d, dict)
-        and d.get("version") == version()
-        and all(info.get("files", {}).get(t) for t in DERIVED_TABLES)
-    )
-
-
-def stored_macros() -> set[str]:
-    """The helper macros whose results are stored (use_stored_sql replaces them)."""
-    return {macro for macro, _order in ALL_TABLES.values()}
-
-
-def use_stored_sql() -> list[str]:
-    """Statements that point the helper macros at the stored derived tables (run after the helpers load)."""
-    return [
-        f"CREATE OR REPLACE TEMP MACRO {macro}() AS TABLE SELECT * FROM {table}"
-        for table, (macro, _o) in ALL_TABLES.items()
-    ]

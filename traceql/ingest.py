@@ -6,15 +6,16 @@ import json
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from . import __version__, _owned, progress
+from . import _owned, _procs, progress
 from .errors import BadTraceError, TraceQLError
 from .parsers import Unit, detect
 from .store import RankWriter, Store, check_run_name, run_name_from_path
+from .version import __version__
 
 
 def _parse_unit(
@@ -93,29 +94,6 @@ def _poll_bytes(
         on_bytes(min(sum(slots), total), total)
 
 
-def _map(
-    ex: ProcessPoolExecutor | None, fn: Callable[..., Any], jobs: list[tuple[Any, ...]]
-) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """(job, fn(*job)) for each job, as they finish: in the pool when there is one, else here in order."""
-    if ex is None:
-        for job in jobs:
-            yield job, fn(*job)
-        return
-    futs = {ex.submit(fn, *job): job for job in jobs}
-    for fut in as_completed(futs):
-        yield futs[fut], fut.result()
-
-
-def _abort_pool(ex: ProcessPoolExecutor) -> None:
-    procs = list(getattr(ex, "_processes", {}).values())
-    ex.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(timeout=5)
-
-
 def _assign_ranks(units: list[Unit]) -> list[tuple[Unit, int]]:
     out: list[tuple[Unit, int]] = []
     used = {u.rank for u in units if u.rank is not None}
@@ -189,14 +167,14 @@ def ingest(
         if on_bytes:
             poller.start()
         try:
-            for job, r in _map(ex, _parse_unit, jobs):
+            for job, r in _procs.map_jobs(ex, _parse_unit, jobs):
                 results.append(r)
                 if on_unit_done:
                     on_unit_done(job[0], r)
         except BaseException:
             # Ctrl-C or a failed unit: don't wait for queued units; stop the workers now.
             if ex is not None:
-                _abort_pool(ex)
+                _procs.abort_pool(ex)
             raise
         finally:
             stop.set()

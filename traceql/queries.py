@@ -17,47 +17,21 @@ Device peaks (`peak_hbm_bps`, ...) are ordinary params that the runner fills fro
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import schema
+from . import derived_tables, schema
+from ._duck import sql_str
 from .errors import QueryError, StoreError
+from .sqlfiles import TYPES, Column, Param, convert, helper_texts, library_dir, parse_header
+
+__all__ = ["TYPES", "Column", "Param", "QuerySpec", "convert", "get", "list_queries", "run"]
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
-
-TYPES = ("INTEGER", "BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN")
-_REQUIRED = object()
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    type: str
-    default: Any  # typed default; None for NULL; _REQUIRED when the header gives none
-    doc: str
-
-    @property
-    def required(self) -> bool:
-        return self.default is _REQUIRED
-
-    def signature(self) -> str:
-        if self.required:
-            return f"{self.name} {self.type} (required)"
-        d = "NULL" if self.default is None else repr(self.default) if self.type == "VARCHAR" else self.default
-        return f"{self.name} {self.type} = {d}"
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-    doc: str
-
 
 @dataclass(frozen=True)
 class QuerySpec:
@@ -80,90 +54,23 @@ class QuerySpec:
 # ---- locating and parsing ---------------------------------------------------------------------------------
 def queries_dir() -> Path:
     """queries/ as packaged into the wheel (traceql/_queries), else the repo's queries/ (editable installs)."""
-    here = Path(__file__).resolve().parent
-    for d in (here / "_queries", here.parent / "queries"):
-        if d.is_dir():
-            return d
-    raise QueryError(f"no queries folder found (looked in {here / '_queries'} and {here.parent / 'queries'})")
-
-
-_LINE = re.compile(r"^--\s*(name|description|param|column|rank_filter)\s*:\s*(.*)$")
-_PARAM = re.compile(r"^(\w+)\s+([A-Za-z]+)\s*(?:=\s*(.*?))?\s*(?:--\s*(.*))?$")
-_COLUMN = re.compile(r"^(\w+)\s+([A-Za-z]+(?:\[\])?)\s*(?:--\s*(.*))?$")
-
-
-def _parse_default(text: str, type_: str, where: str) -> Any:
-    t = text.strip()
-    if t.upper() == "NULL":
-        return None
-    if type_ == "VARCHAR":
-        if len(t) >= 2 and t[0] == t[-1] == "'":
-            return t[1:-1].replace("''", "'")
-        raise QueryError(f"{where}: VARCHAR default must be quoted: {text!r}")
-    try:
-        return convert(t, type_)
-    except QueryError as e:
-        raise QueryError(f"{where}: bad default {text!r}: {e}") from None
+    return library_dir()
 
 
 def parse_file(path: Path) -> QuerySpec:
-    text = path.read_text(encoding="utf-8")
-    fields: dict[str, str] = {}
-    params: list[Param] = []
-    columns: list[Column] = []
-    definitions: list[str] = []
-    for i, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s:
-            continue
-        if not s.startswith("--"):
-            break  # the header ends at the first SQL line
-        where = f"{path.name}:{i}"
-        m = _LINE.match(s)
-        if not m:
-            definitions.append(s[2:].strip())
-            continue
-        key, rest = m.group(1), m.group(2).strip()
-        if key == "param":
-            pm = _PARAM.match(rest)
-            if not pm or pm.group(2).upper() not in TYPES:
-                raise QueryError(
-                    f"{where}: bad param line (want `-- param: name TYPE [= default] -- doc`, TYPE in {', '.join(TYPES)})"
-                )
-            type_ = pm.group(2).upper()
-            default = _REQUIRED if pm.group(3) is None else _parse_default(pm.group(3), type_, where)
-            params.append(Param(pm.group(1), type_, default, (pm.group(4) or "").strip()))
-        elif key == "column":
-            cm = _COLUMN.match(rest)
-            if not cm:
-                raise QueryError(f"{where}: bad column line (want `-- column: name TYPE -- doc`)")
-            columns.append(Column(cm.group(1), cm.group(2).upper(), (cm.group(3) or "").strip()))
-        else:
-            fields[key] = rest
-    name = fields.get("name", "")
-    if name != path.stem:
-        raise QueryError(f"{path}: header name {name!r} must equal the file stem {path.stem!r}")
-    if not fields.get("description"):
+    h = parse_header(path, frozenset({"rank_filter"}))
+    if not h.description:
         raise QueryError(f"{path}: missing `-- description:` line")
-    rank_filter = fields.get("rank_filter", "input")
+    rank_filter = h.fields.get("rank_filter", "input")
     if rank_filter not in ("input", "output"):
         raise QueryError(f"{path}: rank_filter must be input or output")
-    return QuerySpec(
-        name, fields["description"], params, columns, text, path, rank_filter, "\n".join(definitions)
-    )
+    return QuerySpec(h.name, h.description, h.params, h.columns, h.text, path, rank_filter, h.definitions)
 
 
 @lru_cache(maxsize=4)
-def _files(qdir: str) -> tuple[dict[str, Path], tuple[str, ...]]:
-    """Query files by name, and the helper files' text."""
-    paths: dict[str, Path] = {}
-    helpers: list[str] = []
-    for p in sorted(Path(qdir).glob("*.sql")):
-        if p.name.startswith("_"):
-            helpers.append(p.read_text(encoding="utf-8"))
-        else:
-            paths[p.stem] = p
-    return paths, tuple(helpers)
+def _files(qdir: str) -> dict[str, Path]:
+    """Query files by name (files starting with `_` are helpers, not queries)."""
+    return {p.stem: p for p in sorted(Path(qdir).glob("*.sql")) if not p.name.startswith("_")}
 
 
 @lru_cache(maxsize=256)
@@ -177,12 +84,12 @@ def _spec(path: Path) -> QuerySpec:
 
 def list_queries() -> list[QuerySpec]:
     """Every query (a file with a bad header raises, naming the file)."""
-    return [_spec(p) for p in _files(str(queries_dir()))[0].values()]
+    return [_spec(p) for p in _files(str(queries_dir())).values()]
 
 
 def get(name: str) -> QuerySpec:
     """One query by name; only its own file is parsed, so another file's bad header cannot break it."""
-    paths = _files(str(queries_dir()))[0]
+    paths = _files(str(queries_dir()))
     if name not in paths:
         raise QueryError(f"unknown query {name!r}; queries: {', '.join(paths)}")
     return _spec(paths[name])
@@ -190,40 +97,7 @@ def get(name: str) -> QuerySpec:
 
 def helper_sql() -> list[str]:
     """The helper files' text (macros every query may use)."""
-    return list(_files(str(queries_dir()))[1])
-
-
-# ---- params -------------------------------------------------------------------------------------------------
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
-
-
-def convert(value: Any, type_: str) -> Any:
-    """A CLI string or a Python value as the declared type (strings 'null'/'NULL' mean NULL)."""
-    if value is None or (isinstance(value, str) and value.strip().upper() == "NULL" and type_ != "VARCHAR"):
-        return None
-    try:
-        if type_ in ("INTEGER", "BIGINT"):
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            return int(value.strip()) if isinstance(value, str) else int(value)
-        if type_ == "DOUBLE":
-            if isinstance(value, bool):
-                raise ValueError
-            return float(value)
-        if type_ == "BOOLEAN":
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-                return value.strip().lower() in _TRUE
-            raise ValueError
-        if type_ == "VARCHAR":
-            if not isinstance(value, str):
-                raise ValueError
-            return value
-    except (ValueError, TypeError):
-        raise QueryError(f"{value!r} is not a valid {type_}") from None
-    raise QueryError(f"unsupported parameter type {type_}")
+    return helper_texts()
 
 
 def bind_params(
@@ -254,77 +128,49 @@ def bind_params(
 
 
 # ---- running ------------------------------------------------------------------------------------------------
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def _duck_error(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-_CREATE_MACRO = re.compile(r"^((?:\s*--[^\n]*\n)*\s*)CREATE\s+OR\s+REPLACE\s+MACRO", re.I)
+def define_library(cur: duckdb.DuckDBPyConnection, stored: set[str] | None = None, temp: bool = True) -> None:
+    """Create the helper macros and every derived table on `cur`: the ones in `stored` are already views over
+    their stored Parquet (traceql.engine created them), every other one a view over its SELECT
+    (traceql.derived_tables.statements: the one switch)."""
+    for q in derived_tables.statements(stored or set(), temp=temp):
+        cur.execute(q)
 
 
-def _load_helpers(cur: duckdb.DuckDBPyConnection, stored: bool = False) -> None:
-    """Create the helper macros on `cur`. stored: the (scoped) run's derived tables are stored and current,
-    so the macros that compute them read them instead (traceql.derive)."""
-    from . import derive
-
-    # with stored tables, the macros that compute them are not created at all: DuckDB binds a table macro's
-    # body when it is created (reading the views' Parquet schemas), ~20 ms each, for every query
-    skip = derive.stored_macros() if stored else set()
-    if stored:  # first: the other helpers refer to them
-        for q in derive.use_stored_sql():
-            cur.execute(q)
-    for name, q in _helper_statements():
-        if name not in skip:
-            cur.execute(q)
-
-
-_MACRO_NAME = re.compile(r"MACRO\s+(\w+)", re.I)
-
-
-def _helper_statements() -> list[tuple[str, str]]:
-    """(macro name, CREATE OR REPLACE TEMP MACRO statement) for every helper statement, parsed once per text."""
-    return _helper_statements_of(tuple(helper_sql()))
-
-
-@lru_cache(maxsize=4)
-def _helper_statements_of(texts: tuple[str, ...]) -> list[tuple[str, str]]:
-    import duckdb
-
-    out = []
-    for text in texts:
-        for stmt in duckdb.extract_statements(text):
-            # helpers are session-local here so they never change the caller's database
-            q = _CREATE_MACRO.sub(r"\1CREATE OR REPLACE TEMP MACRO", stmt.query, count=1)
-            m = _MACRO_NAME.search(q)
-            out.append((m.group(1) if m else "", q))
-    return out
-
-
-def _stored_derived(cur: duckdb.DuckDBPyConnection) -> bool:
-    """Whether every run the (scoped) runs view shows has current stored derived tables."""
-    row = cur.execute("SELECT count(*) > 0 AND bool_and(derived) FROM runs").fetchone()
-    return bool(row and row[0])
+def _stored_tables(cur: duckdb.DuckDBPyConnection) -> set[str]:
+    """The derived tables stored and current for every run the (scoped) runs view shows."""
+    rows = cur.execute("SELECT derived_tables FROM runs").fetchall()
+    if not rows:
+        return set()
+    sets = [set(filter(None, str(r[0] or "").split(","))) for r in rows]
+    return set.intersection(*sets)
 
 
 def _scope_views(cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None) -> None:
-    row = cur.execute("SELECT current_database()").fetchone()
+    row = cur.execute("SELECT current_database()").fetchall()[0]
     db = row[0] if row else "memory"
     base = '"' + str(db).replace('"', '""') + '".main'
-    from . import derive
-
     have = {r[0] for r in cur.execute("SELECT view_name FROM duckdb_views() WHERE NOT temporary").fetchall()}
-    for table in [*schema.TABLE_NAMES, *(t for t in derive.DERIVED_TABLES if t in have), "runs"]:
-        cond = f"run_id = {_sql_str(run_id)}"
+    for table in [*schema.TABLE_NAMES, *(t for t in derived_tables.names() if t in have), "runs"]:
+        cond = f"run_id = {sql_str(run_id)}"
         if rank is not None and table != "runs":
             cond += f" AND rank = {int(rank)}"
         cur.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM {base}.{table} WHERE {cond}")
 
 
+def scope(cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None = None) -> None:
+    """Make `cur` see one run (and rank): every view shadowed by a filtered TEMP view, then the helper macros
+    and the derived tables defined (stored ones read, the others from their SELECT)."""
+    _scope_views(cur, run_id, rank)
+    define_library(cur, _stored_tables(cur))
+
+
 def _pick_run(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> str:
-    rows = cur.execute("SELECT run_id FROM runs ORDER BY ingested_at DESC, run_id").fetchall()
+    # the rule of Store.latest_run: the most recently ingested, ties to the larger name
+    rows = cur.execute("SELECT run_id FROM runs ORDER BY ingested_at DESC, run_id DESC").fetchall()
     runs = [r[0] for r in rows]
     if run_id is None:
         if not runs:
@@ -352,7 +198,7 @@ def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
         vector = cur.execute(
             "SELECT count(*) FROM (SELECT 1 FROM kernels WHERE task_type IN ('AI_VECTOR_CORE', 'MIX_AIV', 'MIX_AIC')"
             " OR aiv_time_ns IS NOT NULL LIMIT 1)"
-        ).fetchone()
+        ).fetchall()[0]  # fetchall: a fetchone leaves DuckDB 2's streaming result open on the cursor
         if vector and vector[0]:
             names.append(
                 "Ascend910B (inferred: the dump names no device, but its AI_VECTOR_CORE tasks exist only on 910B-class chips)"
@@ -397,12 +243,12 @@ def run(
         # run is reported by _pick_run below, with the known ones
         runs = st.runs() if st.exists() else {}
         want = run_id if run_id in runs else st.latest_run() if run_id is None and runs else None
-        con = engine.connect(st, runs=[want] if want else None, analysis=True)
+        con = engine.connect(st, runs=[want] if want else None)
     assert con is not None
     cur = con.cursor()
     try:
         rid = _pick_run(cur, run_id)
-        _scope_views(cur, rid, rank if spec.rank_filter == "input" else None)
+        scope(cur, rid, rank if spec.rank_filter == "input" else None)
         if isinstance(peaks, devices.Device):
             choice = devices.PeakChoice(peaks, peaks.peaks(), f"device preset {peaks.key}")
         else:
@@ -410,7 +256,6 @@ def run(
                 device=device, detected=detected_device_names(cur), overrides=dict(peaks or {})
             )
         bound = bind_params(spec, params, fill=choice.peaks)
-        _load_helpers(cur, stored=_stored_derived(cur))
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))
         except duckdb.Error as e:
@@ -433,18 +278,6 @@ def run(
     return table.replace_schema_metadata(meta)
 
 
-def baseline_step_ns(
-    store: Any = None, run_id: str | None = None, con: duckdb.DuckDBPyConnection | None = None
-) -> float:
-    """Mean step time (ns) of a run over its ranks and steps, measured like wait_attribution's mean_step_ns
-    (the step windows): the `baseline_step_ns` that makes scaling_vs_baseline comparable."""
-    t = run("step_breakdown", store, run_id=run_id, con=con)
-    walls: list[int] = [int(w) for w in t.column("window_ns").to_pylist() if w]
-    if not walls:
-        raise QueryError(f"baseline run {run_id!r} has no steps or kernels to time")
-    return sum(walls) / len(walls)
-
-
 def shell_script(
     name: str, params: dict[str, Any] | None = None, peaks: dict[str, float | None] | None = None
 ) -> str:
@@ -455,7 +288,7 @@ def shell_script(
     spec = get(name)
     bound = bind_params(spec, params, fill=peaks)
     lines = [".read views.sql"]
-    lines += [h.strip() for h in helper_sql()]
+    lines += [q.strip().rstrip(";") + ";" for q in derived_tables.statements(set(), shell=True)]
     body = spec.sql.strip().rstrip(";")
     if not spec.params:
         lines.append(body + ";")
@@ -470,7 +303,7 @@ def _literal(v: Any, type_: str) -> str:
     if v is None:
         return f"NULL::{type_}"
     if type_ == "VARCHAR":
-        return _sql_str(str(v))
+        return sql_str(str(v))
     if type_ == "BOOLEAN":
         return "true" if v else "false"
     return repr(v) if type_ == "DOUBLE" else str(int(v))

@@ -354,8 +354,10 @@ RUNS_COLUMNS = [
     _c(
         "derived",
         "BOOLEAN",
-        "the run's derived tables (kernel_bytes, step_windows, bw_segments, comm_events) are stored and current",
+        "every derived table of the run (queries/derived: kernel_bytes, step_windows, comm_events, bw_segments, "
+        "timeline_base) is stored and current",
     ),
+    _c("derived_tables", "VARCHAR", "comma-separated derived tables stored for the run with today's fingerprint"),
 ]
 
 TABLE_NAMES = list(TABLES)

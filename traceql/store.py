@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, schema
+from . import schema
 from .errors import StoreError
+from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -498,12 +499,11 @@ class Store:
         files first (new names, so nothing a reader has open is touched), then the manifest; the run's previous
         derived files are reaped after the switch. A no-op when the run changed meanwhile (re-ingested or
         removed) or another command stored current tables first."""
-        from . import derive
-
         with self.lock():
             m = self.manifest()
             info = m["runs"].get(run_id)
-            if info is None or info.get("ingested_at") != expect_ingested_at or derive.stored_for(info):
+            current = (info or {}).get("derived", {}).get("fingerprints") == built["fingerprints"]
+            if info is None or info.get("ingested_at") != expect_ingested_at or current:
                 return
             final = self.run_path(run_id, info)
             if final.is_symlink() or not final.is_dir():
@@ -518,7 +518,7 @@ class Store:
             files = dict(info.get("files", {}))
             files.update(built["files"])
             m["runs"][run_id] = dict(
-                info, files=files, derived={"version": built["version"], "rows": built["rows"]}
+                info, files=files, derived={"fingerprints": built["fingerprints"], "rows": built["rows"]}
             )
             self._write_manifest(m)
             self._after_change(m)
@@ -580,7 +580,7 @@ class Store:
             if not free:
                 return False
             for e in dead:
-                _owned._remove(e)
+                _owned.remove_tree(e)
         return True
 
     def _repair_format_1(self, m: dict[str, Any]) -> None:
@@ -625,7 +625,7 @@ class Store:
         _fsync_path(self.root, directory=True)
 
     def write_views_sql(self) -> None:
-        from .engine import views_sql
+        from .views import views_sql
 
         tmp = self.root / f".views.{uuid.uuid4().hex}.tmp"
         try:

@@ -16,6 +16,6 @@ FROM _hbm_windows()
 WHERE run_id = $run_id AND read_bps + write_bps > $peak_hbm_bps
 UNION ALL
 SELECT 'kernels', hbm_bytes_source, rank, name, ts_ns, hbm_bytes * 1e9 / dur_ns, hbm_bytes * 1e9 / dur_ns / $peak_hbm_bps
-FROM _kernel_bytes()
+FROM kernel_bytes
 WHERE run_id = $run_id AND dur_ns > 0 AND hbm_bytes_source IN ('pmu', 'sampled') AND hbm_bytes * 1e9 / dur_ns > $peak_hbm_bps
 ORDER BY bandwidth_bps DESC;

@@ -11,6 +11,6 @@
 -- column: modeled_bytes BIGINT   -- modeled read + write bytes
 -- column: times_peak DOUBLE      -- modeled bandwidth / the peak
 SELECT rank, name, op_type, ts_ns, dur_ns, hbm_bytes AS modeled_bytes, hbm_bytes * 1e9 / dur_ns / $peak_hbm_bps AS times_peak
-FROM _kernel_bytes()
+FROM kernel_bytes
 WHERE run_id = $run_id AND dur_ns > 0 AND hbm_bytes_source = 'modeled' AND hbm_bytes * 1e9 / dur_ns > $peak_hbm_bps
 ORDER BY times_peak DESC;

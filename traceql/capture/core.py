@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import TraceQLError
+from ..version import __version__
 
 INSTALL_CAPTURE = "pip install 'traceql[capture]'"
 INSTALL_NPU = "pip install 'traceql[npu]'"

@@ -111,7 +111,7 @@ def ingest_cmd(
         def building(run_id: str) -> None:
             _console.info(f"building the analysis tables of run {run_id!r}")
 
-        if derive.ensure(Store(store), [info["run_id"]], workers=workers, on_build=building):
+        if derive.prepare(Store(store), [info["run_id"]], workers=workers, on_build=building):
             _console.warn(
                 f"could not build the analysis tables of run {info['run_id']!r}: the first analysis will try again"
             )

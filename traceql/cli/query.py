@@ -136,7 +136,10 @@ def query_cmd(
 
         sys.stdout.write(queries.shell_script(name, params, choice.peaks if choice else None))
         return
-    run_id = resolve_run(store, run)
+    from ..analysis import Analysis
+
+    session = Analysis(store, resolve_run(store, run), device=device, peaks=peaks)
+    run_id = session.run_id
     if baseline is not None:
         if spec.param("baseline_step_ns") is None:
             raise QueryError(
@@ -145,8 +148,10 @@ def query_cmd(
         if "baseline_step_ns" in params:
             raise QueryError("give either --baseline RUN or --param baseline_step_ns=NS, not both")
         resolve_run(store, baseline)
-        params["baseline_step_ns"] = queries.baseline_step_ns(store, baseline)
-    table = queries.run(name, store, run_id=run_id, rank=rank, params=params, device=device, peaks=peaks)
+        with Analysis(store, baseline) as base:
+            params["baseline_step_ns"] = base.mean_step_ns()
+    with session:
+        table = session.query(name, params, rank=rank)
     meta = table.schema.metadata or {}
     if any(p.name.startswith("peak_") for p in spec.params):
         import json

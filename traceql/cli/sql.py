@@ -136,19 +136,20 @@ def schema_cmd(
     table: Annotated[Optional[str], typer.Argument(help="Table name; omit to list all tables.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table|json|markdown")] = "table",
 ) -> None:
-    """Show the canonical tables, or one table's columns with types and docs.
+    """Show the tables (canonical, runs and derived), or one table's columns with types and docs.
 
     Example:  traceql schema kernels
     """
     import json
 
-    from .. import schema
+    from ..derived_tables import documented_tables
     from ..errors import TraceQLError
     from . import _console
 
-    names = ["runs", *schema.TABLE_NAMES]
+    docs = documented_tables()
+    names = list(docs)
     if table is None:
-        rows = [(n, schema.describe(n)) for n in names]
+        rows = [(n, docs[n][0]) for n in names]
         if fmt == "json":
             _console.out.print(json.dumps(dict(rows), indent=1), markup=False)
         else:
@@ -156,14 +157,14 @@ def schema_cmd(
         return
     if table not in names:
         raise TraceQLError(f"unknown table {table!r}; tables: {', '.join(names)}")
-    cols = schema.columns(table)
+    description, cols = docs[table]
     if fmt == "json":
         _console.out.print(json.dumps([c.__dict__ for c in cols], indent=1), markup=False)
     elif fmt == "markdown":
         lines = [
             f"### {table}",
             "",
-            schema.describe(table),
+            description,
             "",
             "| column | type | description |",
             "|---|---|---|",
@@ -174,7 +175,7 @@ def schema_cmd(
         _console.print_table(
             ["column", "type", "description"],
             [(c.name, c.type, c.doc) for c in cols],
-            title=f"{table}: {schema.describe(table)}",
+            title=f"{table}: {description}",
         )
 
 

@@ -75,33 +75,21 @@ def compare(
     """Compare run `cand` against run `base` (both in the store). Never raises for incomparable runs: the
     result says comparable=False and why (the CLI turns that into exit 1). with_findings / with_chains: the
     findings diff and the fused-group traffic (fusion_chains), the two costliest parts on big runs."""
-    from .. import engine
+    from ..analysis import Analysis
     from . import diff, verdict
     from .gather import gather
 
     if mode not in MODES:
         raise TraceQLError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     cross = mode == "cross"
-    con = engine.connect(store, runs=[base, cand], analysis=True)
-    try:
-        # one run after the other: DuckDB already spreads each query over its threads, and gathering both runs
-        # at once on threads measured slower on 2 cores (8 x 1 GB: 45 s vs 38 s wall) at twice the peak memory
-        # (4.2 vs 2.3 GB). Findings last, also one run at a time (each evaluation runs its queries on 4 threads).
-        kw: dict[str, Any] = {
-            "device": device,
-            "peaks": peaks,
-            "with_findings": False,
-            "cross": cross,
-            "with_chains": with_chains,
-        }
-        b, c = gather(con, store, base, **kw), gather(con, store, cand, **kw)
-        if with_findings:
-            from ..findings import evaluate
-
-            b.findings = evaluate(store, base, device=device, peaks=peaks)
-            c.findings = evaluate(store, cand, device=device, peaks=peaks)
-    finally:
-        con.close()
+    # one run after the other, each in its own analysis session (its query cache serves the comparison and its
+    # findings): DuckDB already spreads each query over its threads, and gathering both runs at once measured
+    # slower on 2 cores (8 x 1 GB: 45 s vs 38 s wall) at twice the peak memory (4.2 vs 2.3 GB)
+    kw: dict[str, Any] = {"with_findings": with_findings, "cross": cross, "with_chains": with_chains}
+    with Analysis(store, base, device=device, peaks=peaks) as session:
+        b = gather(session, **kw)
+    with Analysis(store, cand, device=device, peaks=peaks) as session:
+        c = gather(session, **kw)
     diff.harmonize(b, c)
     refusals, differences, hidden = verdict.comparability(b, c, mode)
     hidden += b.notes + c.notes

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryError
 from .model import GRADE_OF_SOURCE, SPLIT_PARTS, OpGroup, RunInfo, RunNumbers, StepRow
@@ -22,16 +22,19 @@ _COMM_INSTANCE = re.compile(r"(_+\d+)+$")
 MAX_FRAMEWORK_OPS = 200_000
 
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis import Analysis
+
+
 def op_key(op_type: str, is_comm: bool) -> str:
     return _COMM_INSTANCE.sub("", op_type).rstrip("_") if is_comm else op_type
 
 
-def kernel_types(con: Any, run_id: str) -> dict[str, str]:
+def kernel_types(session: Analysis) -> dict[str, str]:
     """name -> op_type as the dump types it (the most frequent type of a name)."""
-    from .. import queries
 
     out: dict[str, str] = {}
-    for r in _rows(queries.run("compare_kernel_names", con=con, run_id=run_id)):
+    for r in _rows(session.query("compare_kernel_names")):
         out.setdefault(str(r["name"]), str(r["op_type"]))
     return out
 
@@ -40,13 +43,12 @@ def _rows(table: Any) -> list[dict[str, Any]]:
     return list(table.to_pylist())
 
 
-def run_info(con: Any, run_id: str) -> RunInfo:
-    from .. import queries
+def run_info(session: Analysis) -> RunInfo:
 
-    rows = _rows(queries.run("compare_run_info", con=con, run_id=run_id))
+    rows = _rows(session.query("compare_run_info"))
     r = rows[0]
     return RunInfo(
-        run_id=run_id,
+        run_id=session.run_id,
         format=str(r["format"] or ""),
         device=r["device"],
         ranks=int(r["ranks"] or 0),
@@ -60,10 +62,9 @@ def run_info(con: Any, run_id: str) -> RunInfo:
     )
 
 
-def step_rows(con: Any, run_id: str, device: str | None, peaks: Any) -> tuple[list[StepRow], str]:
-    from .. import queries
+def step_rows(session: Analysis) -> tuple[list[StepRow], str]:
 
-    t = queries.run("wait_attribution", con=con, run_id=run_id, device=device, peaks=peaks)
+    t = session.query("wait_attribution")
     note = (t.schema.metadata or {}).get(b"traceql.peaks_note", b"").decode()
     out = []
     for r in _rows(t):
@@ -74,11 +75,10 @@ def step_rows(con: Any, run_id: str, device: str | None, peaks: Any) -> tuple[li
     return out, note
 
 
-def op_groups(con: Any, run_id: str) -> list[OpGroup]:
-    from .. import queries
+def op_groups(session: Analysis) -> list[OpGroup]:
 
     out = []
-    for r in _rows(queries.run("compare_ops", con=con, run_id=run_id)):
+    for r in _rows(session.query("compare_ops")):
         is_comm = bool(r["is_comm"])
         key = op_key(str(r["op_type"]), is_comm)
         out.append(
@@ -100,26 +100,26 @@ def op_groups(con: Any, run_id: str) -> list[OpGroup]:
     return out
 
 
-def chain_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
-    from .. import queries
+def chain_rows(session: Analysis) -> list[dict[str, Any]]:
 
     try:
-        t = queries.run("fusion_chains", con=con, run_id=run_id, params={"top_n": 50})
+        t = session.query("fusion_chains", {"top_n": 50})
     except QueryError:
         return []  # a run the chain query cannot read still compares on everything else
     return [r for r in _rows(t) if r["scope"] == "pattern"]
 
 
-def framework_metrics(con: Any, run_id: str, fmt: str) -> dict[str, Any] | None:
+def framework_metrics(session: Analysis, fmt: str) -> dict[str, Any] | None:
     """Host-side operator numbers (outermost aten ops: count, modeled bytes and FLOPs per profiled step) of a
     Kineto run (torch.profiler captures: a CPU capture has no device kernels, so these are its operators);
     None for other formats (their kernels carry the numbers), a run without aten ops, or too many to sweep."""
     if "kineto" not in fmt.lower():
         return None
-    con = con.cursor()
+    run_id = session.run_id
+    con = session.con.cursor()
     row = con.execute(
         "SELECT count(*) FROM host_ops WHERE run_id = ? AND name LIKE 'aten::%'", [run_id]
-    ).fetchone()
+    ).fetchall()[0]
     n = int(row[0]) if row else 0
     if n == 0:
         return None
@@ -147,12 +147,11 @@ def framework_metrics(con: Any, run_id: str, fmt: str) -> dict[str, Any] | None:
     return out
 
 
-def framework_op_groups(con: Any, run_id: str) -> list[OpGroup]:
+def framework_op_groups(session: Analysis) -> list[OpGroup]:
     """--mode cross: kernels grouped by the framework operator that launched them (compare_framework_ops)."""
-    from .. import queries
 
     out = []
-    for r in _rows(queries.run("compare_framework_ops", con=con, run_id=run_id)):
+    for r in _rows(session.query("compare_framework_ops")):
         fw = str(r["framework_op"])
         out.append(
             OpGroup(
@@ -174,35 +173,33 @@ def framework_op_groups(con: Any, run_id: str) -> list[OpGroup]:
 
 
 def gather(
-    con: Any,
-    store: Any,
-    run_id: str,
+    session: Analysis,
     *,
-    device: str | None = None,
-    peaks: Any = None,
     with_findings: bool = True,
     cross: bool = False,
     with_chains: bool = True,
 ) -> RunNumbers:
-    info = run_info(con, run_id)
-    steps, note = step_rows(con, run_id, device, peaks)
-    ops = op_groups(con, run_id)
+    """Every number the comparison reads of one run, from its analysis session (one query cache: the findings
+    reuse the step split the comparison read)."""
+    info = run_info(session)
+    steps, note = step_rows(session)
+    ops = op_groups(session)
     for o in ops:
         for g, n in o.grade_calls.items():
             info.grade_calls[g] = info.grade_calls.get(g, 0) + n
     rep = None
     if with_findings:
-        from ..findings import evaluate
+        from ..findings import evaluate_session
 
-        rep = evaluate(store, run_id, device=device, peaks=peaks)
+        rep = evaluate_session(session)
     return RunNumbers(
         info=info,
         steps=steps,
         ops=ops,
-        chains=chain_rows(con, run_id) if with_chains else [],
-        names=kernel_types(con, run_id),
-        framework=framework_metrics(con, run_id, info.format),
-        framework_ops=framework_op_groups(con, run_id) if cross else None,
+        chains=chain_rows(session) if with_chains else [],
+        names=kernel_types(session),
+        framework=framework_metrics(session, info.format),
+        framework_ops=framework_op_groups(session) if cross else None,
         findings=rep,
         peaks_note=note,
     )

@@ -182,7 +182,7 @@ class Comparison:
     gate: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
+        from ..version import __version__
 
         return jsonable(
             {

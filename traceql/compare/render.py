@@ -15,23 +15,23 @@ def _num(x: float | None, scale: float = 1.0, signed: bool = False) -> str:
     return "-" if x is None else f"{x / scale:{'+' if signed else ''}.4g}"
 
 
-def _ms(ns: float | None) -> str:
+def ms_text(ns: float | None) -> str:
     return _num(ns, 1e6)
 
 
-def _dms(ns: float | None) -> str:
+def dms_text(ns: float | None) -> str:
     return _num(ns, 1e6, signed=True)
 
 
-def _gb(b: float | None) -> str:
+def gb_text(b: float | None) -> str:
     return _num(b, 1e9)
 
 
-def _dgb(b: float | None) -> str:
+def dgb_text(b: float | None) -> str:
     return _num(b, 1e9, signed=True)
 
 
-_gbps = _gb  # bytes/s -> GB/s: the same scaling
+_gbps = gb_text  # bytes/s -> GB/s: the same scaling
 _n = _num
 
 
@@ -89,9 +89,9 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
     st = d["step"]
     L += ["", f"## Step time and where it went ({st['unit']}, ms)", ""]
     rows = [
-        ["step window", _ms(st["wall_ns"]["base"]), _ms(st["wall_ns"]["cand"]), _dms(st["wall_ns"]["delta"])]
+        ["step window", ms_text(st["wall_ns"]["base"]), ms_text(st["wall_ns"]["cand"]), dms_text(st["wall_ns"]["delta"])]
     ]
-    rows += [[p["label"], _ms(p["base"]), _ms(p["cand"]), _dms(p["delta"])] for p in st["parts"].values()]
+    rows += [[p["label"], ms_text(p["base"]), ms_text(p["cand"]), dms_text(p["delta"])] for p in st["parts"].values()]
     L += _table(["", "base", "cand", "delta"], rows)
     if len(d["ranks"]) > 1:
         L += ["", "Per rank (mean step window, ms):", ""]
@@ -100,9 +100,9 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
             [
                 [
                     str(r["rank"]),
-                    _ms(r["wall_ns"]["base"]),
-                    _ms(r["wall_ns"]["cand"]),
-                    _dms(r["wall_ns"]["delta"]),
+                    ms_text(r["wall_ns"]["base"]),
+                    ms_text(r["wall_ns"]["cand"]),
+                    dms_text(r["wall_ns"]["delta"]),
                 ]
                 for r in d["ranks"]
             ],
@@ -116,9 +116,9 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
                 name,
                 _n(t["base"]["kernels_per_step"]),
                 _n(t["cand"]["kernels_per_step"]),
-                _gb(t["base"]["hbm_bytes_per_step"]),
-                _gb(t["cand"]["hbm_bytes_per_step"]),
-                _dgb(t["delta_hbm_bytes_per_step"]),
+                gb_text(t["base"]["hbm_bytes_per_step"]),
+                gb_text(t["cand"]["hbm_bytes_per_step"]),
+                dgb_text(t["delta_hbm_bytes_per_step"]),
                 f"{t['base']['grade']} / {t['cand']['grade']}",
             ]
         )
@@ -130,9 +130,9 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
     rows = [
         [
             r["op_type"],
-            _gb((r["base"] or {}).get("hbm_bytes_per_step")),
-            _gb((r["cand"] or {}).get("hbm_bytes_per_step")),
-            _dgb(r["delta"]["hbm_bytes_per_step"]),
+            gb_text((r["base"] or {}).get("hbm_bytes_per_step")),
+            gb_text((r["cand"] or {}).get("hbm_bytes_per_step")),
+            dgb_text(r["delta"]["hbm_bytes_per_step"]),
             _gbps((r["base"] or {}).get("achieved_bps")),
             _gbps((r["cand"] or {}).get("achieved_bps")),
             f"{(r['base'] or {}).get('grade', 'absent')} / {(r['cand'] or {}).get('grade', 'absent')}"
@@ -148,9 +148,9 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
             [
                 [
                     g["pattern"],
-                    _gb((g["base"] or {}).get("chain_hbm_bytes_per_step")),
-                    _gb((g["cand"] or {}).get("chain_hbm_bytes_per_step")),
-                    _dgb(g["delta_chain_hbm_bytes_per_step"]),
+                    gb_text((g["base"] or {}).get("chain_hbm_bytes_per_step")),
+                    gb_text((g["cand"] or {}).get("chain_hbm_bytes_per_step")),
+                    dgb_text(g["delta_chain_hbm_bytes_per_step"]),
                     str(g["delta_grade"]),
                 ]
                 for g in tr["fused_groups"][:10]
@@ -185,10 +185,10 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
                         (r["shapes"] or "")[:40],
                         _n((r["base"] or {}).get("calls_per_step")),
                         _n((r["cand"] or {}).get("calls_per_step")),
-                        _ms((r["base"] or {}).get("dur_ns_per_step")),
-                        _ms((r["cand"] or {}).get("dur_ns_per_step")),
-                        _dms(r["delta"]["dur_ns_per_step"]),
-                        _dgb(r["delta"]["hbm_bytes_per_step"]),
+                        ms_text((r["base"] or {}).get("dur_ns_per_step")),
+                        ms_text((r["cand"] or {}).get("dur_ns_per_step")),
+                        dms_text(r["delta"]["dur_ns_per_step"]),
+                        dgb_text(r["delta"]["hbm_bytes_per_step"]),
                     ]
                     for r in op[kind][:10]
                 ],

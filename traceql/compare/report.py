@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .render import _dgb, _dms, _gb, _ms, headline
+from .render import dgb_text, dms_text, gb_text, headline, ms_text
 
 
 def section(
@@ -31,18 +31,18 @@ def section(
         "steps": [
             (
                 "step window",
-                _ms(st["wall_ns"]["base"]),
-                _ms(st["wall_ns"]["cand"]),
-                _dms(st["wall_ns"]["delta"]),
+                ms_text(st["wall_ns"]["base"]),
+                ms_text(st["wall_ns"]["cand"]),
+                dms_text(st["wall_ns"]["delta"]),
             )
         ]
-        + [(p["label"], _ms(p["base"]), _ms(p["cand"]), _dms(p["delta"])) for p in st["parts"].values()],
+        + [(p["label"], ms_text(p["base"]), ms_text(p["cand"]), dms_text(p["delta"])) for p in st["parts"].values()],
         "traffic": [
             (
                 r["op_type"],
-                _gb((r["base"] or {}).get("hbm_bytes_per_step")),
-                _gb((r["cand"] or {}).get("hbm_bytes_per_step")),
-                _dgb(r["delta"]["hbm_bytes_per_step"]),
+                gb_text((r["base"] or {}).get("hbm_bytes_per_step")),
+                gb_text((r["cand"] or {}).get("hbm_bytes_per_step")),
+                dgb_text(r["delta"]["hbm_bytes_per_step"]),
                 f"{(r['base'] or {}).get('grade', 'absent')} / {(r['cand'] or {}).get('grade', 'absent')}",
             )
             for r in tr["by_op_type"][:12]

@@ -51,7 +51,7 @@ WITH sh AS (SELECT * FROM (VALUES {shifts}) t(rank, off)),
 ce AS (
     SELECT c.rank, c.group_key, c.ordinal, coalesce(sh.off, 0) AS off,
            c.ts_ns - coalesce(sh.off, 0) AS a_ts, c.end_ns - coalesce(sh.off, 0) AS a_end
-    FROM _comm_events() c LEFT JOIN sh ON sh.rank = c.rank
+    FROM comm_events c LEFT JOIN sh ON sh.rank = c.rank
     WHERE NOT c.is_p2p AND c.types_agree AND c.n_ranks > 1
 ), inst AS (
     SELECT group_key, ordinal, min(a_ts) AS first_a, max(a_ts) AS last_a, arg_max(rank, a_ts) AS last_rank
@@ -90,7 +90,7 @@ def _chain_windows(sess: Session, pattern: str) -> list[tuple[int, int, int, str
     rows = sess.rows(
         f"""
 WITH k AS (
-    SELECT rank, stream_id, ts_ns, end_ns, _op_name(op_type, name) AS op FROM _kernel_bytes()
+    SELECT rank, stream_id, ts_ns, end_ns, _op_name(op_type, name) AS op FROM kernel_bytes
     WHERE NOT is_comm AND {sess.where()}
 ), w AS (
     SELECT rank, ts_ns,
@@ -109,7 +109,7 @@ SELECT rank, ts_ns AS t0, t1 FROM w WHERE ops = $types ORDER BY rank, t0""",
 
 def _step_windows(sess: Session, ranks: list[int]) -> list[tuple[int, int, int, str]]:
     rows = sess.rows(f"""
-SELECT rank, step, win_start, win_end FROM _step_windows()
+SELECT rank, step, win_start, win_end FROM step_windows
 WHERE win_end > win_start AND {sess.where("win_start")} ORDER BY rank, win_start""")
     out = [
         (

@@ -109,11 +109,11 @@ def open_session(
     import shutil
     import tempfile
 
-    from .. import derive, devices, engine, queries
-    from ..store import Store
+    from .. import derive, derived_tables, devices, queries
+    from ..analysis import Analysis
 
-    st = store if isinstance(store, Store) else Store(store)
-    con = engine.connect(st, runs=[run_id], analysis=True)
+    an = Analysis(store, run_id, device=device, peaks=peaks)
+    con = an.con
     # bounded like the derived-table build: the sorts behind the (rank, track, ts) order spill beyond it
     # (TRACEQL_EXPORT_MEMORY, e.g. 512MB, overrides the share: benchmarks)
     limit = os.environ.get("TRACEQL_EXPORT_MEMORY", "")
@@ -122,11 +122,9 @@ def open_session(
     spill = tempfile.mkdtemp(prefix="traceql-export-")
     con.execute(f"SET memory_limit='{limit}'")
     con.execute("SET temp_directory=$d", {"d": spill})
-    cur = con.cursor()
+    cur = an.cursor()  # all ranks: the clock offsets need every rank's collectives
     try:
-        queries._scope_views(cur, run_id, None)  # all ranks: the clock offsets need every rank's collectives
-        stored = queries._stored_derived(cur)
-        queries._load_helpers(cur, stored=stored)
+        stored = derived_tables.stored_for(an.info)
         choice = devices.resolve(
             device=device, detected=queries.detected_device_names(cur), overrides=dict(peaks or {})
         )
@@ -189,7 +187,7 @@ def _windows(
     step metric uses, _helpers.sql _step_windows)."""
     a, b = steps
     rows = cur.execute(
-        "SELECT rank, min(win_start), max(win_end) FROM _step_windows() WHERE step BETWEEN $a AND $b "
+        "SELECT rank, min(win_start), max(win_end) FROM step_windows WHERE step BETWEEN $a AND $b "
         "AND win_end > win_start GROUP BY rank",
         {"a": a, "b": b},
     ).fetchall()
@@ -198,7 +196,7 @@ def _windows(
         known = [
             int(r[0])
             for r in cur.execute(
-                "SELECT DISTINCT step FROM _step_windows() WHERE step IS NOT NULL ORDER BY 1"
+                "SELECT DISTINCT step FROM step_windows WHERE step IS NOT NULL ORDER BY 1"
             ).fetchall()
         ]
         span = f"{a}" if a == b else f"{a}-{b}"

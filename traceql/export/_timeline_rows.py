@@ -188,7 +188,7 @@ def _sweep(sess: Session, name: str, label: str, bytes_expr: str, have_expr: str
         f"""
 WITH kb AS (
     SELECT rank, ts_ns, end_ns, ({bytes_expr}) * 1e9 / dur_ns AS bw
-    FROM _kernel_bytes() WHERE dur_ns > 0 AND ({have_expr}) AND {sess.where()}
+    FROM kernel_bytes WHERE dur_ns > 0 AND ({have_expr}) AND {sess.where()}
 ), ev AS (
     SELECT rank, ts_ns AS t, bw AS d FROM kb UNION ALL SELECT rank, end_ns, -bw FROM kb
 )
@@ -243,7 +243,7 @@ def l2_hit(sess: Session) -> Family:
         f"""
 SELECT k.rank, 'traceql: L2 hit rate, % (measured per task: PMU or l2_cache; value of the task starting here)' AS track,
        k.ts_ns, round(100 * coalesce(k.l2_hit_rate, lc.hit_rate), 6) AS value
-FROM _kernel_bytes() k
+FROM kernel_bytes k
 LEFT JOIN (SELECT rank, stream_id, task_id, op_name, avg(hit_rate) AS hit_rate
            FROM l2_cache WHERE hit_rate IS NOT NULL GROUP BY ALL) lc
   ON lc.rank = k.rank AND lc.stream_id = k.stream_id AND lc.task_id = k.task_id AND lc.op_name = k.name

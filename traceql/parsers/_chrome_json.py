@@ -177,7 +177,7 @@ def _raw_chunks(sn: Sniff) -> Iterator[bytes]:
             try:
                 chunk = gz.read(CHUNK)
             except (EOFError, OSError, zlib.error) as e:
-                raise _gzip_error(sn.path, e, None) from e
+                raise gzip_error(sn.path, e, None) from e
             if not chunk:
                 return
             yield chunk
@@ -481,7 +481,7 @@ def open_stream(sn: Sniff) -> GuardedStream:
     return GuardedStream(sn.path, sn.gzip)
 
 
-def _gzip_error(path: Path, e: BaseException, offset: int | None) -> BadTraceError:
+def gzip_error(path: Path, e: BaseException, offset: int | None) -> BadTraceError:
     where = f" after {offset} decompressed bytes" if offset is not None else ""
     if isinstance(e, EOFError):
         return BadTraceError(
@@ -528,7 +528,7 @@ def iter_events(
             ) from None
         raise BadTraceError(sn.path, f"malformed JSON before {unit} {reader.pos}: {first}") from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise _gzip_error(sn.path, e, reader.pos) from None
+        raise gzip_error(sn.path, e, reader.pos) from None
     except UnicodeDecodeError as e:
         raise BadTraceError(sn.path, f"not UTF-8 text near {unit} {reader.pos}: {e.reason}") from None
     finally:

@@ -263,7 +263,7 @@ class Feed:
                 try:
                     data = fh.read(CHUNK)
                 except (EOFError, OSError, zlib.error, gzip.BadGzipFile) as e:
-                    raise cj._gzip_error(self.sn.path, e, pos) from None
+                    raise cj.gzip_error(self.sn.path, e, pos) from None
                 if not data:
                     return
                 if first and data.startswith(cj.UTF8_BOM):
@@ -486,7 +486,7 @@ class _Mapper:
     def __init__(self, out: Any, header: dict[str, Any], tmp: str) -> None:
         self.out = out
         self.tally = kn.Tally(base=cj.to_int(header.get("baseTimeNanoseconds")))
-        self.flows = kn._FlowEnds(tmp)
+        self.flows = kn.FlowEnds(tmp)
         self.procs: dict[Any, str] = {}
         self._rows = cj.RowGroups(out, WRITE_ROWS, self.tally.rows)
 
@@ -643,8 +643,8 @@ class _Mapper:
 
         kv = cj.ArgsKV(t.column("k"), t.column("v"))
         dtype, did = ints(kv.get(lit("Device Type"))), ints(kv.get(lit("Device Id")))
-        codes = pa.array(list(kn._DEVICE_TYPES), pa.int64())
-        tname = pc.coalesce(pa.array(list(kn._DEVICE_TYPES.values())).take(pc.index_in(dtype, value_set=codes)),
+        codes = pa.array(list(kn.DEVICE_TYPES), pa.int64())
+        tname = pc.coalesce(pa.array(list(kn.DEVICE_TYPES.values())).take(pc.index_in(dtype, value_set=codes)),
                             pc.binary_join_element_wise(lit("type"), pc.cast(dtype, pa.string()), lit("")))  # fmt: skip
         with_id = pc.binary_join_element_wise(tname, pc.cast(did, pa.string()), lit(":"))
         device = pc.if_else(_mask(pc.greater_equal(did, lit(0))), with_id, tname)

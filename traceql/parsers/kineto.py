@@ -414,7 +414,7 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> T
     kern = _Cols(out, "kernels", KERNEL_COLS, tally)
     ctr = _Cols(out, "counters", COUNTER_COLS, tally)
     mem = _Cols(out, "memory", MEMORY_COLS, tally)
-    flows = _FlowEnds(tmp)
+    flows = FlowEnds(tmp)
     procs: dict[Any, str] = {}
 
     for ev in cj.iter_events(sn):
@@ -531,14 +531,14 @@ def _finish(sn: cj.Sniff, header: dict[str, Any], out: Any, tally: Tally, reader
 
 
 _MEM_CANON = {"Bytes", "Total Allocated", "Total Reserved"}
-_DEVICE_TYPES = {0: "CPU", 1: "CUDA", 20: "PrivateUse1"}  # c10::DeviceType codes in [memory] events
+DEVICE_TYPES = {0: "CPU", 1: "CUDA", 20: "PrivateUse1"}  # c10::DeviceType codes in [memory] events
 
 
 def _device_label(dev_type: int | None, dev_id: int | None) -> str | None:
     """[memory] Device Type/Id -> 'CPU', 'CUDA:0' (the 'NPU:0' style of torch_npu's memory files)."""
     if dev_type is None:
         return None
-    name = _DEVICE_TYPES.get(dev_type, f"type{dev_type}")
+    name = DEVICE_TYPES.get(dev_type, f"type{dev_type}")
     return name if dev_id is None or dev_id < 0 else f"{name}:{dev_id}"
 
 
@@ -567,7 +567,7 @@ def _device_name(header: dict[str, Any], devices: dict[int, int]) -> str | None:
     return str(next(iter(names))) if len(names) == 1 else None
 
 
-class _FlowEnds:
+class FlowEnds:
     """Flow ends spilled to a temporary Parquet file and paired at the end in DuckDB (cj.pair_flows)."""
 
     def __init__(self, tmp: str) -> None:

@@ -111,7 +111,7 @@ def _is_blank(p: Path) -> bool:
         return False  # unreadable: let the reader say so, naming the file
 
 
-def _has_text_output(d: Path) -> bool:
+def has_text_output(d: Path) -> bool:
     return d.is_dir() and any(p.is_file() and split_name(p.name) for p in d.iterdir())
 
 
@@ -143,13 +143,13 @@ class MsprofTextParser:
         if not path.is_dir():
             return None
         if path.name == OUTPUT_DIR:
-            return [Unit(NAME, str(path))] if _has_text_output(path) else None
-        if _has_text_output(path / OUTPUT_DIR):
+            return [Unit(NAME, str(path))] if has_text_output(path) else None
+        if has_text_output(path / OUTPUT_DIR):
             return [Unit(NAME, str(path))]
         # older CANN: PROF_*/device_{id}/summary|timeline, one unit per device
         units = []
         for dev, d in _device_dirs(path):
-            if _has_text_output(d / "summary") or _has_text_output(d / "timeline"):
+            if has_text_output(d / "summary") or has_text_output(d / "timeline"):
                 units.append(Unit(NAME, str(d), None, (("device", str(dev)),)))
         return units or None
 
@@ -162,7 +162,7 @@ class MsprofTextParser:
         if "device" in opts:  # older layout: <PROF>/device_{id}/{summary,timeline}
             return _parse_dirs([path / "summary", path / "timeline"], out, device=int(opts["device"]))
         mpo = path if path.name == OUTPUT_DIR else path / OUTPUT_DIR
-        if not _has_text_output(mpo):
+        if not has_text_output(mpo):
             raise BadTraceError(
                 path, f"no {OUTPUT_DIR}/ with op_summary_*.csv, msprof_*.json or other msprof text files"
             )

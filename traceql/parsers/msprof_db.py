@@ -35,15 +35,15 @@ def has_text_output(prof_dir: Path) -> bool:
     """True when the msprof text parser claims this PROF_* folder (it then owns it; we decline). The check is
     the text parser's own, so exactly one of the two claims a folder."""
     try:
-        from .msprof import _has_text_output as text_parser_check
+        from .msprof import has_text_output as text_parser_check
     except ImportError:  # text parser absent or renamed: any CSV/JSON in the output folder counts as text
         out = prof_dir / "mindstudio_profiler_output"
         return out.is_dir() and any(p.suffix in (".csv", ".json") and p.is_file() for p in out.iterdir())
     return bool(text_parser_check(prof_dir / "mindstudio_profiler_output"))
 
 
-def _rank_from_db(db_path: Path) -> int | None:
-    from .torch_npu_db import _rank_from_db as rank_from_map
+def rank_from_db(db_path: Path) -> int | None:
+    from .torch_npu_db import rank_from_db as rank_from_map
 
     return rank_from_map(db_path)
 
@@ -54,11 +54,11 @@ class MsprofDbParser:
 
     def claim(self, path: Path) -> list[Unit] | None:
         if path.is_file():
-            return [Unit(self.name, str(path), _rank_from_db(path))] if DB_RE.match(path.name) else None
+            return [Unit(self.name, str(path), rank_from_db(path))] if DB_RE.match(path.name) else None
         if not path.is_dir() or not path.name.startswith("PROF_") or has_text_output(path):
             return None
         dbs = sorted(p for p in path.iterdir() if DB_RE.match(p.name) and p.is_file())
-        return [Unit(self.name, str(db), _rank_from_db(db)) for db in dbs] or None
+        return [Unit(self.name, str(db), rank_from_db(db)) for db in dbs] or None
 
     def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
         db = SqliteDb(Path(unit.path), WHAT)

@@ -86,7 +86,7 @@ def _rank_from_info(root: Path) -> int | None:
     return None
 
 
-def _rank_from_db(db_path: Path) -> int | None:
+def rank_from_db(db_path: Path) -> int | None:
     """RANK_DEVICE_MAP.rankId when it says something (the doc fixes it at -1 on some versions)."""
     import sqlite3
     import urllib.parse
@@ -113,7 +113,7 @@ def _rank(db_path: Path, root: Path | None) -> int | None:
     if m and m.group(1) is not None:
         return int(m.group(1))
     from_info = _rank_from_info(root) if root is not None else None
-    return from_info if from_info is not None else _rank_from_db(db_path)
+    return from_info if from_info is not None else rank_from_db(db_path)
 
 
 class TorchNpuDbParser:

@@ -15,17 +15,13 @@ injected inline script or event handler would not run even if escaping failed.
 
 from __future__ import annotations
 
-import base64
 import datetime as _dt
-import hashlib
-import json
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import QueryError, TraceQLError
+from .page import bundle_versions, fmt_value, render_page, script_json
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -48,180 +44,19 @@ VERDICT_CHARTS = ["wait_attribution", "hbm_ranks"]
 RANK_CHARTS = ["hbm_timeline", "wait_steps", "step_breakdown"]
 OPERATOR_CHARTS = ["op_hbm_bytes", "top_ops", "roofline", "ub_l2", "layout_transforms"]
 
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
-
-
-# ---- safe embedding -----------------------------------------------------------------------------------------
-def script_json(obj: Any) -> str:
-    """JSON for a <script type="application/json"> element: `</script>`, `<!--` and JS line separators in any
-    string are written as \\u escapes, so the data cannot end the element or start markup."""
-    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text)
-
-
-def _safe_script(js: str) -> str:
-    """JavaScript for an inline <script>: it must not contain `</script` or `<!--` (which change how the HTML
-    parser reads script text). The vl-convert bundle has neither; escape them anyway if a version adds one
-    (`<\\/` and `\\x3C!--` only occur inside strings/regexes in minified code, where they mean the same)."""
-    js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.I)
-    return js.replace("<!--", "\\x3C!--")
-
-
-@lru_cache(maxsize=2)
-def js_bundle() -> str:
-    """Vega + Vega-Lite + vega-embed as one script, from vl-convert-python (no network, no vendored copy)."""
-    import vl_convert as vlc
-
-    from ..charts import vl_version
-
-    # the snippet puts the three libraries on window (what vl-convert's default snippet does)
-    snippet = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
-    return _safe_script(vlc.javascript_bundle(snippet, vl_version=vl_version()))
-
-
-def bundle_versions() -> dict[str, str]:
-    import vl_convert as vlc
-
-    from ..charts import vl_version
-
-    return {
-        "vega": vlc.get_vega_version(),
-        "vega-lite": vl_version() or max(vlc.get_vegalite_versions()),
-        "vega-embed": vlc.get_vega_embed_version(),
-        "vl-convert-python": _dist_version("vl-convert-python"),
-    }
-
-
-def _dist_version(name: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        return "unknown"
-
-
-def _sha256(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
-
-
-def _env() -> Any:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=True,  # every {{ value }} is HTML-escaped; only script_json/js_bundle output is marked safe
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = fmt_value
-    return env
-
-
-def _page(template: str, **ctx: Any) -> str:
-    """Render a page with the inlined libraries, the chart specs and the CSP pinning the two scripts."""
-    from markupsafe import Markup
-
-    init = (TEMPLATES / "init.js").read_text(encoding="utf-8")
-    bundle = js_bundle()
-    csp = (
-        "default-src 'none'; img-src data: blob:; style-src 'unsafe-inline'; "
-        f"script-src {_sha256(bundle)} {_sha256(init)} 'unsafe-eval'; base-uri 'none'; form-action 'none'"
-    )
-    html: str = (
-        _env().get_template(template).render(csp=csp, vega_js=Markup(bundle), init_js=Markup(init), **ctx)
-    )
-    return html
-
-
-def chart_html(spec: dict[str, Any], title: str) -> str:
-    """One chart as a self-contained HTML page (`traceql chart NAME -o chart.html`)."""
-    from markupsafe import Markup
-
-    from .. import __version__
-
-    return _page(
-        "chart.html.j2",
-        title=title,
-        specs_json=Markup(script_json({"chart": spec})),
-        version=__version__,
-        libs=bundle_versions(),
-    )
-
-
-# ---- value formatting (display only) -------------------------------------------------------------------------
-_SHARE_KEYS = ("share", "utilization", "util", "fraction", "frac", "ratio", "rate", "efficiency", "headroom")
-
-
-def fmt_value(v: Any, key: str = "") -> str:
-    """A number for people, by its key's unit convention (findings.py: _ns ns, _bytes bytes, _bps bytes/s,
-    shares and utilisations 0..1)."""
-    k = key.lower()
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, dict):
-        return ", ".join(f"{kk}: {fmt_value(vv, key)}" for kk, vv in v.items())
-    if isinstance(v, (list, tuple)):
-        return ", ".join(fmt_value(x, key) for x in v)
-    if isinstance(v, (int, float)):
-        if k.endswith("_ns") or "_ns_" in k:
-            return f"{v / 1e6:,.3f} ms"
-        if k.endswith("_bps"):
-            return f"{v / 1e9:,.1f} GB/s"
-        if k == "bytes" or k.endswith("_bytes") or "bytes_" in k:
-            return _size(float(v))
-        if k.endswith("_ms") or "_ms_" in k:
-            return f"{v:,.3f} ms"
-        if any(s in k for s in _SHARE_KEYS) and isinstance(v, float) and -0.001 <= v <= 10:
-            return f"{100 * v:.1f}%"
-        if isinstance(v, float):
-            return f"{v:,.4g}"
-        return f"{v:,}"
-    return str(v)
-
-
-def _size(b: float) -> str:
-    for unit, f in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(b) >= f:
-            return f"{b / f:,.3g} {unit}"
-    return f"{b:,.0f} B"
-
-
 # ---- the report -----------------------------------------------------------------------------------------------
 @dataclass
 class _Charts:
     """Chart specs of one report, built once each (a chart shown in several sections shares its spec)."""
 
-    store: Any
-    run_id: str
-    device: str | None
-    peaks: Any
-    con: Any
+    session: Any  # traceql.analysis.Analysis: every table comes from its query cache
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    tables: dict[tuple[str, str], Any] = field(default_factory=dict)
     shown: dict[str, str] = field(default_factory=dict)  # chart -> anchor of its first appearance
     _n: int = 0
 
     def table(self, query: str, params: dict[str, Any]) -> Any:
-        from .. import queries
-
-        key = (query, json.dumps(params, sort_keys=True))
-        if key not in self.tables:
-            self.tables[key] = queries.run(
-                query,
-                self.store,
-                run_id=self.run_id,
-                params=params,
-                device=self.device,
-                peaks=self.peaks,
-                con=self.con,
-            )
-        return self.tables[key]
+        return self.session.query(query, params)
 
     def spec(self, name: str) -> None:
         from .. import charts
@@ -229,7 +64,7 @@ class _Charts:
         if name in self.specs:
             return
         cdef = charts.get(name)
-        ranks = charts.rank_count(self.store, self.run_id)
+        ranks = self.session.ranks_count
         try:
             args = {s.arg: self.table(s.query, s.params_for(ranks)) for s in cdef.sources}
             self.specs[name] = charts.to_spec(cdef.builder(**args))
@@ -305,16 +140,16 @@ def build_context(
     baseline: str | None = None,
 ) -> dict[str, Any]:
     """Everything the report template shows, computed through findings.evaluate and the chart registry."""
-    from .. import __version__, charts, engine, findings
-    from ..store import Store
+    from .. import charts, findings
+    from ..analysis import Analysis
+    from ..version import __version__
 
-    rep = findings.evaluate(store, run_id, device=device, peaks=peaks, baseline=baseline)
-    rid = rep.run_id
-    st = store if isinstance(store, Store) else Store(store)
-    info = st.run(rid)
-    con = engine.connect(store, runs=[rid, baseline], analysis=True)
+    session = Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline)
     try:
-        ch = _Charts(store, rid, device, peaks, con)
+        rep = findings.evaluate_session(session)
+        rid = rep.run_id
+        info = session.info
+        ch = _Charts(session)
         verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
         fired = sorted(rep.fired, key=lambda f: (f.checklist_step, -_sev(f.severity)))
         finding_views = []
@@ -328,7 +163,7 @@ def build_context(
         wait = ch.table("wait_attribution", {})
         util = ch.table("hbm_utilization", {})
     finally:
-        con.close()
+        session.close()
 
     hbm_by_rank = {r["rank"]: r for r in util.to_pylist() if r["scope"] == "rank"}
     rank_rows = []
@@ -512,7 +347,7 @@ def render_report(
 
     ctx = build_context(store, run_id, device=device, peaks=peaks, baseline=baseline)
     specs = ctx.pop("specs")
-    return _page("report.html.j2", specs_json=Markup(script_json(specs)), libs=bundle_versions(), **ctx)
+    return render_page("report.html.j2", specs_json=Markup(script_json(specs)), libs=bundle_versions(), **ctx)
 
 
 def write_report(path: str | Path, store: Any = None, run_id: str | None = None, **kw: Any) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from ._text import NS_PER_S, Replay
 from .model import Scenario
 from .scenarios import article_scenario, dense_scenario
-from .torch_npu_writer import RankWriter, WriteOptions, _csv_line, write_torch_npu_dump
+from .torch_npu_writer import RankWriter, WriteOptions, csv_line, write_torch_npu_dump
 
 _VARIANTS = 3  # distinct one-second templates a large trace cycles through (seeded choice per second)
 
@@ -67,7 +67,7 @@ def large_kernel_details(
     sc = dense_scenario(seed * 1000, hbm_period_ns=500_000)
     sc.finalize()
     rw = RankWriter(sc, sc.ranks[0], WriteOptions(aic_metrics=aic_metrics, metric_decimals=3), repeat=2)
-    header = _csv_line(rw.kernel_header(), "\r\n")
+    header = csv_line(rw.kernel_header(), "\r\n")
     template = rw.kernel_rows()
     per_rep = template.count("\r\n")
     replay = Replay(sc.base_ns, 2, NS_PER_S, [s.id for s in sc.ranks[0].steps])

@@ -158,7 +158,7 @@ class RankWriter:
 
     def _write_reps(self, path: Path, header: list[str], template: str, eol: str) -> Path:
         with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(_csv_line(header, eol))
+            fh.write(csv_line(header, eol))
             for text in self.replay.all(template):
                 fh.write(text)
         return path
@@ -332,7 +332,7 @@ class RankWriter:
             b = self.rt.step_breakdown(s)
             cells = ([str(self.rt.device_id)] if self.o.device_id_col else []) + [self.clock.step(s.id)]
             cells += [num(b[c]) for c in self.STEP_COLS]
-            lines.append(_csv_line(cells, "\r\n"))
+            lines.append(csv_line(cells, "\r\n"))
         return "".join(lines)
 
     # ---- op_statistic.csv (aggregate, LF line ends like the real file) --------------------------------
@@ -372,7 +372,7 @@ class RankWriter:
             "Max Time(us)",
             "Ratio(%)",
         ]
-        return _csv_line(head, "\n") + "".join(_csv_line(dev + r, "\n") for _, r in rows)
+        return csv_line(head, "\n") + "".join(csv_line(dev + r, "\n") for _, r in rows)
 
     # ---- memory_record.csv ----------------------------------------------------------------------------
     def memory_header(self) -> list[str]:
@@ -393,20 +393,20 @@ class RankWriter:
             ts = self.clock.us(m.ts_ns) + "\t"
             act = m.allocated_bytes if m.active_bytes is None else m.active_bytes
             cells = [_mb(m.allocated_bytes), _mb(m.reserved_bytes), _mb(act), "897357296", dev]
-            lines.append(_csv_line(["PTA", ts, *cells], "\r\n"))
-            lines.append(_csv_line(["PTA+GE", ts, *cells], "\r\n"))
+            lines.append(csv_line(["PTA", ts, *cells], "\r\n"))
+            lines.append(csv_line(["PTA+GE", ts, *cells], "\r\n"))
             lines.append(
-                _csv_line(["APP", ts, "", _mb(m.reserved_bytes + 256 * 1024 * 1024), "", "", dev], "\r\n")
+                csv_line(["APP", ts, "", _mb(m.reserved_bytes + 256 * 1024 * 1024), "", "", dev], "\r\n")
             )
         return "".join(lines)
 
     def l2_cache(self) -> str:
-        lines = [_csv_line(["Stream Id", "Task Id", "Hit Rate", "Victim Rate", "Op Name"], "\n")]
+        lines = [csv_line(["Stream Id", "Task Id", "Hit Rate", "Victim Rate", "Op Name"], "\n")]
         for op in self.rt.ops:
             if op.task_type in ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV"):
                 hr = l2_hit_rate(op)
                 lines.append(
-                    _csv_line(
+                    csv_line(
                         [
                             str(op.stream),
                             str(op.task_id),
@@ -929,7 +929,7 @@ class RankWriter:
 _TS_SENTINEL = re.compile(r'"@@TS(-?\d+)@@"')
 
 
-def _csv_line(cells: Iterable[str], eol: str) -> str:
+def csv_line(cells: Iterable[str], eol: str) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator=eol).writerow(list(cells))
     return buf.getvalue()

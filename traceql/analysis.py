@@ -1,0 +1,172 @@
+"""One analysis session: the store, run, ranks and device resolved once, one DuckDB connection, one query cache.
+
+Every analysis command goes through it: findings, charts, the report, compare and export take an `Analysis`
+(or open one), so a report runs each query once, and the run is chosen by one rule (`resolve_run`).
+
+    with Analysis(".traceql", "resnet-8card", device="ascend910b") as a:
+        a.query("hbm_utilization")          # Arrow table, cached by (query, params, rank)
+        a.rows("rank_summary")              # the same as dicts
+
+Opening a session prepares the run's derived tables when they are not stored yet (traceql.derive.prepare,
+noted on stderr; `prepare=False` analyses from their SELECTs instead and writes nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .errors import StoreError
+from .store import Store
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import pyarrow as pa
+
+
+def open_store(store: Any) -> Store:
+    """A Store from a Store, a path or None (the default store); refused when there is no store there."""
+    st = store if isinstance(store, Store) else Store(store)
+    if not st.exists():
+        raise StoreError(f"no traceql store at {st.root} (run `traceql ingest PATH` first, or pass --store)")
+    return st
+
+
+def resolve_run(store: Store, run_id: str | None) -> str:
+    """The one rule: the given run (it must exist), else the most recently ingested (Store.latest_run)."""
+    if run_id:
+        store.run(run_id)  # StoreError naming the known runs
+        return run_id
+    latest = store.latest_run()
+    if latest is None:
+        raise StoreError(f"no runs in store {store.root} (run `traceql ingest PATH` first, or pass --store)")
+    return latest
+
+
+def note_build(run_id: str) -> None:
+    print(
+        f"building the analysis tables of run {run_id!r} (once; later analyses reuse them)", file=sys.stderr
+    )
+
+
+class Analysis:
+    """One run (and optionally a baseline run) under analysis; see the module doc."""
+
+    def __init__(
+        self,
+        store: Any = None,
+        run_id: str | None = None,
+        *,
+        device: str | None = None,
+        peaks: Any = None,
+        baseline: str | None = None,
+        prepare: bool = True,
+        threads: int | None = None,
+    ) -> None:
+        from . import derive, engine
+
+        self.store = open_store(store)
+        self.run_id = resolve_run(self.store, run_id)
+        self.baseline = resolve_run(self.store, baseline) if baseline else None
+        self.device, self.peaks = device, peaks
+        runs = [self.run_id] + ([self.baseline] if self.baseline else [])
+        if prepare:
+            derive.prepare(self.store, runs, on_build=note_build)
+        self.info: dict[str, Any] = self.store.run(self.run_id)
+        self.con: duckdb.DuckDBPyConnection = engine.connect(self.store, runs=runs, threads=threads)
+        self._cache: dict[tuple[str, str, int | None, str], pa.Table] = {}
+        self._lock = threading.Lock()
+        self.queries_run = 0  # how many queries actually ran (the rest came from the cache)
+
+    # the run ---------------------------------------------------------------------------------------------------
+    @property
+    def ranks_count(self) -> int:
+        try:
+            return max(1, int(self.info.get("ranks_count", 1)))
+        except (TypeError, ValueError):
+            return 1
+
+    @property
+    def format(self) -> str:
+        return str(self.info.get("format") or "")
+
+    @property
+    def device_kind(self) -> str:
+        """ascend (torch_npu / msprof dumps), gpu (a Kineto trace with device kernels) or cpu (no device
+        timeline): the advice and the capture settings differ."""
+        if self.format.startswith("kineto"):
+            return "gpu" if (self.info.get("rows") or {}).get("kernels") else "cpu"
+        return "ascend"
+
+    # queries ---------------------------------------------------------------------------------------------------
+    def query(
+        self,
+        name: str,
+        params: dict[str, Any] | None = None,
+        *,
+        rank: int | None = None,
+        run_id: str | None = None,
+    ) -> pa.Table:
+        """Query `name` over the session's run (or the baseline, run_id=...), cached: the same query with the
+        same params and rank runs once per session. Thread-safe (findings run several at once)."""
+        from . import queries
+
+        rid = run_id or self.run_id
+        key = (name, rid, rank, json.dumps(params or {}, sort_keys=True, default=str))
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        t = queries.run(
+            name,
+            self.store,
+            run_id=rid,
+            rank=rank,
+            params=params,
+            con=self.con,
+            device=self.device,
+            peaks=self.peaks,
+        )
+        with self._lock:
+            self.queries_run += 1
+            return self._cache.setdefault(key, t)
+
+    def rows(self, name: str, params: dict[str, Any] | None = None, **kw: Any) -> list[dict[str, Any]]:
+        return list(self.query(name, params, **kw).to_pylist())
+
+    def mean_step_ns(self, run_id: str | None = None) -> float:
+        """Mean step time (ns) of a run (default the session's) over its ranks and steps, measured like
+        wait_attribution's mean_step_ns (the step windows): the `baseline_step_ns` that makes
+        scaling_vs_baseline comparable."""
+        from .errors import QueryError
+
+        rid = run_id or self.run_id
+        t = self.query("step_breakdown", run_id=rid)
+        walls = [int(w) for w in t.column("window_ns").to_pylist() if w]
+        if not walls:
+            raise QueryError(f"baseline run {rid!r} has no steps or kernels to time")
+        return sum(walls) / len(walls)
+
+    def cursor(self, rank: int | None = None, run_id: str | None = None) -> duckdb.DuckDBPyConnection:
+        """A cursor that sees one run (and rank) with the helper macros and derived tables defined, for SQL
+        beyond the metric library (export's streams). Close it when done."""
+        from . import queries
+
+        cur = self.con.cursor()
+        try:
+            queries.scope(cur, run_id or self.run_id, rank)
+        except BaseException:
+            cur.close()
+            raise
+        return cur
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Analysis:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,93 @@
+"""Evaluate every check of the rules over one analysis session: the planner runs what the checks declare."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import QueryError
+from . import checks as _register_checks  # noqa: F401 - importing registers every check
+from .context import COVERAGE, HBM, WAIT, Context, Read
+from .model import Finding, Report
+from .registry import CHECKS
+from .rules import Rule, load_rules
+from .verdict import verdict_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis import Analysis
+
+# what the verdict reads besides the checks' findings
+VERDICT_READS = (WAIT, HBM, COVERAGE)
+
+
+def plan() -> list[Read]:
+    """Every read the checks and the verdict declare (the planner: derived from the declarations)."""
+    return [r for c in CHECKS.values() for r in c.reads] + list(VERDICT_READS)
+
+
+def evaluate(
+    store: Any,
+    run_id: str | None = None,
+    *,
+    device: str | None = None,
+    peaks: Any = None,
+    baseline: str | None = None,
+    rules: str | Path | None = None,
+    workers: int | None = None,
+) -> Report:
+    """Run every check of the rules file over one run (default: the most recently ingested) and return a Report.
+
+    device: a preset name (traceql.devices) instead of the one detected in the dump; peaks: a devices.Device or
+    a mapping of peak params ({"peak_hbm_bps": 1.6e12}); baseline: a run (e.g. 1 card) whose mean step time
+    gives the scaling efficiency. rules: another rules file (tests, site policies). workers: threads running the
+    metric queries (default: up to 4)."""
+    from ..analysis import Analysis
+
+    rules_data = load_rules(rules)  # a bad rules file is refused before the store is touched
+    with Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline) as session:
+        return evaluate_session(session, rules=rules_data, workers=workers)
+
+
+def evaluate_session(
+    session: Analysis, *, rules: str | Path | dict[str, Any] | None = None, workers: int | None = None
+) -> Report:
+    """Every check over an open analysis session (its query cache is shared with charts and the report)."""
+    rules_data = rules if isinstance(rules, dict) else load_rules(rules)
+    base_ns = session.mean_step_ns(session.baseline) if session.baseline else None
+    ctx = Context(session, rules_data, base_ns)
+    ctx.prefetch(plan(), workers if workers is not None else min(4, os.cpu_count() or 1))
+    findings: list[Finding] = []
+    order = sorted(rules_data["rules"].items(), key=lambda kv: int(kv[1]["step"]))
+    for rule_id, rdata in order:
+        rule = Rule(rule_id, rdata, rules_data)
+        try:
+            findings.append(CHECKS[rule_id](ctx, rule))
+        except QueryError as e:  # one check's query failing must not hide the others
+            findings.append(
+                Finding(
+                    rule_id,
+                    str(rdata["title"]),
+                    "info",
+                    str(rdata["optimisation"]),
+                    int(rdata["step"]),
+                    False,
+                    f"check could not run: {e}",
+                    {"error": str(e)},
+                    [],
+                    {},
+                    "",
+                    str(rdata.get("suggestion", "")),
+                )
+            )
+    verdict = verdict_of(ctx, findings)
+    meta = ctx.meta
+    dev = {
+        "preset": session.device,
+        "peaks": json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}"),
+        "note": meta.get(b"traceql.peaks_note", b"").decode(),
+    }
+    rep = Report(session.run_id, verdict, findings, dev, int(rules_data.get("version", 1)))
+    rep.late_queries = list(ctx.late)
+    return rep

@@ -1,0 +1,249 @@
+"""The verdict: what saturates first, with what confidence, from the checks' findings and the run's shares."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .base import num_text, pct_text, scaling_of, scaling_text, to_ms
+from .model import Finding
+from .text import render
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import Context
+
+
+def hbm_summary(ctx: Context) -> dict[str, Any]:
+    """The run's HBM bandwidth as the verdict may cite it: the busiest graded rank's utilisation, or for sampled
+    counters too coarse to resolve the kernels their step mean, highest sample and upper bound, or a modeled
+    lower bound; with the grade, a text, and whether it is known to be below the not-bound line."""
+    from .. import grades
+
+    hbm = ctx.hbm_ranks()
+    utils = {r: x["busy_utilization"] for r, x in hbm.items() if x.get("busy_utilization") is not None}
+    out: dict[str, Any] = {
+        "util": None,
+        "rank": None,
+        "below_line": False,
+        "grade": grades.hbm_grade(None, ctx.device_kind),
+    }
+    if utils:
+        r = max(utils, key=lambda k: utils[k])
+        g = grades.hbm_grade(hbm[r], ctx.device_kind)
+        out.update(
+            util=utils[r],
+            rank=r,
+            grade=g,
+            below_line=utils[r] < ctx.not_bound,
+            text=f"utilisation {pct_text(utils[r])} on rank {r} ({g['grade']}: {g['detail']})",
+        )
+        return out
+    sampled = {
+        r: x for r, x in hbm.items() if x.get("evidence") == "sampled" and x.get("utilization") is not None
+    }
+    if sampled:
+        r = max(
+            sampled, key=lambda k: (sampled[k].get("busy_utilization_max") or 0.0, sampled[k]["utilization"])
+        )
+        x = sampled[r]
+        umax = x.get("busy_utilization_max")
+        period = (x.get("sample_period_ns") or 0) / 1e6
+        bound = "up to 100%" if umax is None or umax >= 1 else f"at most {umax:.0%}"
+        out.update(
+            rank=r,
+            grade=grades.hbm_grade(x, ctx.device_kind),
+            mean=x["utilization"],
+            max_sample=x.get("max_utilization"),
+            busy_bound=min(umax, 1.0) if umax is not None else None,
+            below_line=all(
+                v.get("busy_utilization_max") is not None and v["busy_utilization_max"] < ctx.not_bound
+                for v in sampled.values()
+            ),
+            text=(
+                f"counters average {x['utilization']:.1%} of peak on rank {r} (sampled every {period:g} ms, "
+                f"highest sample {(x.get('max_utilization') or 0):.1%}; {bound} while computing)"
+            ),
+        )
+        return out
+    lower = [x.get("modeled_utilization_lower") for x in hbm.values() if x.get("modeled_utilization_lower")]
+    if lower:
+        out.update(
+            lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)"
+        )
+    else:
+        out["text"] = "no HBM bytes in the dump"
+    return out
+
+
+def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
+    from .. import grades
+
+    w = ctx.wait_run()
+    hs = hbm_summary(ctx)
+    util, top_rank = hs["util"], hs["rank"]
+    scaling, method = scaling_of(ctx)
+    cov = ctx.coverage()
+    capture = {
+        "ranks_captured": cov.get("ranks_captured"),
+        "job_ranks": cov.get("job_ranks"),
+        "job_ranks_source": cov.get("job_ranks_source"),
+        "job_ranks_exact": cov.get("job_ranks_exact"),
+        "missing_ranks": cov.get("missing_ranks") or "",
+        "complete": cov.get("complete"),
+        "kernel_coverage": cov.get("kernel_coverage"),
+    }
+    tmpl = ctx.rules["verdict"]
+    common = {
+        "hbm_utilization": util,
+        "hbm_utilization_rank": top_rank,
+        "hbm_evidence": hs["grade"],
+        "hbm_mean_utilization": hs.get("mean"),
+        "hbm_max_sample": hs.get("max_sample"),
+        "hbm_busy_utilization_bound": hs.get("busy_bound"),
+        "scaling_efficiency": scaling if method != "compute_fraction" else None,
+        "scaling_method": method,
+        "compute_fraction": (w or {}).get("compute_fraction"),
+        "capture": capture,
+        "device_kind": ctx.device_kind,
+    }
+    if ctx.device_kind == "cpu":
+        host_ops = int((ctx.store_run_info().get("rows") or {}).get("host_ops") or 0)
+        return {
+            "bound": None,
+            "confidence": "cannot tell",
+            "headline": render(tmpl["no_device"], {"host_ops": host_ops}, "verdict.no_device"),
+            **common,
+            "shares": {},
+            "mean_step_ms": None,
+            "ranks": len(ctx.hbm_ranks()),
+            "steps": 0,
+        }
+    if not w or not w.get("verdict"):
+        info = ctx.store_run_info()
+        k = ctx.con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE task_type = 'cuda_profiler_range') FROM kernels "
+            "WHERE run_id = $r",
+            {"r": ctx.run_id},
+        ).fetchone() or (0, 0)
+        variant = (
+            "cluster_summary"
+            if str(info.get("format", "")).endswith("cluster") and not k[0]
+            else "ranges_only"
+            if k[0] and k[0] == k[1]
+            else "none"
+        )
+        return {
+            "bound": None,
+            "confidence": "cannot tell",
+            "headline": render(tmpl[variant], {"ranges": k[1]}, f"verdict.{variant}"),
+            **common,
+            "shares": {},
+            "mean_step_ms": None,
+            "ranks": len(ctx.hbm_ranks()),
+            "steps": 0,
+        }
+    bound = str(w["verdict"]).removesuffix("-bound")
+    shares = {
+        "memory": w["memory_share"],
+        "communication": w["communication_share"],
+        "compute": w["compute_share"],
+        "idle_host": w["idle_host_share"],
+    }
+    wall = w["wall_ns"] or 1
+    capture_text = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
+    vals: dict[str, Any] = {
+        "util": pct_text(util),
+        "util_rank": top_rank if top_rank is not None else "?",
+        "not_bound": ctx.not_bound,
+        "sat": ctx.sat,
+        "scaling": num_text(scaling),
+        "scaling_method": method.replace("_", " "),
+        "scaling_text": scaling_text(scaling, method),
+        "hbm_text": hs.get("text", ""),
+        "hbm_grade": f"{hs['grade']['grade']}: {hs['grade']['detail']}",
+        "capture": capture_text,
+        "memory_share": shares["memory"] or 0.0,
+        "communication_share": shares["communication"] or 0.0,
+        "compute_share": shares["compute"] or 0.0,
+        "idle_host_share": shares["idle_host"] or 0.0,
+        "transit_share": (w["comm_transit_ns"] or 0) / wall,
+        "wait_share": ((w["comm_wait_other_ns"] or 0) + (w["comm_wait_peer_hbm_ns"] or 0)) / wall,
+        "idle_share": (w["idle_ns"] or 0) / wall,
+        "host_share": (w["host_ns"] or 0) / wall,
+    }
+    graded = util is not None or hs["below_line"]
+    confidence = "judged"
+    variant = {
+        "memory": "memory",
+        "communication": "communication",
+        "compute": "compute",
+        "host/idle": "host_idle",
+    }[bound]
+    if bound == "communication":
+        comm = (
+            (w["comm_transit_ns"] or 0)
+            + (w["comm_wait_other_ns"] or 0)
+            + (w["comm_wait_peer_hbm_ns"] or 0)
+            + (w.get("comm_unsplit_ns") or 0)
+        )
+        if comm and (w.get("comm_unsplit_ns") or 0) >= 0.5 * comm:
+            variant = "unsplit"
+        elif util is not None and util >= ctx.not_bound:
+            variant = "communication_busy_hbm"
+        elif ctx.peak() is None:
+            variant = "communication_no_peak"
+        elif not hs["below_line"]:
+            variant = "communication_hbm_unknown"
+    elif bound == "compute" and not graded:
+        variant = "compute_no_peak" if ctx.peak() is None else "compute_ungraded"
+        confidence = "cannot tell"
+    cw = next((f for f in findings if f.id == "comm_waits_on_memory" and f.fired), None)
+    if cw is not None:
+        variant = "memory_waits" if bound == "memory" else variant
+        vals.update(
+            waiting=cw.evidence["waiting_rank"],
+            late=cw.evidence["late_rank"],
+            wait_ms=to_ms(cw.evidence["peer_wait_ns_per_step"]),
+            late_util=pct_text(cw.evidence.get("late_rank_hbm_utilization")),
+        )
+    if util is None and variant in ("memory", "compute") and ctx.peak() is None:
+        variant += "_no_peak"
+    headline = render(tmpl[variant], vals, f"verdict.{variant}")
+    missing_ns = w.get("comm_wait_missing_ranks_ns") or 0
+    if capture["complete"] is False:
+        n_missing = (capture["job_ranks"] or 0) - (capture["ranks_captured"] or 0)
+        ids = capture["missing_ranks"]
+        missing = f"{n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
+        # a job size read from rank ids is a lower bound (ranks above the highest id named may exist)
+        job = capture["job_ranks"] if capture.get("job_ranks_exact") else f"at least {capture['job_ranks']}"
+        if missing_ns / wall >= 0.05:
+            headline = render(
+                tmpl["partial"],
+                {
+                    "captured": capture["ranks_captured"],
+                    "job": job,
+                    "missing": missing,
+                    "missing_share": missing_ns / wall,
+                    "local": headline,
+                },
+                "verdict.partial",
+            )
+            confidence = "cannot tell"
+        else:
+            headline = f"{capture['ranks_captured']} of {job} ranks captured ({missing}); {headline}"
+    kc = capture.get("kernel_coverage")
+    if kc is not None and kc < 0.9:
+        # a partial task list (data_simplification, a capture cut short) under-counts every device share
+        headline += (
+            f"; note: the device task list covers only {kc:.0%} of the device time step_trace_time "
+            "reports, so the shares above rest on part of each step"
+        )
+    return {
+        "bound": bound,
+        "confidence": confidence,
+        "headline": headline,
+        **common,
+        "shares": shares,
+        "mean_step_ms": to_ms(w["mean_step_ns"]),
+        "ranks": len(ctx.wait_by_rank()),
+        "steps": w["steps"],
+    }
