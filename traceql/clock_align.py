@@ -22,7 +22,8 @@ def offsets(store: Any, run_id: str | None = None) -> list[dict[str, Any]]:
     """The clock_offsets rows of a run (see queries/clock_offsets.sql for the columns)."""
     from . import queries
 
-    return queries.run("clock_offsets", store, run_id=run_id).to_pylist()
+    rows: list[dict[str, Any]] = queries.run("clock_offsets", store, run_id=run_id).to_pylist()
+    return rows
 
 
 def applied(rows: list[dict[str, Any]]) -> dict[int, int]:

@@ -72,7 +72,7 @@ class Context:
         self.gate_values: dict[str, Any] = {}
         self.device_kind = session.device_kind  # ascend | gpu | cpu: whose advice applies
         r = rules["rules"]
-        self.n_ops = max(
+        self.n_ops: int = max(
             int(r["top_hbm_ops"].get("params", {}).get("top_n", 10)), int(r["ub_reuse"]["op_rows"])
         )
 
@@ -223,8 +223,8 @@ class Context:
                 + (" (modeled: a lower bound)" if g == "modeled" else ""),
             }
         if rests_on == "pmu":
-            sources = {r.get("hbm_bytes_source") for r in (top_ops or [])}
-            if "pmu" in sources or "mixed" in sources:
+            pmu_sources = {r.get("hbm_bytes_source") for r in (top_ops or [])}
+            if "pmu" in pmu_sources or "mixed" in pmu_sources:
                 return {"grade": "measured", "detail": "re-read ratios from per-task PMU bytes only"}
             return {
                 "grade": "insufficient",

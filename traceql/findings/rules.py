@@ -70,7 +70,8 @@ def _load_rules_cached(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
             ) from None
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            data: dict[str, Any] = tomllib.load(fh)
+            return data
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise TraceQLError(f"{path}: cannot read the findings rules ({e})") from None
 

@@ -64,7 +64,7 @@ def hbm_summary(ctx: Context) -> dict[str, Any]:
             ),
         )
         return out
-    lower = [x.get("modeled_utilization_lower") for x in hbm.values() if x.get("modeled_utilization_lower")]
+    lower = [float(x["modeled_utilization_lower"]) for x in hbm.values() if x.get("modeled_utilization_lower")]
     if lower:
         out.update(
             lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)"
@@ -82,7 +82,7 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     util, top_rank = hs["util"], hs["rank"]
     scaling, method = scaling_of(ctx)
     cov = ctx.coverage()
-    capture = {
+    capture: dict[str, Any] = {
         "ranks_captured": cov.get("ranks_captured"),
         "job_ranks": cov.get("job_ranks"),
         "job_ranks_source": cov.get("job_ranks_source"),
@@ -119,11 +119,11 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         }
     if not w or not w.get("verdict"):
         info = ctx.store_run_info()
-        k = ctx.con.execute(
+        k = ctx.session.con.execute(
             "SELECT count(*), count(*) FILTER (WHERE task_type = 'cuda_profiler_range') FROM kernels "
             "WHERE run_id = $r",
             {"r": ctx.run_id},
-        ).fetchone() or (0, 0)
+        ).fetchall()[0]
         variant = (
             "cluster_summary"
             if str(info.get("format", "")).endswith("cluster") and not k[0]
@@ -210,7 +210,7 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     headline = render(tmpl[variant], vals, f"verdict.{variant}")
     missing_ns = w.get("comm_wait_missing_ranks_ns") or 0
     if capture["complete"] is False:
-        n_missing = (capture["job_ranks"] or 0) - (capture["ranks_captured"] or 0)
+        n_missing = int(capture["job_ranks"] or 0) - int(capture["ranks_captured"] or 0)
         ids = capture["missing_ranks"]
         missing = f"{n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
         # a job size read from rank ids is a lower bound (ranks above the highest id named may exist)
