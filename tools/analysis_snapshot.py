@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -66,6 +67,12 @@ def _snapshot_run(store: Path, run_id: str) -> dict[str, Any]:
     from traceql import charts, checks, findings, queries
 
     out: dict[str, Any] = {"queries": {}, "checks": {}, "charts": {}}
+    try:  # the derived tables stored first, as every analysis command has them (older traceql: on first query)
+        from traceql.analysis import Analysis
+
+        Analysis(store, run_id).close()
+    except ImportError:
+        pass
     for spec in queries.list_queries():
         if any(p.required for p in spec.params):
             continue
@@ -106,7 +113,8 @@ def write(dest: Path) -> int:
                 snap = _snapshot_run(store, "r")
             except Exception as e:  # noqa: BLE001
                 snap = {"ingest": f"error: {type(e).__name__}: {e}"}
-            (dest / f"{name}.json").write_text(json.dumps(snap, indent=1, sort_keys=True), encoding="utf-8")
+            text = json.dumps(snap, indent=1, sort_keys=True).replace(str(tmp), "<TMP>")
+            (dest / f"{name}.json").write_text(text, encoding="utf-8")
             print(f"{name}: written", flush=True)
     return 0
 
@@ -118,8 +126,16 @@ def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
                 out.append(f"{where}/{k}: only in {'after' if k not in a else 'before'}")
             else:
                 _diff(a[k], b[k], f"{where}/{k}", out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _diff(x, y, f"{where}[{i}]", out)
     elif a != b:
         out.append(f"{where}: {json.dumps(a)[:160]} != {json.dumps(b)[:160]}")
+
+
+def _load(path: Path) -> Any:
+    # snapshots written before the temp dir was replaced by <TMP> at write time
+    return json.loads(re.sub(r"/tmp/snap-[A-Za-z0-9_]+", "<TMP>", path.read_text(encoding="utf-8")))
 
 
 def diff(before: Path, after: Path) -> int:
@@ -130,7 +146,7 @@ def diff(before: Path, after: Path) -> int:
         if not a.exists() or not b.exists():
             problems.append(f"{n}: only in {'after' if not a.exists() else 'before'}")
             continue
-        _diff(json.loads(a.read_text()), json.loads(b.read_text()), n, problems)
+        _diff(_load(a), _load(b), n, problems)
     for p in problems:
         print(p)
     print(f"{len(names)} snapshots compared, {len(problems)} differences")

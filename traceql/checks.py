@@ -32,6 +32,7 @@ FALLBACK_HBM_LIMIT_BPS = 1e13
 # "above 10x the device peak" (the unit-sanity rule)
 PEAK_FACTOR = 10.0
 
+
 @dataclass(frozen=True)
 class Check:
     name: str

@@ -189,7 +189,9 @@ def statements(stored: set[str], temp: bool = True, shell: bool = False) -> list
         if name in stored:
             continue
         order.append(name)
-        create = "CREATE VIEW IF NOT EXISTS" if shell else f"CREATE OR REPLACE {'TEMP VIEW' if temp else 'VIEW'}"
+        create = (
+            "CREATE VIEW IF NOT EXISTS" if shell else f"CREATE OR REPLACE {'TEMP VIEW' if temp else 'VIEW'}"
+        )
         text[name] = f"{create} {name} AS\n{t.sql}"
         needs[name] = (_refs(t.sql, macro_names, call=True)) | (_refs(t.sql, list(defs), call=False) - stored)
     out: list[str] = []

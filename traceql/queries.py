@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
 
+
 @dataclass(frozen=True)
 class QuerySpec:
     name: str

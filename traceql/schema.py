@@ -357,7 +357,11 @@ RUNS_COLUMNS = [
         "every derived table of the run (queries/derived: kernel_bytes, step_windows, comm_events, bw_segments, "
         "timeline_base) is stored and current",
     ),
-    _c("derived_tables", "VARCHAR", "comma-separated derived tables stored for the run with today's fingerprint"),
+    _c(
+        "derived_tables",
+        "VARCHAR",
+        "comma-separated derived tables stored for the run with today's fingerprint",
+    ),
 ]
 
 TABLE_NAMES = list(TABLES)

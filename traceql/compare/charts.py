@@ -31,6 +31,13 @@ _GRADE_COLOURS = {
 }
 
 
+def _data(values: list[dict[str, Any]]) -> Any:
+    """Inline chart data (Altair's Data constructor carries no type annotations)."""
+    import altair as alt
+
+    return alt.Data(values=values)  # type: ignore[no-untyped-call]
+
+
 def step_split_chart(d: dict[str, Any]) -> Any:
     """Before/after bars of the step split (ms per step of one rank), one stacked bar per side."""
     import altair as alt
@@ -55,7 +62,7 @@ def step_split_chart(d: dict[str, Any]) -> Any:
     v = d.get("verdict") or {}
     sub = f"verdict: {v.get('verdict', 'none (not comparable)')}; ms per step of one rank (query wait_attribution)"
     return (
-        alt.Chart(alt.Data(values=rows))
+        alt.Chart(_data(rows))
         .mark_bar()
         .encode(
             y=alt.Y("side:N", title=None, sort=None),
@@ -98,14 +105,14 @@ def traffic_delta_chart(d: dict[str, Any], top: int = 15) -> Any:
     }
     if not rows:
         return (
-            alt.Chart(alt.Data(values=[{"t": "No operator type's HBM traffic changed."}]))
+            alt.Chart(_data([{"t": "No operator type's HBM traffic changed."}]))
             .mark_text(align="left", fontSize=13)
             .encode(text="t:N")
             .properties(width=WIDTH, height=40, title=title)
         )
     grades = list(_GRADE_COLOURS)
     return (
-        alt.Chart(alt.Data(values=rows))
+        alt.Chart(_data(rows))
         .mark_bar()
         .encode(
             y=alt.Y("op_type:N", title=None, sort="-x"),

@@ -98,15 +98,17 @@ def _side(o: OpGroup | None, n: int) -> dict[str, Any] | None:
 
 def _pair(k: str, bo: OpGroup | None, co: OpGroup | None, nb: int, nc: int) -> dict[str, Any]:
     bs, cs = _side(bo, nb), _side(co, nc)
+    either = bo or co
+    assert either is not None  # k comes from the union of both sides' keys
     row: dict[str, Any] = {
         "key": k,
-        "op_type": (bo or co).op_type,
-        "is_comm": (bo or co).is_comm,  # type: ignore[union-attr]
-        "shapes": (bo or co).shapes,
-        "dtypes": (bo or co).dtypes,
+        "op_type": either.op_type,
+        "is_comm": either.is_comm,
+        "shapes": either.shapes,
+        "dtypes": either.dtypes,
         "base": bs,
         "cand": cs,
-    }  # type: ignore[union-attr]
+    }
 
     def d(f: str) -> float | None:
         x = (bs or {}).get(f) if bs else 0.0
@@ -317,10 +319,10 @@ def findings_diff(b: RunNumbers, c: RunNumbers) -> dict[str, Any] | None:
     for fid in [*fb, *[k for k in fc if k not in fb]]:
         x, y = fb.get(fid), fc.get(fid)
         was, now = bool(x and x.fired), bool(y and y.fired)
-        if was and not now:
+        if was and not now and x is not None:
             out["resolved"].append(
                 {"id": fid, "title": x.title, "then": brief(x), "now": brief(y) if y else None}
-            )  # type: ignore[union-attr]
+            )
         elif now and not was:
             out["new"].append({"id": fid, "title": y.title, "then": brief(x) if x else None, "now": brief(y)})  # type: ignore[union-attr]
         elif was and now:

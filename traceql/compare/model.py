@@ -184,7 +184,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         from ..version import __version__
 
-        return jsonable(
+        out: dict[str, Any] = jsonable(
             {
                 "format": FORMAT_ID,
                 "generated_by": f"traceql {__version__}",
@@ -207,3 +207,4 @@ class Comparison:
                 "framework": self.framework,
             }
         )
+        return out

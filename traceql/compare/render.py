@@ -89,9 +89,17 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
     st = d["step"]
     L += ["", f"## Step time and where it went ({st['unit']}, ms)", ""]
     rows = [
-        ["step window", ms_text(st["wall_ns"]["base"]), ms_text(st["wall_ns"]["cand"]), dms_text(st["wall_ns"]["delta"])]
+        [
+            "step window",
+            ms_text(st["wall_ns"]["base"]),
+            ms_text(st["wall_ns"]["cand"]),
+            dms_text(st["wall_ns"]["delta"]),
+        ]
     ]
-    rows += [[p["label"], ms_text(p["base"]), ms_text(p["cand"]), dms_text(p["delta"])] for p in st["parts"].values()]
+    rows += [
+        [p["label"], ms_text(p["base"]), ms_text(p["cand"]), dms_text(p["delta"])]
+        for p in st["parts"].values()
+    ]
     L += _table(["", "base", "cand", "delta"], rows)
     if len(d["ranks"]) > 1:
         L += ["", "Per rank (mean step window, ms):", ""]

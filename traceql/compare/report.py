@@ -36,7 +36,10 @@ def section(
                 dms_text(st["wall_ns"]["delta"]),
             )
         ]
-        + [(p["label"], ms_text(p["base"]), ms_text(p["cand"]), dms_text(p["delta"])) for p in st["parts"].values()],
+        + [
+            (p["label"], ms_text(p["base"]), ms_text(p["cand"]), dms_text(p["delta"]))
+            for p in st["parts"].values()
+        ],
         "traffic": [
             (
                 r["op_type"],

@@ -64,7 +64,9 @@ def hbm_summary(ctx: Context) -> dict[str, Any]:
             ),
         )
         return out
-    lower = [float(x["modeled_utilization_lower"]) for x in hbm.values() if x.get("modeled_utilization_lower")]
+    lower = [
+        float(x["modeled_utilization_lower"]) for x in hbm.values() if x.get("modeled_utilization_lower")
+    ]
     if lower:
         out.update(
             lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)"

@@ -42,7 +42,6 @@ def js_bundle() -> str:
     """Vega + Vega-Lite + vega-embed as one script, from vl-convert-python (no network, no vendored copy)."""
     import vl_convert as vlc
 
-
     # the snippet puts the three libraries on window (what vl-convert's default snippet does)
     snippet = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
     return _safe_script(vlc.javascript_bundle(snippet, vl_version=vl_version()))
@@ -50,7 +49,6 @@ def js_bundle() -> str:
 
 def bundle_versions() -> dict[str, str]:
     import vl_convert as vlc
-
 
     return {
         "vega": vlc.get_vega_version(),

@@ -44,6 +44,7 @@ VERDICT_CHARTS = ["wait_attribution", "hbm_ranks"]
 RANK_CHARTS = ["hbm_timeline", "wait_steps", "step_breakdown"]
 OPERATOR_CHARTS = ["op_hbm_bytes", "top_ops", "roofline", "ub_l2", "layout_transforms"]
 
+
 # ---- the report -----------------------------------------------------------------------------------------------
 @dataclass
 class _Charts:

@@ -176,7 +176,9 @@ def check_bandwidth_bound(ctx: Context, rule: Rule) -> Finding:
             grade=grade,
         )
     lower = [
-        float(row["modeled_utilization_lower"]) for row in ranks.values() if row.get("modeled_utilization_lower")
+        float(row["modeled_utilization_lower"])
+        for row in ranks.values()
+        if row.get("modeled_utilization_lower")
     ]
     if lower:
         ev.update(modeled_lower_bound_utilization=max(lower))
