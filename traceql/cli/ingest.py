@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import StoreOpt
+from ._options import ListFormat, StoreOpt, format_opt
 
 
 def ingest_cmd(
@@ -88,9 +88,8 @@ def ingest_cmd(
             follow_links=follow_links,
         )
     rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
-    _console.out.print(
-        f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}",
-        markup=False,
+    _console.line(
+        f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}"
     )
     for w in info.get("warnings", [])[:10]:
         _console.warn(w)
@@ -119,26 +118,20 @@ def ingest_cmd(
 
 def runs_cmd(
     store: StoreOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json")] = "table",
+    fmt: Annotated[ListFormat, format_opt("The listing as a table or JSON.")] = ListFormat.table,
 ) -> None:
     """List the runs in the store.
 
     Example:  traceql runs --format json
     """
-    import json
-
     from ..store import Store
     from . import _console
+    from ._output import write_json
 
     st = Store(store)
     runs = st.runs() if st.exists() else {}
-    if fmt == "json":
-        _console.out.print(
-            json.dumps(
-                {k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()}, indent=1
-            ),
-            markup=False,
-        )
+    if fmt == ListFormat.json:
+        write_json({k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()})
         return
     rows = [
         (

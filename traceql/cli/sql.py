@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import StoreOpt
+from ._options import DocFormat, StoreOpt, TableFormat, format_opt, output_opt
 
 # What `traceql sql` runs without --write: queries, plain EXPLAIN, and metadata pragmas. Everything else is
 # refused, SET and most PRAGMAs included: DuckDB can write files through them (query logs, profiler output,
@@ -69,10 +69,10 @@ def sql_cmd(
         ),
     ],
     store: StoreOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|csv|json|parquet")] = "table",
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")
-    ] = None,
+    fmt: Annotated[
+        TableFormat, format_opt("The result as a table, CSV, JSON or Parquet (parquet needs --output).")
+    ] = TableFormat.table,
+    output: Annotated[Optional[Path], output_opt()] = None,
     write: Annotated[
         bool,
         typer.Option(
@@ -129,37 +129,39 @@ def sql_cmd(
     table = sql_sandbox.run(con, query, limit_s)
     if table is None:
         return
-    emit(table, fmt, output)
+    emit(table, fmt.value, output)
 
 
 def schema_cmd(
     table: Annotated[Optional[str], typer.Argument(help="Table name; omit to list all tables.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json|markdown")] = "table",
+    fmt: Annotated[DocFormat, format_opt("The docs as a table, JSON or markdown.")] = DocFormat.table,
 ) -> None:
     """Show the canonical tables, or one table's columns with types and docs.
 
     Example:  traceql schema kernels
     """
-    import json
-
     from .. import schema
     from ..errors import TraceQLError
     from . import _console
+    from ._output import write_json, write_text
 
     names = ["runs", *schema.TABLE_NAMES]
     if table is None:
         rows = [(n, schema.describe(n)) for n in names]
-        if fmt == "json":
-            _console.out.print(json.dumps(dict(rows), indent=1), markup=False)
+        if fmt == DocFormat.json:
+            write_json(dict(rows))
+        elif fmt == DocFormat.markdown:
+            lines = ["| table | description |", "|---|---|"] + [f"| `{n}` | {d} |" for n, d in rows]
+            write_text("\n".join(lines) + "\n")
         else:
             _console.print_table(["table", "description"], rows)
         return
     if table not in names:
         raise TraceQLError(f"unknown table {table!r}; tables: {', '.join(names)}")
     cols = schema.columns(table)
-    if fmt == "json":
-        _console.out.print(json.dumps([c.__dict__ for c in cols], indent=1), markup=False)
-    elif fmt == "markdown":
+    if fmt == DocFormat.json:
+        write_json([c.__dict__ for c in cols])
+    elif fmt == DocFormat.markdown:
         lines = [
             f"### {table}",
             "",
@@ -169,7 +171,7 @@ def schema_cmd(
             "|---|---|---|",
         ]
         lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in cols]
-        _console.out.print("\n".join(lines), markup=False)
+        write_text("\n".join(lines) + "\n")
     else:
         _console.print_table(
             ["column", "type", "description"],
