@@ -201,7 +201,9 @@ def _report(meta: dict[str, Any]) -> None:
         _console.info(f"  CUPTI counters unavailable: {cupti.get('reason')}")
     _console.line(f"dump: {dump}")
     if target:
-        _console.line(f"ingest with: traceql ingest {target}")
+        from ..commandline import command
+
+        _console.line(f"ingest with: {command('ingest', target)}")
 
 
 def _ingest(meta: dict[str, Any], store: Path | None, run: str, replace: bool) -> None:
