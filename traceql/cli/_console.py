@@ -43,6 +43,11 @@ def info(msg: str) -> None:
     err.print(safe(msg), markup=False)
 
 
+def report(level: str, msg: str) -> None:
+    """A library message by level ("warn" or "info"), e.g. traceql.post_ingest's."""
+    (warn if level == "warn" else info)(msg)
+
+
 def line(text: str, style: str | None = None) -> None:
     """One line of human text on stdout (control characters escaped, never read as markup or emoji)."""
     out.print(safe(text), style=style, markup=False, emoji=False)

@@ -207,20 +207,15 @@ def _report(meta: dict[str, Any]) -> None:
 
 
 def _ingest(meta: dict[str, Any], store: Path | None, run: str, replace: bool) -> None:
+    """Ingest the capture's dump, then the same post-ingest policy as `traceql ingest` (traceql.post_ingest)."""
     from ..ingest import ingest
+    from ..post_ingest import after_ingest, summary
     from . import _console
 
     target = Path(meta["dump"]) / meta["ingest_path"]
     info = ingest(target, store=store, name=run, replace=replace, workers=1)
-    rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
-    _console.line(f"stored run {info['run_id']!r}: {info['format']}; rows: {rows}")
-    for w in info.get("warnings", [])[:10]:
-        _console.warn(w)
-    from ..checks import run_checks  # the same data-fidelity checks `traceql ingest` runs
-
-    for r in run_checks(store, info["run_id"], analysis=False):
-        if r["failures"]:
-            _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']}")
+    _console.line(summary(info))
+    after_ingest(info, store, _console.report, workers=1)
 
 
 def register(app: typer.Typer) -> None:

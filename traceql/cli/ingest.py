@@ -87,33 +87,10 @@ def ingest_cmd(
             on_bytes=on_bytes if progress_wanted(quiet) else None,
             follow_links=follow_links,
         )
-    rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
-    _console.line(
-        f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}"
-    )
-    for w in info.get("warnings", [])[:10]:
-        _console.warn(w)
-    if check:
-        from ..checks import run_checks
+    from ..post_ingest import after_ingest, summary
 
-        for r in run_checks(store, info["run_id"], analysis=False):
-            if r.get("error"):
-                _console.warn(f"check {r['name']} could not run: {r['error']}")
-            elif r["failures"]:
-                _console.warn(
-                    f"check {r['name']}: {r['failures']} row(s) — {r['description']} (see `traceql check`)"
-                )
-    if prepare if prepare is not None else info["ranks_count"] >= 2:
-        from .. import derive
-        from ..store import Store
-
-        def building(run_id: str) -> None:
-            _console.info(f"building the analysis tables of run {run_id!r}")
-
-        if derive.ensure(Store(store), [info["run_id"]], workers=workers, on_build=building):
-            _console.warn(
-                f"could not build the analysis tables of run {info['run_id']!r}: the first analysis will try again"
-            )
+    _console.line(summary(info))
+    after_ingest(info, store, _console.report, check=check, prepare=prepare, workers=workers)
 
 
 def runs_cmd(
