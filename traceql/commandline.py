@@ -25,9 +25,10 @@ def store_root(store: Any) -> Path | None:
     `store` is what the library functions take: a Store, a path, or None (the default store)."""
     if store is None:
         return None
-    from .store import default_store
+    from .store import Store, default_store
 
-    root = Path(getattr(store, "root", store))
+    # a Store, not getattr(store, "root"): a Path has .root too (its "/")
+    root = Path(store.root if isinstance(store, Store) else store)
     return None if root.resolve() == Path(default_store()).resolve() else root
 
 
