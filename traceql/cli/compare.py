@@ -52,6 +52,7 @@ def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
         if str(info.get("source", "")) == src:
             return rid
     from ..ingest import ingest
+    from ..post_ingest import after_ingest, summary
 
     name, i = run_name_from_path(p.resolve()), 2
     base = name
@@ -59,7 +60,11 @@ def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
         name, i = f"{base}-{i}", i + 1
     if not quiet:
         _console.info(f"ingesting {arg} as run {name!r}")
-    ingest(p, store=st, name=name)
+    info = ingest(p, store=st, name=name)
+    # the same post-ingest policy as `traceql ingest`; its lines go to stderr: stdout is the comparison
+    if not quiet:
+        _console.info(summary(info))
+    after_ingest(info, st, _console.report if not quiet else lambda level, text: None)
     return name
 
 
