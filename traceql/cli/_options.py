@@ -111,6 +111,6 @@ def baseline_opt(help: str = "Baseline run (e.g. 1 card) for the scaling efficie
     return typer.Option("--baseline", help=help)
 
 
-def peaks(peak_hbm_gbps: float | None) -> dict[str, float | None] | None:
+def peaks(peak_hbm_gbps: float | None) -> dict[str, Any] | None:
     """--peak-hbm-gbps as the library's peaks override (bytes/s), or None."""
     return {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
