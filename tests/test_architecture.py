@@ -41,7 +41,10 @@ LAYERS: list[tuple[str, int]] = [
     ("traceql._procs", 1),
     ("traceql.fs_errors", 1),
     ("traceql.progress", 1),
-    ("traceql", 0),  # definitions: schema, sqlfiles, derived_tables, devices, grades, errors, version, _duck...
+    (
+        "traceql",
+        0,
+    ),  # definitions: schema, sqlfiles, derived_tables, devices, grades, errors, version, _duck...
 ]
 
 

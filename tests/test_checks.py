@@ -278,11 +278,12 @@ def test_cli_check_errors_are_one_line(store: Path, cli) -> None:  # type: ignor
     for args, msg in [
         (("--run", "nope"), "no run 'nope'"),
         (("-c", "nope"), "unknown check"),
-        (("-f", "xml"), "unknown --format"),
     ]:
         r = cli("check", "--store", store, *args)
         assert r.code == 1 and msg in r.err and "Traceback" not in r.err, r
         assert len(r.err.strip().splitlines()) == 1, r
+    r = cli("check", "--store", store, "-f", "xml")  # a usage error (issue 15): Click's message, exit 2
+    assert r.code == 2 and "'xml' is not one of 'table', 'json'" in r.err and "Traceback" not in r.err, r
 
 
 def test_cli_check_help_has_example(cli) -> None:  # type: ignore[no-untyped-def]

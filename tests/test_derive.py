@@ -212,10 +212,10 @@ def test_fingerprints_cover_exactly_the_sql_the_stored_tables_depend_on(
     def edited(name: str) -> dict[str, str]:
         changed = tuple((n, q + " " if n == name else q) for n, q in stmts)  # any byte of SQL counts
         derived_tables._load.cache_clear()
-        return dict(
-            (t.name, t.fingerprint)
+        return {
+            t.name: t.fingerprint
             for t in derived_tables._load(str(sqlfiles.library_dir("derived")), changed)
-        )
+        }
 
     names = {n for n, _q in stmts}
     # _dtype_bytes: modeled bytes (kernel_bytes and everything downstream of it); _is_comm: comm_events too

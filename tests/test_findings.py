@@ -573,7 +573,6 @@ def test_cli_fail_on(cli, planted_store: Path, cached_reports: None) -> None:  #
     ("args", "message"),
     [
         (["--run", "nope"], "no run 'nope'"),
-        (["--format", "yaml"], "unknown --format 'yaml'"),
         (["--baseline", "nope"], "no run 'nope'"),
         (["--device", "tpu9"], "unknown device 'tpu9'"),
         (["--output", "x.txt"], "--output needs --format json or markdown"),
@@ -586,6 +585,11 @@ def test_cli_bad_input_is_one_line_exit_1(cli, planted_store: Path, args: list[s
         else cli("findings", "--store", planted_store, *args)
     )
     assert r.code == 1 and message in r.err and len(r.err.strip().splitlines()) == 1, r
+
+
+def test_cli_bad_format_is_a_usage_error(cli, planted_store: Path) -> None:  # type: ignore[no-untyped-def]
+    r = cli("findings", "--store", planted_store, "--run", "clean", "--format", "yaml")
+    assert r.code == 2 and "'yaml' is not one of 'table', 'json', 'markdown'" in r.err, r
 
 
 def test_cli_no_store(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from conftest import LEVEL0, LEVEL1, MSI, SHARED
 
-from traceql.analysis import Analysis
 from traceql import findings, queries
+from traceql.analysis import Analysis
 from traceql.ingest import ingest
 from traceql.synth import Scenario, write_torch_npu_dump
 from traceql.synth.scenarios import article_scenario
@@ -97,7 +97,6 @@ def test_level1_utilisation_is_the_counters_mean(level1_store: Path) -> None:
 
 
 def test_level1_kernels_get_no_sampled_bytes(level1_store: Path) -> None:
-    from traceql import engine
 
     con = Analysis(level1_store, "level1").con
     try:
@@ -242,7 +241,6 @@ def test_write_only_ops_model_no_reads(tmp_path: Path) -> None:
     dump = tmp_path / "dump"
     write_torch_npu_dump(sc, dump, aic_metrics="PipeUtilization", with_trace_view=False)
     st = _store(tmp_path, dump, "wo")
-    from traceql import engine
 
     con = Analysis(st, "wo").con
     try:
@@ -438,7 +436,6 @@ def test_work_after_the_last_step_marker_is_counted(tmp_path: Path) -> None:
     dump = tmp_path / "dump"
     write_torch_npu_dump(sc, dump, aic_metrics="PipeUtilization", with_trace_view=True)
     st = _store(tmp_path, dump, "tail")
-    from traceql import engine
 
     con = Analysis(st, "tail").con
     try:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from _canon import MS, US, MiB, build_store
 
-from traceql.analysis import Analysis
 from traceql import queries
+from traceql.analysis import Analysis
 
 PEAK = 1e12  # a round HBM peak (bytes/s) for the timeline tests
 
@@ -230,7 +230,6 @@ def sampled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_sampled_bytes_apportioned_by_overlap(sampled_store: Path) -> None:
-    from traceql import engine
 
     con = Analysis(sampled_store, "sampled").con
     try:

@@ -1108,27 +1108,22 @@ def reproduce(
     rank: int | None = None,
     peak_hbm_gbps: float | None = None,
 ) -> list[str]:
-    """The `traceql query` commands that print the numbers behind chart `name`."""
-    import shlex
+    """The `traceql query` commands that print the numbers behind chart `name` (traceql.commandline)."""
+    from .commandline import command
 
-    from .store import Store, default_store
-
-    out = []
-    for s in get(name).sources:
-        parts = ["traceql", "query", s.query, "--run", run_id]
-        root = store.root if isinstance(store, Store) else (Path(store) if store else None)
-        if root is not None and Path(root).resolve() != Path(default_store()).resolve():
-            parts += ["--store", str(root)]
-        if rank is not None:
-            parts += ["--rank", str(rank)]
-        if device:
-            parts += ["--device", device]
-        if peak_hbm_gbps is not None:
-            parts += ["--peak-hbm-gbps", f"{peak_hbm_gbps:g}"]
-        for k, v in s.params.items():
-            parts += ["--param", f"{k}={v}"]
-        out.append(shlex.join(parts))
-    return out
+    return [
+        command(
+            "query",
+            s.query,
+            run=run_id,
+            store=store,
+            rank=rank,
+            device=device,
+            peak_hbm_gbps=peak_hbm_gbps,
+            params=s.params,
+        )
+        for s in get(name).sources
+    ]
 
 
 # ---- export ---------------------------------------------------------------------------------------------------

@@ -78,9 +78,10 @@ def main() -> None:
         raise
     except Exception as e:  # click usage errors arrive here with standalone_mode=False
         # typer >= 0.29 vendors click (typer._click), older typer uses click: duck-type its exceptions.
-        if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
+        code = getattr(e, "exit_code", None)
+        if hasattr(e, "show") and isinstance(code, int):
             e.show()
-            sys.exit(e.exit_code)
+            sys.exit(code)
         if type(e).__name__ == "Abort":
             sys.exit(1)
         if os.environ.get("TRACEQL_DEBUG"):

@@ -1,25 +1,8 @@
-"""Options shared by several commands."""
+"""The run a command analyses (the options themselves are in _options)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
-
-StoreOpt = Annotated[
-    Optional[Path],
-    typer.Option(
-        "--store",
-        "-s",
-        help="Store directory (default ./.traceql, or $TRACEQL_STORE).",
-        envvar="TRACEQL_STORE",
-    ),
-]
-RunOpt = Annotated[
-    Optional[str], typer.Option("--run", "-r", help="Run name (default: the only/most recent run).")
-]
-RankOpt = Annotated[Optional[int], typer.Option("--rank", help="Only this rank.")]
 
 
 def resolve_run(store: Path | None, run: str | None) -> str:

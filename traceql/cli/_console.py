@@ -7,8 +7,15 @@ from typing import Any
 
 from rich.console import Console
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+# markup and emoji off on both consoles: every string printed here may quote dump text (a source path
+# `d:fire:d`, an op named `[bold]`), and rich would otherwise turn `:fire:` into an emoji and `[x]` into style.
+# Machine formats (JSON, CSV) never come here: traceql.cli._output writes them to the stream as they are.
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+#: width given to a table written to a pipe or a file: wide enough that no cell is ever folded or cut (a number
+#: split over two lines cannot be read back); a terminal gets its own width
+PIPE_WIDTH = 1_000_000
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]}
@@ -34,6 +41,16 @@ def warn(msg: str) -> None:
 
 def info(msg: str) -> None:
     err.print(safe(msg), markup=False)
+
+
+def report(level: str, msg: str) -> None:
+    """A library message by level ("warn" or "info"), e.g. traceql.post_ingest's."""
+    (warn if level == "warn" else info)(msg)
+
+
+def line(text: str, style: str | None = None) -> None:
+    """One line of human text on stdout (control characters escaped, never read as markup or emoji)."""
+    out.print(safe(text), style=style, markup=False, emoji=False)
 
 
 def progress_enabled(quiet: bool) -> bool:
@@ -66,26 +83,37 @@ def make_byte_progress(quiet: bool) -> Any:
 
 
 def print_table(columns: list[str], rows: list[tuple[Any, ...]], title: str | None = None) -> None:
+    """A result table on stdout. On a terminal: rich's table at the terminal's width. To a pipe or a file:
+    the same table at its natural width, no cell folded (`traceql ... | grep` sees every number whole). Too
+    many columns for the width: one block per row (psql's expanded mode). No rows: the header and "(0 rows)"."""
     from rich.table import Table
-
-    width = out.size.width if out.is_terminal else 160
-    if len(columns) * 12 > width:
-        # too wide for columns: one block per row, `column  value` lines (like psql's expanded mode)
-        if title:
-            out.print(title, markup=False)
-        pad = max(len(str(c)) for c in columns)
-        for i, r in enumerate(rows):
-            out.print(f"-[ row {i + 1} ]" + "-" * 20, markup=False)
-            for c, v in zip(columns, r, strict=False):
-                out.print(f"{str(c).ljust(pad)}  {'' if v is None else v}", markup=False)
-        return
-
-    t = Table(title=title, show_lines=False)
-    for c in columns:
-        t.add_column(str(c), overflow="fold")
     from rich.text import Text
 
+    tty = out.is_terminal
+    width = out.size.width if tty else 160
+    if rows and len(columns) * 12 > width:
+        # too wide for columns: one block per row, `column  value` lines (like psql's expanded mode)
+        if title:
+            line(title)
+        pad = max(len(str(c)) for c in columns)
+        for i, r in enumerate(rows):
+            line(f"-[ row {i + 1} ]" + "-" * 20)
+            for c, v in zip(columns, r, strict=False):
+                line(f"{str(c).ljust(pad)}  {'' if v is None else v}")
+        return
+
+    # Text(), not str, everywhere: dump-derived cells and titles like "[bold]" must not be read as markup
+    t = Table(title=Text(safe(title)) if title else None, show_lines=False)
+    for c in columns:
+        t.add_column(Text(safe(str(c))), overflow="fold" if tty else "ignore", no_wrap=not tty)
     for r in rows:
-        # Text(), not str: dump-derived cells like "[bold]" must not be read as rich markup
         t.add_row(*[Text("" if v is None else safe(str(v))) for v in r])
-    out.print(t)
+    if tty:
+        out.print(t)
+    else:
+        wide = Console(
+            file=out.file, width=PIPE_WIDTH, highlight=False, soft_wrap=True, markup=False, emoji=False
+        )
+        wide.print(t)
+    if not rows:
+        line("(0 rows)")

@@ -1,4 +1,10 @@
-"""Write an Arrow result as table/csv/json/parquet to stdout or a file (shared by sql, query, findings)."""
+"""Write results to stdout or a file: an Arrow result as table/csv/json/parquet (sql, query), and the one
+writer of every command's machine-format text (JSON, CSV, markdown).
+
+Machine formats are written to the stream as they are, never through rich: rich would read a source path
+`d:fire:d` as an emoji code and `[bold]` as markup. The one change: stdout that is a terminal gets control
+characters escaped (dump text could carry ANSI/OSC sequences that retitle the terminal or write its
+clipboard); a pipe or a file gets the exact bytes."""
 
 from __future__ import annotations
 
@@ -8,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceQLError
+from ._options import TableFormat
 
-FORMATS = ("table", "csv", "json", "parquet")
+FORMATS = tuple(f.value for f in TableFormat)
 
 
 def _jsonable(v: Any) -> Any:
@@ -31,6 +38,24 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, float) and v != v:
         return None
     return v
+
+
+def write_text(text: str, output: Path | None = None) -> None:
+    """Machine-format text to FILE (exact) or stdout (exact to a pipe; control characters escaped on a terminal)."""
+    if output is not None:
+        Path(output).write_text(text, encoding="utf-8")
+        return
+    if sys.stdout.isatty():
+        from ._console import safe
+
+        text = safe(text, newlines=True)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def write_json(obj: Any, output: Path | None = None) -> None:
+    """One JSON document (indent 1, UTF-8 as it is, no NaN) and a newline, through write_text."""
+    write_text(json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False, default=str) + "\n", output)
 
 
 def emit(table: Any, fmt: str, output: Path | None = None, max_rows: int = 200) -> None:
@@ -67,23 +92,10 @@ def emit(table: Any, fmt: str, output: Path | None = None, max_rows: int = 200) 
         else:
             sink = pa.BufferOutputStream()
             pcsv.write_csv(t, sink)
-            text = sink.getvalue().to_pybytes().decode("utf-8")
-            if sys.stdout.isatty():
-                # dump text (op and file names) could carry ANSI/OSC sequences that retitle the terminal or
-                # write its clipboard: a terminal gets them escaped, as the table and JSON output do; a pipe
-                # or a file gets the exact bytes
-                from ._console import safe
-
-                text = safe(text, newlines=True)
-            sys.stdout.write(text)
+            write_text(sink.getvalue().to_pybytes().decode("utf-8"))
         return
     if fmt == "json":
-        rows = [{k: _jsonable(v) for k, v in r.items()} for r in table.to_pylist()]
-        text = json.dumps(rows, indent=1, ensure_ascii=False, allow_nan=False, default=str)
-        if output:
-            Path(output).write_text(text + "\n", encoding="utf-8")
-        else:
-            sys.stdout.write(text + "\n")
+        write_json([{k: _jsonable(v) for k, v in r.items()} for r in table.to_pylist()], output)
         return
     from . import _console
 

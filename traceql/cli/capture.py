@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import StoreOpt
+from ._options import StoreOpt
 
 _HELP = """Run a workload under the right profiler (torch_npu on an Ascend NPU, torch.profiler on CUDA/CPU) with the
 memory counters on, and write a dump traceql ingests (plus capture_meta.json beside it).
@@ -199,26 +199,23 @@ def _report(meta: dict[str, Any]) -> None:
     )
     if cupti.get("attempted") and not cupti.get("available"):
         _console.info(f"  CUPTI counters unavailable: {cupti.get('reason')}")
-    _console.out.print(f"dump: {dump}", markup=False)
+    _console.line(f"dump: {dump}")
     if target:
-        _console.out.print(f"ingest with: traceql ingest {target}", markup=False)
+        from ..commandline import command
+
+        _console.line(f"ingest with: {command('ingest', target)}")
 
 
 def _ingest(meta: dict[str, Any], store: Path | None, run: str, replace: bool) -> None:
+    """Ingest the capture's dump, then the same post-ingest policy as `traceql ingest` (traceql.post_ingest)."""
     from ..ingest import ingest
+    from ..post_ingest import after_ingest, summary
     from . import _console
 
     target = Path(meta["dump"]) / meta["ingest_path"]
     info = ingest(target, store=store, name=run, replace=replace, workers=1)
-    rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
-    _console.out.print(f"stored run {info['run_id']!r}: {info['format']}; rows: {rows}", markup=False)
-    for w in info.get("warnings", [])[:10]:
-        _console.warn(w)
-    from ..checks import run_checks  # the same data-fidelity checks `traceql ingest` runs
-
-    for r in run_checks(store, info["run_id"], analysis=False):
-        if r["failures"]:
-            _console.warn(f"check {r['name']}: {r['failures']} row(s) — {r['description']}")
+    _console.line(summary(info))
+    after_ingest(info, store, _console.report, workers=1)
 
 
 def register(app: typer.Typer) -> None:

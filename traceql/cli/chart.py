@@ -7,19 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import RankOpt, RunOpt, StoreOpt
-
-DeviceOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--device",
-        help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); "
-        "default: detected from the dump.",
-    ),
-]
-PeakOpt = Annotated[
-    Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).")
-]
+from ._options import DeviceOpt, PeakHbmOpt, RankOpt, RunOpt, StoreOpt, baseline_opt, output_opt, peaks
 
 
 def chart_cmd(
@@ -31,15 +19,12 @@ def chart_cmd(
     rank: RankOpt = None,
     store: StoreOpt = None,
     device: DeviceOpt = None,
-    peak_hbm_gbps: PeakOpt = None,
+    peak_hbm_gbps: PeakHbmOpt = None,
     output: Annotated[
         Optional[Path],
-        typer.Option(
-            "--output",
-            "-o",
-            help="File to write; the format comes from the "
-            "suffix: .png .svg (rendered offline) .html (self-contained) "
-            ".json (Vega-Lite spec). Default NAME.png.",
+        output_opt(
+            "File to write; the format comes from the suffix: .png .svg (rendered offline) .html "
+            "(self-contained) .json (Vega-Lite spec). Default NAME.png."
         ),
     ] = None,
 ) -> None:
@@ -59,9 +44,7 @@ def chart_cmd(
 
     if list_ or name is None:
         for c in charts.list_charts():
-            _console.out.print(
-                f"{c.name:<18} {c.description}  [queries: {', '.join(c.queries)}]", markup=False
-            )
+            _console.line(f"{c.name:<18} {c.description}  [queries: {', '.join(c.queries)}]")
         return
     charts.get(name)  # unknown chart: one line before touching the store
     out = output or Path(f"{name}.png")
@@ -72,8 +55,7 @@ def chart_cmd(
             f"{out}: unknown chart format {out.suffix or '(none)'!r}; use one of {', '.join(charts.FORMATS)}"
         )
     run_id = resolve_run(store, run)
-    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
-    chart = charts.make(name, store, run_id=run_id, rank=rank, device=device, peaks=peaks)
+    chart = charts.make(name, store, run_id=run_id, rank=rank, device=device, peaks=peaks(peak_hbm_gbps))
     charts.save(chart, out)
     _console.info(f"wrote {out} (chart {name}, run {run_id})")
 
@@ -82,14 +64,9 @@ def report_cmd(
     run: RunOpt = None,
     store: StoreOpt = None,
     device: DeviceOpt = None,
-    peak_hbm_gbps: PeakOpt = None,
-    baseline: Annotated[
-        Optional[str],
-        typer.Option("--baseline", help="Baseline run (e.g. 1 card) for the scaling efficiency."),
-    ] = None,
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default RUN.html).")
-    ] = None,
+    peak_hbm_gbps: PeakHbmOpt = None,
+    baseline: Annotated[Optional[str], baseline_opt()] = None,
+    output: Annotated[Optional[Path], output_opt("HTML file to write (default RUN.html).")] = None,
 ) -> None:
     """Write one self-contained HTML report: the verdict (what saturates first, with the number), the findings
     with the charts that prove them, per-rank detail, operators, run metadata and the commands that reproduce
@@ -112,8 +89,7 @@ def report_cmd(
         from ..errors import TraceQLError
 
         raise TraceQLError(f"{out}: the report is an HTML file; give a path ending in .html")
-    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
-    write_report(out, store, run_id, device=device, peaks=peaks, baseline=baseline)
+    write_report(out, store, run_id, device=device, peaks=peaks(peak_hbm_gbps), baseline=baseline)
     _console.info(
         f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, run {run_id}); it opens offline in any browser"
     )

@@ -6,13 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import RunOpt, StoreOpt
+from ._options import ListFormat, RunOpt, StoreOpt, format_opt
 
 
 def check_cmd(
     run: RunOpt = None,
     store: StoreOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json")] = "table",
+    fmt: Annotated[ListFormat, format_opt("The results as a table or JSON.")] = ListFormat.table,
     all_runs: Annotated[bool, typer.Option("--all", help="Check every run in the store.")] = False,
     only: Annotated[
         Optional[list[str]], typer.Option("--check", "-c", help="Run only this check (repeatable).")
@@ -34,9 +34,8 @@ def check_cmd(
     from ..store import Store
     from . import _console
     from ._common import resolve_run
+    from ._output import write_json
 
-    if fmt not in ("table", "json"):
-        raise TraceQLError(f"unknown --format {fmt!r}; expected table or json")
     known = [c.name for c in checks.load_checks()]
     for name in only or []:
         if name not in known:
@@ -45,8 +44,8 @@ def check_cmd(
     run_ids = sorted(st.runs()) if all_runs else [resolve_run(store, run)]
     report = {rid: checks.run_checks(st, rid, names=only or None) for rid in run_ids}
     failed = sum(1 for res in report.values() for r in res if r["failures"] or r["error"])
-    if fmt == "json":
-        _console.out.print(json.dumps(report, indent=1, ensure_ascii=False), markup=False)
+    if fmt == ListFormat.json:
+        write_json(report)
     else:
         rows = []
         for rid, res in report.items():

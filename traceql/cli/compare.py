@@ -8,15 +8,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import StoreOpt
+from ._options import CompareFormat, StoreOpt, format_opt, output_opt, peaks
 
 GATE_EXIT = 3  # --gate tripped (1 = error, incl. not comparable; 2 = usage error)
-
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
 
 
 class Mode(str, Enum):
@@ -58,6 +52,7 @@ def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
         if str(info.get("source", "")) == src:
             return rid
     from ..ingest import ingest
+    from ..post_ingest import after_ingest, summary
 
     name, i = run_name_from_path(p.resolve()), 2
     base = name
@@ -65,7 +60,11 @@ def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
         name, i = f"{base}-{i}", i + 1
     if not quiet:
         _console.info(f"ingesting {arg} as run {name!r}")
-    ingest(p, store=st, name=name)
+    info = ingest(p, store=st, name=name)
+    # the same post-ingest policy as `traceql ingest`; its lines go to stderr: stdout is the comparison
+    if not quiet:
+        _console.info(summary(info))
+    after_ingest(info, st, _console.report if not quiet else lambda level, text: None)
     return name
 
 
@@ -75,7 +74,9 @@ def compare_cmd(
     ],
     cand: Annotated[str, typer.Argument(help="Candidate: a run name, or a dump path.")],
     store: StoreOpt = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="text | json | markdown.")] = Format.text,
+    fmt: Annotated[
+        CompareFormat, format_opt("The comparison as text, JSON or markdown.")
+    ] = CompareFormat.text,
     mode: Annotated[
         Mode,
         typer.Option(
@@ -131,9 +132,7 @@ def compare_cmd(
             "fusion_chains query: about half of a compare of big runs).",
         ),
     ] = False,
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the comparison to FILE instead of stdout.")
-    ] = None,
+    output: Annotated[Optional[Path], output_opt("Write the comparison to FILE instead of stdout.")] = None,
 ) -> None:
     """Compare a candidate run against a baseline: did the fix work? A verdict (improvement, regression,
     neutral or inconclusive, with the per-step noise behind it) only when the runs are comparable; step time
@@ -150,11 +149,10 @@ def compare_cmd(
       traceql compare ./before_ascend_pt ./after_ascend_pt   # dump paths are ingested first
       traceql compare gpu-a100 npu-910b --mode cross --name-map cuda2ascend.json
     """
-    import sys
-
     from ..compare import NotComparableError, compare, load_name_map
     from ..compare.render import headline, to_markdown, to_text
     from . import _console
+    from ._output import write_text
 
     gate_v = parse_percent(gate, "--gate") if gate is not None else None
     eff = parse_percent(min_effect, "--min-effect")
@@ -163,14 +161,13 @@ def compare_cmd(
     rename = load_name_map(name_map) if name_map is not None else None
     b = resolve_side(store, base, quiet=False)
     c = resolve_side(store, cand, quiet=False)
-    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
     res = compare(
         store,
         b,
         c,
         mode=mode.value,
         device=device,
-        peaks=peaks,
+        peaks=peaks(peak_hbm_gbps),
         with_findings=not no_findings,
         min_effect=eff,
         gate=gate_v,
@@ -178,24 +175,22 @@ def compare_cmd(
         with_chains=not no_fused_groups,
     )
     d: dict[str, Any] = res.to_dict()
-    if fmt == Format.json:
+    if fmt == CompareFormat.json:
         import json
 
         text = json.dumps(d, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
-    elif fmt == Format.markdown:
+    elif fmt == CompareFormat.markdown:
         text = _console.safe(to_markdown(d), newlines=True)
     else:
         text = _console.safe(to_text(d), newlines=True)
+    write_text(text, output)
     if output:
-        output.write_text(text, encoding="utf-8")
         _console.info(f"wrote {output}")
-    else:
-        sys.stdout.write(text)
     if not res.comparable:
         raise NotComparableError(headline(d))
     _console.info(headline(d))
     if d.get("gate") and d["gate"]["tripped"]:
-        _console.err.print(f"--gate {gate}: {d['gate']['why']}", markup=False)
+        _console.info(f"--gate {gate}: {d['gate']['why']}")
         raise typer.Exit(GATE_EXIT)
 
 

@@ -8,9 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import RunOpt, StoreOpt
+from ._options import DeviceOpt, ExportFormat, PeakHbmOpt, RanksOpt, RunOpt, StoreOpt, output_opt, peaks
 
-FORMATS = ("perfetto", "chrome")
 _CHROME_SUFFIXES = (".json",)
 
 
@@ -19,21 +18,18 @@ def export_cmd(
     store: StoreOpt = None,
     output: Annotated[
         Optional[Path],
-        typer.Option(
-            "--output",
-            "-o",
-            help="File to write ('-' = stdout). Default: RUN.pftrace, or RUN.json with --format chrome.",
-        ),
+        output_opt("File to write ('-' = stdout). Default: RUN.pftrace, or RUN.json with --format chrome."),
     ] = None,
     fmt: Annotated[
-        Optional[str],
+        Optional[ExportFormat],
         typer.Option(
             "--format",
             "-f",
-            help="perfetto (protobuf .pftrace) | chrome (trace JSON); default from the --output suffix (.json = chrome), else perfetto.",
+            help="perfetto (protobuf .pftrace) or chrome (trace JSON); default from the --output suffix "
+            "(.json = chrome), else perfetto.",
         ),
     ] = None,
-    rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank (repeatable).")] = None,
+    rank: RanksOpt = None,
     steps: Annotated[
         Optional[str],
         typer.Option("--steps", help="Only events that start in these steps' windows: N or A-B."),
@@ -52,17 +48,8 @@ def export_cmd(
             help="Add the findings track (runs the checklist: seconds on big runs).",
         ),
     ] = True,
-    device: Annotated[
-        Optional[str],
-        typer.Option(
-            "--device",
-            help="Device preset for the peaks (ascend910b, a100-80gb, h200...); default: detected from the dump.",
-        ),
-    ] = None,
-    peak_hbm_gbps: Annotated[
-        Optional[float],
-        typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
-    ] = None,
+    device: DeviceOpt = None,
+    peak_hbm_gbps: PeakHbmOpt = None,
 ) -> None:
     """Export a run's timeline for Perfetto UI, chrome://tracing or MindStudio Insight: device tasks, host ops,
     communication and flows (one process per rank, tracks named as the profiler names them), counter tracks
@@ -84,17 +71,19 @@ def export_cmd(
     from . import _console
     from ._common import resolve_run
 
-    if fmt is not None and fmt not in FORMATS:
-        raise typer.BadParameter(f"{fmt!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
     if fmt is None:
-        fmt = "chrome" if output is not None and output.suffix.lower() in _CHROME_SUFFIXES else "perfetto"
+        fmt = (
+            ExportFormat.chrome
+            if output is not None and output.suffix.lower() in _CHROME_SUFFIXES
+            else ExportFormat.perfetto
+        )
     step_range = export.parse_steps(steps)
     run_id = resolve_run(store, run)
     to_stdout = output is not None and str(output) == "-"
     if output is None:
-        suffix = "json" if fmt == "chrome" else "pftrace"
+        suffix = "json" if fmt == ExportFormat.chrome else "pftrace"
         output = Path(f"{run_id}.{suffix}")
-    if to_stdout and fmt == "perfetto":
+    if to_stdout and fmt == ExportFormat.perfetto:
         import sys
 
         if sys.stdout.isatty():
@@ -103,17 +92,16 @@ def export_cmd(
             )
     if not to_stdout and output.parent != Path("") and not output.parent.is_dir():
         raise TraceQLError(f"{output}: no such directory {output.parent}")
-    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
     summary = export.export(
         store,
         run_id,
         None if to_stdout else output,
-        fmt=fmt,
+        fmt=fmt.value,
         ranks=rank or None,
         steps=step_range,
         align=clock_align,
         device=device,
-        peaks=peaks,
+        peaks=peaks(peak_hbm_gbps),
         with_findings=with_findings,
     )
     for line in calign.describe(summary["offsets"], summary["ranks"]):
@@ -125,7 +113,7 @@ def export_cmd(
     c = summary["counts"]
     what = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in c.items() if v)
     _console.info(
-        f"wrote {'stdout' if to_stdout else output} ({fmt}, run {run_id}, ranks {', '.join(map(str, summary['ranks']))}"
+        f"wrote {'stdout' if to_stdout else output} ({fmt.value}, run {run_id}, ranks {', '.join(map(str, summary['ranks']))}"
         + (f", steps {steps}" if steps else "")
         + f"): {what}"
     )

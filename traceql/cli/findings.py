@@ -7,46 +7,42 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import RunOpt, StoreOpt
+from ._options import (
+    DeviceOpt,
+    DocFormat,
+    PeakHbmOpt,
+    RunOpt,
+    Severity,
+    StoreOpt,
+    baseline_opt,
+    format_opt,
+    output_opt,
+    peaks,
+)
 
-FORMATS = ("table", "json", "markdown")
 FAIL_EXIT = 3  # --fail-on threshold reached (1 = error, 2 = usage error)
 
 
 def findings_cmd(
     run: RunOpt = None,
     store: StoreOpt = None,
-    device: Annotated[
-        Optional[str],
-        typer.Option(
-            "--device",
-            help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.",
-        ),
-    ] = None,
-    peak_hbm_gbps: Annotated[
-        Optional[float],
-        typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
-    ] = None,
-    baseline: Annotated[
-        Optional[str],
-        typer.Option("--baseline", help="Baseline run (e.g. 1 card) for the scaling efficiency."),
-    ] = None,
+    device: DeviceOpt = None,
+    peak_hbm_gbps: PeakHbmOpt = None,
+    baseline: Annotated[Optional[str], baseline_opt()] = None,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table|json|markdown (json always lists every check).")
-    ] = "table",
+        DocFormat, format_opt("The findings as a table, JSON or markdown (json always lists every check).")
+    ] = DocFormat.table,
     fail_on: Annotated[
-        Optional[str],
+        Optional[Severity],
         typer.Option(
             "--fail-on",
-            help=f"Exit {FAIL_EXIT} when a finding at or above this severity fires (low|medium|high|critical), for CI gates.",
+            help=f"Exit {FAIL_EXIT} when a finding at or above this severity fires, for CI gates.",
         ),
     ] = None,
     show_all: Annotated[
         bool, typer.Option("--all", help="Also show the checks that did not fire, with why.")
     ] = False,
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the report to FILE instead of stdout.")
-    ] = None,
+    output: Annotated[Optional[Path], output_opt("Write the report to FILE instead of stdout.")] = None,
 ) -> None:
     """Walk the seed article's checklist over a run: is it bandwidth-bound, which operators move the HBM bytes,
     and which of the six optimisations (fusion, UB reuse, layout, prefetch, mixed precision, checkpointing)
@@ -61,45 +57,30 @@ def findings_cmd(
       traceql findings --all --format markdown -o findings.md
       traceql findings --format json --fail-on high      # CI gate
     """
-    import sys
-
     from .. import findings
     from ..errors import TraceQLError
     from . import _console
     from ._common import resolve_run
+    from ._output import write_text
 
-    if fmt not in FORMATS:
-        raise TraceQLError(f"unknown --format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    if fail_on is not None and (fail_on not in findings.SEVERITIES or fail_on == "info"):
-        raise typer.BadParameter(
-            f"{fail_on!r} is not one of low, medium, high, critical", param_hint="--fail-on"
-        )
-    if output is not None and fmt == "table":
+    if output is not None and fmt == DocFormat.table:
         raise TraceQLError("--output needs --format json or markdown")
     run_id = resolve_run(store, run)
     if baseline is not None:
         resolve_run(store, baseline)
-    peaks = {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
-    rep = findings.evaluate(store, run_id, device=device, peaks=peaks, baseline=baseline)
+    rep = findings.evaluate(store, run_id, device=device, peaks=peaks(peak_hbm_gbps), baseline=baseline)
     note = rep.device.get("note") or ""
     if note:
         (_console.warn if rep.device.get("peaks", {}).get("peak_hbm_bps") is None else _console.info)(
             f"run {run_id}: {note}"
         )
 
-    if fmt == "json":
-        text = rep.to_json() + "\n"
-    elif fmt == "markdown":
-        text = _console.safe(rep.to_markdown(include_silent=show_all), newlines=True)
+    if fmt == DocFormat.json:
+        write_text(rep.to_json() + "\n", output)
+    elif fmt == DocFormat.markdown:
+        write_text(_console.safe(rep.to_markdown(include_silent=show_all), newlines=True), output)
     else:
-        text = None
-    if text is not None:
-        if output:
-            output.write_text(text, encoding="utf-8")
-        else:
-            sys.stdout.write(text)
-    else:
-        _console.out.print(_console.safe(rep.verdict.get("headline", "")), style="bold", markup=False)
+        _console.line(rep.verdict.get("headline", ""), style="bold")
         rows = []
         for f in rep.findings:
             if not (f.fired or show_all):
@@ -118,12 +99,11 @@ def findings_cmd(
             + "; --format markdown adds evidence, top operators and the query behind each finding"
         )
     if fail_on is not None:
-        hits = rep.at_least(fail_on)
+        hits = rep.at_least(fail_on.value)
         if hits:
-            _console.err.print(
-                f"--fail-on {fail_on}: {len(hits)} finding(s) at or above it: "
-                + ", ".join(f"{f.id} ({f.severity})" for f in hits),
-                markup=False,
+            _console.info(
+                f"--fail-on {fail_on.value}: {len(hits)} finding(s) at or above it: "
+                + ", ".join(f"{f.id} ({f.severity})" for f in hits)
             )
             raise typer.Exit(FAIL_EXIT)
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import StoreOpt
+from ._options import ListFormat, StoreOpt, format_opt
 
 
 def ingest_cmd(
@@ -87,58 +87,28 @@ def ingest_cmd(
             on_bytes=on_bytes if progress_wanted(quiet) else None,
             follow_links=follow_links,
         )
-    rows = ", ".join(f"{t} {n}" for t, n in sorted(info["rows"].items()) if n)
-    _console.out.print(
-        f"stored run {info['run_id']!r}: {info['format']}, {info['ranks_count']} rank(s), device {info['device'] or 'unknown'}; rows: {rows}",
-        markup=False,
-    )
-    for w in info.get("warnings", [])[:10]:
-        _console.warn(w)
-    if check:
-        from ..checks import run_checks
+    from ..post_ingest import after_ingest, summary
 
-        for r in run_checks(store, info["run_id"], analysis=False):
-            if r.get("error"):
-                _console.warn(f"check {r['name']} could not run: {r['error']}")
-            elif r["failures"]:
-                _console.warn(
-                    f"check {r['name']}: {r['failures']} row(s) — {r['description']} (see `traceql check`)"
-                )
-    if prepare if prepare is not None else info["ranks_count"] >= 2:
-        from .. import derive
-        from ..store import Store
-
-        def building(run_id: str) -> None:
-            _console.info(f"building the analysis tables of run {run_id!r}")
-
-        if derive.prepare(Store(store), [info["run_id"]], workers=workers, on_build=building):
-            _console.warn(
-                f"could not build the analysis tables of run {info['run_id']!r}: the first analysis will try again"
-            )
+    _console.line(summary(info))
+    after_ingest(info, store, _console.report, check=check, prepare=prepare, workers=workers)
 
 
 def runs_cmd(
     store: StoreOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json")] = "table",
+    fmt: Annotated[ListFormat, format_opt("The listing as a table or JSON.")] = ListFormat.table,
 ) -> None:
     """List the runs in the store.
 
     Example:  traceql runs --format json
     """
-    import json
-
     from ..store import Store
     from . import _console
+    from ._output import write_json
 
     st = Store(store)
     runs = st.runs() if st.exists() else {}
-    if fmt == "json":
-        _console.out.print(
-            json.dumps(
-                {k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()}, indent=1
-            ),
-            markup=False,
-        )
+    if fmt == ListFormat.json:
+        write_json({k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()})
         return
     rows = [
         (

@@ -7,7 +7,19 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._common import RankOpt, RunOpt, StoreOpt, resolve_run
+from ._common import resolve_run
+from ._options import (
+    DeviceOpt,
+    PeakHbmOpt,
+    RankOpt,
+    RunOpt,
+    StoreOpt,
+    TableFormat,
+    baseline_opt,
+    format_opt,
+    output_opt,
+    peaks,
+)
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:
@@ -33,8 +45,7 @@ def _list(fmt: str, output: Path | None) -> None:
 
     specs = queries.list_queries()
     if fmt == "json":
-        import json
-        import sys
+        from ._output import write_json
 
         data = [
             {
@@ -54,11 +65,7 @@ def _list(fmt: str, output: Path | None) -> None:
             }
             for s in specs
         ]
-        text = json.dumps(data, indent=1)
-        if output:
-            output.write_text(text + "\n", encoding="utf-8")
-        else:
-            sys.stdout.write(text + "\n")
+        write_json(data, output)
         return
     table = pa.table(
         {
@@ -81,27 +88,15 @@ def query_cmd(
     store: StoreOpt = None,
     run: RunOpt = None,
     rank: RankOpt = None,
-    device: Annotated[
-        Optional[str],
-        typer.Option(
-            "--device",
-            help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); default: detected from the dump.",
-        ),
-    ] = None,
-    peak_hbm_gbps: Annotated[
-        Optional[float],
-        typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
-    ] = None,
+    device: DeviceOpt = None,
+    peak_hbm_gbps: PeakHbmOpt = None,
     baseline: Annotated[
-        Optional[str],
-        typer.Option(
-            "--baseline", help="Baseline run (e.g. 1 card) for wait_attribution's scaling_vs_baseline."
-        ),
+        Optional[str], baseline_opt("Baseline run (e.g. 1 card) for wait_attribution's scaling_vs_baseline.")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|csv|json|parquet")] = "table",
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")
-    ] = None,
+    fmt: Annotated[
+        TableFormat, format_opt("The result as a table, CSV, JSON or Parquet (parquet needs --output).")
+    ] = TableFormat.table,
+    output: Annotated[Optional[Path], output_opt()] = None,
     show_sql: Annotated[
         bool, typer.Option("--show-sql", help="Print a script for the stock duckdb shell instead of running.")
     ] = False,
@@ -121,24 +116,22 @@ def query_cmd(
     from ._output import emit
 
     if list_ or name is None:
-        _list(fmt, output)
+        _list(fmt.value, output)
         return
     spec = queries.get(name)
     params: dict[str, Any] = _parse_params(param or [])
-    peaks: dict[str, float | None] | None = (
-        {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
-    )
+    overrides = peaks(peak_hbm_gbps)
     if show_sql:
         from .. import devices
 
-        choice = devices.resolve(device=device, overrides=peaks) if (device or peaks) else None
+        choice = devices.resolve(device=device, overrides=overrides) if (device or overrides) else None
         import sys
 
         sys.stdout.write(queries.shell_script(name, params, choice.peaks if choice else None))
         return
     from ..analysis import Analysis
 
-    session = Analysis(store, resolve_run(store, run), device=device, peaks=peaks)
+    session = Analysis(store, resolve_run(store, run), device=device, peaks=overrides)
     run_id = session.run_id
     if baseline is not None:
         if spec.param("baseline_step_ns") is None:
@@ -162,7 +155,7 @@ def query_cmd(
             _console.warn(f"run {run_id}: {note}; HBM utilisation columns are null")
         elif note:
             _console.info(f"run {run_id}: {note}")
-    emit(table, fmt, output)
+    emit(table, fmt.value, output)
 
 
 def register(app: typer.Typer) -> None:

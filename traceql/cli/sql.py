@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import StoreOpt
+from ._options import DocFormat, StoreOpt, TableFormat, format_opt, output_opt
 
 # What `traceql sql` runs without --write: queries, plain EXPLAIN, and metadata pragmas. Everything else is
 # refused, SET and most PRAGMAs included: DuckDB can write files through them (query logs, profiler output,
@@ -69,10 +69,10 @@ def sql_cmd(
         ),
     ],
     store: StoreOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|csv|json|parquet")] = "table",
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the result to FILE.")
-    ] = None,
+    fmt: Annotated[
+        TableFormat, format_opt("The result as a table, CSV, JSON or Parquet (parquet needs --output).")
+    ] = TableFormat.table,
+    output: Annotated[Optional[Path], output_opt()] = None,
     write: Annotated[
         bool,
         typer.Option(
@@ -113,7 +113,7 @@ def sql_cmd(
     """
     import sys
 
-    from .. import engine, sql_sandbox
+    from .. import derived_tables, engine, queries, sql_sandbox
     from ..store import Store
     from ._output import emit
 
@@ -124,43 +124,49 @@ def sql_cmd(
     limit_s = sql_sandbox.timeout_from_env(timeout)
     st = Store(store)
     con = engine.connect(st)
+    # the helper macros and every derived table: read where every run stores it current, else its SELECT
+    runs = st.runs().values()
+    stored = set.intersection(*(derived_tables.current_tables(i) for i in runs)) if runs else set()
+    queries.define_library(con, stored)
     # every SET (extensions off, file access confined, no temp dir) happens before lock_configuration
     sql_sandbox.confine(con, st.root, allow_files or [], memory_limit=memory_limit)
     table = sql_sandbox.run(con, query, limit_s)
     if table is None:
         return
-    emit(table, fmt, output)
+    emit(table, fmt.value, output)
 
 
 def schema_cmd(
     table: Annotated[Optional[str], typer.Argument(help="Table name; omit to list all tables.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table|json|markdown")] = "table",
+    fmt: Annotated[DocFormat, format_opt("The docs as a table, JSON or markdown.")] = DocFormat.table,
 ) -> None:
     """Show the tables (canonical, runs and derived), or one table's columns with types and docs.
 
     Example:  traceql schema kernels
     """
-    import json
-
     from ..derived_tables import documented_tables
     from ..errors import TraceQLError
     from . import _console
+    from ._output import write_json, write_text
 
     docs = documented_tables()
     names = list(docs)
     if table is None:
         rows = [(n, docs[n][0]) for n in names]
-        if fmt == "json":
-            _console.out.print(json.dumps(dict(rows), indent=1), markup=False)
+        if fmt == DocFormat.json:
+            write_json(dict(rows))
+        elif fmt == DocFormat.markdown:
+            lines = ["| table | description |", "|---|---|"] + [f"| `{n}` | {d} |" for n, d in rows]
+            write_text("\n".join(lines) + "\n")
         else:
             _console.print_table(["table", "description"], rows)
         return
     if table not in names:
         raise TraceQLError(f"unknown table {table!r}; tables: {', '.join(names)}")
     description, cols = docs[table]
-    if fmt == "json":
-        _console.out.print(json.dumps([c.__dict__ for c in cols], indent=1), markup=False)
-    elif fmt == "markdown":
+    if fmt == DocFormat.json:
+        write_json([c.__dict__ for c in cols])
+    elif fmt == DocFormat.markdown:
         lines = [
             f"### {table}",
             "",
@@ -170,7 +176,7 @@ def schema_cmd(
             "|---|---|---|",
         ]
         lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in cols]
-        _console.out.print("\n".join(lines), markup=False)
+        write_text("\n".join(lines) + "\n")
     else:
         _console.print_table(
             ["column", "type", "description"],

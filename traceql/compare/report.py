@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..commandline import command
 from .render import dgb_text, dms_text, gb_text, headline, ms_text
 
 
@@ -57,7 +58,7 @@ def section(
             for x in f.get(k, [])
         ],
         "base": baseline,
-        "command": f"traceql compare {baseline} {run_id}",
+        "command": command("compare", baseline, run_id, store=store),
         "charts": [
             {"name": "compare_step_split", "anchor": "chart-compare_step_split"},
             {"name": "compare_traffic", "anchor": "chart-compare_traffic"},

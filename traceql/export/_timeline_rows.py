@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..commandline import command
 from ._session import Session
 
 SLICE_BASE = ("rank", "track", "ts_ns", "dur_ns", "name", "cat", "flow_in", "flow_out")
@@ -282,7 +283,7 @@ def wait_basis(sess: Session, sat_threshold: float) -> str:
     return (
         f"wait_attribution timeline (_helpers.sql _timeline, sat_threshold {float(sat_threshold):g}"
         + (", HBM peak unknown: no compute counts as saturated" if not sess.peaks.get("peak_hbm_bps") else "")
-        + f"); rerun: traceql query wait_attribution --run {sess.run_id}"
+        + f"); rerun: {command('query', 'wait_attribution', run=sess.run_id)}"
     )
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,28 +119,28 @@ class Context:
             self.meta = self.meta or meta
 
     def command(self, name: str, params: dict[str, Any] | None = None) -> str:
-        """The `traceql query` command that reproduces rows(name, params)."""
+        """The `traceql query` command that reproduces rows(name, params) (built by traceql.commandline)."""
         from .. import queries
-        from ..store import default_store
+        from ..commandline import command
 
         spec = queries.get(name)
-        parts = ["traceql", "query", name, "--run", self.run_id]
-        root = self.session.store.root
-        if Path(root).resolve() != Path(default_store()).resolve():
-            parts += ["--store", str(root)]
-        if self.device:
-            parts += ["--device", self.device]
         hbm = peak_override(self.peaks)
-        if hbm is not None:
-            parts += ["--peak-hbm-gbps", f"{hbm / 1e9:g}"]
-        if self.baseline and spec.param("baseline_step_ns") is not None:
-            parts += ["--baseline", self.baseline]
+        shown = {}
         for k, v in (params or {}).items():
             p = spec.param(k)
             if p is not None and not p.required and p.default == v:
                 continue
-            parts += ["--param", f"{k}={v}"]
-        return " ".join(shlex.quote(p) for p in parts)
+            shown[k] = v
+        return command(
+            "query",
+            name,
+            run=self.run_id,
+            store=self.session.store,
+            device=self.device,
+            peak_hbm_gbps=hbm / 1e9 if hbm is not None else None,
+            baseline=self.baseline if spec.param("baseline_step_ns") is not None else None,
+            params=shown,
+        )
 
     def hbm_params(self) -> dict[str, Any]:
         return {"sat_threshold": self.sat, "low_threshold": self.not_bound}

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..commandline import command
 from ..errors import QueryError, TraceQLError
 from .page import bundle_versions, fmt_value, render_page, script_json
 
@@ -193,16 +194,32 @@ def build_context(
     if isinstance(peaks, dict) and peaks.get("peak_hbm_bps") is not None:
         hbm_gbps = float(peaks["peak_hbm_bps"]) / 1e9
     reproduce = {
-        "ingest": f"traceql ingest {_q(str(info.get('source', 'DUMP')))} --name {_q(rid)}",
-        "findings": _cmd(["traceql", "findings", "--run", rid], store, device, hbm_gbps, baseline),
-        "report": _cmd(["traceql", "report", "--run", rid], store, device, hbm_gbps, baseline)
-        + f" -o {_q(rid)}.html",
+        "ingest": command("ingest", str(info.get("source", "DUMP")), extra=["--name", rid]),
+        "findings": command(
+            "findings", run=rid, store=store, device=device, peak_hbm_gbps=hbm_gbps, baseline=baseline
+        ),
+        "report": command(
+            "report",
+            run=rid,
+            store=store,
+            device=device,
+            peak_hbm_gbps=hbm_gbps,
+            baseline=baseline,
+            extra=["-o", f"{rid}.html"],
+        ),
         "charts": [
             {
                 "name": n,
                 "description": charts.get(n).description,
-                "chart": _cmd(["traceql", "chart", n, "--run", rid], store, device, hbm_gbps)
-                + f" -o {n}.png",
+                "chart": command(
+                    "chart",
+                    n,
+                    run=rid,
+                    store=store,
+                    device=device,
+                    peak_hbm_gbps=hbm_gbps,
+                    extra=["-o", f"{n}.png"],
+                ),
                 "queries": charts.reproduce(n, rid, store=store, device=device, peak_hbm_gbps=hbm_gbps),
             }
             for n in charts.CHARTS
@@ -308,31 +325,6 @@ def _sev(level: str) -> int:
     from ..findings import severity_rank
 
     return severity_rank(level)
-
-
-def _q(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
-
-
-def _cmd(
-    parts: list[str], store: Any, device: str | None, hbm_gbps: float | None, baseline: str | None = None
-) -> str:
-    from ..store import Store, default_store
-
-    root = store.root if isinstance(store, Store) else (Path(store) if store else None)
-    if root is not None and Path(root).resolve() != Path(default_store()).resolve():
-        parts += ["--store", str(root)]
-    if device:
-        parts += ["--device", device]
-    if hbm_gbps is not None:
-        parts += ["--peak-hbm-gbps", f"{hbm_gbps:g}"]
-    if baseline:
-        parts += ["--baseline", baseline]
-    import shlex
-
-    return shlex.join(parts)
 
 
 def render_report(

@@ -1,0 +1,116 @@
+"""The options several commands share, defined once: flags, environment variables, help, and the choices of
+every `--format` and `--fail-on` (enums, so Click refuses a bad value with exit 2 and its usual message:
+`Invalid value for '--format' / '-f': 'xml' is not one of 'table', 'json'.`).
+
+A command takes an option by annotating a parameter with the alias (`store: StoreOpt = None`); an option whose
+help differs per command (`--format`, `--output`, `--baseline`) is made by a small function here, so its flags
+stay the same everywhere."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+# ---- choices ------------------------------------------------------------------------------------------------
+
+
+class Choice(str, Enum):
+    """A choice whose value is what the user types; str() gives that value (not `Class.member`)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class TableFormat(Choice):
+    """sql, query: a result table."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+class ListFormat(Choice):
+    """runs, check: a listing."""
+
+    table = "table"
+    json = "json"
+
+
+class DocFormat(Choice):
+    """schema, findings: a listing or a document."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class CompareFormat(Choice):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class ExportFormat(Choice):
+    perfetto = "perfetto"
+    chrome = "chrome"
+
+
+class Severity(Choice):
+    """`findings --fail-on`: the severities a finding can fire at (info never gates)."""
+
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+
+
+# ---- options ------------------------------------------------------------------------------------------------
+
+StoreOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--store",
+        "-s",
+        help="Store directory (default ./.traceql, or $TRACEQL_STORE).",
+        envvar="TRACEQL_STORE",
+    ),
+]
+RunOpt = Annotated[
+    Optional[str], typer.Option("--run", "-r", help="Run name (default: the only/most recent run).")
+]
+RankOpt = Annotated[Optional[int], typer.Option("--rank", help="Only this rank.")]
+RanksOpt = Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank (repeatable).")]
+DeviceOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--device",
+        help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); "
+        "default: detected from the dump.",
+    ),
+]
+PeakHbmOpt = Annotated[
+    Optional[float],
+    typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
+]
+
+
+def format_opt(help: str) -> Any:
+    """`--format/-f`; its choices come from the parameter's enum type (shown by --help)."""
+    return typer.Option("--format", "-f", help=help)
+
+
+def output_opt(help: str = "Write the result to FILE.") -> Any:
+    return typer.Option("--output", "-o", help=help)
+
+
+def baseline_opt(help: str = "Baseline run (e.g. 1 card) for the scaling efficiency.") -> Any:
+    return typer.Option("--baseline", help=help)
+
+
+def peaks(peak_hbm_gbps: float | None) -> dict[str, Any] | None:
+    """--peak-hbm-gbps as the library's peaks override (bytes/s), or None."""
+    return {"peak_hbm_bps": peak_hbm_gbps * 1e9} if peak_hbm_gbps is not None else None
