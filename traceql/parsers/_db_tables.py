@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _owned
 from ..errors import BadTraceError
 from ._db_pmu import load_pmu
+from ._db_version import check_version
 from ._sqlite import SqliteDb, lit, q
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -853,6 +854,10 @@ def write_common(
     comm_bandwidth: bool = True,
 ) -> dict[str, Any]:
     """Everything both exports share. The comm_* flags are False where analysis.db supplies that table."""
+    # gate on META_DATA.SCHEMA_VERSION before anything is written (parsers._db_version)
+    with x.db.errors():
+        schema_version, version_warnings = check_version(x.db)
+    x.warnings.extend(version_warnings)
     with x.errors():
         write_kernels(x, out)
         write_host_ops(x, out)
@@ -861,4 +866,6 @@ def write_common(
         write_memory(x, out, flavor)
         write_comm_from_db(x, out, ops=comm_ops, matrix=comm_matrix, bandwidth=comm_bandwidth)
         rows, meta = run_meta(x)
+    if schema_version:
+        meta["schema_version"] = schema_version
     return {"rows": rows, **meta}

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from . import _analyse_done
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._files import read_small
 from ._pmu import aic_metrics_group, pmu_exprs
@@ -1009,6 +1010,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         p = outdir / name
         return p if p.is_file() else None
 
+    _analyse_done.check(root, outdir)  # a marker-writing torch_npu without analyse.done: still being written
     warnings += check_complete([p for name in KNOWN_FILES if (p := f(name))])
     meta_rows, facts = _meta_rows(root)
     kd = f("kernel_details.csv")

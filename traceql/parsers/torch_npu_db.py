@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from . import _analyse_done
 from ._db_tables import (
     DbExport,
     flatten_json,
@@ -151,6 +152,8 @@ class TorchNpuDbParser:
     def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
         opts = dict(unit.options)
         path = Path(unit.path)
+        if opts.get("root"):  # a folder ingest: refuse a dump still being written (parsers._analyse_done)
+            _analyse_done.check(Path(opts["root"]), path.parent)
         analysis_path = opts.get("analysis")
         main = None if analysis_path == unit.path else SqliteDb(path, WHAT_MAIN)
         adb = SqliteDb(analysis_path, WHAT_ANALYSIS) if analysis_path else None
