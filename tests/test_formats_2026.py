@@ -212,3 +212,133 @@ def test_real_text_dumps_without_marker_still_ingest(tmp_path: Path) -> None:
 
     info = _ingest(real(LEVEL0 / "rank0_ascend_pt"), tmp_path / "s", "l0")
     assert info["format"] == "torch_npu_text"
+
+
+# --------------------------------------------------------------------------------------------------------
+# MFU from mstx `mfu_flops` ranges (queries/mfu.sql)
+# --------------------------------------------------------------------------------------------------------
+PID, TID = 3136, 3137
+GTID = (PID << 32) | TID  # globalTid: pid in the high 32 bits, tid in the low (MSPROF-DB-DOC)
+
+# (range start, range end, message as torch_npu/profiler/_flops_hook.py writes it: f"{flops}-{op_name}",
+#  host op start, kernel start, kernel duration), ns after T0
+MFU_OPS = [
+    (1_000, 21_000, "4000000000-aten::mm", 2_000, 100_000, 100_000),
+    (200_000, 221_000, "6000000000-aten::mm", 201_000, 300_000, 100_000),
+    (400_000, 420_000, "1000000000-aten::bmm", 401_000, 500_000, 40_000),
+]
+STEP_NS = 1_000_000
+
+
+def _mfu_db(path: Path) -> Path:
+    """A torch_npu db export (tables and column declarations as the real 2025 export declares them, MSTX_EVENTS
+    as the msprof_0.db sample declares it) holding three FLOPs ranges, the aten ops inside them, one kernel each,
+    linked PYTORCH_API.connectionId -> CONNECTION_IDS -> TASK.connectionId, and one STEP_TIME window."""
+    strings = {"aten::mm": 1, "aten::bmm": 2, "MatMul_1": 3, "AI_CORE": 4, "MatMul": 5, "KERNEL_AICORE": 6}
+    for i, (_, _, msg, *_rest) in enumerate(MFU_OPS):
+        strings[msg] = 10 + i
+    mstx, py, conn, task, compute = [], [], [], [], []
+    for i, (rs, re_, msg, hs, ks, kd) in enumerate(MFU_OPS):
+        op = msg.split("-", 1)[1]
+        mstx.append((T0 + rs, T0 + re_, 2, i + 1, 4294967295, strings[msg], GTID, GTID, 99, 4294967295, None))
+        py.append(
+            (str(T0 + hs), str(T0 + hs + 8_000), GTID, i, strings[op], None, None, None, None, None, 50001, 1)
+        )
+        conn.append((i, 1000 + i))
+        task.append((T0 + ks, T0 + ks + kd, 0, 1000 + i, i, PID, 6, 4294967295, 2, 20 + i, 4294967295, 0))
+        compute.append((3, i, 24, 0, 4, 5, 0, 0, 0, 0, 0, 0, 0, 0))
+    return _db(
+        path,
+        {
+            "STRING_IDS": ("id INTEGER PRIMARY KEY, value TEXT", [(v, k) for k, v in strings.items()]),
+            "ENUM_API_TYPE": (
+                "id INTEGER PRIMARY KEY,name TEXT",
+                [
+                    (5000, "runtime"),
+                    (10000, "node"),
+                    (20000, "acl"),
+                    (50001, "op"),
+                    (50002, "queue"),
+                    (50004, "mstx"),
+                ],
+            ),
+            "ENUM_MSTX_EVENT_TYPE": (
+                "id INTEGER PRIMARY KEY,name TEXT",
+                [(0, "marker"), (1, "push/pop"), (2, "start/end")],
+            ),
+            "NPU_INFO": ("id INTEGER,name TEXT", [(0, "Ascend910B")]),
+            "META_DATA": _meta("1.0.0"),
+            "MSTX_EVENTS": (
+                "startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER, message INTEGER, "
+                "globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER, depth integer",
+                mstx,
+            ),
+            "PYTORCH_API": (
+                "startNs TEXT, endNs TEXT, globalTid INTEGER, connectionId INTEGER, name INTEGER, sequenceNumber INTEGER, "
+                "fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, type INTEGER, "
+                "depth integer",
+                py,
+            ),
+            "CONNECTION_IDS": ("id INTEGER, connectionId INTEGER", conn),
+            "TASK": (
+                "startNs INTEGER,endNs INTEGER,deviceId INTEGER,connectionId INTEGER,globalTaskId INTEGER,"
+                "globalPid INTEGER,taskType INTEGER,contextId INTEGER,streamId INTEGER,taskId INTEGER,modelId INTEGER, "
+                "depth integer",
+                task,
+            ),
+            "COMPUTE_TASK_INFO": (
+                "name INTEGER,globalTaskId INTEGER PRIMARY KEY,blockDim INTEGER,mixBlockDim INTEGER,taskType INTEGER,"
+                "opType INTEGER,inputFormats INTEGER,inputDataTypes INTEGER,inputShapes INTEGER,outputFormats INTEGER,"
+                "outputDataTypes INTEGER,outputShapes INTEGER,attrInfo INTEGER, waitNs INTEGER",
+                compute,
+            ),
+            "STEP_TIME": ("id INTEGER, startNs INTEGER, endNs INTEGER", [(7, T0, T0 + STEP_NS)]),
+        },
+    )
+
+
+def test_mfu_per_operator_and_step_equals_hand_computation(tmp_path: Path) -> None:
+    from traceql import queries
+
+    store = tmp_path / "s"
+    _ingest(_mfu_db(tmp_path / "ascend_pytorch_profiler_0.db"), store, "mfu")
+    peak = 1e14  # FLOP/s, given explicitly so the hand numbers are round
+    rows = queries.run("mfu", store, run_id="mfu", params={"peak_flops": peak}).to_pylist()
+    by = {(r["scope"], r["step"], r["op_name"]): r for r in rows}
+    # hand: aten::mm declares 4e9 + 6e9 = 1e10 FLOPs; its two kernels run 100 us + 100 us = 2e-4 s
+    #   -> 1e10 / 2e-4 = 5e13 FLOP/s -> MFU 5e13 / 1e14 = 0.5
+    mm = by[("op", None, "aten::mm")]
+    assert (mm["ranges"], mm["flops"], mm["time_ns"], mm["time_basis"]) == (
+        2,
+        1e10,
+        200_000,
+        "device_kernels",
+    )
+    assert mm["achieved_flops_per_s"] == pytest.approx(5e13) and mm["mfu"] == pytest.approx(0.5)
+    # aten::bmm: 1e9 FLOPs over 40 us -> 2.5e13 FLOP/s -> 0.25
+    bmm = by[("op", None, "aten::bmm")]
+    assert (bmm["flops"], bmm["time_ns"]) == (1e9, 40_000) and bmm["mfu"] == pytest.approx(0.25)
+    # step 7 (STEP_TIME window of 1 ms): 1.1e10 FLOPs / 1e-3 s = 1.1e13 FLOP/s -> 0.11; the run is the one step
+    st = by[("step", 7, None)]
+    assert (st["ranges"], st["flops"], st["time_ns"]) == (3, 1.1e10, STEP_NS) and st["mfu"] == pytest.approx(
+        0.11
+    )
+    run = by[("run", None, None)]
+    assert run["mfu"] == pytest.approx(0.11) and run["time_basis"] == "step_window"
+
+
+def test_mfu_without_a_peak_or_ranges(tmp_path: Path) -> None:
+    from traceql import queries
+
+    store = tmp_path / "s"
+    _ingest(_mfu_db(tmp_path / "ascend_pytorch_profiler_0.db"), store, "mfu")
+    rows = queries.run("mfu", store, run_id="mfu", params={"peak_flops": None}).to_pylist()
+    assert rows and all(r["mfu"] is None for r in rows)  # no peak: no utilisation, never a guessed one
+    # the device's preset peak (ascend910b, 313 TFLOPS fp16: devices.py, with its source) fills it by default
+    rows = queries.run("mfu", store, run_id="mfu", device="ascend910b").to_pylist()
+    run = next(r for r in rows if r["scope"] == "run")
+    assert run["mfu"] == pytest.approx(1.1e13 / 313e12)
+    # a dump without FLOPs ranges: no rows
+    db = _tiny_msprof_db(tmp_path / "msprof_20260101000000.db", "1.0.0")
+    _ingest(db, tmp_path / "s2", "plain")
+    assert queries.run("mfu", tmp_path / "s2", run_id="plain").num_rows == 0
