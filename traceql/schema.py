@@ -275,6 +275,26 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
             _c("source", "VARCHAR", "file/table the row came from"),
         ],
     ),
+    "overlap": (
+        "The profiler's own step split as intervals (msprof/torch_npu db OVERLAP_ANALYSIS): Computing, Communication, Communication(Not Overlapped), Free.",
+        _KEYS
+        + [
+            _c(
+                "step",
+                "BIGINT",
+                "step id (the STEP_TIME window holding the interval start), null without steps",
+            ),
+            _c("device_id", "INTEGER", "device id as written"),
+            _c(
+                "type",
+                "VARCHAR",
+                "Computing | Communication | Communication(Not Overlapped) | Free (the db's type 0..3, see parsers._db_tables)",
+            ),
+            _c("ts_ns", "BIGINT", "interval start, ns since Unix epoch"),
+            _c("dur_ns", "BIGINT", "interval length, ns"),
+            _c("source", "VARCHAR", "which table the row came from (db:OVERLAP_ANALYSIS)"),
+        ],
+    ),
     "memory": (
         "Memory: allocator records (memory_record), per-operator allocations (operator_memory), module reservations (npu_module_mem), device usage (npu_mem).",
         _KEYS
