@@ -509,3 +509,118 @@ def test_real_overlap_analysis_equals_step_trace_time_and_traceql(tmp_path: Path
     ):
         assert rows[part]["profiler_ns"] == round(us * 1000)
         assert rows[part]["agrees"], rows[part]
+
+
+# --------------------------------------------------------------------------------------------------------
+# AI Core frequency throttling (queries/aicore_freq.sql, rule aicore_freq)
+# --------------------------------------------------------------------------------------------------------
+# (kernel name, op type, start, duration) ns after T0; AICORE_FREQ samples (ts, MHz): 1800 at T0, 1500 from 200 us
+FREQ_KERNELS = [("MatMul_1", "MatMul", 0, 100_000), ("MatMul_2", "MatMul", 300_000, 100_000),
+                ("Add_1", "Add", 500_000, 50_000)]  # fmt: skip
+FREQ_SAMPLES = [(0, 1800), (200_000, 1500)]
+
+
+def _freq_dump(root: Path, info_json: bool) -> Path:
+    """A torch_npu db-export folder: profiler_info, ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db with
+    AICORE_FREQ (declared as the real export declares it: deviceId INTEGER, timestampNs NUMERIC, freq INTEGER),
+    and, optionally, the raw PROF_*/device_0/info.json.0 with DeviceInfo aic_frequency (msprof's layout)."""
+    out = root / "ASCEND_PROFILER_OUTPUT"
+    (root / "profiler_info_0.json").parent.mkdir(parents=True, exist_ok=True)
+    (root / "profiler_info_0.json").write_text(
+        json.dumps({"config": {}, "rank_id": 0, "torch_npu_version": "2.10.0"})
+    )
+    strings = {"AI_CORE": 1, "KERNEL_AICORE": 2}
+    for name, typ, *_ in FREQ_KERNELS:
+        strings.setdefault(name, len(strings) + 1)
+        strings.setdefault(typ, len(strings) + 1)
+    task = [(T0 + s, T0 + s + d, 0, 4294967295, i, 1, 2, 4294967295, 2, i, 4294967295, 0)
+            for i, (_, _, s, d) in enumerate(FREQ_KERNELS)]  # fmt: skip
+    compute = [
+        (strings[n], i, 24, 0, 1, strings[t], 0, 0, 0, 0, 0, 0, 0, 0)
+        for i, (n, t, _, _) in enumerate(FREQ_KERNELS)
+    ]
+    _db(
+        out / "ascend_pytorch_profiler_0.db",
+        {
+            "STRING_IDS": ("id INTEGER PRIMARY KEY, value TEXT", [(v, k) for k, v in strings.items()]),
+            "META_DATA": _meta("1.0.0"),
+            "NPU_INFO": ("id INTEGER,name TEXT", [(0, "Ascend910B")]),
+            "TASK": (
+                "startNs INTEGER,endNs INTEGER,deviceId INTEGER,connectionId INTEGER,globalTaskId INTEGER,"
+                "globalPid INTEGER,taskType INTEGER,contextId INTEGER,streamId INTEGER,taskId INTEGER,modelId INTEGER, "
+                "depth integer",
+                task,
+            ),
+            "COMPUTE_TASK_INFO": (
+                "name INTEGER,globalTaskId INTEGER PRIMARY KEY,blockDim INTEGER,mixBlockDim INTEGER,taskType INTEGER,"
+                "opType INTEGER,inputFormats INTEGER,inputDataTypes INTEGER,inputShapes INTEGER,outputFormats INTEGER,"
+                "outputDataTypes INTEGER,outputShapes INTEGER,attrInfo INTEGER, waitNs INTEGER",
+                compute,
+            ),
+            "AICORE_FREQ": (
+                "deviceId INTEGER,timestampNs NUMERIC,freq INTEGER",
+                [(0, T0 + t, f) for t, f in FREQ_SAMPLES],
+            ),
+            "STEP_TIME": ("id INTEGER, startNs INTEGER, endNs INTEGER", [(1, T0, T0 + 1_000_000)]),
+        },
+    )
+    (out / "analyse.done").write_text("")
+    if info_json:
+        dev = root / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP" / "device_0"
+        dev.mkdir(parents=True)
+        (dev / "info.json.0").write_text(
+            json.dumps(
+                {
+                    "DeviceInfo": [
+                        {"id": 0, "ai_core_num": 24, "aic_frequency": "1800", "hwts_frequency": "50"}
+                    ]
+                }
+            )
+        )
+    return root
+
+
+def test_aicore_freq_against_the_rated_clock_from_info_json(tmp_path: Path) -> None:
+    from traceql import queries
+
+    store = tmp_path / "s"
+    _ingest(_freq_dump(tmp_path / "w_1_20260101_ascend_pt", info_json=True), store, "f")
+    rows = queries.run("aicore_freq", store, run_id="f").to_pylist()
+    by = {(r["scope"], r["op_type"]): r for r in rows}
+    # hand: MatMul_1 starts at 1800 MHz, MatMul_2 and Add_1 after the 1500 MHz sample; weighted by device time
+    #   rank: (1800 x 100 + 1500 x 100 + 1500 x 50) / 250 = 1620 MHz -> (1800 - 1620) / 1800 = 0.1
+    rk = by[("rank", None)]
+    assert (rk["kernels"], rk["dur_ns"], rk["min_mhz"], rk["max_mhz"]) == (3, 250_000, 1500, 1800)
+    assert rk["avg_mhz"] == pytest.approx(1620) and rk["decrease_ratio"] == pytest.approx(0.1)
+    assert (rk["rated_mhz"], rk["rated_source"], rk["throttled"]) == (1800, "info.json", True)
+    mm, add = by[("op", "MatMul")], by[("op", "Add")]
+    assert mm["avg_mhz"] == pytest.approx(1650) and mm["decrease_ratio"] == pytest.approx(150 / 1800)
+    assert add["avg_mhz"] == pytest.approx(1500) and add["decrease_ratio"] == pytest.approx(300 / 1800)
+    # rated clock given: 1620 MHz rated -> nothing lost on the rank
+    rows = queries.run("aicore_freq", store, run_id="f", params={"rated_mhz": 1620.0}).to_pylist()
+    rk = next(r for r in rows if r["scope"] == "rank")
+    assert (
+        rk["decrease_ratio"] == pytest.approx(0.0) and not rk["throttled"] and rk["rated_source"] == "param"
+    )
+
+
+def test_aicore_freq_finding(tmp_path: Path) -> None:
+    from traceql.findings import evaluate
+
+    store = tmp_path / "s"
+    _ingest(_freq_dump(tmp_path / "w_1_20260101_ascend_pt", info_json=True), store, "f")
+    f = evaluate(store, "f").finding("aicore_freq")
+    assert f.fired, f
+    assert "1620 MHz against 1800 MHz rated (info.json), 10.0% lower" in f.message
+    # saving (model): 250 us of compute x 0.1 lost = 25 us in the one step
+    assert f.saving["value"] == pytest.approx(0.025)
+
+
+def test_aicore_freq_without_a_rated_clock(tmp_path: Path) -> None:
+    from traceql import queries
+
+    store = tmp_path / "s"
+    _ingest(_freq_dump(tmp_path / "w_1_20260101_ascend_pt", info_json=False), store, "f")
+    rk = next(r for r in queries.run("aicore_freq", store, run_id="f").to_pylist() if r["scope"] == "rank")
+    assert rk["rated_mhz"] is None and rk["decrease_ratio"] is None and rk["rated_source"] == "unknown"
+    assert rk["avg_mhz"] == pytest.approx(1620) and not rk["throttled"]

@@ -2180,6 +2180,30 @@ def check_free_time(ctx: _Ctx, rule: Rule) -> Finding:
     return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, saving=saving, share=share)
 
 
+# ---- AI Core frequency throttling (issue 19): the logic is queries/aicore_freq.sql; this only words it ----
+def check_aicore_freq(ctx: _Ctx, rule: Rule) -> Finding:
+    rows = [r for r in ctx.rows("aicore_freq", rule.params) if r["scope"] == "rank"]
+    if not rows:
+        return _make(ctx, rule, fired=False, variant="no_data", values=_values(rule, ctx))
+    if all(r["rated_mhz"] is None for r in rows):
+        lo = min(r["min_mhz"] for r in rows)
+        return _make(ctx, rule, fired=False, variant="unrated", values=_values(rule, ctx, min_mhz=lo))
+    hot = [r for r in rows if r["throttled"]]
+    worst = max(rows, key=lambda r: r["decrease_ratio"] or 0)
+    lost_ns = sum((r["dur_ns"] or 0) * max(r["decrease_ratio"] or 0, 0) for r in hot)
+    per_step = ctx.per_step(lost_ns)
+    share = ctx.share(per_step)
+    vals = _values(rule, ctx, n=len(hot), ranks=len(rows), rank=worst["rank"], avg_mhz=worst["avg_mhz"],
+                   rated_mhz=worst["rated_mhz"], ratio=worst["decrease_ratio"] or 0, min_mhz=worst["min_mhz"],
+                   source=worst["rated_source"], ms=_ms(per_step) or 0.0)  # fmt: skip
+    ev = {"ranks": [{k: r[k] for k in ("rank", "avg_mhz", "min_mhz", "rated_mhz", "rated_source",
+                                        "decrease_ratio", "throttled")} for r in rows]}  # fmt: skip
+    saving = _saving(_ms(per_step), str(rule["saving_method"]), share)
+    if not hot:
+        return _make(ctx, rule, fired=False, variant="ok", values=vals, evidence=ev, saving=saving)
+    return _make(ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, saving=saving, share=share)
+
+
 CHECKS: dict[str, Callable[[_Ctx, Rule], Finding]] = {
     "bandwidth_bound": check_bandwidth_bound,
     "comm_waits_on_memory": check_comm_waits_on_memory,
@@ -2198,6 +2222,7 @@ CHECKS: dict[str, Callable[[_Ctx, Rule], Finding]] = {
     "aicpu_ops": check_aicpu_ops,
     "dynamic_shape": check_dynamic_shape,
     "free_time": check_free_time,
+    "aicore_freq": check_aicore_freq,
 }
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BadTraceError
 from . import _analyse_done
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
+from ._device_info import device_info_rows
 from ._files import read_small
 from ._pmu import aic_metrics_group, pmu_exprs
 from ._units import dec_to_ns, to_float
@@ -1066,6 +1067,9 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         facts["device"] = _device_from_db(outdir)
     if facts.get("aic_metrics"):
         meta_rows.append({"key": "traceql.aic_metrics", "value": facts["aic_metrics"]})
+    dev_rows, dev_warnings = device_info_rows(root)  # PROF_*/device_*/info.json, platform_config/*.ini
+    meta_rows += [{"key": k, "value": v} for k, v in dev_rows]
+    warnings += dev_warnings
     write_rows(out, "run_meta", meta_rows)
     return {
         "device": facts.get("device"),

@@ -44,6 +44,7 @@ from ._db_tables import (
     write_run_meta,
     write_step_windows,
 )
+from ._device_info import device_info_rows
 from ._files import read_small
 from ._sqlite import SqliteDb, decode_text, lit, looks_like_sqlite, q
 from ._units import GB_PER_S
@@ -189,6 +190,9 @@ class TorchNpuDbParser:
             root = opts.get("root")
             if root:
                 rows += _profiler_info_rows(Path(root))
+                dev_rows, dev_warnings = device_info_rows(Path(root))
+                rows += dev_rows
+                x.warnings.extend(dev_warnings)
             write_run_meta(out, rows)
             meta["warnings"] = x.warnings
             meta["export"] = "db"
