@@ -624,3 +624,122 @@ def test_aicore_freq_without_a_rated_clock(tmp_path: Path) -> None:
     rk = next(r for r in queries.run("aicore_freq", store, run_id="f").to_pylist() if r["scope"] == "rank")
     assert rk["rated_mhz"] is None and rk["decrease_ratio"] is None and rk["rated_source"] == "unknown"
     assert rk["avg_mhz"] == pytest.approx(1620) and not rk["throttled"]
+
+
+# --------------------------------------------------------------------------------------------------------
+# rankSize -> bus bandwidth; HCCL sizes marked invalid (queries/comm_bus_bandwidth.sql)
+# --------------------------------------------------------------------------------------------------------
+# ENUM_HCCL_DATA_TYPE as MSPROF-DB-DOC lists it (Ascend/msprof docs/en/user_guide/profile_data_file_references_db.md)
+HCCL_TYPES = [(0, "INT8"), (3, "FP16"), (4, "FP32"), (11, "BFP16"), (255, "RESERVED"), (65534, "N/A"),
+              (65535, "INVALID_TYPE")]  # fmt: skip
+# (op name, op type, dataType id, count, rankSize, start, duration) ns after T0
+BUS_OPS = [
+    ("hcom_allReduce__1_0_1", "hcom_allReduce_", 3, 1_048_576, 8, 0, 1_000_000),
+    ("hcom_allGather__2_0_1", "hcom_allGather_", 11, 4096, 8, 2_000_000, 100_000),
+    ("hcom_broadcast__3_0_1", "hcom_broadcast_", 65535, 4096, 8, 3_000_000, 50_000),
+]
+
+
+def _bus_db(path: Path, rank_size: bool = True) -> Path:
+    strings: dict[str, int] = {"group_a": 1}
+    for name, typ, *_ in BUS_OPS:
+        strings.setdefault(name, len(strings) + 1)
+        strings.setdefault(typ, len(strings) + 1)
+    cols = (
+        "opName INTEGER,startNs INTEGER,endNs INTEGER,connectionId INTEGER,groupName INTEGER,opId INTEGER PRIMARY KEY,"
+        "relay INTEGER,retry INTEGER,dataType INTEGER,algType INTEGER,count NUMERIC,opType INTEGER, waitNs INTEGER, "
+        "deviceId INTEGER"
+    )
+    rows = []
+    for i, (name, typ, dt, cnt, rs, s, d) in enumerate(BUS_OPS):
+        row: tuple[Any, ...] = (
+            strings[name],
+            T0 + s,
+            T0 + s + d,
+            4294967295,
+            1,
+            i,
+            0,
+            0,
+            dt,
+            0,
+            cnt,
+            strings[typ],
+            0,
+            0,
+        )
+        rows.append((*row, rs) if rank_size else row)
+    if rank_size:
+        cols += ", rankSize INTEGER"  # the 2026 column (issue 19); name as the issue gives it [I]
+    return _db(
+        path,
+        {
+            "STRING_IDS": ("id INTEGER PRIMARY KEY, value TEXT", [(v, k) for k, v in strings.items()]),
+            "ENUM_HCCL_DATA_TYPE": ("id INTEGER PRIMARY KEY,name TEXT", HCCL_TYPES),
+            "META_DATA": _meta("1.0.0"),
+            "TASK": (TASK_COLS, [(T0, T0 + 5, 0, 1, 99, 0, 2, 4294967295, 2, 1, 4294967295)]),
+            "COMMUNICATION_OP": (cols, rows),
+        },
+    )
+
+
+def test_bus_bandwidth_from_rank_size_equals_hand_computation(tmp_path: Path) -> None:
+    from traceql import queries
+
+    store = tmp_path / "s"
+    _ingest(_bus_db(tmp_path / "msprof_20260101000000.db"), store, "bus")
+    rows = {r["name"]: r for r in queries.run("comm_bus_bandwidth", store, run_id="bus").to_pylist()}
+    ar = rows["hcom_allReduce__1_0_1"]
+    # hand: 1048576 FP16 elements x 2 B = 2097152 B over 1 ms -> 2.097152e9 B/s; x 2(8-1)/8 = 1.75 -> 3.670016e9
+    assert (ar["data_type"], ar["data_bytes"], ar["rank_size"], ar["rank_size_source"]) == (
+        "FP16",
+        2_097_152,
+        8,
+        "rankSize",
+    )
+    assert ar["alg_bw_bps"] == pytest.approx(2.097152e9) and ar["bus_factor"] == pytest.approx(1.75)
+    assert ar["bus_bw_bps"] == pytest.approx(3.670016e9) and ar["size_status"] == "ok"
+    ag = rows["hcom_allGather__2_0_1"]
+    # 4096 BFP16 x 2 B = 8192 B over 100 us -> 8.192e7 B/s; x (8-1)/8 -> 7.168e7
+    assert ag["data_bytes"] == 8192 and ag["bus_bw_bps"] == pytest.approx(7.168e7)
+    bc = rows["hcom_broadcast__3_0_1"]  # dataType 65535 = INVALID_TYPE: the size is not known, never guessed
+    assert (bc["data_type"], bc["data_bytes"], bc["alg_bw_bps"], bc["size_status"]) == (
+        "INVALID_TYPE",
+        None,
+        None,
+        "invalid",
+    )
+    stored = _q(store, "SELECT name, data_bytes, rank_size FROM comm_ops ORDER BY ts_ns")
+    assert [(r["data_bytes"], r["rank_size"]) for r in stored] == [(2_097_152, 8), (8192, 8), (None, 8)]
+
+
+def test_bus_bandwidth_without_rank_size_uses_the_ranks_in_the_dump(tmp_path: Path) -> None:
+    from traceql import queries
+
+    store = tmp_path / "s"
+    _ingest(_bus_db(tmp_path / "msprof_20260101000000.db", rank_size=False), store, "bus")
+    ar = next(
+        r
+        for r in queries.run("comm_bus_bandwidth", store, run_id="bus").to_pylist()
+        if "allReduce" in r["name"]
+    )
+    # one rank in the dump: n = 1 (a lower bound, labelled), factor 2(1-1)/1 = 0
+    assert (ar["rank_size"], ar["rank_size_source"], ar["bus_factor"]) == (1, "ranks_in_dump", 0.0)
+    assert ar["alg_bw_bps"] == pytest.approx(2.097152e9)
+
+
+@pytest.mark.real
+def test_real_db_comm_op_sizes_from_count_and_data_type(tmp_path: Path) -> None:
+    db = real(DB_LEVEL1 / "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db")
+    con = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+    expect = {
+        name: int(cnt) * {"INT8": 1, "FP16": 2, "FP32": 4, "BFP16": 2, "INT32": 4, "INT64": 8}[dt]
+        for name, dt, cnt in con.execute(
+            """SELECT s.value, e.name, o.count FROM COMMUNICATION_OP o JOIN STRING_IDS s ON s.id = o.opName
+               JOIN ENUM_HCCL_DATA_TYPE e ON e.id = o.dataType"""
+        )
+    }
+    con.close()
+    _ingest(DB_LEVEL1 / "rank0_ascend_pt", tmp_path / "s", "r0")
+    got = {r["name"]: r["data_bytes"] for r in _q(tmp_path / "s", "SELECT name, data_bytes FROM comm_ops")}
+    assert expect and got == expect

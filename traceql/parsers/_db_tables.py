@@ -487,6 +487,42 @@ def kind_sql(op_type: str) -> str:
     return f"CASE WHEN {op_type} IN ('send', 'receive', 'recv', 'batchsendrecv') THEN 'p2p' ELSE 'collective' END"
 
 
+# HCCL data types (ENUM_HCCL_DATA_TYPE, MSPROF-DB-DOC: Ascend/msprof docs/en/user_guide/
+# profile_data_file_references_db.md) -> bytes per element. RESERVED (255), N/A (65534) and INVALID_TYPE (65535)
+# mean the profiler did not know the type: the op's data size is then invalid (null), never a guess.
+HCCL_DTYPE_BYTES = {
+    "INT8": 1, "INT16": 2, "INT32": 4, "FP16": 2, "FP32": 4, "INT64": 8, "UINT64": 8, "UINT8": 1, "UINT16": 2,
+    "UINT32": 4, "FP64": 8, "BFP16": 2, "INT128": 16, "HIF8": 1, "FP8E4M3": 1, "FP8E5M2": 1, "FP8E8M0": 1,
+}  # fmt: skip
+HCCL_INVALID_TYPES = ("RESERVED", "N/A", "INVALID_TYPE")
+
+
+def comm_op_sizes_sql(x: DbExport) -> str | None:
+    """Per COMMUNICATION_OP opName: data_type, data_bytes (count x element size: the op's buffer, what
+    bus-bandwidth formulas call S; null when the type or count is invalid: count <= 0, count = UINT32/UINT64
+    max, or a RESERVED/N/A/INVALID_TYPE dataType) and rank_size (the `rankSize` column newer exports add per
+    op, the communicator's size; null when absent). None when the table lacks opName."""
+    if not x.has("COMMUNICATION_OP", "opName"):
+        return None
+    cols = x.load("COMMUNICATION_OP", COMM_OP_KINDS)
+    dt = col_or_null(cols, "dataType", "o", "VARCHAR")
+    size = (
+        "CASE upper(CAST("
+        + dt
+        + " AS VARCHAR)) "
+        + " ".join(f"WHEN {lit(k)} THEN {v}" for k, v in HCCL_DTYPE_BYTES.items())
+        + " END"
+    )
+    cnt = col_or_null(cols, "count", "o", "DOUBLE")
+    rank_col = next((c for c in cols if c.lower() == "ranksize"), None)
+    rank_size = f'TRY_CAST(o."{rank_col}" AS INTEGER)' if rank_col else "NULL::INTEGER"
+    return f"""SELECT o."opName" AS op_name, any_value(CAST({dt} AS VARCHAR)) AS data_type,
+            any_value(CASE WHEN {cnt} > 0 AND {cnt} < 4294967295 THEN TRY_CAST({cnt} * {size} AS BIGINT) END)
+                AS data_bytes,
+            any_value(CASE WHEN {rank_size} > 0 AND {rank_size} < 65535 THEN {rank_size} END) AS rank_size
+        FROM "COMMUNICATION_OP" o GROUP BY 1"""
+
+
 def write_comm_from_db(
     x: DbExport, out: RankWriter, ops: bool = True, matrix: bool = True, bandwidth: bool = True
 ) -> dict[str, int]:
@@ -502,9 +538,12 @@ def write_comm_from_db(
         sj, step = step_join(x, 'o."startNs"')
         opt = op_type_sql(col_or_null(ocols, "opType", "o", "VARCHAR") if "opType" in ocols else 'o."opName"')
         bytes_join, nbytes = "", "NULL::BIGINT"
+        sizes = comm_op_sizes_sql(x)
+        if sizes:
+            bytes_join += f' LEFT JOIN ({sizes}) sz ON sz.op_name = o."opName"'
         if links_sql and "opId" in ocols:
-            bytes_join = (
-                "LEFT JOIN (SELECT op_id, sum(size) AS b FROM comm_links WHERE transport <> 'LOCAL' AND size > 0 "
+            bytes_join += (
+                " LEFT JOIN (SELECT op_id, sum(size) AS b FROM comm_links WHERE transport <> 'LOCAL' AND size > 0 "
                 'GROUP BY 1) lb ON lb.op_id = o."opId"'
             )
             nbytes = "lb.b"
@@ -515,6 +554,9 @@ def write_comm_from_db(
                 {col_or_null(ocols, "groupName", "o", "VARCHAR")} AS group_name, {kind_sql(opt)} AS kind,
                 o."startNs" AS ts_ns, o."endNs" - o."startNs" AS dur_ns,
                 {col_or_null(ocols, "waitNs", "o", "BIGINT")} AS wait_ns, TRY_CAST({nbytes} AS BIGINT) AS bytes,
+                {"sz.data_type" if sizes else "NULL::VARCHAR"} AS data_type,
+                {"sz.data_bytes" if sizes else "NULL::BIGINT"} AS data_bytes,
+                {"sz.rank_size" if sizes else "NULL::INTEGER"} AS rank_size,
                 'db:COMMUNICATION_OP' AS source
             FROM "COMMUNICATION_OP" o {bytes_join} {sj} ORDER BY o."startNs" """,
         )

@@ -37,6 +37,7 @@ from ..errors import BadTraceError
 from . import _analyse_done
 from ._db_tables import (
     DbExport,
+    comm_op_sizes_sql,
     flatten_json,
     kind_sql,
     op_type_sql,
@@ -248,6 +249,11 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
             op_start = "co.s"
         bw = ""
         nbytes = "NULL::BIGINT"
+        sizes = (
+            comm_op_sizes_sql(x) if with_main else None
+        )  # data type/size and rankSize from COMMUNICATION_OP
+        if sizes:
+            join += f" LEFT JOIN ({sizes}) sz ON sz.op_name = t.hccl_op_name"
         if loaded["CommAnalyzerBandwidth"]:
             # SDMA is the aggregate of the HCCS/PCIE/SIO links (same size as their sum in communication.json
             # and here), so bytes over all transports = the non-SDMA rows (or SDMA + RDMA when only those exist)
@@ -268,7 +274,9 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
                 COALESCE({op_start}, {ns("t.start_timestamp", US)}) AS ts_ns, {ns("t.elapse_time", MS)} AS dur_ns,
                 {ns("t.transit_time", MS)} AS transit_ns, {ns("t.wait_time", MS)} AS wait_ns,
                 {ns("t.synchronization_time", MS)} AS sync_ns, {ns("t.idle_time", MS)} AS idle_ns,
-                {nbytes} AS bytes, 'analysis.db:CommAnalyzerTime' AS source
+                {nbytes} AS bytes, {"sz.data_type" if sizes else "NULL::VARCHAR"} AS data_type,
+                {"sz.data_bytes" if sizes else "NULL::BIGINT"} AS data_bytes,
+                {"sz.rank_size" if sizes else "NULL::INTEGER"} AS rank_size, 'analysis.db:CommAnalyzerTime' AS source
             FROM a_CommAnalyzerTime t {join} {bw}
             WHERE t.hccl_op_name IS DISTINCT FROM 'Total Op Info' ORDER BY ts_ns""",
         )
