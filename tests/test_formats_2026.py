@@ -743,3 +743,59 @@ def test_real_db_comm_op_sizes_from_count_and_data_type(tmp_path: Path) -> None:
     _ingest(DB_LEVEL1 / "rank0_ascend_pt", tmp_path / "s", "r0")
     got = {r["name"]: r["data_bytes"] for r in _q(tmp_path / "s", "SELECT name, data_bytes FROM comm_ops")}
     assert expect and got == expect
+
+
+# --------------------------------------------------------------------------------------------------------
+# 2026 sys_interconnection / task tables: UB, SIO -> counters; CCU, DPU_TASK -> said, not ingested
+# --------------------------------------------------------------------------------------------------------
+def test_ub_sio_counters_and_ccu_dpu_notes(tmp_path: Path) -> None:
+    # column declarations verbatim from MSPROF-DB-DOC (Ascend/msprof docs/en/user_guide/
+    # profile_data_file_references_db.md, sections UB, SIO, CCU, DPU_TASK)
+    strings = {"MatMul_1": 1, "AI_CORE": 2, "MatMul": 3, "die0_ch1": 4, "ccu_reduce": 5, "{}": 6, "dpu_op": 7}
+    db = _db(
+        tmp_path / "msprof_20260101000000.db",
+        {
+            "STRING_IDS": ("id INTEGER PRIMARY KEY, value TEXT", [(v, k) for k, v in strings.items()]),
+            "META_DATA": _meta("1.0.0"),
+            "TASK": (TASK_COLS, [(T0, T0 + 1000, 0, 1, 1, 0, 2, 4294967295, 2, 1, 4294967295)]),
+            "COMPUTE_TASK_INFO": (COMPUTE_COLS, [(1, 1, 8, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0)]),
+            "UB": (
+                "deviceId NUMERIC, portId NUMERIC, timestampNs NUMERIC, rxUdmaBind NUMERIC, txUdmaBind NUMERIC",
+                [(0, 3, T0, 1.5e9, 2.5e9), (0, 3, T0 + 20_000_000, 1.0e9, 0.0)],
+            ),
+            "SIO": (
+                "deviceId NUMERIC, name INTEGER, timestampNs NUMERIC, rxReq NUMERIC, rxRsp NUMERIC, rxSnp NUMERIC, "
+                "rxDat NUMERIC, txReq NUMERIC, txRsp NUMERIC, txSnp NUMERIC, txDat NUMERIC",
+                [(0, 4, T0, 1, 2, 3, 4e9, 5, 6, 7, 8e9)],
+            ),
+            "CCU": (
+                "deviceId NUMERIC, globalTaskId NUMERIC, name INTEGER, startNs NUMERIC, endNs NUMERIC, args INTEGER",
+                [(0, 7, 5, T0, T0 + 10, 6), (0, 7, 5, T0 + 20, T0 + 30, 6)],
+            ),
+            "DPU_TASK": (
+                "dpuDeviceId NUMERIC, globalTid NUMERIC, startNs NUMERIC, endNs NUMERIC, globalTaskId NUMERIC, "
+                "streamId NUMERIC, taskId NUMERIC, opName INTEGER, args INTEGER",
+                [(0, 1, T0, T0 + 5, 9, 1, 1, 7, 6)],
+            ),
+        },
+    )
+    info = _ingest(db, tmp_path / "s", "io")
+    c = _q(
+        tmp_path / "s",
+        "SELECT track, channel, metric, unit, name, ts_ns, value FROM counters ORDER BY track, ts_ns, metric",
+    )
+    ub = [r for r in c if r["track"] == "UB (UnifiedBus)"]
+    assert [(r["channel"], r["metric"], r["name"], r["ts_ns"] - T0, r["value"]) for r in ub] == [
+        ("3", "rx_bw", "UB 3/Rx", 0, 1.5e9),
+        ("3", "tx_bw", "UB 3/Tx", 0, 2.5e9),
+        ("3", "rx_bw", "UB 3/Rx", 20_000_000, 1.0e9),
+        ("3", "tx_bw", "UB 3/Tx", 20_000_000, 0.0),
+    ]
+    sio = {r["metric"]: r for r in c if r["track"] == "SIO"}
+    assert len(sio) == 8 and sio["rx_dat_bw"]["value"] == 4e9 and sio["tx_dat_bw"]["value"] == 8e9
+    assert sio["rx_req_bw"]["name"] == "die0_ch1/RX Req" and sio["rx_req_bw"]["unit"] == "bytes/s"
+    assert (
+        _q(tmp_path / "s", "SELECT count(*) AS n FROM kernels")[0]["n"] == 1
+    )  # CCU / DPU rows are not kernels
+    notes = " ".join(info.get("warnings", []))
+    assert "CCU: 2 rows not ingested" in notes and "DPU_TASK: 1 rows not ingested" in notes

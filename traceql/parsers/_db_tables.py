@@ -623,10 +623,19 @@ def _counter_specs(x: DbExport) -> list[tuple[str, dict[str, str], str, list[tup
         ("QOS", {"eventName": "str"}, 'CAST("eventName" AS VARCHAR)', [("'value'", '"bandwidth"', "bytes/s", "'QoS ' || \"eventName\"")]),
         ("DDR", {}, "''", [("'read_bw'", '"read"', "bytes/s", "'DDR/Read'"), ("'write_bw'", '"write"', "bytes/s", "'DDR/Write'")]),
         ("HCCS", {}, "''", [("'tx_bw'", '"txThroughput"', "bytes/s", "'HCCS/Tx'"), ("'rx_bw'", '"rxThroughput"', "bytes/s", "'HCCS/Rx'")]),
+        # 2026 sys_interconnection tables (MSPROF-DB-DOC "UB", "SIO"). UB here is the UnifiedBus interconnect
+        # port (rxUdmaBind/txUdmaBind per portId), NOT the AI Core's Unified Buffer that kernels.ub_*_bytes and
+        # ub_l2_rates measure; SIO is the die-to-die channel, one series per flow class and die channel (name).
+        ("UB", {"portId": "int"}, 'CAST("portId" AS VARCHAR)', [("'rx_bw'", '"rxUdmaBind"', "bytes/s", "'UB ' || \"portId\" || '/Rx'"),
+                                                  ("'tx_bw'", '"txUdmaBind"', "bytes/s", "'UB ' || \"portId\" || '/Tx'")]),
+        ("SIO", {"name": "str"}, 'CAST("name" AS VARCHAR)', [
+            (lit(f"{d}_{c.lower()}_bw"), q(f"{d}{c}"), "bytes/s", f"\"name\" || {lit(f'/{d.upper()} {c}')}")
+            for d in ("rx", "tx") for c in ("Req", "Rsp", "Snp", "Dat")
+        ]),
     ]  # fmt: skip
 
 
-TRACK_NAMES = {"AICORE_FREQ": "AI Core Freq", "ACC_PMU": "Acc PMU", "SOC_BANDWIDTH_LEVEL": "Stars Soc Info", "QOS": "QoS",
+TRACK_NAMES = {"UB": "UB (UnifiedBus)", "AICORE_FREQ": "AI Core Freq", "ACC_PMU": "Acc PMU", "SOC_BANDWIDTH_LEVEL": "Stars Soc Info", "QOS": "QoS",
                "NPU_MEM": "NPU MEM", "ROCE": "RoCE", "SAMPLE_PMU_TIMELINE": "AI Core PMU"}  # fmt: skip
 # tables with timestampNs that are not counters (memory events) or are handled above
 NOT_COUNTERS = {
@@ -855,6 +864,25 @@ def write_overlap(x: DbExport, out: RankWriter) -> int:
     )
 
 
+# 2026 task tables traceql reads but does not map (MSPROF-DB-DOC): CCU holds the small operators the
+# collective communication unit runs for an HCCL op (globalTaskId of the CCU op, name, startNs/endNs, args JSON):
+# sub-steps of a communication op already in comm_ops, so adding them to kernels would count that time twice;
+# DPU_TASK holds operators run on a DPU device (dpuDeviceId), another device than the NPU whose timeline the
+# kernels table is. Both are said in the ingest's warnings with their row counts.
+UNMAPPED_TASK_TABLES = {
+    "CCU": "CCU small operators (sub-steps of the communication ops in comm_ops; not added to kernels to avoid counting that time twice)",
+    "DPU_TASK": "operators on a DPU device (not the NPU timeline kernels holds)",
+}
+
+
+def note_unmapped(x: DbExport) -> None:
+    for table, why in UNMAPPED_TASK_TABLES.items():
+        if table in x.db.schema:
+            n = x.db.rows(f"SELECT count(*) FROM {q(table)}")[0][0]
+            if n:
+                x.warnings.append(f"{x.db.path}: {table}: {n} rows not ingested: {why}")
+
+
 def write_step_windows(x: DbExport, out: RankWriter) -> int:
     if not x.has("STEP_TIME", "id", "startNs", "endNs") or not x.load("STEP_TIME"):
         return 0
@@ -933,6 +961,7 @@ def write_common(
         write_memory(x, out, flavor)
         write_comm_from_db(x, out, ops=comm_ops, matrix=comm_matrix, bandwidth=comm_bandwidth)
         write_overlap(x, out)
+        note_unmapped(x)
         rows, meta = run_meta(x)
     if schema_version:
         meta["schema_version"] = schema_version
