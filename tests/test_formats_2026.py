@@ -799,3 +799,116 @@ def test_ub_sio_counters_and_ccu_dpu_notes(tmp_path: Path) -> None:
     )  # CCU / DPU rows are not kernels
     notes = " ".join(info.get("warnings", []))
     assert "CCU: 2 rows not ingested" in notes and "DPU_TASK: 1 rows not ingested" in notes
+
+
+# --------------------------------------------------------------------------------------------------------
+# device peaks: sources, CANN platform_config ini, observed ceiling
+# --------------------------------------------------------------------------------------------------------
+def test_every_preset_cites_its_source_and_910b_says_no_ub_l2_source() -> None:
+    from traceql import devices
+
+    for d in devices.PRESETS:
+        assert d.source.strip(), d.key
+    for d in devices.PRESETS:
+        if d.key.startswith("ascend910b"):
+            assert d.peak_ub_bps is None and d.peak_l2_bps is None  # never an invented number
+            assert "no source found" in d.source
+
+
+# A platform_config ini in CANN's layout ([version] / [SoCInfo] / [AICoreSpec] / [AICoreMemoryRates], keys as
+# CANN's GetPlatformRes reads them). The NUMBERS ARE THIS TEST'S OWN, round for hand arithmetic, not any
+# chip's: no real Ascend910B ini was available to copy from, and none is needed to test the arithmetic.
+INI = """[version]
+SoC_version=Ascend910B_fixture
+[SoCInfo]
+ai_core_cnt=20
+cube_core_cnt=20
+vector_core_cnt=40
+[AICoreSpec]
+cube_freq=1000
+cube_m_size=16
+cube_n_size=16
+cube_k_size=16
+[AICoreMemoryRates]
+ddr_rate=50
+l2_rate=100
+ub_to_ddr_rate=21474836480/680000000
+"""
+
+
+def test_platform_config_peaks_by_hand() -> None:
+    from traceql import devices
+
+    meta = {"platform_config.file": "x.ini"}
+    for line_section in INI.split("["):
+        if not line_section.strip():
+            continue
+        head, *lines = line_section.strip().splitlines()
+        for ln in lines:
+            k, v = ln.split("=", 1)
+            meta[f"platform_config.{head.rstrip(']')}.{k}"] = v
+    got = devices.platform_peaks(meta)
+    assert got is not None
+    peaks, note = got
+    # hand: 1000 MHz x 20 cores x 50 B/cycle = 1e12 B/s HBM; x 100 B/cycle = 2e12 B/s L2;
+    #       2 x 16^3 MACs x 20 cube cores x 1e9 Hz = 1.6384e14 FLOP/s; no single UB rate in the ini
+    assert peaks == {"peak_hbm_bps": 1e12, "peak_l2_bps": 2e12, "peak_ub_bps": None, "peak_flops": 1.6384e14}
+    assert "Ascend910B_fixture" in note and "platform_config" in note
+    assert devices.platform_peaks({"device": "Ascend910B"}) is None
+
+
+def test_dump_with_platform_config_uses_its_peaks_labelled(tmp_path: Path) -> None:
+    from traceql import queries
+
+    root = _freq_dump(tmp_path / "w_1_20260101_ascend_pt", info_json=False)
+    (root / "platform_config").mkdir()
+    (root / "platform_config" / "Ascend910B_fixture.ini").write_text(INI)
+    store = tmp_path / "s"
+    _ingest(root, store, "pc")
+    t = queries.run("roofline", store, run_id="pc")
+    meta = {k.decode(): v.decode() for k, v in (t.schema.metadata or {}).items()}
+    peaks = json.loads(meta["traceql.peaks"])
+    assert peaks["peak_hbm_bps"] == 1e12 and peaks["peak_flops"] == 1.6384e14  # not the ascend910b preset's
+    assert "platform_config (Ascend910B_fixture)" in meta["traceql.peaks_note"]
+    # an explicit --device still wins over the ini
+    t = queries.run("roofline", store, run_id="pc", device="ascend910b")
+    assert json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"] == 1.6e12
+    # AI Core rated clock from the same ini when the dump has no info.json: cube_freq 1000 MHz
+    rk = next(r for r in queries.run("aicore_freq", store, run_id="pc").to_pylist() if r["scope"] == "rank")
+    assert (rk["rated_mhz"], rk["rated_source"]) == (1000.0, "platform_config")
+
+
+def test_observed_ceiling_above_the_preset(tmp_path: Path) -> None:
+    from traceql import checks
+    from traceql.store import RankWriter, Store
+
+    s = Store(tmp_path / "s")
+    staging = s.new_staging()
+    w = RankWriter(staging, "c", 0)
+    # ascend910b preset: 1.6e12 B/s HBM. Kernel fast: 4e6 B PMU bytes in 1 us = 4e12 B/s = 2.5x the preset;
+    # slow: 1e6 B in 1 us = 1e12 (below it); silly: 1e9 B in 1 us = 1e15 (625x: a unit error, not a ceiling)
+    w.write(
+        "kernels",
+        {
+            "name": ["slow", "fast", "silly"],
+            "ts_ns": [T0, T0 + 10_000, T0 + 20_000],
+            "dur_ns": [1000, 1000, 1000],
+            "hbm_read_bytes": [1_000_000, 3_000_000, 10**9],
+            "hbm_write_bytes": [0, 1_000_000, 0],
+        },
+    )
+    w.close()
+    s.commit(staging, "c", {"source": "t", "format": "canonical", "device": "Ascend910B", "ranks": [0],
+                            "ranks_count": 1, "rows": w.rows, "files": w.files})  # fmt: skip
+    res = {r["name"]: r for r in checks.run_checks(s, "c", names=["observed_ceiling_above_preset"])}
+    r = res["observed_ceiling_above_preset"]
+    assert r["error"] is None and r["failures"] == 1, r
+    (row,) = r["sample"]
+    # "silly" (625x) is a unit error left to hbm_bandwidth_above_peak; the ceiling is "fast" at 2.5x
+    assert (row["level"], row["name"], row["ceiling_bps"], row["preset_peak_bps"]) == (
+        "HBM",
+        "fast",
+        4e12,
+        1.6e12,
+    )
+    assert row["times_peak"] == pytest.approx(2.5)
