@@ -520,7 +520,7 @@ FREQ_KERNELS = [("MatMul_1", "MatMul", 0, 100_000), ("MatMul_2", "MatMul", 300_0
 FREQ_SAMPLES = [(0, 1800), (200_000, 1500)]
 
 
-def _freq_dump(root: Path, info_json: bool) -> Path:
+def _freq_dump(root: Path, info_json: bool, rated: str = "1800") -> Path:
     """A torch_npu db-export folder: profiler_info, ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db with
     AICORE_FREQ (declared as the real export declares it: deviceId INTEGER, timestampNs NUMERIC, freq INTEGER),
     and, optionally, the raw PROF_*/device_0/info.json.0 with DeviceInfo aic_frequency (msprof's layout)."""
@@ -570,11 +570,7 @@ def _freq_dump(root: Path, info_json: bool) -> Path:
         dev.mkdir(parents=True)
         (dev / "info.json.0").write_text(
             json.dumps(
-                {
-                    "DeviceInfo": [
-                        {"id": 0, "ai_core_num": 24, "aic_frequency": "1800", "hwts_frequency": "50"}
-                    ]
-                }
+                {"DeviceInfo": [{"id": 0, "ai_core_num": 24, "aic_frequency": rated, "hwts_frequency": "50"}]}
             )
         )
     return root
@@ -614,6 +610,11 @@ def test_aicore_freq_finding(tmp_path: Path) -> None:
     assert "1620 MHz against 1800 MHz rated (info.json), 10.0% lower" in f.message
     # saving (model): 250 us of compute x 0.1 lost = 25 us in the one step
     assert f.saving["value"] == pytest.approx(0.025)
+    # rated 1500 MHz: the kernels ran at or above it (mean 1620), nothing throttled
+    store2 = tmp_path / "s2"
+    _ingest(_freq_dump(tmp_path / "w_2_20260101_ascend_pt", info_json=True, rated="1500"), store2, "f")
+    g = evaluate(store2, "f").finding("aicore_freq")
+    assert not g.fired and g.evidence["outcome"] == "ok" and "1620 of 1500 MHz" in g.message
 
 
 def test_aicore_freq_without_a_rated_clock(tmp_path: Path) -> None:
