@@ -913,3 +913,41 @@ def test_observed_ceiling_above_the_preset(tmp_path: Path) -> None:
         1.6e12,
     )
     assert row["times_peak"] == pytest.approx(2.5)
+
+
+# --------------------------------------------------------------------------------------------------------
+# torch_npu ASCEND_PROFILER_OUTPUT/task_time.csv and soc_pmu.csv
+# --------------------------------------------------------------------------------------------------------
+# msprof's task_time columns (MSPROF-DOC task_time; torch_npu copies them verbatim: _task_time_bean.py)
+TASK_TIME = (
+    "Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)\r\n"
+    "0,MatMul_1,AI_CORE,2,11,12.345,1736410576000000.100,1736410576000012.445\r\n"
+    "0,hcom_allReduce__1_0_1,HCCL,3,12,100.000,1736410576000020.000,1736410576000120.000\r\n"
+)
+
+
+def test_task_time_only_dump_gives_kernels(tmp_path: Path) -> None:
+    root = tmp_path / "w_1_20260101_ascend_pt"
+    out = root / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "task_time.csv").write_text(TASK_TIME)
+    (out / "soc_pmu.csv").write_text("Device_id,whatever\r\n0,1\r\n")
+    info = _ingest(root, tmp_path / "s", "tt")
+    k = _q(
+        tmp_path / "s",
+        "SELECT name, task_type, is_comm, stream_id, task_id, ts_ns, dur_ns FROM kernels ORDER BY ts_ns",
+    )
+    # hand: 1736410576000000.100 us = 1736410576000000100 ns; 12.345 us = 12345 ns
+    assert [tuple(r.values()) for r in k] == [
+        ("MatMul_1", "AI_CORE", False, 2, 11, 1736410576000000100, 12345),
+        ("hcom_allReduce__1_0_1", "HCCL", True, 3, 12, 1736410576000020000, 100000),
+    ]
+    assert any("soc_pmu.csv: not read" in w for w in info.get("warnings", []))
+
+
+def test_task_time_beside_kernel_details_is_not_counted_twice(tmp_path: Path) -> None:
+    root = _text_dump(tmp_path / "w_1_20260101_ascend_pt", "2.10.0", done=True)
+    (root / "ASCEND_PROFILER_OUTPUT" / "task_time.csv").write_text(TASK_TIME)
+    info = _ingest(root, tmp_path / "s", "tt")
+    assert _q(tmp_path / "s", "SELECT count(*) AS n FROM kernels")[0]["n"] == 1  # kernel_details' one row
+    assert any("task_time.csv: not read: the same tasks" in w for w in info.get("warnings", []))

@@ -36,6 +36,7 @@ from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._device_info import device_info_rows
 from ._files import read_small
 from ._pmu import aic_metrics_group, pmu_exprs
+from ._task_time import task_time_kernel_exprs
 from ._units import dec_to_ns, to_float
 from .base import Unit, check_rank, read_head
 
@@ -49,6 +50,7 @@ OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 # (db-only exports belong to the torch_npu_db parser).
 KNOWN_FILES = (
     "kernel_details.csv",
+    "task_time.csv",
     "trace_view.json",
     "step_trace_time.csv",
     "communication.json",
@@ -1019,6 +1021,28 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         res = parse_kernel_details(kd, out, l2_cache=f("l2_cache.csv"))
         facts["aic_metrics"] = facts.get("aic_metrics") or res["aic_metrics"]
         parsed.append(kd.name)
+
+    # task_time.csv (msprof's task_time rows, newer torch_npu): the same tasks as kernel_details.csv, so read
+    # only without it (a Level_none / task-only dump); soc_pmu.csv: its columns are not in any source we read
+    # (the bean copies msprof's soc_pmu headers verbatim, which the msprof docs we searched do not list), so it
+    # is named in the warnings, not guessed at
+    tt = f("task_time.csv")
+    if tt and kd:
+        warnings.append(f"{tt}: not read: the same tasks as kernel_details.csv")
+    elif tt:
+        tcsv = CsvFile(tt)
+        if not tcsv.has("kernel_name"):
+            raise BadTraceError(
+                tt, "expected msprof's task_time columns (kernel_name, task_start(us), task_time(us)...)"
+            )
+        dev = f"TRY_CAST({tcsv.int_('Device_id')} AS INTEGER)" if tcsv.has("Device_id") else "NULL::INTEGER"
+        write_select(out, "kernels", tcsv, task_time_kernel_exprs(tcsv, dev))
+        parsed.append(tt.name)
+    sp = f("soc_pmu.csv")
+    if sp:
+        warnings.append(
+            f"{sp}: not read: its column layout (msprof soc_pmu) is not documented in the sources traceql was built from"
+        )
 
     windows: dict[int, tuple[int, int]] = {}
     tv = f("trace_view.json")
