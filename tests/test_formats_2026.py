@@ -951,3 +951,43 @@ def test_task_time_beside_kernel_details_is_not_counted_twice(tmp_path: Path) ->
     info = _ingest(root, tmp_path / "s", "tt")
     assert _q(tmp_path / "s", "SELECT count(*) AS n FROM kernels")[0]["n"] == 1  # kernel_details' one row
     assert any("task_time.csv: not read: the same tasks" in w for w in info.get("warnings", []))
+
+
+def test_profiler_step_mstx_ranges_give_steps_without_step_time(tmp_path: Path) -> None:
+    # record_steps=True: torch_npu calls mstx.range_start("ProfilerStep#N", current_stream()) every step; the
+    # host ranges land in MSTX_EVENTS (columns as the msprof_0.db sample declares them)
+    strings = {
+        "ProfilerStep#3": 1,
+        "ProfilerStep#4": 2,
+        "dataloader": 3,
+        "MatMul_1": 4,
+        "AI_CORE": 5,
+        "MatMul": 6,
+    }
+    mstx = [
+        (T0, T0 + 400_000, 2, 1, 4294967295, 1, GTID, GTID, 0, 4294967295, None),
+        (T0 + 400_000, T0 + 900_000, 2, 2, 4294967295, 2, GTID, GTID, 0, 4294967295, None),
+        (T0 + 10, T0 + 50, 2, 3, 4294967295, 3, GTID, GTID, 0, 4294967295, None),  # not a step
+    ]
+    db = _db(
+        tmp_path / "msprof_20260101000000.db",
+        {
+            "STRING_IDS": ("id INTEGER PRIMARY KEY, value TEXT", [(v, k) for k, v in strings.items()]),
+            "ENUM_MSTX_EVENT_TYPE": (
+                "id INTEGER PRIMARY KEY,name TEXT",
+                [(0, "marker"), (1, "push/pop"), (2, "start/end")],
+            ),
+            "META_DATA": _meta("1.0.0"),
+            "TASK": (TASK_COLS, [(T0 + 1000, T0 + 2000, 0, 1, 1, 0, 2, 4294967295, 2, 1, 4294967295)]),
+            "COMPUTE_TASK_INFO": (COMPUTE_COLS, [(4, 1, 8, 0, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0)]),
+            "MSTX_EVENTS": (
+                "startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER, message INTEGER, "
+                "globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, connectionId INTEGER, depth integer",
+                mstx,
+            ),
+        },
+    )
+    _ingest(db, tmp_path / "s", "st")
+    st = _q(tmp_path / "s", "SELECT step, ts_ns, dur_ns, source FROM steps ORDER BY ts_ns")
+    assert [(r["step"], r["ts_ns"] - T0, r["dur_ns"]) for r in st] == [(3, 0, 400_000), (4, 400_000, 500_000)]
+    assert {r["source"] for r in st} == {"db:MSTX_EVENTS ProfilerStep"}

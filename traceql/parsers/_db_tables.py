@@ -847,6 +847,23 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
 OVERLAP_TYPES = {0: "Computing", 1: "Communication", 2: "Communication(Not Overlapped)", 3: "Free"}
 
 
+def write_mstx_steps(x: DbExport, out: RankWriter) -> int:
+    """steps from `ProfilerStep#N` mstx ranges when the export has no STEP_TIME. torch_npu's schedule with
+    record_steps=True calls `mstx.range_start("ProfilerStep#N", current_stream())` every step (recorded when
+    mstx / msprof_tx is on), which lands in MSTX_EVENTS as a host range with that message."""
+    if not x.has("MSTX_EVENTS", "startNs", "endNs", "message"):
+        return 0
+    x.load("MSTX_EVENTS", MSTX_KINDS)
+    return x.write(
+        out,
+        "steps",
+        r"""SELECT TRY_CAST(regexp_extract("message", '^ProfilerStep#(\d+)$', 1) AS BIGINT) AS step,
+                  "startNs" AS ts_ns, "endNs" - "startNs" AS dur_ns, 'db:MSTX_EVENTS ProfilerStep' AS source
+           FROM "MSTX_EVENTS" WHERE regexp_matches("message", '^ProfilerStep#\d+$') AND "endNs" > "startNs"
+           ORDER BY "startNs" """,
+    )
+
+
 def write_overlap(x: DbExport, out: RankWriter) -> int:
     """overlap: OVERLAP_ANALYSIS intervals (an independent cross-check of traceql's step split)."""
     if not x.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
@@ -885,7 +902,7 @@ def note_unmapped(x: DbExport) -> None:
 
 def write_step_windows(x: DbExport, out: RankWriter) -> int:
     if not x.has("STEP_TIME", "id", "startNs", "endNs") or not x.load("STEP_TIME"):
-        return 0
+        return write_mstx_steps(x, out)
     return x.write(
         out,
         "steps",
