@@ -991,3 +991,30 @@ def test_profiler_step_mstx_ranges_give_steps_without_step_time(tmp_path: Path) 
     st = _q(tmp_path / "s", "SELECT step, ts_ns, dur_ns, source FROM steps ORDER BY ts_ns")
     assert [(r["step"], r["ts_ns"] - T0, r["dur_ns"]) for r in st] == [(3, 0, 400_000), (4, 400_000, 500_000)]
     assert {r["source"] for r in st} == {"db:MSTX_EVENTS ProfilerStep"}
+
+
+# --------------------------------------------------------------------------------------------------------
+# outputs traceql knows of but does not ingest: Execution Trace, Perfetto protobuf (cupti_monitor)
+# --------------------------------------------------------------------------------------------------------
+def test_execution_trace_and_pftrace_are_refused_by_name(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the top-level keys PyTorch's ExecutionTraceObserver writes (torch/csrc/profiler/standalone/
+    # execution_trace_observer.cpp: schema, pid, time, start_ts, nodes, finish_ts)
+    et = tmp_path / "rank0_et.json"
+    et.write_text(json.dumps({"schema": "1.1.1-chakra.0.0.4", "pid": 7, "time": "2026-01-01 00:00:00",
+                              "start_ts": 1, "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_trace|process]",
+                                                        "ctrl_deps": 0}], "finish_ts": 2}))  # fmt: skip
+    r = cli("ingest", str(et), "--store", str(tmp_path / "s"), "-q")
+    assert r.code == 1 and str(et) in r.err and "Execution Trace" in r.err and "Traceback" not in r.err, r
+    # a Perfetto TracePacket stream written with the perfetto package's own protos
+    pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    t = pb.Trace()
+    p = t.packet.add()
+    p.timestamp = 1000
+    p.track_event.type = pb.TrackEvent.TYPE_SLICE_BEGIN
+    p.track_event.name = "cudaLaunchKernel"
+    pf = tmp_path / "cupti_monitor.pftrace"
+    pf.write_bytes(t.SerializeToString())
+    r = cli("ingest", str(pf), "--store", str(tmp_path / "s"), "-q")
+    assert r.code == 1 and str(pf) in r.err and "Perfetto protobuf" in r.err and "Traceback" not in r.err, r

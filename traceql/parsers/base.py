@@ -144,11 +144,45 @@ def detect(path: Path) -> list[Unit]:
             "no known profiler dump here (expected a *_ascend_pt folder with ASCEND_PROFILER_OUTPUT/, a PROF_* folder, "
             "a folder of those, or a trace .json/.json.gz/.db/.csv file)",
         )
+    known_other = _unsupported_kind(path)
+    if known_other:
+        raise UnknownFormatError(path, known_other)
     raise UnknownFormatError(
         path,
         "not a recognised profiler dump (expected trace_view.json, msprof_*.json, a Kineto/torch.profiler "
         "trace .json/.json.gz, kernel_details.csv/op_summary_*.csv, or an ascend_pytorch_profiler/msprof .db)",
     )
+
+
+def _unsupported_kind(path: Path) -> str | None:
+    """The message for a profiler output traceql knows of but does not ingest, else None.
+
+    - PyTorch Execution Trace (torch.profiler.ExecutionTraceObserver, Chakra ET; `"schema": "1.x.y-chakra..."`,
+      `"nodes": [...]`): the operator graph with inputs/outputs, no device timeline. Skipped: traceql reads the
+      Kineto trace recorded beside it.
+    - Perfetto protobuf traces (`.pftrace`, e.g. from PyTorch's cupti_monitor profiler backend): the perfetto
+      package's TracePacket protos can decode the file offline, but the cupti_monitor track layout (which tracks
+      are kernels, copies, host ops; its clock) is not in any source traceql was built from, so it is not mapped
+      rather than guessed; the Kineto JSON export maps fully.
+    """
+    name = path.name.lower()
+    if name.endswith((".pftrace", ".perfetto-trace", ".perfetto")):
+        return (
+            "a Perfetto protobuf trace (.pftrace, e.g. the cupti_monitor profiler backend): not ingested, its track "
+            "layout is not documented in the sources traceql reads; export the run as a Kineto/Chrome trace "
+            "(prof.export_chrome_trace('trace.json')) and ingest that"
+        )
+    if name.endswith((".json", ".json.gz")):
+        try:
+            head = read_head(path, 2048)
+        except (OSError, BadTraceError):
+            return None
+        if b'"nodes"' in head and (b"chakra" in head or b"execution_trace" in head):
+            return (
+                "a PyTorch Execution Trace (ExecutionTraceObserver / Chakra ET: an operator graph without a device "
+                "timeline): not ingested; ingest the Kineto trace recorded beside it (the profiler's trace .json)"
+            )
+    return None
 
 
 def read_head(path: Path, n: int = 4096) -> bytes:
