@@ -14,6 +14,12 @@ Other TASK rows (EVENT_RECORD/WAIT, MEMCPY_ASYNC, the per-link SDMA/Notify tasks
 AI_CORE task some aclnn ops launch without op info, PROFILING_ENABLE...) are not kernels; HCCL link tasks
 feed comm_matrix/comm_bandwidth instead. Checked on the real level1 sample: 187 compute + 4 HCCL = 191 rows,
 the same (name, accelerator core) multiset as the text export's kernel_details.csv.
+
+2026 tables (MSPROF-DB-DOC, docs/formats-2026.md): META_DATA.SCHEMA_VERSION is gated first
+(parsers._db_version); OVERLAP_ANALYSIS -> overlap; UB (UnifiedBus ports) and SIO -> counters; CCU and
+DPU_TASK are said in the warnings, not mapped; COMMUNICATION_OP count x dataType -> comm_ops.data_bytes
+(invalid types -> null) and rankSize -> comm_ops.rank_size; ProfilerStep#N mstx ranges give the steps when
+there is no STEP_TIME.
 """
 
 from __future__ import annotations
@@ -839,7 +845,8 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
 
 
 # ---- steps and run metadata --------------------------------------------------------------------------
-# OVERLAP_ANALYSIS.type -> the names msprof gives the four series. The order is msprof's
+# OVERLAP_ANALYSIS.type -> the names msprof gives the four series. MSPROF-DB-DOC's ENUM_OVERLAP_ANALYSIS_TYPE:
+# 0 COMPUTE, 1 COMMUNICATION, 2 COMM_NOT_OVERLAP_COMP, 3 FREE (65535 RESERVE, kept as text). The order is msprof's
 # analysis/csrc/application/timeline/overlap_analysis_assembler.cpp (COMP_NAME "Computing", COMM_NAME
 # "Communication", COMM_NOT_OVERLAP_COMP_NAME "Communication(Not Overlapped)", FREE_NAME "Free"), and the real
 # level1 rank0 export confirms it: the per-type sums 8903431 / 102108100 / 98071947 / 25258144 ns equal its

@@ -15,6 +15,12 @@ unreadable is a BadTraceError naming it. Unit conversions happen here, once (for
 | l2_cache.csv | l2_cache (+ kernels.l2_hit_rate when the PMU has none) | ratio as written |
 | op_statistic.csv / api_statistic.csv / operator_details.csv | op_stats | µs -> ns, % -> 0..1 |
 | profiler_info_*.json / profiler_metadata.json | run_meta (dotted keys) | text |
+| task_time.csv (2026) | kernels, only without kernel_details.csv (parsers._task_time) | µs -> ns |
+| soc_pmu.csv (2026) | not read: named in the warnings (no source lists its columns) | |
+| PROF_*/device_*/info.json, platform_config/*.ini | run_meta info.* / platform_config.* (parsers._device_info) | as written |
+
+A dump of a torch_npu that writes ASCEND_PROFILER_OUTPUT/analyse.done (>= 2.10) without it is refused as still
+being written (parsers._analyse_done). 2026 details and sources: docs/formats-2026.md.
 
 Two "MB"s: HCCL's communication files use decimal MB (a 20 MiB send is written `20.97152`, packet sizes like
 `2.064384` are whole bytes only x 10^6), while torch_npu's memory files use binary MB (`2109.6015625` is a whole
