@@ -1018,3 +1018,23 @@ def test_execution_trace_and_pftrace_are_refused_by_name(cli, tmp_path: Path) ->
     pf.write_bytes(t.SerializeToString())
     r = cli("ingest", str(pf), "--store", str(tmp_path / "s"), "-q")
     assert r.code == 1 and str(pf) in r.err and "Perfetto protobuf" in r.err and "Traceback" not in r.err, r
+
+
+def test_findings_and_report_say_the_preset_is_wrong(tmp_path: Path) -> None:
+    from traceql.findings import evaluate
+    from traceql.store import RankWriter, Store
+
+    s = Store(tmp_path / "s")
+    staging = s.new_staging()
+    w = RankWriter(staging, "c", 0)
+    # ascend910b preset HBM peak 1.6e12 B/s; kernel fast: 4e6 PMU bytes in 1 us = 4e12 B/s = 2.5x
+    w.write("kernels", {"name": ["fast"], "ts_ns": [T0], "dur_ns": [1000], "hbm_read_bytes": [4_000_000],
+                        "hbm_write_bytes": [0], "task_type": ["AI_CORE"]})  # fmt: skip
+    w.close()
+    s.commit(staging, "c", {"source": "t", "format": "canonical", "device": "Ascend910B", "ranks": [0],
+                            "ranks_count": 1, "rows": w.rows, "files": w.files})  # fmt: skip
+    rep = evaluate(s, "c", device="ascend910b")
+    (row,) = rep.device["observed_ceiling"]
+    assert (row["name"], row["level"]) == ("fast", "HBM") and row["times_peak"] == pytest.approx(2.5)
+    assert "the device preset is wrong for this device" in rep.device["note"]
+    assert "2.50x the preset's peak" in rep.device["note"]

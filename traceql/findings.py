@@ -414,6 +414,7 @@ class _Ctx:
             ("comm_transport", dict(r["slow_link"].get("params", {}))),
             ("op_exec_modes", dict(r["aicpu_ops"].get("params", {}))),
             ("capture_coverage", {}),
+            ("aicore_freq", dict(r["aicore_freq"].get("params", {}))),  # issue 19
         ]
 
     def prefetch(self, workers: int) -> None:
@@ -2520,6 +2521,12 @@ def evaluate(
             "peaks": json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}"),
             "note": meta.get(b"traceql.peaks_note", b"").decode(),
         }
+        # issue 19: a measured bandwidth above the preset's peak says the preset is wrong (traceql.observed_ceiling)
+        from .observed_ceiling import ceiling_note, observed_ceiling
+
+        dev["observed_ceiling"] = observed_ceiling(con, rid, dev["peaks"])
+        if dev["observed_ceiling"]:
+            dev["note"] = "; ".join(x for x in (dev["note"], ceiling_note(dev["observed_ceiling"])) if x)
         rep = Report(rid, verdict, findings, dev, int(rules_data.get("version", 1)))
         rep.late_queries = list(ctx.late)
         return rep
