@@ -1038,3 +1038,23 @@ def test_findings_and_report_say_the_preset_is_wrong(tmp_path: Path) -> None:
     assert (row["name"], row["level"]) == ("fast", "HBM") and row["times_peak"] == pytest.approx(2.5)
     assert "the device preset is wrong for this device" in rep.device["note"]
     assert "2.50x the preset's peak" in rep.device["note"]
+
+
+def test_level0_kernel_details_with_shapes(tmp_path: Path) -> None:
+    # a Level0 header (the real 2025 Level0 sample's columns) plus the shape/type columns newer torch_npu adds
+    # with record_shapes [I: no 2026 Level0 sample]: read by name, like Level1's
+    root = tmp_path / "w_1_20260101_ascend_pt"
+    out = root / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "kernel_details.csv").write_text(
+        LEVEL0_HEADER + ",Input Shapes,Input Data Types,Output Shapes\r\n"
+        '1,MatMul_1,N/A,N/A,1736410576000000.000\t,2.500,0,8,"""16,32;32,8""",FLOAT16;FLOAT16,"""16,8"""\r\n'
+    )
+    _ingest(root, tmp_path / "s", "l0")
+    (k,) = _q(tmp_path / "s", "SELECT input_shapes, input_dtypes, output_shapes, block_dim FROM kernels")
+    assert (k["input_shapes"], k["input_dtypes"], k["output_shapes"], k["block_dim"]) == (
+        "16,32;32,8",
+        "FLOAT16;FLOAT16",
+        "16,8",
+        8,
+    )
