@@ -160,10 +160,15 @@ def _unsupported_kind(path: Path) -> str | None:
     - PyTorch Execution Trace (torch.profiler.ExecutionTraceObserver, Chakra ET; `"schema": "1.x.y-chakra..."`,
       `"nodes": [...]`): the operator graph with inputs/outputs, no device timeline. Skipped: traceql reads the
       Kineto trace recorded beside it.
-    - Perfetto protobuf traces (`.pftrace`, e.g. from PyTorch's cupti_monitor profiler backend): the perfetto
-      package's TracePacket protos can decode the file offline, but the cupti_monitor track layout (which tracks
-      are kernels, copies, host ops; its clock) is not in any source traceql was built from, so it is not mapped
-      rather than guessed; the Kineto JSON export maps fully.
+    - Perfetto protobuf traces (`.pftrace`, e.g. from PyTorch's cupti_monitor profiler backend,
+      `export_chrome_trace("x.pftrace")`): the perfetto package's TracePacket protos decode the file offline (no
+      trace_processor needed). The encoder (pytorch `torch/csrc/profiler/cupti/monitor_pftrace.cpp`, commit
+      39304f15) writes TrackDescriptors (process pid/name, thread pid/tid/name), one interned event-name table,
+      then per group all TYPE_SLICE_BEGIN packets (timestamp, track_uuid, name_iid, flow_ids, the chrome args as
+      debug_annotations) followed by all TYPE_SLICE_END packets, and **no category**: which slices are GPU
+      kernels, copies, CUDA runtime calls or cpu_ops is only implied by the track names, which that source does
+      not fix. Mapping them would be a guess, so the file is refused by name; the same window exported as
+      chrome JSON (the default) carries `cat` and ingests fully.
     """
     name = path.name.lower()
     if name.endswith((".pftrace", ".perfetto-trace", ".perfetto")):
