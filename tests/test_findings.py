@@ -347,7 +347,7 @@ JSON_SHAPE: dict[str, Any] = {
     "run_id": str,
     "generated_by": str,
     "rules_version": int,
-    "device": {"preset": (str, type(None)), "peaks": dict, "note": str},
+    "device": {"preset": (str, type(None)), "peaks": dict, "note": str, "observed_ceiling": list},
     "verdict": {
         "bound": (str, type(None)),
         "confidence": str,
