@@ -213,8 +213,7 @@ def test_fingerprints_cover_exactly_the_sql_the_stored_tables_depend_on(
         changed = tuple((n, q + " " if n == name else q) for n, q in stmts)  # any byte of SQL counts
         derived_tables._load.cache_clear()
         return {
-            t.name: t.fingerprint
-            for t in derived_tables._load(str(sqlfiles.library_dir("derived")), changed)
+            t.name: t.fingerprint for t in derived_tables._load(str(sqlfiles.library_dir("derived")), changed)
         }
 
     names = {n for n, _q in stmts}

@@ -161,6 +161,7 @@ def test_every_check_is_planted_somewhere_or_explained() -> None:
         "aicpu_ops",
         "dynamic_shape",
         "free_time",
+        "aicore_freq",  # AI Core clock samples + a rated clock: tests/test_formats_2026.py
     }
     assert planted_checks | unplanted == set(MATRIX_CHECKS)
 
@@ -346,7 +347,7 @@ JSON_SHAPE: dict[str, Any] = {
     "run_id": str,
     "generated_by": str,
     "rules_version": int,
-    "device": {"preset": (str, type(None)), "peaks": dict, "note": str},
+    "device": {"preset": (str, type(None)), "peaks": dict, "note": str, "observed_ceiling": list},
     "verdict": {
         "bound": (str, type(None)),
         "confidence": str,
@@ -468,6 +469,8 @@ def test_every_message_variant_is_reached(
         ("comm_waits_on_memory", "ungraded"),
         ("slow_rank", "no_steps"),
     }
+    # reached (and asserted) by tests/test_formats_2026.py's AI Core frequency dumps
+    honest |= {("aicore_freq", "fired"), ("aicore_freq", "ok")}
     missing = defined - seen - nowhere - honest - (real_only if "level1" not in real_reports else set())
     assert not missing, f"message variants never rendered: {sorted(missing)}"
     assert not (nowhere & seen), f"now reached, drop from the list: {sorted(nowhere & seen)}"

@@ -122,8 +122,23 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "value": 1e9,
                 }
                 for t in (0, 2 * MS, 4 * MS)
+            ]
+            # the AI Core clock (db AICORE_FREQ / trace_view 'AI Core Freq'): for queries/aicore_freq.sql
+            + [
+                {
+                    "track": "AI Core Freq",
+                    "channel": "",
+                    "metric": "freq",
+                    "unit": "MHz",
+                    "ts_ns": 0,
+                    "value": 1800.0,
+                }
             ],
             "l2_cache": [{"stream_id": 1, "task_id": 2, "op_name": "MatMul", "hit_rate": 0.7}],
+            # a FLOPs range as torch_npu's _flops_hook writes it (mstx domain mfu_flops): for queries/mfu.sql
+            "host_ops": [{"name": "1000000-aten::mm", "cat": "mstx", "ts_ns": MS, "dur_ns": MS}],
+            # the profiler's own split (db OVERLAP_ANALYSIS): for queries/overlap_check.sql
+            "overlap": [{"step": 1, "type": "Computing", "ts_ns": 0, "dur_ns": 3 * MS, "source": "t"}],
         }
     build_store(root, "small", ranks, device="Ascend910B")
     return root

@@ -80,6 +80,15 @@ def hbm_limit_bps(device: str | None) -> tuple[float, str]:
     return FALLBACK_HBM_LIMIT_BPS, "fallback 10 TB/s (device peak unknown)"
 
 
+def _device_peak(device: str | None, key: str) -> float | None:
+    """A preset's peak `key` (peak_l2_bps, peak_ub_bps) for a detected device name, else None."""
+    from . import devices
+
+    preset = devices.detect(device) if device else None
+    v = getattr(preset, key, None) if preset else None
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+
+
 def _device_peak_hbm_bps(device: str | None) -> float | None:
     """Peak HBM bytes/s of the preset matching the dump's device name (traceql.devices), or None."""
     if not device:
@@ -169,6 +178,11 @@ def run_checks(
                     values[p] = limit
                 elif p == "peak_hbm_bps" and peak:
                     values[p] = peak
+                elif p in (
+                    "peak_l2_bps",
+                    "peak_ub_bps",
+                ):  # the preset's, or null (the check skips that level)
+                    values[p] = _device_peak(info.get("device"), p)
                 elif default is not None:
                     values[p] = default
                 else:

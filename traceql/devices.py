@@ -23,6 +23,13 @@ GiB = 1 << 30
 MiB = 1 << 20
 
 
+# Searched for the 910B-class presets (Dec 2026, search tool: hiascend.com docs, Ascend/msprof, Ascend/pytorch,
+# CANN platform code, public spec pages): no published chip-level UB or L2 bandwidth. CANN describes them per
+# core and cycle in its platform_config/<SoC>.ini (AICoreMemoryRates), which platform_peaks() reads when a
+# dump carries it; the presets do not invent one, so UB/L2 utilisation stays null for 910B dumps without it.
+NO_UB_L2_SOURCE = "UB and L2 peak: no source found (pass a dump with CANN's platform_config/<SoC>.ini for L2)"
+
+
 @dataclass(frozen=True)
 class Device:
     key: str  # preset name for --device
@@ -73,7 +80,8 @@ PRESETS: list[Device] = [
         hbm_bytes=32 * GiB,
         peak_flops=None,
         match=r"^ascend910b4",
-        source="approximate: publicly reported 910B4 figures (32 GB HBM2e, ~0.8 TB/s); no vendor datasheet cited",
+        source="approximate: publicly reported 910B4 figures (32 GB HBM2e, ~0.8 TB/s); no vendor datasheet cited. "
+        + NO_UB_L2_SOURCE,
     ),
     Device(
         key="ascend910b3",
@@ -82,7 +90,8 @@ PRESETS: list[Device] = [
         hbm_bytes=64 * GiB,
         peak_flops=313 * TB,
         match=r"^ascend910b3",
-        source="approximate: publicly reported 910B (Atlas A2) figures: 64 GB HBM2e, ~1.6 TB/s, ~313 TFLOPS fp16",
+        source="approximate: publicly reported 910B (Atlas A2) figures: 64 GB HBM2e, ~1.6 TB/s, ~313 TFLOPS fp16 "
+        + NO_UB_L2_SOURCE,
     ),
     Device(
         key="ascend910b2",
@@ -91,7 +100,8 @@ PRESETS: list[Device] = [
         hbm_bytes=64 * GiB,
         peak_flops=376 * TB,
         match=r"^ascend910b2",
-        source="approximate: publicly reported 910B2 figures: 64 GB HBM2e, ~1.6 TB/s, ~376 TFLOPS fp16",
+        source="approximate: publicly reported 910B2 figures: 64 GB HBM2e, ~1.6 TB/s, ~376 TFLOPS fp16 "
+        + NO_UB_L2_SOURCE,
     ),
     Device(
         key="ascend910b1",
@@ -100,7 +110,8 @@ PRESETS: list[Device] = [
         hbm_bytes=64 * GiB,
         peak_flops=None,
         match=r"^ascend910b1",
-        source="approximate: publicly reported 910B family figures: 64 GB HBM2e, ~1.6 TB/s",
+        source="approximate: publicly reported 910B family figures: 64 GB HBM2e, ~1.6 TB/s "
+        + NO_UB_L2_SOURCE,
     ),
     Device(
         # The profiler writes plain "Ascend910B" for the family; use the B3 figures (the common training part).
@@ -110,7 +121,8 @@ PRESETS: list[Device] = [
         hbm_bytes=64 * GiB,
         peak_flops=313 * TB,
         match=r"^ascend910b",
-        source="approximate: publicly reported 910B (Atlas A2) figures: 64 GB HBM2e, ~1.6 TB/s, ~313 TFLOPS fp16",
+        source="approximate: publicly reported 910B (Atlas A2) figures: 64 GB HBM2e, ~1.6 TB/s, ~313 TFLOPS fp16 "
+        + NO_UB_L2_SOURCE,
     ),
     Device(
         key="a100-40gb",
@@ -241,3 +253,57 @@ def resolve(
     if peaks["peak_hbm_bps"] is None:
         note += f": HBM peak unknown (pass --device one of {', '.join(_BY_KEY)}, or --peak-hbm-gbps)"
     return PeakChoice(dev, peaks, note)
+
+
+# ---- peaks from CANN's platform_config/<SoC>.ini (run_meta rows written by parsers._device_info) -----------
+def _ini(meta: dict[str, str], section: str, *keys: str) -> float | None:
+    """The first of `keys` in `section` as a positive number (CANN writes snake_case, older files camelCase)."""
+    for k in keys:
+        v = meta.get(f"platform_config.{section}.{k}")
+        if v is None:
+            continue
+        try:
+            if "/" in v:  # CANN allows a fraction, e.g. ub_to_ddr_rate=21474836480/680000000
+                num, den = v.split("/", 1)
+                x = float(num) / float(den)
+            else:
+                x = float(v)
+        except (ValueError, ZeroDivisionError):
+            return None
+        return x if x > 0 and x == x and x != float("inf") else None
+    return None
+
+
+def platform_peaks(meta: dict[str, str]) -> tuple[dict[str, float | None], str] | None:
+    """Peaks computed from a platform_config ini's values (run_meta `platform_config.*`), or None without one.
+
+    As CANN's own code computes them (ops tiling: `GetPlatformRes("AICoreSpec", "cube_freq")`, `("SoCInfo",
+    "ai_core_cnt")`, `("AICoreMemoryRates", "ddr_rate")`; HBM = freq x cores x ddr_rate, L2 = freq x cores x
+    l2_rate, rates in bytes per cycle per core): peak_hbm_bps = cube_freq (MHz) x 1e6 x ai_core_cnt x ddr_rate,
+    peak_l2_bps likewise with l2_rate, peak_flops = 2 x cube_m x cube_n x cube_k (the cube unit's fp16 MACs
+    per cycle, AICoreSpec cube_m_size/cube_n_size/cube_k_size) x cube cores (cube_core_cnt, else ai_core_cnt)
+    x freq. The ini has no single Unified Buffer rate (only transfer rates into and out of UB), so the UB peak
+    stays unknown. A value the ini lacks stays None (the preset's, if any, is kept for it by the caller).
+    """
+    if not any(k.startswith("platform_config.") for k in meta):
+        return None
+    freq = _ini(meta, "AICoreSpec", "cube_freq", "cubeFreq")
+    cores = _ini(meta, "SoCInfo", "ai_core_cnt", "aiCoreCnt")
+    cube_cores = _ini(meta, "SoCInfo", "cube_core_cnt", "cubeCoreCnt") or cores
+    ddr = _ini(meta, "AICoreMemoryRates", "ddr_rate", "ddrRate")
+    l2 = _ini(meta, "AICoreMemoryRates", "l2_rate", "l2Rate")
+    m = _ini(meta, "AICoreSpec", "cube_m_size", "cubeMSize")
+    n = _ini(meta, "AICoreSpec", "cube_n_size", "cubeNSize")
+    k = _ini(meta, "AICoreSpec", "cube_k_size", "cubeKSize")
+    hz = freq * 1e6 if freq else None
+    peaks: dict[str, float | None] = {
+        "peak_hbm_bps": hz * cores * ddr if hz and cores and ddr else None,
+        "peak_l2_bps": hz * cores * l2 if hz and cores and l2 else None,
+        "peak_ub_bps": None,
+        "peak_flops": 2 * m * n * k * cube_cores * hz if hz and cube_cores and m and n and k else None,
+    }
+    name = meta.get("platform_config.version.SoC_version") or meta.get(
+        "platform_config.file", "platform_config"
+    )
+    have = [p for p, v in peaks.items() if v is not None]
+    return peaks, f"peaks from CANN platform_config ({name}): {', '.join(have) or 'none computable'}"

@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
 
+    from . import devices
+
 
 @dataclass(frozen=True)
 class QuerySpec:
@@ -182,6 +184,27 @@ def _pick_run(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> str:
     return run_id
 
 
+def _with_platform_peaks(
+    cur: duckdb.DuckDBPyConnection, choice: devices.PeakChoice, overrides: dict[str, Any]
+) -> devices.PeakChoice:
+    """The choice with the peaks a run's platform_config ini gives (devices.platform_peaks), labelled; explicit
+    overrides still win. Unchanged when the run carries no ini."""
+    from . import devices
+
+    rows = cur.execute(
+        "SELECT key, any_value(value) FROM run_meta WHERE key LIKE 'platform_config.%' GROUP BY 1"
+    )
+    got = devices.platform_peaks({str(k): str(v) for k, v in rows.fetchall()})
+    if got is None:
+        return choice
+    ini, note = got
+    merged = dict(choice.peaks)
+    for k, v in ini.items():
+        if v is not None and overrides.get(k) is None:
+            merged[k] = v
+    return devices.PeakChoice(choice.device, merged, f"{choice.note}; {note}")
+
+
 def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
     """Device names the (scoped) run carries: runs.device, then run_meta values that name a device, then (last
     resort, labelled as such) the Ascend 910B family when the kernels ran on separate vector cores: only the
@@ -256,6 +279,8 @@ def run(
             choice = devices.resolve(
                 device=device, detected=detected_device_names(cur), overrides=dict(peaks or {})
             )
+            if not device:  # a dump carrying CANN's platform_config ini: its peaks win over the preset's
+                choice = _with_platform_peaks(cur, choice, dict(peaks or {}))
         bound = bind_params(spec, params, fill=choice.peaks)
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))

@@ -214,6 +214,22 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
             _c("sync_ns", "BIGINT", "synchronization time, ns"),
             _c("idle_ns", "BIGINT", "idle time inside the op, ns"),
             _c("bytes", "BIGINT", "bytes moved over all transports"),
+            _c(
+                "data_type",
+                "VARCHAR",
+                "element type of the op's buffer (db COMMUNICATION_OP.dataType: FP16, BFP16...)",
+            ),
+            _c(
+                "data_bytes",
+                "BIGINT",
+                "the op's buffer size, count x element size (the S of bus-bandwidth formulas); null when the "
+                "profiler marks the type or count invalid (RESERVED/N/A/INVALID_TYPE, count <= 0 or UINT32 max)",
+            ),
+            _c(
+                "rank_size",
+                "INTEGER",
+                "ranks in the op's communicator (db COMMUNICATION_OP.rankSize), null when not recorded",
+            ),
             _c("source", "VARCHAR", "which file/table the row came from"),
         ],
     ),
@@ -273,6 +289,26 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
             ),
             _c("preparing_ns", "BIGINT", "`Preparing`: step start to first device op"),
             _c("source", "VARCHAR", "file/table the row came from"),
+        ],
+    ),
+    "overlap": (
+        "The profiler's own step split as intervals (msprof/torch_npu db OVERLAP_ANALYSIS): Computing, Communication, Communication(Not Overlapped), Free.",
+        _KEYS
+        + [
+            _c(
+                "step",
+                "BIGINT",
+                "step id (the STEP_TIME window holding the interval start), null without steps",
+            ),
+            _c("device_id", "INTEGER", "device id as written"),
+            _c(
+                "type",
+                "VARCHAR",
+                "Computing | Communication | Communication(Not Overlapped) | Free (the db's type 0..3, see parsers._db_tables)",
+            ),
+            _c("ts_ns", "BIGINT", "interval start, ns since Unix epoch"),
+            _c("dur_ns", "BIGINT", "interval length, ns"),
+            _c("source", "VARCHAR", "which table the row came from (db:OVERLAP_ANALYSIS)"),
         ],
     ),
     "memory": (

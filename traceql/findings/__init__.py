@@ -27,7 +27,8 @@ capture coverage and confidence were added, and scaling_efficiency is null witho
       "run_id": "level1",
       "generated_by": "traceql 0.1.0",
       "rules_version": 1,
-      "device": {"preset": "ascend910b", "peaks": {"peak_hbm_bps": 1.6e12, ...}, "note": "device preset ..."},
+      "device": {"preset": "ascend910b", "peaks": {"peak_hbm_bps": 1.6e12, ...}, "note": "device preset ...",
+                 "observed_ceiling": [{"rank", "level", "name", "ts_ns", "ceiling_bps", "preset_peak_bps", "times_peak"}]},
       "verdict": {
         "bound": "communication",            # memory | communication | compute | host/idle | null (no device time)
         "confidence": "cannot tell",          # judged | cannot tell (the evidence or the capture cannot decide)

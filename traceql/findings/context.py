@@ -45,6 +45,7 @@ CUBE = Read("cube_efficiency", lambda ctx: {"top_n": 1000})
 TRANSPORT = Read("comm_transport", _rule_params("slow_link"))
 EXEC_MODES = Read("op_exec_modes", _rule_params("aicpu_ops"))
 COVERAGE = Read("capture_coverage")
+AICORE_FREQ = Read("aicore_freq", _rule_params("aicore_freq"))
 # every finding's grade and per-step shares read these (make_finding, Context.share)
 COMMON_READS = (WAIT, HBM)
 

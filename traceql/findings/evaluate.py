@@ -83,11 +83,17 @@ def evaluate_session(
             )
     verdict = verdict_of(ctx, findings)
     meta = ctx.meta
-    dev = {
+    dev: dict[str, Any] = {
         "preset": session.device,
         "peaks": json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}"),
         "note": meta.get(b"traceql.peaks_note", b"").decode(),
     }
+    # a measured bandwidth above the preset's peak says the preset is wrong for this device
+    from ..observed_ceiling import ceiling_note, observed_ceiling
+
+    dev["observed_ceiling"] = observed_ceiling(session.con, session.run_id, dev["peaks"])
+    if dev["observed_ceiling"]:
+        dev["note"] = "; ".join(x for x in (dev["note"], ceiling_note(dev["observed_ceiling"])) if x)
     rep = Report(session.run_id, verdict, findings, dev, int(rules_data.get("version", 1)))
     rep.late_queries = list(ctx.late)
     return rep

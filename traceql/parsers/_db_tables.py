@@ -14,6 +14,12 @@ Other TASK rows (EVENT_RECORD/WAIT, MEMCPY_ASYNC, the per-link SDMA/Notify tasks
 AI_CORE task some aclnn ops launch without op info, PROFILING_ENABLE...) are not kernels; HCCL link tasks
 feed comm_matrix/comm_bandwidth instead. Checked on the real level1 sample: 187 compute + 4 HCCL = 191 rows,
 the same (name, accelerator core) multiset as the text export's kernel_details.csv.
+
+2026 tables (MSPROF-DB-DOC, docs/formats-2026.md): META_DATA.SCHEMA_VERSION is gated first
+(parsers._db_version); OVERLAP_ANALYSIS -> overlap; UB (UnifiedBus ports) and SIO -> counters; CCU and
+DPU_TASK are said in the warnings, not mapped; COMMUNICATION_OP count x dataType -> comm_ops.data_bytes
+(invalid types -> null) and rankSize -> comm_ops.rank_size; ProfilerStep#N mstx ranges give the steps when
+there is no STEP_TIME.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _owned
 from ..errors import BadTraceError
 from ._db_pmu import load_pmu
+from ._db_version import check_version
 from ._sqlite import SqliteDb, lit, q
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -486,6 +493,42 @@ def kind_sql(op_type: str) -> str:
     return f"CASE WHEN {op_type} IN ('send', 'receive', 'recv', 'batchsendrecv') THEN 'p2p' ELSE 'collective' END"
 
 
+# HCCL data types (ENUM_HCCL_DATA_TYPE, MSPROF-DB-DOC: Ascend/msprof docs/en/user_guide/
+# profile_data_file_references_db.md) -> bytes per element. RESERVED (255), N/A (65534) and INVALID_TYPE (65535)
+# mean the profiler did not know the type: the op's data size is then invalid (null), never a guess.
+HCCL_DTYPE_BYTES = {
+    "INT8": 1, "INT16": 2, "INT32": 4, "FP16": 2, "FP32": 4, "INT64": 8, "UINT64": 8, "UINT8": 1, "UINT16": 2,
+    "UINT32": 4, "FP64": 8, "BFP16": 2, "INT128": 16, "HIF8": 1, "FP8E4M3": 1, "FP8E5M2": 1, "FP8E8M0": 1,
+}  # fmt: skip
+HCCL_INVALID_TYPES = ("RESERVED", "N/A", "INVALID_TYPE")
+
+
+def comm_op_sizes_sql(x: DbExport) -> str | None:
+    """Per COMMUNICATION_OP opName: data_type, data_bytes (count x element size: the op's buffer, what
+    bus-bandwidth formulas call S; null when the type or count is invalid: count <= 0, count = UINT32/UINT64
+    max, or a RESERVED/N/A/INVALID_TYPE dataType) and rank_size (the `rankSize` column newer exports add per
+    op, the communicator's size; null when absent). None when the table lacks opName."""
+    if not x.has("COMMUNICATION_OP", "opName"):
+        return None
+    cols = x.load("COMMUNICATION_OP", COMM_OP_KINDS)
+    dt = col_or_null(cols, "dataType", "o", "VARCHAR")
+    size = (
+        "CASE upper(CAST("
+        + dt
+        + " AS VARCHAR)) "
+        + " ".join(f"WHEN {lit(k)} THEN {v}" for k, v in HCCL_DTYPE_BYTES.items())
+        + " END"
+    )
+    cnt = col_or_null(cols, "count", "o", "DOUBLE")
+    rank_col = next((c for c in cols if c.lower() == "ranksize"), None)
+    rank_size = f'TRY_CAST(o."{rank_col}" AS INTEGER)' if rank_col else "NULL::INTEGER"
+    return f"""SELECT o."opName" AS op_name, any_value(CAST({dt} AS VARCHAR)) AS data_type,
+            any_value(CASE WHEN {cnt} > 0 AND {cnt} < 4294967295 THEN TRY_CAST({cnt} * {size} AS BIGINT) END)
+                AS data_bytes,
+            any_value(CASE WHEN {rank_size} > 0 AND {rank_size} < 65535 THEN {rank_size} END) AS rank_size
+        FROM "COMMUNICATION_OP" o GROUP BY 1"""
+
+
 def write_comm_from_db(
     x: DbExport, out: RankWriter, ops: bool = True, matrix: bool = True, bandwidth: bool = True
 ) -> dict[str, int]:
@@ -501,9 +544,12 @@ def write_comm_from_db(
         sj, step = step_join(x, 'o."startNs"')
         opt = op_type_sql(col_or_null(ocols, "opType", "o", "VARCHAR") if "opType" in ocols else 'o."opName"')
         bytes_join, nbytes = "", "NULL::BIGINT"
+        sizes = comm_op_sizes_sql(x)
+        if sizes:
+            bytes_join += f' LEFT JOIN ({sizes}) sz ON sz.op_name = o."opName"'
         if links_sql and "opId" in ocols:
-            bytes_join = (
-                "LEFT JOIN (SELECT op_id, sum(size) AS b FROM comm_links WHERE transport <> 'LOCAL' AND size > 0 "
+            bytes_join += (
+                " LEFT JOIN (SELECT op_id, sum(size) AS b FROM comm_links WHERE transport <> 'LOCAL' AND size > 0 "
                 'GROUP BY 1) lb ON lb.op_id = o."opId"'
             )
             nbytes = "lb.b"
@@ -514,6 +560,9 @@ def write_comm_from_db(
                 {col_or_null(ocols, "groupName", "o", "VARCHAR")} AS group_name, {kind_sql(opt)} AS kind,
                 o."startNs" AS ts_ns, o."endNs" - o."startNs" AS dur_ns,
                 {col_or_null(ocols, "waitNs", "o", "BIGINT")} AS wait_ns, TRY_CAST({nbytes} AS BIGINT) AS bytes,
+                {"sz.data_type" if sizes else "NULL::VARCHAR"} AS data_type,
+                {"sz.data_bytes" if sizes else "NULL::BIGINT"} AS data_bytes,
+                {"sz.rank_size" if sizes else "NULL::INTEGER"} AS rank_size,
                 'db:COMMUNICATION_OP' AS source
             FROM "COMMUNICATION_OP" o {bytes_join} {sj} ORDER BY o."startNs" """,
         )
@@ -580,10 +629,19 @@ def _counter_specs(x: DbExport) -> list[tuple[str, dict[str, str], str, list[tup
         ("QOS", {"eventName": "str"}, 'CAST("eventName" AS VARCHAR)', [("'value'", '"bandwidth"', "bytes/s", "'QoS ' || \"eventName\"")]),
         ("DDR", {}, "''", [("'read_bw'", '"read"', "bytes/s", "'DDR/Read'"), ("'write_bw'", '"write"', "bytes/s", "'DDR/Write'")]),
         ("HCCS", {}, "''", [("'tx_bw'", '"txThroughput"', "bytes/s", "'HCCS/Tx'"), ("'rx_bw'", '"rxThroughput"', "bytes/s", "'HCCS/Rx'")]),
+        # 2026 sys_interconnection tables (MSPROF-DB-DOC "UB", "SIO"). UB here is the UnifiedBus interconnect
+        # port (rxUdmaBind/txUdmaBind per portId), NOT the AI Core's Unified Buffer that kernels.ub_*_bytes and
+        # ub_l2_rates measure; SIO is the die-to-die channel, one series per flow class and die channel (name).
+        ("UB", {"portId": "int"}, 'CAST("portId" AS VARCHAR)', [("'rx_bw'", '"rxUdmaBind"', "bytes/s", "'UB ' || \"portId\" || '/Rx'"),
+                                                  ("'tx_bw'", '"txUdmaBind"', "bytes/s", "'UB ' || \"portId\" || '/Tx'")]),
+        ("SIO", {"name": "str"}, 'CAST("name" AS VARCHAR)', [
+            (lit(f"{d}_{c.lower()}_bw"), q(f"{d}{c}"), "bytes/s", f"\"name\" || {lit(f'/{d.upper()} {c}')}")
+            for d in ("rx", "tx") for c in ("Req", "Rsp", "Snp", "Dat")
+        ]),
     ]  # fmt: skip
 
 
-TRACK_NAMES = {"AICORE_FREQ": "AI Core Freq", "ACC_PMU": "Acc PMU", "SOC_BANDWIDTH_LEVEL": "Stars Soc Info", "QOS": "QoS",
+TRACK_NAMES = {"UB": "UB (UnifiedBus)", "AICORE_FREQ": "AI Core Freq", "ACC_PMU": "Acc PMU", "SOC_BANDWIDTH_LEVEL": "Stars Soc Info", "QOS": "QoS",
                "NPU_MEM": "NPU MEM", "ROCE": "RoCE", "SAMPLE_PMU_TIMELINE": "AI Core PMU"}  # fmt: skip
 # tables with timestampNs that are not counters (memory events) or are handled above
 NOT_COUNTERS = {
@@ -787,9 +845,71 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
 
 
 # ---- steps and run metadata --------------------------------------------------------------------------
+# OVERLAP_ANALYSIS.type -> the names msprof gives the four series. MSPROF-DB-DOC's ENUM_OVERLAP_ANALYSIS_TYPE:
+# 0 COMPUTE, 1 COMMUNICATION, 2 COMM_NOT_OVERLAP_COMP, 3 FREE (65535 RESERVE, kept as text). The order is msprof's
+# analysis/csrc/application/timeline/overlap_analysis_assembler.cpp (COMP_NAME "Computing", COMM_NAME
+# "Communication", COMM_NOT_OVERLAP_COMP_NAME "Communication(Not Overlapped)", FREE_NAME "Free"), and the real
+# level1 rank0 export confirms it: the per-type sums 8903431 / 102108100 / 98071947 / 25258144 ns equal its
+# analysis.db StepTraceTime computing / communication / communication_not_overlapped / free (8903.431 us...).
+OVERLAP_TYPES = {0: "Computing", 1: "Communication", 2: "Communication(Not Overlapped)", 3: "Free"}
+
+
+def write_mstx_steps(x: DbExport, out: RankWriter) -> int:
+    """steps from `ProfilerStep#N` mstx ranges when the export has no STEP_TIME. torch_npu's schedule with
+    record_steps=True calls `mstx.range_start("ProfilerStep#N", current_stream())` every step (recorded when
+    mstx / msprof_tx is on), which lands in MSTX_EVENTS as a host range with that message."""
+    if not x.has("MSTX_EVENTS", "startNs", "endNs", "message"):
+        return 0
+    x.load("MSTX_EVENTS", MSTX_KINDS)
+    return x.write(
+        out,
+        "steps",
+        r"""SELECT TRY_CAST(regexp_extract("message", '^ProfilerStep#(\d+)$', 1) AS BIGINT) AS step,
+                  "startNs" AS ts_ns, "endNs" - "startNs" AS dur_ns, 'db:MSTX_EVENTS ProfilerStep' AS source
+           FROM "MSTX_EVENTS" WHERE regexp_matches("message", '^ProfilerStep#\d+$') AND "endNs" > "startNs"
+           ORDER BY "startNs" """,
+    )
+
+
+def write_overlap(x: DbExport, out: RankWriter) -> int:
+    """overlap: OVERLAP_ANALYSIS intervals (an independent cross-check of traceql's step split)."""
+    if not x.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
+        return 0
+    cols = x.load("OVERLAP_ANALYSIS")
+    sj, step = step_join(x, 'o."startNs"')
+    names = " ".join(f"WHEN {k} THEN {lit(v)}" for k, v in OVERLAP_TYPES.items())
+    typ = f'CASE TRY_CAST(o."type" AS BIGINT) {names} ELSE CAST(o."type" AS VARCHAR) END'
+    return x.write(
+        out,
+        "overlap",
+        f"""SELECT {step} AS step, {col_or_null(cols, "deviceId", "o", "INTEGER")} AS device_id, {typ} AS type,
+            o."startNs" AS ts_ns, o."endNs" - o."startNs" AS dur_ns, 'db:OVERLAP_ANALYSIS' AS source
+        FROM "OVERLAP_ANALYSIS" o {sj} ORDER BY o."startNs" """,
+    )
+
+
+# 2026 task tables traceql reads but does not map (MSPROF-DB-DOC): CCU holds the small operators the
+# collective communication unit runs for an HCCL op (globalTaskId of the CCU op, name, startNs/endNs, args JSON):
+# sub-steps of a communication op already in comm_ops, so adding them to kernels would count that time twice;
+# DPU_TASK holds operators run on a DPU device (dpuDeviceId), another device than the NPU whose timeline the
+# kernels table is. Both are said in the ingest's warnings with their row counts.
+UNMAPPED_TASK_TABLES = {
+    "CCU": "CCU small operators (sub-steps of the communication ops in comm_ops; not added to kernels to avoid counting that time twice)",
+    "DPU_TASK": "operators on a DPU device (not the NPU timeline kernels holds)",
+}
+
+
+def note_unmapped(x: DbExport) -> None:
+    for table, why in UNMAPPED_TASK_TABLES.items():
+        if table in x.db.schema:
+            n = x.db.rows(f"SELECT count(*) FROM {q(table)}")[0][0]
+            if n:
+                x.warnings.append(f"{x.db.path}: {table}: {n} rows not ingested: {why}")
+
+
 def write_step_windows(x: DbExport, out: RankWriter) -> int:
     if not x.has("STEP_TIME", "id", "startNs", "endNs") or not x.load("STEP_TIME"):
-        return 0
+        return write_mstx_steps(x, out)
     return x.write(
         out,
         "steps",
@@ -853,6 +973,10 @@ def write_common(
     comm_bandwidth: bool = True,
 ) -> dict[str, Any]:
     """Everything both exports share. The comm_* flags are False where analysis.db supplies that table."""
+    # gate on META_DATA.SCHEMA_VERSION before anything is written (parsers._db_version)
+    with x.db.errors():
+        schema_version, version_warnings = check_version(x.db)
+    x.warnings.extend(version_warnings)
     with x.errors():
         write_kernels(x, out)
         write_host_ops(x, out)
@@ -860,5 +984,9 @@ def write_common(
         write_counters(x, out)
         write_memory(x, out, flavor)
         write_comm_from_db(x, out, ops=comm_ops, matrix=comm_matrix, bandwidth=comm_bandwidth)
+        write_overlap(x, out)
+        note_unmapped(x)
         rows, meta = run_meta(x)
+    if schema_version:
+        meta["schema_version"] = schema_version
     return {"rows": rows, **meta}

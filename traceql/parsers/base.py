@@ -144,11 +144,50 @@ def detect(path: Path) -> list[Unit]:
             "no known profiler dump here (expected a *_ascend_pt folder with ASCEND_PROFILER_OUTPUT/, a PROF_* folder, "
             "a folder of those, or a trace .json/.json.gz/.db/.csv file)",
         )
+    known_other = _unsupported_kind(path)
+    if known_other:
+        raise UnknownFormatError(path, known_other)
     raise UnknownFormatError(
         path,
         "not a recognised profiler dump (expected trace_view.json, msprof_*.json, a Kineto/torch.profiler "
         "trace .json/.json.gz, kernel_details.csv/op_summary_*.csv, or an ascend_pytorch_profiler/msprof .db)",
     )
+
+
+def _unsupported_kind(path: Path) -> str | None:
+    """The message for a profiler output traceql knows of but does not ingest, else None.
+
+    - PyTorch Execution Trace (torch.profiler.ExecutionTraceObserver, Chakra ET; `"schema": "1.x.y-chakra..."`,
+      `"nodes": [...]`): the operator graph with inputs/outputs, no device timeline. Skipped: traceql reads the
+      Kineto trace recorded beside it.
+    - Perfetto protobuf traces (`.pftrace`, e.g. from PyTorch's cupti_monitor profiler backend,
+      `export_chrome_trace("x.pftrace")`): the perfetto package's TracePacket protos decode the file offline (no
+      trace_processor needed). The encoder (pytorch `torch/csrc/profiler/cupti/monitor_pftrace.cpp`, commit
+      39304f15) writes TrackDescriptors (process pid/name, thread pid/tid/name), one interned event-name table,
+      then per group all TYPE_SLICE_BEGIN packets (timestamp, track_uuid, name_iid, flow_ids, the chrome args as
+      debug_annotations) followed by all TYPE_SLICE_END packets, and **no category**: which slices are GPU
+      kernels, copies, CUDA runtime calls or cpu_ops is only implied by the track names, which that source does
+      not fix. Mapping them would be a guess, so the file is refused by name; the same window exported as
+      chrome JSON (the default) carries `cat` and ingests fully.
+    """
+    name = path.name.lower()
+    if name.endswith((".pftrace", ".perfetto-trace", ".perfetto")):
+        return (
+            "a Perfetto protobuf trace (.pftrace, e.g. the cupti_monitor profiler backend): not ingested, its track "
+            "layout is not documented in the sources traceql reads; export the run as a Kineto/Chrome trace "
+            "(prof.export_chrome_trace('trace.json')) and ingest that"
+        )
+    if name.endswith((".json", ".json.gz")):
+        try:
+            head = read_head(path, 2048)
+        except (OSError, BadTraceError):
+            return None
+        if b'"nodes"' in head and (b"chakra" in head or b"execution_trace" in head):
+            return (
+                "a PyTorch Execution Trace (ExecutionTraceObserver / Chakra ET: an operator graph without a device "
+                "timeline): not ingested; ingest the Kineto trace recorded beside it (the profiler's trace .json)"
+            )
+    return None
 
 
 def read_head(path: Path, n: int = 4096) -> bytes:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BadTraceError
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
+from ._task_time import task_time_kernel_exprs
 from .base import Unit, read_head
 from .torch_npu import api_statistic_exprs, check_complete, op_statistic_exprs
 
@@ -428,19 +429,9 @@ def parse_op_summary(
 # task_time
 # ---------------------------------------------------------------------------------------------------------
 def _task_time_kernel_exprs(csv: CsvFile, device: int | None) -> dict[str, str]:
-    csv.require("kernel_name", "task_start(us)")
-    task_type = csv.txt("kernel_type")
-    name = csv.txt("kernel_name")
-    return {
-        "device_id": _device_expr(csv, device),
-        "name": name,
-        "task_type": task_type,
-        "is_comm": comm_task_sql(task_type, name),
-        "stream_id": csv.int_("stream_id"),
-        "task_id": csv.int_("task_id"),
-        "ts_ns": csv.us_ns("task_start(us)"),
-        "dur_ns": f"COALESCE({csv.us_ns('task_time(us)')}, {csv.us_ns('task_stop(us)')} - {csv.us_ns('task_start(us)')})",
-    }
+    return task_time_kernel_exprs(
+        csv, _device_expr(csv, device)
+    )  # parsers._task_time (shared with torch_npu)
 
 
 def _task_time_stats_exprs(csv: CsvFile) -> dict[str, str]:

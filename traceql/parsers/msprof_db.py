@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._db_tables import DbExport, write_common, write_run_meta, write_step_windows
+from ._device_info import device_info_rows
 from ._sqlite import SqliteDb
 from .base import Unit
 
@@ -69,7 +70,10 @@ class MsprofDbParser:
             meta = write_common(x, out, "msprof")
             with x.errors():
                 write_step_windows(x, out)
-            write_run_meta(out, meta.pop("rows"))
+            # the PROF_* folder holding the db may carry device_*/info.json (rated AI Core clock)
+            dev_rows, dev_warnings = device_info_rows(Path(unit.path).parent)
+            write_run_meta(out, meta.pop("rows") + dev_rows)
+            x.warnings.extend(dev_warnings)
             meta["warnings"] = x.warnings
             meta["export"] = "db"
             return meta

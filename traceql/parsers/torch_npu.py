@@ -15,6 +15,12 @@ unreadable is a BadTraceError naming it. Unit conversions happen here, once (for
 | l2_cache.csv | l2_cache (+ kernels.l2_hit_rate when the PMU has none) | ratio as written |
 | op_statistic.csv / api_statistic.csv / operator_details.csv | op_stats | µs -> ns, % -> 0..1 |
 | profiler_info_*.json / profiler_metadata.json | run_meta (dotted keys) | text |
+| task_time.csv (2026) | kernels, only without kernel_details.csv (parsers._task_time) | µs -> ns |
+| soc_pmu.csv (2026) | not read: named in the warnings (no source lists its columns) | |
+| PROF_*/device_*/info.json, platform_config/*.ini | run_meta info.* / platform_config.* (parsers._device_info) | as written |
+
+A dump of a torch_npu that writes ASCEND_PROFILER_OUTPUT/analyse.done (>= 2.10) without it is refused as still
+being written (parsers._analyse_done). 2026 details and sources: docs/formats-2026.md.
 
 Two "MB"s: HCCL's communication files use decimal MB (a 20 MiB send is written `20.97152`, packet sizes like
 `2.064384` are whole bytes only x 10^6), while torch_npu's memory files use binary MB (`2109.6015625` is a whole
@@ -31,9 +37,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from . import _analyse_done
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
+from ._device_info import device_info_rows
 from ._files import read_small
 from ._pmu import aic_metrics_group, pmu_exprs
+from ._task_time import task_time_kernel_exprs
 from ._units import dec_to_ns, to_float
 from .base import Unit, check_rank, read_head
 
@@ -47,6 +56,7 @@ OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 # (db-only exports belong to the torch_npu_db parser).
 KNOWN_FILES = (
     "kernel_details.csv",
+    "task_time.csv",
     "trace_view.json",
     "step_trace_time.csv",
     "communication.json",
@@ -1009,6 +1019,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         p = outdir / name
         return p if p.is_file() else None
 
+    _analyse_done.check(root, outdir)  # a marker-writing torch_npu without analyse.done: still being written
     warnings += check_complete([p for name in KNOWN_FILES if (p := f(name))])
     meta_rows, facts = _meta_rows(root)
     kd = f("kernel_details.csv")
@@ -1016,6 +1027,28 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         res = parse_kernel_details(kd, out, l2_cache=f("l2_cache.csv"))
         facts["aic_metrics"] = facts.get("aic_metrics") or res["aic_metrics"]
         parsed.append(kd.name)
+
+    # task_time.csv (msprof's task_time rows, newer torch_npu): the same tasks as kernel_details.csv, so read
+    # only without it (a Level_none / task-only dump); soc_pmu.csv: its columns are not in any source we read
+    # (the bean copies msprof's soc_pmu headers verbatim, which the msprof docs we searched do not list), so it
+    # is named in the warnings, not guessed at
+    tt = f("task_time.csv")
+    if tt and kd:
+        warnings.append(f"{tt}: not read: the same tasks as kernel_details.csv")
+    elif tt:
+        tcsv = CsvFile(tt)
+        if not tcsv.has("kernel_name"):
+            raise BadTraceError(
+                tt, "expected msprof's task_time columns (kernel_name, task_start(us), task_time(us)...)"
+            )
+        dev = f"TRY_CAST({tcsv.int_('Device_id')} AS INTEGER)" if tcsv.has("Device_id") else "NULL::INTEGER"
+        write_select(out, "kernels", tcsv, task_time_kernel_exprs(tcsv, dev))
+        parsed.append(tt.name)
+    sp = f("soc_pmu.csv")
+    if sp:
+        warnings.append(
+            f"{sp}: not read: its column layout (msprof soc_pmu) is not documented in the sources traceql was built from"
+        )
 
     windows: dict[int, tuple[int, int]] = {}
     tv = f("trace_view.json")
@@ -1064,6 +1097,9 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
         facts["device"] = _device_from_db(outdir)
     if facts.get("aic_metrics"):
         meta_rows.append({"key": "traceql.aic_metrics", "value": facts["aic_metrics"]})
+    dev_rows, dev_warnings = device_info_rows(root)  # PROF_*/device_*/info.json, platform_config/*.ini
+    meta_rows += [{"key": k, "value": v} for k, v in dev_rows]
+    warnings += dev_warnings
     write_rows(out, "run_meta", meta_rows)
     return {
         "device": facts.get("device"),

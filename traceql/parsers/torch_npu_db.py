@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from . import _analyse_done
 from ._db_tables import (
     DbExport,
+    comm_op_sizes_sql,
     flatten_json,
     kind_sql,
     op_type_sql,
@@ -43,6 +45,7 @@ from ._db_tables import (
     write_run_meta,
     write_step_windows,
 )
+from ._device_info import device_info_rows
 from ._files import read_small
 from ._sqlite import SqliteDb, decode_text, lit, looks_like_sqlite, q
 from ._units import GB_PER_S
@@ -151,6 +154,8 @@ class TorchNpuDbParser:
     def parse(self, unit: Unit, out: RankWriter) -> dict[str, Any]:
         opts = dict(unit.options)
         path = Path(unit.path)
+        if opts.get("root"):  # a folder ingest: refuse a dump still being written (parsers._analyse_done)
+            _analyse_done.check(Path(opts["root"]), path.parent)
         analysis_path = opts.get("analysis")
         main = None if analysis_path == unit.path else SqliteDb(path, WHAT_MAIN)
         adb = SqliteDb(analysis_path, WHAT_ANALYSIS) if analysis_path else None
@@ -186,6 +191,9 @@ class TorchNpuDbParser:
             root = opts.get("root")
             if root:
                 rows += _profiler_info_rows(Path(root))
+                dev_rows, dev_warnings = device_info_rows(Path(root))
+                rows += dev_rows
+                x.warnings.extend(dev_warnings)
             write_run_meta(out, rows)
             meta["warnings"] = x.warnings
             meta["export"] = "db"
@@ -241,6 +249,11 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
             op_start = "co.s"
         bw = ""
         nbytes = "NULL::BIGINT"
+        sizes = (
+            comm_op_sizes_sql(x) if with_main else None
+        )  # data type/size and rankSize from COMMUNICATION_OP
+        if sizes:
+            join += f" LEFT JOIN ({sizes}) sz ON sz.op_name = t.hccl_op_name"
         if loaded["CommAnalyzerBandwidth"]:
             # SDMA is the aggregate of the HCCS/PCIE/SIO links (same size as their sum in communication.json
             # and here), so bytes over all transports = the non-SDMA rows (or SDMA + RDMA when only those exist)
@@ -261,7 +274,9 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
                 COALESCE({op_start}, {ns("t.start_timestamp", US)}) AS ts_ns, {ns("t.elapse_time", MS)} AS dur_ns,
                 {ns("t.transit_time", MS)} AS transit_ns, {ns("t.wait_time", MS)} AS wait_ns,
                 {ns("t.synchronization_time", MS)} AS sync_ns, {ns("t.idle_time", MS)} AS idle_ns,
-                {nbytes} AS bytes, 'analysis.db:CommAnalyzerTime' AS source
+                {nbytes} AS bytes, {"sz.data_type" if sizes else "NULL::VARCHAR"} AS data_type,
+                {"sz.data_bytes" if sizes else "NULL::BIGINT"} AS data_bytes,
+                {"sz.rank_size" if sizes else "NULL::INTEGER"} AS rank_size, 'analysis.db:CommAnalyzerTime' AS source
             FROM a_CommAnalyzerTime t {join} {bw}
             WHERE t.hccl_op_name IS DISTINCT FROM 'Total Op Info' ORDER BY ts_ns""",
         )
