@@ -33,7 +33,8 @@
 -- Matching: a collective is issued in the same order by every member of its group, so the k-th collective of
 -- group G on one rank is the k-th collective of G on every other rank (`ordinal`; ops without a group name
 -- form one group). The match is trusted only when all members agree on the op type (types_agree).
--- p2p ops (kind p2p, or send/receive names) are not matched. last_rank is the member that started last.
+-- p2p ops (kind p2p, or send/receive names) are not matched. last_rank is the member that started last (members
+-- starting at the same aligned ns: the highest rank, so the answer never depends on the order rows are read).
 -- Clocks: ranks write their own clocks, which can be off by milliseconds to minutes. clock_offset_ns is the
 -- rank's offset from the reference rank (the lowest rank with trusted matches): the median over shared
 -- collectives of (its end - the reference rank's end), since every member of a collective ends within the
@@ -84,8 +85,8 @@ SELECT run_id, rank, step, name, op_type, group_name, kind, is_p2p, comm_source,
        ts_ns, dur_ns, ts_ns + dur_ns AS end_ns, transit_ns, n_ranks,
        min(ts_ns - clock_offset_ns) OVER inst + clock_offset_ns AS first_arrival_ns,
        max(ts_ns - clock_offset_ns) OVER inst + clock_offset_ns AS last_arrival_ns,
-       arg_max(rank, ts_ns - clock_offset_ns) OVER inst AS last_rank,
+       arg_max(rank, (ts_ns - clock_offset_ns, rank)) OVER inst AS last_rank,
        types_agree, clock_offset_ns,
-       arg_max(clock_offset_ns, ts_ns - clock_offset_ns) OVER inst AS last_rank_offset_ns
+       arg_max(clock_offset_ns, (ts_ns - clock_offset_ns, rank)) OVER inst AS last_rank_offset_ns
 FROM a
 WINDOW inst AS (PARTITION BY run_id, group_key, is_p2p, ordinal);
