@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import progress
+from ..errors import BadTraceError
 from . import _chrome_json as cj
 from . import kineto as kn
 
@@ -294,7 +295,7 @@ class Feed:
         if end is None:
             if not held.rstrip(b" \t\r\n\x00").endswith(b"}"):
                 unit = "decompressed byte" if self.sn.gzip else "byte"
-                raise cj.BadTraceError(self.sn.path, f"truncated JSON: input ends at {unit} {total} before the "
+                raise BadTraceError(self.sn.path, f"truncated JSON: input ends at {unit} {total} before the "
                                        "top-level object closes (profiler killed mid-write?)")  # fmt: skip
             raise GiveUp(f"the end of the traceEvents array is not within the last {TAIL >> 20} MiB")
         yield held[: end + 1]

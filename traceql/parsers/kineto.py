@@ -407,7 +407,9 @@ def _read_staged(sn: cj.Sniff, header: dict[str, Any], out: RankWriter) -> Tally
 def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> Tally:
     tally = Tally(base=cj.to_int(header.get("baseTimeNanoseconds")))
     unit, skipped, devices = tally.unit, tally.skipped, tally.devices
-    scale, offset = 1000, 0
+    # the trace's time unit and origin, decided on the first timed event (Tally.decide)
+    scale: Any = 1000
+    offset: Any = 0
     text, to_int, us_to_ns = cj.text, cj.to_int, cj.us_to_ns  # locals: this loop runs per event
 
     host = _Cols(out, "host_ops", HOST_COLS, tally)

@@ -178,8 +178,6 @@ def metric_values(op: Op, group: str, decimals: int | None = None) -> list[str]:
     def bw(nbytes: float) -> str:  # bytes/ns == GB/s (GB = 1e9)
         return fmt(nbytes / core_ns) if core_ns else "0.0"
 
-    per_core: dict[str, Callable[[float], list[str]]] = {}
-
     def pipe(core: str, share: float) -> list[str]:
         names = _PIPE_AIC if core == "aic" else _PIPE_AIV
         d = DEFAULT_PIPE[core]
@@ -237,7 +235,7 @@ def metric_values(op: Op, group: str, decimals: int | None = None) -> list[str]:
     def l0(core: str, share: float) -> list[str]:
         return [fmt(0.0)] * (6 if core == "aic" else 2)
 
-    per_core = {
+    per_core: dict[str, Callable[[str, float], list[str]]] = {
         "PipeUtilization": pipe,
         "Memory": memory,
         "MemoryAccess": access,

@@ -383,7 +383,8 @@ class RankTrace:
             if not isinstance(t, CommOp):
                 t.task_id = tid
                 tid += 1
-        for t in [*self.ops, *self.comms]:
+        stepped: list[Op | CommOp] = [*self.ops, *self.comms]
+        for t in stepped:
             t.step = self.step_of(t.start_ns)
 
     def step_of(self, ts_ns: int) -> int | None:
@@ -412,7 +413,8 @@ class RankTrace:
 
     def hbm_tasks(self) -> Iterator[tuple[int, int, int, int]]:
         """(start, dur, read_bytes, write_bytes) of every task that moves HBM bytes."""
-        for t in [*self.ops, *self.memcpys, *self.comms]:
+        movers: list[Op | Memcpy | CommOp] = [*self.ops, *self.memcpys, *self.comms]
+        for t in movers:
             r, w = t.hbm_read_bytes, t.hbm_write_bytes
             if r or w:
                 yield t.start_ns, t.dur_ns, r, w

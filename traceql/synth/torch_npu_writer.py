@@ -87,8 +87,8 @@ def write_torch_npu_dump(
         block_col=block_col,
         device_id_col=device_id_col,
         with_trace_view=with_trace_view,
-        **kw,
-    )  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
     if aic_metrics not in ACL_NAME:
         raise ValueError(f"unknown aic_metrics {aic_metrics!r}; one of {sorted(ACL_NAME)}")
     if block_col not in ("Block Dim", "Block Num"):
@@ -627,7 +627,8 @@ class RankWriter:
                     )
                 )
         n = 0
-        for t in sorted([*rt.ops, *rt.memcpys], key=lambda t: t.start_ns):
+        launched: list[Op | Memcpy] = [*rt.ops, *rt.memcpys]
+        for t in sorted(launched, key=lambda t: t.start_ns):
             cid = ck.cid(t.connection_id)
             if isinstance(t, Memcpy):
                 name, ttype = "MEMCPY_ASYNC", "PCIE_DMA_SQE"
@@ -1060,7 +1061,8 @@ def _total_op_info(ops: list[CommOp], sc: Scenario, rank: int) -> dict[str, obje
     idle = sum(c.idle_ns for c in ops)
     bw: dict[str, object] = {}
     for t in TRANSPORTS:
-        size_b, ns, dist = 0, 0, {}
+        size_b, ns = 0, 0
+        dist: dict[str, list[float]] = {}
         for c in ops:
             info = _bandwidth_info(c, len(sc.peers(c.group, rank)))[t]
             assert isinstance(info, dict)
