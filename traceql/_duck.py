@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
+
+MEMORY_ENV = "TRACEQL_INGEST_MEMORY"
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*$", re.IGNORECASE)
 
 
 def arrow_reader(result: Any, batch_rows: int = 256 * 1024) -> Any:
@@ -28,3 +33,20 @@ def glob_literal(path: str) -> str:
     matches that character literally (`[*]`, `[?]`, `[[]`), which DuckDB's glob honours. Braces are not
     expanded. Quote the result as an SQL string as usual."""
     return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
+def ingest_memory(default: str) -> str:
+    """The DuckDB memory_limit an ingest step uses: TRACEQL_INGEST_MEMORY (e.g. 2GB) when set to a size, else
+    the step's own default. The out-of-memory message (ingest_oom_message) tells users to raise it."""
+    raw = os.environ.get(MEMORY_ENV, "")
+    return raw.strip() if _SIZE.match(raw) else default
+
+
+def ingest_oom_message(where: str, err: BaseException) -> str:
+    """One line for a DuckDB out-of-memory during ingest: what ran out and what to do (never a traceback)."""
+    first = (str(err).strip().splitlines() or [""])[0]
+    first = first.removeprefix("Out of Memory Error: ")[:200]
+    return (
+        f"{where}: DuckDB ran out of its memory budget ({first}); free memory or raise the budget, "
+        f"e.g. {MEMORY_ENV}=2GB traceql ingest ..."
+    )

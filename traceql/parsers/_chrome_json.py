@@ -297,7 +297,9 @@ def duck_connection(threads: int | None = None) -> Any:
 
     con = duckdb.connect(":memory:")
     con.execute(f"SET threads={int(threads or min(os.cpu_count() or 1, 8))}")
-    con.execute(f"SET memory_limit='{DUCK_MEMORY_LIMIT}'")
+    from .._duck import ingest_memory
+
+    con.execute(f"SET memory_limit='{ingest_memory(DUCK_MEMORY_LIMIT)}'")
     con.execute("SET preserve_insertion_order=false")
     # DuckDB tracks query progress only with the progress bar on; printing stays off. The ingest progress bar
     # reads it (traceql.progress.stream): DuckDB reads ahead of its parse, so bytes read would run ahead.
@@ -729,7 +731,9 @@ def spill_connection(directory: str | Path) -> Any:
     con = duckdb.connect(":memory:")
     # 128 MB: the flow pairing over a 4 GB trace's spilled flows would otherwise grow the ingest's peak RSS
     # ~100 MB above a small trace's (the peak should not depend on the input size)
-    con.execute("SET memory_limit='128MB'")
+    from .._duck import ingest_memory
+
+    con.execute(f"SET memory_limit='{ingest_memory('128MB')}'")
     con.execute("SET preserve_insertion_order=false")
     con.execute(f"SET temp_directory={lit(str(Path(directory) / 'duckdb_tmp'))}")
     return con

@@ -1,0 +1,192 @@
+"""Dump *shapes* that stress ingest differently from large.py's event mix (benchmarks and scale tests).
+
+- interleaved_kernel_details(path, n_rows, streams): a kernel_details.csv whose rows are NOT in time order:
+  each replayed second writes stream 0's tasks, then stream 1's... (as multi-stream dumps group rows by
+  stream), so the store must re-sort the whole table.
+- device_trace_view(path, target_bytes): a trace_view.json of only `X` events on the "Ascend Hardware"
+  process (~10 args each, as torch_npu writes device tasks), plus its metadata; no host events, no flows.
+- host_trace_view / counter_trace_view: host-op-heavy (CANN/PyTorch `X` events with few args) and
+  counter-heavy (HBM/LLC `C` samples) trace_view.json files.
+- many_small_ranks(out_dir, n_ranks, bytes_per_rank): a cluster folder of many small torch_npu rank dumps.
+
+All deterministic for a seed; times are written from int ns as exact µs text (_text.us_text).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from ._text import NS_PER_S, Replay, dur_text, us_text
+from .scenarios import dense_scenario
+from .torch_npu_writer import RankWriter, WriteOptions, _csv_line
+
+BASE_S = 1736408883  # the synthetic dumps' wall-clock second (model.BASE_NS // 1e9)
+
+
+def interleaved_kernel_details(
+    out_path: str | Path,
+    n_rows: int,
+    streams: int = 4,
+    seed: int = 0,
+    *,
+    aic_metrics: str = "PipeUtilization",
+) -> dict[str, float]:
+    """A kernel_details.csv of exactly `n_rows` tasks on `streams` streams, grouped by stream per second.
+
+    The template second's rows are dealt round-robin to streams (row i -> stream 2 + i % streams), and each
+    second is written stream by stream: row order is time order only within a stream. Returns {"bytes",
+    "rows", "seconds", "mb_per_s"}."""
+    t0 = time.perf_counter()
+    sc = dense_scenario(seed * 1000, hbm_period_ns=500_000)
+    sc.finalize()
+    rw = RankWriter(sc, sc.ranks[0], WriteOptions(aic_metrics=aic_metrics, metric_decimals=3), repeat=2)
+    header_cols = rw.kernel_header()
+    si = header_cols.index("Stream ID")
+    header = _csv_line(header_cols, "\r\n")
+    rows = [r for r in rw.kernel_rows().split("\r\n") if r]
+    groups: list[list[str]] = [[] for _ in range(streams)]
+    for i, row in enumerate(rows):
+        cells = row.split(",", si + 1)  # the columns before Stream ID hold no commas
+        cells[si] = str(2 + i % streams)
+        groups[i % streams].append(",".join(cells))
+    template = "".join("\r\n".join(g) + "\r\n" for g in groups if g)
+    per_rep = len(rows)
+    replay = Replay(sc.base_ns, 2, NS_PER_S, [s.id for s in sc.ranks[0].steps])
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written, left, k = 0, n_rows, 0
+    with open(out, "w", encoding="utf-8", newline="") as fh:
+        written += fh.write(header)
+        while left > 0:
+            text = replay.rep(template, k)
+            if left < per_rep:
+                text = "\r\n".join(text.split("\r\n", left)[:left]) + "\r\n"
+            written += fh.write(text)
+            left -= min(left, per_rep)
+            k += 1
+    dt = time.perf_counter() - t0
+    return {"bytes": written, "rows": n_rows, "seconds": dt, "mb_per_s": written / 1e6 / dt if dt else 0.0}
+
+
+# ---- trace_view.json shapes ---------------------------------------------------------------------------
+_TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "AI_CPU", "HCCL")
+_OPS = ("MatMulV3", "Add", "Mul", "Cast", "LayerNormV4", "Softmax", "TransData", "ReduceSum", "Gelu", "Slice")
+
+
+def _meta(pid: int, name: str, tids: list[tuple[int, str]], sort: int) -> list[str]:
+    out = [
+        json.dumps({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}),
+        json.dumps({"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "NPU"}}),
+        json.dumps(
+            {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": sort}}
+        ),
+    ]
+    for tid, tname in tids:
+        out.append(
+            json.dumps({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": tname}})
+        )
+    return out
+
+
+def _device_events(rng: random.Random, sec: int, n: int, streams: int) -> list[str]:
+    """One second of device tasks, time-ordered per stream, as torch_npu writes the Ascend Hardware rows."""
+    out = []
+    gap = NS_PER_S // (n // streams + 1)
+    for s in range(streams):
+        t = 1000 + s * 37
+        for i in range(n // streams):
+            dur = rng.randrange(1000, max(1001, gap - 200))
+            op = _OPS[rng.randrange(len(_OPS))]
+            args = {
+                "Model Id": 4294967295,
+                "Task Type": _TASK_TYPES[rng.randrange(len(_TASK_TYPES))],
+                "Physic Stream Id": 2 + s,
+                "Stream Id": 2 + s,
+                "Task Id": i % 65536,
+                "Batch Id": 0,
+                "Subtask Id": 4294967295,
+                "connection_id": (sec % 1000) * 1_000_000 + s * 100_000 + i,
+            }
+            ts = us_text(sec * NS_PER_S + t)
+            name = json.dumps(f"{op}_{i % 97}")
+            out.append(
+                f'{{"name": {name}, "pid": 2, "tid": {2 + s}, "ts": "{ts}", "dur": {dur_text(dur)}, '
+                f'"ph": "X", "args": {json.dumps(args)}}}'
+            )
+            t += gap
+    return out
+
+
+def _host_events(rng: random.Random, sec: int, n: int) -> list[str]:
+    out = []
+    gap = NS_PER_S // (n + 1)
+    t = 500
+    for i in range(n):
+        name = rng.choice(("aten::add", "aten::mm", "aten::layer_norm", "aclnnAdd", "AscendCL@aclnnMatmul"))
+        ts = us_text(sec * NS_PER_S + t)
+        dur = dur_text(rng.randrange(500, max(501, gap)))
+        out.append(
+            f'{{"ph": "X", "name": {json.dumps(name)}, "pid": 1, "tid": {100 + i % 4}, "ts": "{ts}", '
+            f'"dur": {dur}, "args": {{"Sequence number": {i}}}}}'
+        )
+        t += gap
+    return out
+
+
+def _counter_events(rng: random.Random, sec: int, n: int) -> list[str]:
+    out = []
+    per = n // 8
+    period = NS_PER_S // (per + 1)
+    for ch in range(4):
+        for kind in ("Read", "Write"):
+            for i in range(per):
+                ts = us_text(sec * NS_PER_S + 1000 + i * period)
+                v = f"{rng.uniform(0, 200000):.3f}"
+                out.append(
+                    f'{{"name": "HBM {ch}/{kind}", "pid": 3, "tid": 0, "ts": "{ts}", "ph": "C", '
+                    f'"args": {{"{kind}(MB/s)": {v}}}}}'
+                )
+    return out
+
+
+def _trace_view(
+    out_path: str | Path, target_bytes: int, seed: int, second: Any, meta: list[str]
+) -> dict[str, float]:
+    t0 = time.perf_counter()
+    rng = random.Random(seed)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written, k = 0, 0
+    with open(out, "w", encoding="utf-8", newline="") as fh:
+        written += fh.write("[" + ",\n".join(meta))
+        while written < target_bytes:
+            written += fh.write(",\n" + ",\n".join(second(rng, BASE_S + k)))
+            k += 1
+        written += fh.write("]")
+    dt = time.perf_counter() - t0
+    return {"bytes": written, "seconds": dt, "mb_per_s": written / 1e6 / dt if dt else 0.0, "repetitions": k}
+
+
+def device_trace_view(
+    out_path: str | Path, target_bytes: int, seed: int = 0, streams: int = 4
+) -> dict[str, float]:
+    """trace_view.json of device tasks only: `X` events on "Ascend Hardware" with 10 args each (Model Id, Task
+    Type, Physic Stream Id, Stream Id, Task Id, ...), ~4,000 per second of timeline."""
+    meta = _meta(2, "Ascend Hardware", [(2 + s, f"Stream {2 + s}") for s in range(streams)], 8)
+    return _trace_view(out_path, target_bytes, seed, lambda r, s: _device_events(r, s, 4000, streams), meta)
+
+
+def host_trace_view(out_path: str | Path, target_bytes: int, seed: int = 0) -> dict[str, float]:
+    """trace_view.json of host ops only (CANN/PyTorch `X` events with one arg), ~4,000 per second."""
+    meta = _meta(1, "Python3", [(100 + i, f"Thread {100 + i}") for i in range(4)], 1)
+    return _trace_view(out_path, target_bytes, seed, lambda r, s: _host_events(r, s, 4000), meta)
+
+
+def counter_trace_view(out_path: str | Path, target_bytes: int, seed: int = 0) -> dict[str, float]:
+    """trace_view.json of HBM counter samples only (`C` events, 4 channels x Read/Write), ~8,000 per second."""
+    meta = _meta(3, "HBM", [], 9)
+    return _trace_view(out_path, target_bytes, seed, lambda r, s: _counter_events(r, s, 8000), meta)
