@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from ._text import NS_PER_S, Replay, dur_text, us_text
+from ._text import NS_PER_S, REP, SEC, Replay, dur_text
 from .scenarios import dense_scenario
 from .torch_npu_writer import RankWriter, WriteOptions, _csv_line
 
@@ -92,79 +92,95 @@ def _meta(pid: int, name: str, tids: list[tuple[int, str]], sort: int) -> list[s
     return out
 
 
-def _device_events(rng: random.Random, sec: int, n: int, streams: int) -> list[str]:
-    """One second of device tasks, time-ordered per stream, as torch_npu writes the Ascend Hardware rows."""
+def _ts(off_ns: int) -> str:
+    """µs text of an offset inside the template second; the second itself is the SEC token."""
+    return f"{SEC}{off_ns // 1000:06d}.{off_ns % 1000:03d}"
+
+
+def _device_events(rng: random.Random, n: int, streams: int) -> list[tuple[int, str]]:
+    """One second of device tasks on `streams` streams, as torch_npu writes the Ascend Hardware rows (its
+    args verbatim, connection ids unique per repetition through the REP token)."""
     out = []
-    gap = NS_PER_S // (n // streams + 1)
+    per = n // streams
+    gap = NS_PER_S // (per + 1)
     for s in range(streams):
         t = 1000 + s * 37
-        for i in range(n // streams):
+        for i in range(per):
             dur = rng.randrange(1000, max(1001, gap - 200))
             op = _OPS[rng.randrange(len(_OPS))]
-            args = {
-                "Model Id": 4294967295,
-                "Task Type": _TASK_TYPES[rng.randrange(len(_TASK_TYPES))],
-                "Physic Stream Id": 2 + s,
-                "Stream Id": 2 + s,
-                "Task Id": i % 65536,
-                "Batch Id": 0,
-                "Subtask Id": 4294967295,
-                "connection_id": (sec % 1000) * 1_000_000 + s * 100_000 + i,
-            }
-            ts = us_text(sec * NS_PER_S + t)
-            name = json.dumps(f"{op}_{i % 97}")
+            task_type = _TASK_TYPES[rng.randrange(len(_TASK_TYPES))]
             out.append(
-                f'{{"name": {name}, "pid": 2, "tid": {2 + s}, "ts": "{ts}", "dur": {dur_text(dur)}, '
-                f'"ph": "X", "args": {json.dumps(args)}}}'
+                (
+                    t,
+                    f'{{"name": "{op}_{i % 97}", "pid": 2, "tid": {2 + s}, "ts": "{_ts(t)}", '
+                    f'"dur": {dur_text(dur)}, "ph": "X", "args": {{"Model Id": 4294967295, '
+                    f'"Task Type": "{task_type}", "Physic Stream Id": {2 + s}, "Stream Id": {2 + s}, '
+                    f'"Task Id": {i % 65536}, "Batch Id": 0, "Subtask Id": 4294967295, '
+                    f'"connection_id": {REP}{s}{i:06d}}}}}',
+                )
             )
             t += gap
     return out
 
 
-def _host_events(rng: random.Random, sec: int, n: int) -> list[str]:
+def _host_events(rng: random.Random, n: int) -> list[tuple[int, str]]:
     out = []
     gap = NS_PER_S // (n + 1)
     t = 500
     for i in range(n):
         name = rng.choice(("aten::add", "aten::mm", "aten::layer_norm", "aclnnAdd", "AscendCL@aclnnMatmul"))
-        ts = us_text(sec * NS_PER_S + t)
         dur = dur_text(rng.randrange(500, max(501, gap)))
         out.append(
-            f'{{"ph": "X", "name": {json.dumps(name)}, "pid": 1, "tid": {100 + i % 4}, "ts": "{ts}", '
-            f'"dur": {dur}, "args": {{"Sequence number": {i}}}}}'
+            (
+                t,
+                f'{{"ph": "X", "name": "{name}", "pid": 1, "tid": {100 + i % 4}, "ts": "{_ts(t)}", '
+                f'"dur": {dur}, "cat": "cpu_op", "args": {{"Sequence number": {i}, "Fwd thread id": 0}}}}',
+            )
         )
         t += gap
     return out
 
 
-def _counter_events(rng: random.Random, sec: int, n: int) -> list[str]:
+def _counter_events(rng: random.Random, n: int) -> list[tuple[int, str]]:
     out = []
     per = n // 8
     period = NS_PER_S // (per + 1)
     for ch in range(4):
         for kind in ("Read", "Write"):
             for i in range(per):
-                ts = us_text(sec * NS_PER_S + 1000 + i * period)
+                t = 1000 + i * period
                 v = f"{rng.uniform(0, 200000):.3f}"
                 out.append(
-                    f'{{"name": "HBM {ch}/{kind}", "pid": 3, "tid": 0, "ts": "{ts}", "ph": "C", '
-                    f'"args": {{"{kind}(MB/s)": {v}}}}}'
+                    (
+                        t,
+                        f'{{"name": "HBM {ch}/{kind}", "pid": 3, "tid": 0, "ts": "{_ts(t)}", "ph": "C", '
+                        f'"args": {{"{kind}(MB/s)": {v}}}}}',
+                    )
                 )
     return out
 
 
 def _trace_view(
-    out_path: str | Path, target_bytes: int, seed: int, second: Any, meta: list[str]
-) -> dict[str, float]:
+    out_path: str | Path, target_bytes: int, seed: int, second: Callable[[random.Random], list[tuple[int, str]]],
+    meta: list[str],
+) -> dict[str, float]:  # fmt: skip
+    """Render a few one-second templates (events in time order, as the profiler writes the file), replay them
+    second after second (the SEC and REP tokens replaced) until `target_bytes`."""
     t0 = time.perf_counter()
     rng = random.Random(seed)
+    templates = []
+    for _ in range(3):
+        ev = second(rng)
+        ev.sort(key=lambda e: e[0])
+        templates.append(",\n".join(e[1] for e in ev))
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     written, k = 0, 0
     with open(out, "w", encoding="utf-8", newline="") as fh:
         written += fh.write("[" + ",\n".join(meta))
         while written < target_bytes:
-            written += fh.write(",\n" + ",\n".join(second(rng, BASE_S + k)))
+            text = templates[rng.randrange(3)].replace(SEC, str(BASE_S + k)).replace(REP, str(k + 1))
+            written += fh.write(",\n" + text)
             k += 1
         written += fh.write("]")
     dt = time.perf_counter() - t0
@@ -177,16 +193,16 @@ def device_trace_view(
     """trace_view.json of device tasks only: `X` events on "Ascend Hardware" with 10 args each (Model Id, Task
     Type, Physic Stream Id, Stream Id, Task Id, ...), ~4,000 per second of timeline."""
     meta = _meta(2, "Ascend Hardware", [(2 + s, f"Stream {2 + s}") for s in range(streams)], 8)
-    return _trace_view(out_path, target_bytes, seed, lambda r, s: _device_events(r, s, 4000, streams), meta)
+    return _trace_view(out_path, target_bytes, seed, lambda r: _device_events(r, 4000, streams), meta)
 
 
 def host_trace_view(out_path: str | Path, target_bytes: int, seed: int = 0) -> dict[str, float]:
     """trace_view.json of host ops only (CANN/PyTorch `X` events with one arg), ~4,000 per second."""
     meta = _meta(1, "Python3", [(100 + i, f"Thread {100 + i}") for i in range(4)], 1)
-    return _trace_view(out_path, target_bytes, seed, lambda r, s: _host_events(r, s, 4000), meta)
+    return _trace_view(out_path, target_bytes, seed, lambda r: _host_events(r, 4000), meta)
 
 
 def counter_trace_view(out_path: str | Path, target_bytes: int, seed: int = 0) -> dict[str, float]:
     """trace_view.json of HBM counter samples only (`C` events, 4 channels x Read/Write), ~8,000 per second."""
     meta = _meta(3, "HBM", [], 9)
-    return _trace_view(out_path, target_bytes, seed, lambda r, s: _counter_events(r, s, 8000), meta)
+    return _trace_view(out_path, target_bytes, seed, lambda r: _counter_events(r, 8000), meta)
