@@ -880,22 +880,28 @@ def _meta(em: _Emitter, tr: Tracks, reader: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------
 # One big file on every core: pieces of whole events parsed in worker processes
 
-# Below this a file is read in this process: a worker costs ~0.5 s to start (spawn) and the pieces' end-of-file
-# merge re-reads their spills; above it the pieces pay for that on 2 cores.
+# Below this a file is read in this process: the pieces' end-of-file merge re-reads their spills and each
+# worker has its own DuckDB and writer start-up.
 PIECES_MIN_BYTES = 192 << 20
 PIECE_MIN_BYTES = 96 << 20  # no piece smaller than this
 
 
 def _use_pieces(sn: cj.Sniff) -> bool:
     import multiprocessing
+    import os
 
     from ._json_pieces import cpu_workers
 
-    # a pool worker parsing one unit of several already shares the cores with the other units
+    # A pool worker parsing one unit of several already shares the cores with the other units. On 2 cores the
+    # serial reader already keeps both busy (DuckDB's parse thread, the Arrow mapping, the Parquet writer):
+    # measured on a 250 MB device-task trace_view, serial 5.9 CPU-s vs 2 pieces 7.7-8.3 CPU-s (each piece feeds
+    # DuckDB through FIFOs and starts its own pipeline), so pieces are the default from 3 CPUs on only;
+    # TRACEQL_PARSE_WORKERS=N asks for N pieces anywhere.
+    forced = os.environ.get("TRACEQL_PARSE_WORKERS", "").strip().isdigit()
     return (
         sn.fast_path
         and sn.size >= PIECES_MIN_BYTES
-        and cpu_workers() >= 2
+        and cpu_workers() >= (2 if forced else 3)
         and multiprocessing.parent_process() is None
     )
 
@@ -928,8 +934,9 @@ def _parse_pieces(
             (str(sn.path), a, b, str(out.run_dir), out.run_id, out.rank, f"{out.tag}p{i}", tr, sorted(dests), tmp.name, i)
             for i, (a, b) in enumerate(ranges)
         ]  # fmt: skip
-        # spawn, not fork: this process may already run threads (DuckDB, the writer) that a fork would copy
-        ctx = multiprocessing.get_context("spawn")
+        # fork, as ingest's own pool: a spawned worker re-imports pyarrow and duckdb (+0.9 CPU-s each measured,
+        # more than a 250 MB piece's gain on 2 cores); no DuckDB connection or writer thread exists here yet
+        ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(
             len(jobs), mp_context=ctx, initializer=_procs.worker_init, initargs=(os.getpid(),)
         ) as ex:
