@@ -119,8 +119,10 @@ class _Source:
         """Arrow bytes per row, from the first chunk actually read (Parquet's sizes are encoded sizes, far
         below what a MAP column takes in memory)."""
         for c in self.chunks():
-            if c.num_rows:
-                return max(1.0, float(c.nbytes) / c.num_rows)
+            rows: int = c.num_rows
+            if rows:
+                per_row: float = float(c.nbytes) / rows
+                return max(1.0, per_row)
         return 1.0
 
 

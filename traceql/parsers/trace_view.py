@@ -186,12 +186,6 @@ def _fast_sql(sn: cj.Sniff, path: Path | None = None) -> str:
     WHERE ph IN ('X', 'C', 's', 'f', 't')"""
 
 
-def pa_table(b: Any) -> Any:
-    import pyarrow as pa
-
-    return pa.Table.from_batches([b])
-
-
 def _typed(b: pa.RecordBatch) -> pa.RecordBatch:
     """A DuckDB text batch -> the intermediate schema (exact ns, int ids)."""
     import pyarrow as pa
@@ -532,20 +526,17 @@ class _Emitter:
 
     def absorb(self, state: dict[str, Any]) -> None:
         """Take one piece's state (in file order of the pieces), as if its events had passed through here."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for key, name in (("flows", "flows"), ("pct", "percent_counters")):
-            if state[key] is None:
-                continue
-            spill = getattr(self, f"_{'flows' if key == 'flows' else 'pct'}")
-            if spill is None:
-                spill = cj.Spill(self.tmp, name)
-                if key == "flows":
-                    self._flows = spill
-                else:
-                    self._pct = spill
-            for b in pq.ParquetFile(state[key]).iter_batches(batch_size=WRITE_ROWS):
-                spill.add(pa_table(b))
+        if state["flows"] is not None and self._flows is None:
+            self._flows = cj.Spill(self.tmp, "flows")
+        if state["pct"] is not None and self._pct is None:
+            self._pct = cj.Spill(self.tmp, "percent_counters")
+        for src, spill in ((state["flows"], self._flows), (state["pct"], self._pct)):
+            if src is not None:  # re-spilled here in piece order: the end-of-file steps read one spill
+                for b in pq.ParquetFile(src).iter_batches(batch_size=WRITE_ROWS):
+                    spill.add(pa.Table.from_batches([b]))
         self.comm_parts += state["comm_parts"]
         self.plane_parts += state["plane_parts"]
         for step, (start, dur) in state["step_windows"].items():
