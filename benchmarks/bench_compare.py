@@ -60,7 +60,7 @@ def main() -> None:
                 # what `traceql ingest` does for a run of 2+ ranks: build its analysis tables now
                 from traceql import derive
 
-                derive.ensure(Store(store), [name])
+                derive.prepare(Store(store), [name])
                 rows.append((f"ingest {name} (+ analysis tables)", f"{time.perf_counter() - t0:.1f}", ""))
         for with_findings, with_chains in ((False, False), (False, True), (True, True)):
             for i in range(a.repeat):

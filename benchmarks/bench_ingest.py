@@ -9,6 +9,11 @@ Cases (comma separated, run in order):
   kineto:<GB>      one PyTorch Kineto trace (torch.profiler on a GPU, traceql.synth.large_kineto) of <GB>, read by
                    the DuckDB reader (the default) and by the ijson reader (TRACEQL_KINETO_READER=ijson)
   kd:<rows>        one torch_npu folder with a kernel_details.csv of <rows> rows x 46 columns (PipeUtilization)
+  dev:<GB>         shapes (traceql.synth.shapes): a trace_view.json of device tasks only (X on Ascend Hardware,
+  host:<GB>        8 args each), of host ops only, or of HBM counter samples only; input and store deleted
+  ctr:<GB>         after measuring
+  kdi:<rows>       a kernel_details.csv whose 4 streams interleave (time order only per stream: the store sorts)
+  many small ranks: cluster:<N>x<MB> with a large N (e.g. cluster:64x4)
   cluster:<N>x<MB> an N-rank cluster folder of full torch_npu dumps, <MB> per rank (1 MB = 1e6 bytes)
   analysis         every query the findings use, then the findings (`traceql findings --all`), over the
                    store of the last cluster case
@@ -217,6 +222,38 @@ def gen_trace_view(work: Path, gb: float, seed: int) -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         info = large_trace_view(folder / OUT_DIR / "trace_view.json", int(gb * 1e9), seed)
         _note(f"generated {folder} ({info['bytes'] / 1e6:.0f} MB in {info['seconds']:.0f} s)")
+        _done(folder).touch()
+    return folder
+
+
+SHAPES = {  # case kind -> traceql.synth.shapes writer of a trace_view.json of that shape
+    "dev": "device_trace_view",  # device tasks only (X on Ascend Hardware, 8 args each), as issue 18's dump
+    "host": "host_trace_view",  # host ops only (cpu_op X events, 2 args)
+    "ctr": "counter_trace_view",  # HBM counter samples only (C events)
+}
+
+
+def gen_shape(work: Path, kind: str, gb: float, seed: int) -> Path:
+    """<work>/<kind>-<gb>GB/x_ascend_pt (a torch_npu folder holding one trace_view.json of that shape)."""
+    from traceql.synth import shapes
+
+    folder = work / f"{kind}-{gb:g}GB-s{seed}" / "x_ascend_pt"
+    if not _done(folder).exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        info = getattr(shapes, SHAPES[kind])(folder / OUT_DIR / "trace_view.json", int(gb * 1e9), seed)
+        _note(f"generated {folder} ({info['bytes'] / 1e6:.0f} MB in {info['seconds']:.0f} s)")
+        _done(folder).touch()
+    return folder
+
+
+def gen_interleaved_kd(work: Path, rows: int, seed: int) -> Path:
+    from traceql.synth.shapes import interleaved_kernel_details
+
+    folder = work / f"kdi-{rows}-s{seed}" / "x_ascend_pt"
+    if not _done(folder).exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        info = interleaved_kernel_details(folder / OUT_DIR / "kernel_details.csv", rows, 4, seed)
+        _note(f"generated {folder} ({info['bytes'] / 1e6:.0f} MB, {rows} rows in {info['seconds']:.0f} s)")
         _done(folder).touch()
     return folder
 
@@ -613,6 +650,40 @@ def case_tv(st: State, gb: float) -> None:
         st.largest_tv = tv
 
 
+def case_shape(st: State, kind: str, gb: float) -> None:
+    """A trace_view.json of one shape (SHAPES), traceql beside the DuckDB floor and json+pandas; the input and
+    store are deleted after measuring (disk)."""
+    case = f"{kind} {gb:g} GB"
+    folder = gen_shape(st.work, kind, gb, st.seed)
+    tv = folder / OUT_DIR / "trace_view.json"
+    n = tv.stat().st_size
+    _note(f"{case}: {tv} ({n / 1e6:.0f} MB)")
+    scratch = st.work / "scratch"
+    scratch.mkdir(exist_ok=True)
+    store = st.work / f"store-{kind}"
+    _rows(st.tools.traceql_ingest(case, folder, store, n), store)
+    shutil.rmtree(store, ignore_errors=True)
+    st.tools.json_tools(case, [tv], n, scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def case_kdi(st: State, rows: int) -> None:
+    """An interleaved multi-stream kernel_details.csv (rows in time order only per stream: the store sorts)."""
+    case = f"kdi {rows // 1000}k rows"
+    folder = gen_interleaved_kd(st.work, rows, st.seed)
+    csv = folder / OUT_DIR / "kernel_details.csv"
+    n = csv.stat().st_size
+    scratch = st.work / "scratch"
+    scratch.mkdir(exist_ok=True)
+    store = st.work / "store-kdi"
+    _rows(st.tools.traceql_ingest(case, folder, store, n), store)
+    shutil.rmtree(store, ignore_errors=True)
+    st.tools.csv_tools(case, csv, n, scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(folder.parent, ignore_errors=True)
+
+
 def case_kineto(st: State, gb: float) -> None:
     case = f"kineto {gb:g} GB"
     src = gen_kineto(st.work, gb, st.seed)
@@ -905,25 +976,29 @@ def table(results: list[Result], markdown: bool) -> str:
 
 
 def rss_flatness(results: list[Result]) -> str | None:
-    tv = [
-        (r.input_bytes, r.rss)
-        for r in results
-        if r.tool == "traceql" and r.case.startswith("tv ") and r.ok and r.rss
-    ]
-    if len(tv) < 2:
-        return None
-    lo, hi = min(x[1] for x in tv), max(x[1] for x in tv)  # type: ignore[type-var]
-    sizes = ", ".join(f"{b / 1e9:.2f} GB: {m / 2**20:.0f} MB" for b, m in sorted(tv))  # type: ignore[operator]
-    return f"traceql peak RSS over trace_view sizes ({sizes}): max/min = {hi / lo:.2f}"  # type: ignore[operator]
+    """Per shape (tv, dev, host, ctr, kineto): traceql's peak RSS at each size and max/min over the sizes."""
+    lines = []
+    for kind in ("tv", "kineto", *SHAPES):
+        tv = [
+            (r.input_bytes, r.rss)
+            for r in results
+            if r.tool == "traceql" and r.case.startswith(kind + " ") and r.ok and r.rss
+        ]
+        if len(tv) < 2:
+            continue
+        lo, hi = min(x[1] for x in tv), max(x[1] for x in tv)  # type: ignore[type-var]
+        sizes = ", ".join(f"{b / 1e9:.2f} GB: {m / 2**20:.0f} MB" for b, m in sorted(tv))  # type: ignore[operator]
+        lines.append(f"traceql peak RSS over {kind} sizes ({sizes}): max/min = {hi / lo:.2f}")  # type: ignore[operator]
+    return "\n".join(lines) or None
 
 
 def parse_cases(text: str) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for item in filter(None, (s.strip() for s in text.split(","))):
         kind, _, arg = item.partition(":")
-        if kind in ("tv", "kineto"):
+        if kind in ("tv", "kineto", *SHAPES):
             out.append((kind, float(arg or 1)))
-        elif kind == "kd":
+        elif kind in ("kd", "kdi"):
             out.append((kind, int(float(arg or 500_000))))
         elif kind == "cluster":
             n, _, mb = (arg or "8x250").partition("x")
@@ -934,7 +1009,8 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
             out.append((kind, int(arg or 400)))
         else:
             raise SystemExit(
-                f"unknown case {item!r} (tv:<GB>, kineto:<GB>, kd:<rows>, cluster:<N>x<MB>, analysis, reopen, truncated, "
+                f"unknown case {item!r} (tv:<GB>, dev:<GB>, host:<GB>, ctr:<GB>, kineto:<GB>, kd:<rows>, kdi:<rows>, "
+                "cluster:<N>x<MB>, analysis, reopen, truncated, "
                 "manyruns:<N>)"
             )
     return out
@@ -1002,6 +1078,10 @@ def main() -> None:
         for kind, arg in cases:
             if kind == "tv":
                 case_tv(st, arg)
+            elif kind in SHAPES:
+                case_shape(st, kind, arg)
+            elif kind == "kdi":
+                case_kdi(st, arg)
             elif kind == "kineto":
                 case_kineto(st, arg)
             elif kind == "kd":

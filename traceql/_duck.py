@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable
 from typing import Any
+
+MEMORY_ENV = "TRACEQL_INGEST_MEMORY"
+_SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*$", re.IGNORECASE)
 
 
 def arrow_reader(result: Any, batch_rows: int = 256 * 1024) -> Any:
@@ -39,3 +44,20 @@ def sql_str(s: str) -> str:
 def sql_path_list(paths: Iterable[Any]) -> str:
     """A DuckDB list literal of file paths, each matching exactly that file (glob characters escaped)."""
     return "[" + ", ".join(sql_str(glob_literal(str(p))) for p in paths) + "]"
+
+
+def ingest_memory(default: str) -> str:
+    """The DuckDB memory_limit an ingest step uses: TRACEQL_INGEST_MEMORY (e.g. 2GB) when set to a size, else
+    the step's own default. The out-of-memory message (ingest_oom_message) tells users to raise it."""
+    raw = os.environ.get(MEMORY_ENV, "")
+    return raw.strip() if _SIZE.match(raw) else default
+
+
+def ingest_oom_message(where: str, err: BaseException) -> str:
+    """One line for a DuckDB out-of-memory during ingest: what ran out and what to do (never a traceback)."""
+    first = (str(err).strip().splitlines() or [""])[0]
+    first = first.removeprefix("Out of Memory Error: ")[:200]
+    return (
+        f"{where}: DuckDB ran out of its memory budget ({first}); free memory or raise the budget, "
+        f"e.g. {MEMORY_ENV}=2GB traceql ingest ..."
+    )

@@ -39,8 +39,16 @@ def _parse_unit(
     except TraceQLError:
         writer.abort()
         raise
-    except (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError) as e:
+    except Exception as e:
         writer.abort()
+        if type(e).__name__ == "OutOfMemoryException":  # duckdb's: a memory budget, not a bug (issue 18)
+            from ._duck import ingest_oom_message
+
+            raise TraceQLError(ingest_oom_message(str(unit.path), e)) from None
+        if not isinstance(
+            e, (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError)
+        ):
+            raise
         # the store's disk (full, read-only...) is not the dump's fault: say which and what to do
         if (
             isinstance(e, OSError)

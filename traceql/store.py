@@ -179,34 +179,19 @@ def _abandon(writers: list[Any]) -> None:
 def sort_parquet_by_time(path: Path) -> None:
     """Rewrite a Parquet file ordered by ts_ns, so row-group min/max stats let DuckDB skip by time.
 
-    Parsers stream events in file order (grouped by track, not by time). DuckDB's sort spills to disk under
-    its memory limit, so this stays bounded for GB-sized ranks; it reads the compressed Parquet, not the dump.
+    Parsers stream events in file order (grouped by track or stream, not by time). traceql._sort sorts within
+    a fixed memory budget by dealing rows into time-range buckets beside the file (inside the staging run
+    dir), so it finishes for any row width and order; it reads the compressed Parquet, not the dump.
     """
-    import tempfile
-
-    import duckdb
+    from ._sort import sort_by_time
 
     tmp = path.with_suffix(".sorted.tmp")
-    # a private spill dir per call: ranks of one table sort in parallel worker processes
-    spill = Path(tempfile.mkdtemp(prefix=".sort-", dir=path.parent))
-    con = duckdb.connect(":memory:")
     try:
-        con.execute(
-            "SET memory_limit='128MB'"
-        )  # spill rather than lift the worker's RSS: at 256MB the ingest peak grew from 0.5 GB (0.25 GB trace) to 0.63 GB (1-4 GB); at 128MB 0.5-0.62 GB
-        con.execute("SET preserve_insertion_order=false")
-        con.execute(f"SET temp_directory='{str(spill).replace(chr(39), chr(39) * 2)}'")
-        from ._duck import glob_literal
-
-        src = glob_literal(str(path)).replace("'", "''")
-        dst = str(tmp).replace("'", "''")
-        con.execute(
-            f"COPY (SELECT * FROM read_parquet('{src}') ORDER BY ts_ns NULLS LAST) TO '{dst}' "
-            f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})"
-        )
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+        sort_by_time(path, tmp, ROW_GROUP)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     os.replace(tmp, path)
 
 

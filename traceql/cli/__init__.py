@@ -97,5 +97,10 @@ def main() -> None:
                 error(str(se))
                 sys.exit(1)
 
+        if type(e).__name__ == "OutOfMemoryException":  # DuckDB's memory budget: what to do, not a bug
+            from .._duck import ingest_oom_message
+
+            error(ingest_oom_message("traceql", e))
+            sys.exit(1)
         error(f"internal error: {type(e).__name__}: {e} (re-run with --debug for the traceback)")
         sys.exit(1)

@@ -32,6 +32,7 @@ synthetic mix (benchmarks/bench_trace_json.py): ~150 MB/s at 1-4 GB, peak RSS 0.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -167,7 +168,7 @@ def scan_tracks(sn: cj.Sniff) -> Tracks:
 # Reader 1: DuckDB over a bare array of string-ts events
 
 
-def _fast_sql(sn: cj.Sniff) -> str:
+def _fast_sql(sn: cj.Sniff, path: Path | None = None) -> str:
     """One pass over the file; needs nothing from the pre-scan, so DuckDB starts while it runs.
 
     DuckDB's streaming query runs on one core, so it does only what needs the JSON (parse, args as key and
@@ -181,7 +182,7 @@ def _fast_sql(sn: cj.Sniff) -> str:
     }  # fmt: skip
     return f"""
     SELECT ph, name, cat, pid, tid, ts, dur, id AS fid, json_keys(args) AS k, json_extract_string(args, '$.*') AS vals
-    FROM {cj.duck_source(sn.path, columns)}
+    FROM {cj.duck_source(path or sn.path, columns)}
     WHERE ph IN ('X', 'C', 's', 'f', 't')"""
 
 
@@ -511,6 +512,44 @@ class _Emitter:
                     sub
                 )
 
+    # -- pieces of one file parsed in worker processes (_parse_pieces) -------------------------------
+    def piece_state(self) -> dict[str, Any]:
+        """Flush this piece's rows and hand over what waits for the end of the whole file: the flow and
+        `(%)` counter spills (paths), comm group ops and plane tasks, step windows, counts, warnings."""
+        self._flush()
+        return {
+            "flows": str(p) if self._flows is not None and (p := self._flows.close()) else None,
+            "pct": str(p) if self._pct is not None and (p := self._pct.close()) else None,
+            "comm_parts": self.comm_parts, "plane_parts": self.plane_parts,
+            "step_windows": self.step_windows, "counts": self.counts, "warnings": self.warnings,
+        }  # fmt: skip
+
+    def absorb(self, state: dict[str, Any]) -> None:
+        """Take one piece's state (in file order of the pieces), as if its events had passed through here."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if state["flows"] is not None and self._flows is None:
+            self._flows = cj.Spill(self.tmp, "flows")
+        if state["pct"] is not None and self._pct is None:
+            self._pct = cj.Spill(self.tmp, "percent_counters")
+        for src, spill in ((state["flows"], self._flows), (state["pct"], self._pct)):
+            if src is not None:  # re-spilled here in piece order: the end-of-file steps read one spill
+                for b in pq.ParquetFile(src).iter_batches(batch_size=WRITE_ROWS):
+                    spill.add(pa.Table.from_batches([b]))
+        self.comm_parts += state["comm_parts"]
+        self.plane_parts += state["plane_parts"]
+        for step, (start, dur) in state["step_windows"].items():
+            if step in self.step_windows:  # a step seen by two pieces: the union, as _steps does
+                t0, d0 = self.step_windows[step]
+                end = max(t0 + d0, start + dur)
+                start = min(t0, start)
+                dur = end - start
+            self.step_windows[step] = [start, dur]
+        for table, n in state["counts"].items():
+            self.counts[table] = self.counts.get(table, 0) + n
+        self.warnings += state["warnings"]
+
     # -- at the end ---------------------------------------------------------------------------------
     def finish(self, *, comm_ops: bool, write_steps: bool) -> None:
         self._flush()
@@ -747,6 +786,10 @@ def parse_trace_view(
         dests.add("kernel")
     if comm_ops:
         dests |= {"comm", "plane"}
+    if _use_pieces(sn):
+        meta = _parse_pieces(sn, out, dests, comm_ops=comm_ops, write_steps=write_steps)
+        if meta is not None:
+            return meta
     # DuckDB starts parsing on another core while this thread pre-scans for track names
     stream = (
         cj.DuckStream(cj.duck_connection(), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH)
@@ -803,10 +846,14 @@ def parse_trace_view(
             tmp.cleanup()
     if n_events == 0 and not tr.process:
         raise BadTraceError(path, "no trace events found (an empty event array?)")
+    return _meta(em, tr, "duckdb" if fast else "ijson")
+
+
+def _meta(em: _Emitter, tr: Tracks, reader: str) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "step_windows": dict(sorted(em.step_windows.items())),
         "warnings": em.warnings,
-        "reader": "duckdb" if fast else "ijson",
+        "reader": reader,
         "tracks": sorted(set(tr.process.values())),
         "rows": em.counts,
     }
@@ -819,6 +866,163 @@ def parse_trace_view(
             meta["device_id"] = int(m.group(1))
             break
     return meta
+
+
+# ---------------------------------------------------------------------------------------------------
+# One big file on every core: pieces of whole events parsed in worker processes
+
+# Below this a file is read in this process: the pieces' end-of-file merge re-reads their spills and each
+# worker has its own DuckDB and writer start-up.
+PIECES_MIN_BYTES = 192 << 20
+PIECE_MIN_BYTES = 96 << 20  # no piece smaller than this
+
+
+def _use_pieces(sn: cj.Sniff) -> bool:
+    import multiprocessing
+    import os
+
+    from ._json_pieces import cpu_workers
+
+    # A pool worker parsing one unit of several already shares the cores with the other units. On 2 cores the
+    # serial reader already keeps both busy (DuckDB's parse thread, the Arrow mapping, the Parquet writer):
+    # measured on a 250 MB device-task trace_view, serial 5.9 CPU-s vs 2 pieces 7.7-8.3 CPU-s (each piece feeds
+    # DuckDB through FIFOs and starts its own pipeline), so pieces are the default from 3 CPUs on only;
+    # TRACEQL_PARSE_WORKERS=N asks for N pieces anywhere.
+    forced = os.environ.get("TRACEQL_PARSE_WORKERS", "").strip().isdigit()
+    return (
+        sn.fast_path
+        and sn.size >= PIECES_MIN_BYTES
+        and cpu_workers() >= (2 if forced else 3)
+        and multiprocessing.parent_process() is None
+    )
+
+
+def _parse_pieces(
+    sn: cj.Sniff, out: RankWriter, dests: set[str], *, comm_ops: bool, write_steps: bool
+) -> dict[str, Any] | None:
+    """Parse `sn`'s file as pieces of whole events in worker processes, each writing its own file parts (in
+    file order, so time-ordered where the file is); the end-of-file steps (flow pairing, `(%)` counters, comm
+    ops, steps) then run here over what the pieces handed back. None (nothing written) when the file cannot be
+    cut or a piece fails: the caller reads it serially, which reports any fault of the file itself."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .. import _procs
+    from ._json_pieces import cpu_workers, plan
+
+    tr = scan_tracks(sn)
+    if tr.numeric_ts:
+        return None
+    n = max(1, min(cpu_workers(), sn.size // PIECE_MIN_BYTES))
+    ranges = plan(sn.path, sn.size, n)
+    if len(ranges) < 2:
+        return None
+    tmp = _owned.TempDir("tvp")
+    results: list[dict[str, Any]] = []
+    try:
+        jobs = [
+            (str(sn.path), a, b, str(out.run_dir), out.run_id, out.rank, f"{out.tag}p{i}", tr, sorted(dests), tmp.name, i)
+            for i, (a, b) in enumerate(ranges)
+        ]  # fmt: skip
+        # fork, as ingest's own pool: a spawned worker re-imports pyarrow and duckdb (+0.9 CPU-s each measured,
+        # more than a 250 MB piece's gain on 2 cores); no DuckDB connection or writer thread exists here yet
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(
+            len(jobs), mp_context=ctx, initializer=_procs.worker_init, initargs=(os.getpid(),)
+        ) as ex:
+            futs = [ex.submit(_piece, *job) for job in jobs]
+            results = [f.result() for f in futs]
+        if any("failed" in r for r in results):
+            _drop_pieces(out, results)
+            return None
+        for r in results:  # adopt the pieces' files (closed and sorted by their workers)
+            for table, rels in r["files"].items():
+                out.files.setdefault(table, []).extend(rels)
+            for table, rows in r["rows"].items():
+                out.rows[table] = out.rows.get(table, 0) + rows
+        bg = cj.BackgroundWriter(out)
+        try:
+            em = _Emitter(bg, tr, sn.path.name, tmp.name)  # type: ignore[arg-type]
+            for r in results:
+                em.absorb(r)
+            em.finish(comm_ops=comm_ops, write_steps=write_steps)
+        finally:
+            bg.close()
+    except BaseException:
+        _drop_pieces(out, results)
+        raise
+    finally:
+        tmp.cleanup()
+    if not sum(em.counts.values()) and not tr.process:
+        raise BadTraceError(sn.path, "no trace events found (an empty event array?)")
+    meta = _meta(em, tr, "duckdb")
+    meta["pieces"] = len(ranges)
+    return meta
+
+
+def _drop_pieces(out: RankWriter, results: list[dict[str, Any]]) -> None:
+    import contextlib
+
+    for r in results:
+        for table, rels in r.get("files", {}).items():
+            for rel in rels:
+                with contextlib.suppress(OSError):
+                    (out.run_dir / rel).unlink()
+                if rel in out.files.get(table, []):
+                    out.files[table].remove(rel)
+
+
+def _piece(
+    path: str, start: int, end: int, run_dir: str, run_id: str, rank: int, tag: str, tr: Tracks,
+    dests: list[str], tmp: str, i: int,
+) -> dict[str, Any]:  # fmt: skip
+    """Worker process: parse the events in bytes [start, end) of `path` into RankWriter parts tagged `tag`.
+    Returns the rows/files written and the emitter's end-of-file state, or {"failed": why}."""
+    import shutil
+
+    from .._arrow_helpers import use_parse_memory_pool
+    from ..store import RankWriter
+    from ._json_pieces import RangeFeed
+
+    use_parse_memory_pool()
+    sn = cj.sniff(Path(path))
+    writer = RankWriter(Path(run_dir), run_id, rank, tag=tag)
+    ptmp = Path(tmp) / f"piece{i}"
+    ptmp.mkdir()
+    bg = cj.BackgroundWriter(writer)
+    feed = RangeFeed(sn, start, end, str(ptmp))
+    wanted = set(dests)
+    try:
+        em = _Emitter(bg, tr, sn.path.name, str(ptmp))  # type: ignore[arg-type]
+        for fifo in iter(feed.segments.get, None):
+            stream = cj.DuckStream(
+                cj.duck_connection(1), Path(fifo), _fast_sql(sn, Path(fifo)), BATCH_ROWS, prefetch=PREFETCH
+            )
+            try:
+                for b in stream:
+                    em.batch(_typed(b), wanted)
+            finally:
+                stream.close()
+        feed.close()
+        if feed.error is not None:
+            raise feed.error
+        state = em.piece_state()
+        bg.close()
+        writer.close()
+    except Exception as e:  # noqa: BLE001 - the parent reads the file serially, which reports real faults
+        feed.close()
+        with contextlib.suppress(BaseException):
+            bg.close()
+        writer.abort()
+        for rels in writer.files.values():
+            for rel in rels:
+                with contextlib.suppress(OSError):
+                    (Path(run_dir) / rel).unlink()
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        shutil.rmtree(ptmp, ignore_errors=True)
+        return {"failed": f"{type(e).__name__}: {first}"}
+    return {"rows": writer.rows, "files": writer.files, **state}
 
 
 _ASCEND_MARKERS = (

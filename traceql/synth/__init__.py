@@ -30,7 +30,10 @@ Main names:
   ``dense_scenario(seed)`` (random op mix).
 - benchmarks: ``large_trace_view(path, target_bytes, seed)`` (standalone trace_view.json, ~GB at several
   hundred MB/s), ``large_kernel_details(path, n_rows, seed)`` (kernel_details.csv, 46 columns, time-sorted),
-  ``write_cluster(out_dir, n_ranks, bytes_per_rank, seed, aic_metrics="Memory")``.
+  ``write_cluster(out_dir, n_ranks, bytes_per_rank, seed, aic_metrics="Memory")``; ingest shapes in
+  ``traceql.synth.shapes``: ``device_trace_view`` / ``host_trace_view`` / ``counter_trace_view`` (a trace_view.json
+  of one event kind), ``interleaved_kernel_details`` (streams interleaved: rows not in time order); many small
+  ranks: ``write_cluster`` with many ranks.
 
 Conventions the parsers must agree with (all from the real dumps, docs/formats.md):
 - µs text has exactly 3 decimals and converts to the exact ns; kernel_details start times end with a TAB.

@@ -1,0 +1,200 @@
+"""Bounded memory degrades by spilling, never by failing (issue 18).
+
+- traceql._sort sorts by ts_ns within a budget: the expected order is Python's stable sort of the rows read
+  back with pyarrow (rows with equal ts_ns keep file order, NULLs last), compared row for row;
+- an interleaved multi-stream kernel_details.csv (rows in time order only within a stream) ingests under a
+  budget ~1/10 of its Arrow size: the stored kernels are exactly the CSV's rows (read independently with the
+  csv module, µs text -> ns with Decimal) and every stored file is time-sorted; the sort's temp files stay
+  inside the store's staging dir and are gone afterwards; nothing is written to the dump folder;
+- a DuckDB out-of-memory is one line saying what to do, never an "internal error".
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from traceql import _sort
+from traceql.synth.shapes import device_trace_view, interleaved_kernel_details
+
+
+def _expected(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (r["ts_ns"] is None, r["ts_ns"] or 0))  # stable, NULLs last
+
+
+def _table(ts: list[int | None]) -> pa.Table:
+    # a wide payload (a MAP and a long string) so that a few thousand rows exceed the budget
+    return pa.table(
+        {
+            "ts_ns": pa.array(ts, pa.int64()),
+            "seq": pa.array(range(len(ts)), pa.int64()),
+            "name": pa.array([f"op_{i % 17}" * 20 for i in range(len(ts))]),
+            "metrics": pa.array(
+                [[(f"k{j}", float(i + j)) for j in range(i % 5)] for i in range(len(ts))],
+                pa.map_(pa.string(), pa.float64()),
+            ),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["random", "streams", "skewed", "all_equal", "with_nulls", "all_null", "sorted"],
+)
+def test_sort_by_time_matches_a_stable_sort(tmp_path: Path, shape: str) -> None:
+    rng = random.Random(7)
+    n = 6000
+    if shape == "random":
+        ts: list[int | None] = [rng.randrange(10**15, 10**15 + 10**9) for _ in range(n)]
+    elif shape == "streams":  # 4 streams, each in time order, written one after the other per "second"
+        ts = [
+            s * 7 + (i // 4) * 1000 + sec * 10**7
+            for sec in range(3)
+            for s in range(4)
+            for i in range(n // 12)
+        ]
+    elif shape == "skewed":  # most rows share one timestamp: that bucket stays too large and is copied
+        ts = [5 if rng.random() < 0.8 else rng.randrange(10**6) for _ in range(n)]
+    elif shape == "all_equal":
+        ts = [42] * n
+    elif shape == "with_nulls":
+        ts = [None if rng.random() < 0.2 else rng.randrange(10**6) for _ in range(n)]
+    elif shape == "all_null":
+        ts = [None] * n
+    else:
+        ts = list(range(n))
+    src, dst = tmp_path / "t.parquet", tmp_path / "out.parquet"
+    table = _table(ts)
+    pq.write_table(table, src, row_group_size=1000)
+    assert table.nbytes > 8 * (64 << 10)  # the budget below forces the external path
+    _sort.sort_by_time(src, dst, row_group=512, budget=64 << 10)
+    got = pq.read_table(dst)
+    assert got.schema.equals(table.schema)
+    assert got.to_pylist() == _expected(table.to_pylist())
+    assert {p.name for p in tmp_path.iterdir()} == {"t.parquet", "out.parquet"}  # the spill dir is removed
+
+
+def test_external_path_is_taken_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget decides: over it the rows are dealt into buckets, each sorted alone (spied)."""
+    dealt: list[int] = []
+    sorted_rows: list[int] = []
+    real_deal, real_sorted = _sort._deal, _sort._sorted
+
+    def deal(src, bounds, tmp, batch_rows):  # type: ignore[no-untyped-def]
+        dealt.append(len(bounds))
+        return real_deal(src, bounds, tmp, batch_rows)
+
+    def srt(table):  # type: ignore[no-untyped-def]
+        sorted_rows.append(table.num_rows)
+        return real_sorted(table)
+
+    monkeypatch.setattr(_sort, "_deal", deal)
+    monkeypatch.setattr(_sort, "_sorted", srt)
+    rng = random.Random(3)
+    table = _table([rng.randrange(10**9) for _ in range(8000)])
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=1000)
+    budget = 64 << 10
+    _sort.sort_by_time(tmp_path / "t.parquet", tmp_path / "o.parquet", row_group=512, budget=budget)
+    assert dealt and dealt[0] >= 2
+    per_row = table.nbytes / table.num_rows
+    # every in-memory sort held at most the budget (sampling slack: x2), never the whole table
+    assert max(sorted_rows) * per_row <= 2 * budget < table.nbytes
+    assert sum(sorted_rows) == table.num_rows
+
+
+def _csv_kernels(path: Path) -> list[tuple[int, int, int, int, str]]:
+    """(stream, task, ts_ns, dur_ns, name) per CSV row, read with the csv module; µs text -> ns exactly."""
+    out = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            ts = int(Decimal(row["Start Time(us)"].strip()) * 1000)
+            dur = int(Decimal(row["Duration(us)"].strip()) * 1000)
+            out.append((int(row["Stream ID"]), int(row["Task ID"]), ts, dur, row["Name"]))
+    return out
+
+
+def test_interleaved_kernel_details_ingests_under_a_small_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceql.ingest import ingest
+    from traceql.store import Store
+
+    dump = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    dump.mkdir(parents=True)
+    kd = dump / "kernel_details.csv"
+    interleaved_kernel_details(kd, 20_000, streams=4, seed=1)
+    rows = _csv_kernels(kd)
+    ts = [r[2] for r in rows]
+    assert any(b < a for a, b in zip(ts, ts[1:], strict=False))  # the file really is out of time order
+    assert len({r[0] for r in rows}) == 4
+    before = sorted(p.name for p in dump.iterdir())
+
+    # the kernels' Arrow rows are ~1 KB (the metrics map): 20k rows ~ 20 MB, a 2 MB budget is 1/10 of it
+    monkeypatch.setenv("TRACEQL_SORT_MEMORY", "2MB")
+    spill_dirs: list[Path] = []
+    real = _sort.sort_by_time
+
+    def spy(src: Path, dst: Path, row_group: int, budget: int | None = None) -> None:
+        spill_dirs.append(dst.parent)
+        real(src, dst, row_group, budget)
+
+    monkeypatch.setattr(_sort, "sort_by_time", spy)
+    st = Store(tmp_path / "store")
+    info = ingest(tmp_path / "rank0_ascend_pt", st, name="kd", workers=1)
+    assert info["rows"]["kernels"] == len(rows)
+
+    assert spill_dirs and all((tmp_path / "store" / ".staging") in d.parents for d in spill_dirs)
+    assert sorted(p.name for p in dump.iterdir()) == before  # nothing written into the dump
+    run_dir = tmp_path / "store" / "runs" / st.manifest()["runs"]["kd"]["dir"]
+    assert not list(run_dir.rglob(".sort-*")) and not list(run_dir.rglob("*.tmp"))
+    got = []
+    for rel in info["files"]["kernels"]:
+        t = pq.read_table(run_dir / rel, columns=["stream_id", "task_id", "ts_ns", "dur_ns", "name"])
+        file_ts = t.column("ts_ns").to_pylist()
+        assert file_ts == sorted(file_ts)
+        got += [tuple(r.values()) for r in t.to_pylist()]
+    assert sorted(got) == sorted(rows)
+
+
+def _duck_oom(self, unit, out):  # type: ignore[no-untyped-def]
+    """A parse step that runs DuckDB past its memory limit (a real OutOfMemoryException, not a stand-in)."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    con.execute("SET memory_limit='1MB'")
+    con.execute("SET threads=1")
+    con.execute("SELECT list(range(i, i + 100)) AS l FROM range(2000000) t(i) ORDER BY l[1] DESC").fetchall()
+
+
+def test_duckdb_out_of_memory_is_one_clear_line(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    from traceql.parsers.trace_view import TraceViewParser
+
+    trace = tmp_path / "trace_view.json"
+    device_trace_view(trace, 200_000)
+    monkeypatch.setattr(TraceViewParser, "parse", _duck_oom)
+    r = cli("ingest", trace, "--store", tmp_path / "store", "--workers", "1")
+    assert r.code == 1, r
+    assert "internal error" not in r.err and "Traceback" not in r.err
+    assert (
+        str(trace) in r.err and "ran out of its memory budget" in r.err and "TRACEQL_INGEST_MEMORY" in r.err
+    )
+    assert len([ln for ln in r.err.splitlines() if ln.startswith("error")]) == 1
+    assert "stored run" not in r.out
+
+
+def test_ingest_memory_option_sets_duckdb_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from traceql.parsers._chrome_json import duck_connection
+
+    monkeypatch.setenv("TRACEQL_INGEST_MEMORY", "300MB")
+    con = duck_connection(1)
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.replace(" ", "") in ("286.1MiB", "300.0MB", "300MB"), limit
+    monkeypatch.setenv("TRACEQL_INGEST_MEMORY", "lots")  # not a size: the default stays
+    con = duck_connection(1)
+    assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] != limit

@@ -1,0 +1,238 @@
+"""Sort a Parquet file by ts_ns within a fixed memory budget, whatever its row width and row order.
+
+Why not DuckDB's ORDER BY: under the ingest's 128 MB limit DuckDB 2.0's sort fails with "failed to pin block"
+on a 1M-row kernels table of 44 columns with two MAP columns (a 300 MB kernel_details.csv whose streams
+interleave), with 1 thread as with 2, instead of spilling (issue 18). A larger limit only moves the row count
+where it fails, and lifts every ingest worker's RSS.
+
+How (a distribution sort, two passes over the file, memory bounded by `budget` bytes of Arrow data):
+1. the ts_ns column alone is read (8 bytes a row, one row group at a time) to sample its quantiles;
+2. if the whole table fits the budget it is sorted in memory; otherwise rows are dealt into buckets of
+   consecutive time ranges, each a temp Parquet file sized to fit the budget (one batch in memory at a time);
+3. each bucket in time order is read, sorted (stable: rows with equal ts_ns keep file order) and appended to
+   the output. Buckets are Arrow IPC files (lz4): written once and read once, where Parquet's encoders cost
+   half the sort's time. A bucket that came out larger than planned (skewed times) is sorted the same way on its own;
+   one holding a single timestamp is copied as it is (already in order).
+NULL ts_ns rows go last, as `ORDER BY ts_ns NULLS LAST` put them. Temp files live in a private dir beside the
+file (inside the store's staging run dir: never the dump folder or the working directory) and are removed
+on every path.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# Arrow bytes sorted in memory at once (buckets aim at half, sampling is approximate); the sort's taken copy
+# doubles it.
+DEFAULT_BUDGET = 64 << 20
+_SAMPLE = 64 * 1024  # ts_ns values sampled for the bucket boundaries
+
+
+def budget_bytes() -> int:
+    """The sort's budget: TRACEQL_SORT_MEMORY (bytes, or with a KB/MB/GB suffix) or DEFAULT_BUDGET."""
+    raw = os.environ.get("TRACEQL_SORT_MEMORY", "").strip().upper().replace("IB", "B")
+    if not raw:
+        return DEFAULT_BUDGET
+    for suffix, mul in (("KB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30), ("B", 1)):
+        if raw.endswith(suffix):
+            raw, scale = raw[: -len(suffix)].strip(), mul
+            break
+    else:
+        scale = 1
+    try:
+        v = int(float(raw) * scale)
+    except ValueError:
+        return DEFAULT_BUDGET
+    return max(v, 1 << 20)
+
+
+def sort_by_time(src: Path, dst: Path, row_group: int, budget: int | None = None) -> None:
+    """Write `src`'s rows to `dst` ordered by ts_ns (NULLs last), holding about `budget` bytes at a time."""
+    import pyarrow.parquet as pq
+
+    budget = budget or budget_bytes()
+    tmp = Path(tempfile.mkdtemp(prefix=".sort-", dir=dst.parent))
+    try:
+        source = _Source(src)
+        with pq.ParquetWriter(dst, source.schema, compression="zstd") as out:
+            _sort(source, out, row_group, budget, tmp, depth=0)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _Source:
+    """Rows to sort: the Parquet file, or a bucket (Arrow IPC file) that came out too large."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self.ipc = path.suffix == ".arrow"
+        if self.ipc:
+            self._r = pa.ipc.open_file(pa.OSFile(str(path)))  # not mmap: mapped pages count as RSS
+            self.schema = self._r.schema
+            self.num_rows = (
+                self._r.count_rows() if hasattr(self._r, "count_rows") else self._r.read_all().num_rows
+            )
+        else:
+            self._r = pq.ParquetFile(path)
+            self.schema = self._r.schema_arrow
+            self.num_rows = self._r.metadata.num_rows
+
+    def chunks(self) -> Iterator[Any]:
+        """The rows, one stored chunk (row group / record batch) at a time."""
+        if self.ipc:
+            for i in range(self._r.num_record_batches):
+                yield self._r.get_batch(i)
+        else:
+            for i in range(self._r.metadata.num_row_groups):
+                yield self._r.read_row_group(i)
+
+    def ts_chunks(self) -> Iterator[Any]:
+        if self.ipc:
+            for b in self.chunks():
+                yield b.column("ts_ns")
+        else:
+            for i in range(self._r.metadata.num_row_groups):
+                yield self._r.read_row_group(i, columns=["ts_ns"]).column("ts_ns").combine_chunks()
+
+    def batches(self, rows: int) -> Iterator[Any]:
+        if self.ipc:
+            for b in self.chunks():
+                for off in range(0, b.num_rows, rows):
+                    yield b.slice(off, rows)
+        else:
+            yield from self._r.iter_batches(batch_size=rows)
+
+    def read(self) -> Any:
+        return self._r.read_all() if self.ipc else self._r.read()
+
+    def row_bytes(self) -> float:
+        """Arrow bytes per row, from the first chunk actually read (Parquet's sizes are encoded sizes, far
+        below what a MAP column takes in memory)."""
+        for c in self.chunks():
+            rows: int = c.num_rows
+            if rows:
+                per_row: float = float(c.nbytes) / rows
+                return max(1.0, per_row)
+        return 1.0
+
+
+def _batch_rows(row_bytes: float, budget: int) -> int:
+    return max(1024, int(budget / 4 / row_bytes))
+
+
+def _sort(src: _Source, out: Any, row_group: int, budget: int, tmp: Path, depth: int) -> None:
+    """Append src's rows to the open ParquetWriter `out` in ts_ns order."""
+    n = src.num_rows
+    row_bytes = src.row_bytes()
+    if n * row_bytes <= budget or n <= 1 or depth > 8:
+        # fits (depth > 8 cannot happen: each level narrows the time range; correctness before memory)
+        out.write_table(_sorted(src.read()), row_group_size=row_group)
+        return
+    # at most 64 buckets a pass (each an open writer); a bucket left too large is split again
+    lo, hi, bounds = _boundaries(src, min(64, math.ceil(2 * n * row_bytes / budget)))
+    if lo is None or lo == hi:
+        # every non-null time equal (or none): the non-null rows in file order, then the null ones
+        _copy_nulls_last(src, out, row_group, _batch_rows(row_bytes, budget))
+        return
+    for bucket in _deal(src, bounds, tmp, _batch_rows(row_bytes, budget)):
+        if bucket is not None:
+            _sort(_Source(bucket), out, row_group, budget, tmp, depth + 1)
+            bucket.unlink()
+
+
+def _sorted(table: Any) -> Any:
+    import pyarrow.compute as pc
+
+    idx = pc.sort_indices(table, sort_keys=[("ts_ns", "ascending", "at_end")])
+    return table.take(idx)
+
+
+def _boundaries(src: _Source, k: int) -> tuple[int | None, int | None, list[int]]:
+    """min, max and up to k-1 distinct ts_ns cut points splitting the rows into k parts of about equal count
+    (from a strided sample of the ts_ns column, read one chunk at a time)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    stride = max(1, src.num_rows // _SAMPLE)
+    samples = []
+    lo: int | None = None
+    hi: int | None = None
+    for col in src.ts_chunks():
+        ts = pc.drop_null(col)
+        if len(ts) == 0:
+            continue
+        mm = pc.min_max(ts).as_py()
+        lo = mm["min"] if lo is None else min(lo, mm["min"])
+        hi = mm["max"] if hi is None else max(hi, mm["max"])
+        samples.append(ts.take(pa.array(range(0, len(ts), stride), pa.int64())))
+    if lo is None:
+        return None, None, []
+    every = pa.concat_arrays(samples)
+    ordered = every.take(pc.array_sort_indices(every))
+    cuts = sorted({ordered[(j * len(ordered)) // k].as_py() for j in range(1, k)} - {lo})
+    if (
+        not cuts and hi is not None and lo < hi
+    ):  # most rows share the minimum: split them (all equal, so in order) from the rest
+        cuts = [lo + 1]
+    return lo, hi, cuts
+
+
+def _deal(src: _Source, bounds: list[int], tmp: Path, batch_rows: int) -> list[Path | None]:
+    """Deal the rows into len(bounds) + 2 bucket files: ts < bounds[0], ..., ts >= bounds[-1], then NULLs.
+    Within a bucket rows keep file order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n_b = len(bounds) + 2
+    stem = uuid.uuid4().hex[:12]
+    paths = [tmp / f"{stem}-{i}.arrow" for i in range(n_b)]
+    writers: list[Any] = [None] * n_b
+    opts = pa.ipc.IpcWriteOptions(compression="lz4")
+    try:
+        for batch in src.batches(batch_rows):
+            ts = batch.column("ts_ns")
+            vals = pc.fill_null(ts, 0)
+            b = pa.array([0] * len(ts), pa.int32())
+            for c in bounds:  # bucket = number of cuts <= ts (the cuts are sorted)
+                b = pc.add(b, pc.cast(pc.greater_equal(vals, c), pa.int32()))
+            b = pc.if_else(pc.is_valid(ts), b, pa.scalar(n_b - 1, pa.int32()))
+            grouped = batch.take(pc.sort_indices(b))  # stable: file order kept within each bucket
+            counts = [0] * n_b
+            for vc in pc.value_counts(b).to_pylist():
+                counts[vc["values"]] = vc["counts"]
+            start = 0
+            # written at once (IPC writes are cheap even for small pieces): a slice kept for later would keep
+            # its whole batch alive
+            for i, c in enumerate(counts):
+                if c:
+                    if writers[i] is None:
+                        writers[i] = pa.ipc.new_file(str(paths[i]), src.schema, options=opts)
+                    writers[i].write_batch(grouped.slice(start, c))
+                start += c
+            del grouped
+    finally:
+        for w in writers:
+            if w is not None:
+                w.close()
+    return [p if writers[i] is not None else None for i, p in enumerate(paths)]
+
+
+def _copy_nulls_last(src: _Source, out: Any, row_group: int, batch_rows: int) -> None:
+    import pyarrow.compute as pc
+
+    for nulls in (False, True):
+        for batch in src.batches(batch_rows):
+            mask = pc.is_null(batch.column("ts_ns"))
+            part = batch.filter(mask if nulls else pc.invert(mask))
+            if part.num_rows:
+                out.write_batch(part, row_group_size=row_group)
