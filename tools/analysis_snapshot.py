@@ -120,11 +120,11 @@ def write(dest: Path) -> int:
 
 
 def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
-    if "/queries/" in where and where.count("/") == 2 and isinstance(a, list) and isinstance(b, list):
-        # a query's rows: SQL leaves the order of rows that tie on the ORDER BY keys open, so rows are
-        # compared as a multiset when the order is all that differs
-        if a != b and sorted(map(json.dumps, a)) == sorted(map(json.dumps, b)):
-            return
+    # a query's rows: SQL leaves the order of rows that tie on the ORDER BY keys open, so rows are compared as
+    # a multiset when the order is all that differs
+    rows = "/queries/" in where and where.count("/") == 2 and isinstance(a, list) and isinstance(b, list)
+    if rows and a != b and sorted(map(json.dumps, a)) == sorted(map(json.dumps, b)):
+        return
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             if k not in a or k not in b:
