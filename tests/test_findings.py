@@ -19,6 +19,7 @@ import pytest
 from _canon import MS, build_store
 
 from traceql import findings
+from traceql.errors import TraceQLError
 from traceql.findings import SEVERITIES, Report, evaluate, load_rules
 
 DEVICE = "ascend910b"  # 1.6 TB/s, the peak the planted cases are built against
@@ -318,11 +319,11 @@ def test_rules_file_is_validated(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    with pytest.raises(findings.TraceQLError, match="free_time"):
+    with pytest.raises(TraceQLError, match="free_time"):
         load_rules(p)
     p = tmp_path / "broken.toml"
     p.write_text("not = [toml", encoding="utf-8")
-    with pytest.raises(findings.TraceQLError, match="cannot read"):
+    with pytest.raises(TraceQLError, match="cannot read"):
         load_rules(p)
 
 

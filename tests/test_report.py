@@ -16,8 +16,8 @@ from _canon import MS, build_store
 
 from traceql import charts
 from traceql.errors import TraceQLError
+from traceql.report import page, write_report
 from traceql.report import render as rr
-from traceql.report import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 XSS_IMG = "<img src=x onerror=alert(1)>"
@@ -113,7 +113,7 @@ def test_every_chart_is_in_the_report_once(demo: tuple[Path, str]) -> None:
 
 def test_size_of_the_sample_report(demo: tuple[Path, str]) -> None:
     _, html = demo
-    bundle = len(rr.js_bundle().encode())
+    bundle = len(page.js_bundle().encode())
     assert len(html.encode()) < bundle + 400_000  # data of 10 charts on 2 ranks stays small
 
 
@@ -133,10 +133,10 @@ def test_script_json_cannot_close_the_element() -> None:
 
 def test_inline_js_is_made_safe_for_a_script_element() -> None:
     assert (
-        rr._safe_script('x="</script>";y="</SCRIPT";z="<!--"')
+        page._safe_script('x="</script>";y="</SCRIPT";z="<!--"')
         == 'x="<\\/script>";y="<\\/SCRIPT";z="\\x3C!--"'
     )
-    bundle = rr.js_bundle()
+    bundle = page.js_bundle()
     assert "</script" not in bundle.lower() and "<!--" not in bundle
 
 
