@@ -84,7 +84,13 @@ def test_report_and_every_chart_of_a_1000_rank_run(store1000: Path, tmp_path: Pa
     from traceql.report import render
 
     html = render.write_report(tmp_path / "r.html", store1000, "big", device="ascend910b").read_text()
-    assert "could not be drawn" not in html, re.findall(r"could not be drawn: [^<]{0,200}", html)
+    # placeholders carry the error after the phrase; the page's own script has it once, before `" + err`
+    failed = [
+        m
+        for m in re.findall(r"This chart could not be drawn: (.{0,120})", html)
+        if not m.startswith('" + err')
+    ]
+    assert not failed, failed
     drawn = set(re.findall(r"chart-([a-z_]+)-", html))
     assert {"hbm_timeline", "hbm_ranks", "wait_steps", "step_breakdown"} <= drawn, drawn
 
