@@ -161,7 +161,7 @@ def test_each_planted_defect_is_found_once(store: Path) -> None:
         "bandwidth_above_peak": 1,
         "modeled_above_peak": 0,  # no kernel here lists tensor shapes
         "unparsed_numbers": 0,  # written at ingest from CSV cells; tests/test_hostile_inputs.py plants them
-        "unreadable_values": 0,  # written at ingest from SQLite strings; tests/test_hostile_values.py plants them
+        "unreadable_values": 0,  # written at ingest (SQLite strings); test_hostile_values plants them
     }
     assert res["kernels_outside_step"]["sample"][0]["name"] == "early"
     assert res["kernels_outside_step"]["sample"][0]["off_by_ns"] == 50 * MS

@@ -937,7 +937,7 @@ def us_to_ns(v: Any, scale: int = 1000) -> int | None:
     if t is int:
         r = v * scale
         if -(2**63) <= r < 2**63:
-            return r
+            return r  # type: ignore[no-any-return]
         note(v)
         return None
     if v is None or t is bool:
