@@ -163,6 +163,7 @@ def test_each_planted_defect_is_found_once(store: Path) -> None:
         "unparsed_numbers": 0,  # written at ingest from CSV cells; tests/test_hostile_inputs.py plants them
         # kernel hot's PMU 2e13 B/s is 2x the 1e13 default HBM peak: the preset cannot be this device's
         "observed_ceiling_above_preset": 1,
+        "unreadable_values": 0,  # written at ingest (SQLite strings); test_hostile_values plants them
     }
     assert res["kernels_outside_step"]["sample"][0]["name"] == "early"
     assert res["kernels_outside_step"]["sample"][0]["off_by_ns"] == 50 * MS

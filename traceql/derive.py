@@ -149,6 +149,102 @@ def derive_rank(
     return out
 
 
+# ---- small ranks in groups ---------------------------------------------------------------------------------
+# A session costs ~0.3 CPU-s before any row is read (defining the helper macros binds each against the views'
+# Parquet) and each COPY ~60 ms: for a rank of a few thousand rows that was all of its build, so 256 small
+# ranks spent minutes in fixed costs. Ranks whose inputs are small are built GROUP_RANKS at a time in one
+# session (the derived SQL partitions by run and rank, so a group gives each rank's rows as its own session
+# would; tests/test_many_ranks.py holds the two to the same files), each table computed once for the group and
+# split into the same per-rank files with Arrow. A rank with GROUP_BYTES of input or more is built alone.
+GROUP_BYTES = 32 << 20
+GROUP_RANKS = 64
+
+
+def groups(by_rank: dict[int, dict[str, list[str]]], pool: int) -> list[list[int]]:
+    """Ranks in build groups: big ranks alone; small ones in groups of up to GROUP_RANKS ranks and GROUP_BYTES
+    of input, at least `pool` groups when there are that many ranks (every worker gets one)."""
+    size = {
+        r: sum(os.path.getsize(p) for fl in f.values() for p in fl if os.path.exists(p))
+        for r, f in by_rank.items()
+    }
+    small = sorted(r for r in by_rank if size[r] < GROUP_BYTES)
+    out = [[r] for r in sorted(by_rank) if size[r] >= GROUP_BYTES]
+    if small:
+        per = max(
+            1, min(GROUP_RANKS, -(-len(small) // max(1, pool - len(out))) if pool > len(out) else GROUP_RANKS)
+        )
+        group: list[int] = []
+        nbytes = 0
+        for r in small:
+            if group and (len(group) >= per or nbytes + size[r] > GROUP_BYTES):
+                out.append(group)
+                group, nbytes = [], 0
+            group.append(r)
+            nbytes += size[r]
+        out.append(group)
+    return out
+
+
+def derive_ranks(
+    out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1, mem_limit: str = "1GB"
+) -> dict[str, Any]:
+    """derive_rank for a group of ranks in one session: `files` holds all of their files; each table is
+    computed once into a temp table (later tables read it) and written as one file per rank."""
+    if len(ranks) == 1:
+        return derive_rank(out_dir, ranks[0], files, threads, mem_limit)
+    s = _Session(Path(out_dir), files, threads, mem_limit)
+    out: dict[str, Any] = {"files": {}, "rows": {}}
+    try:
+        for table in derived_tables.tables():
+            if table.level != "rank":
+                continue
+            s.con.execute(f"CREATE TEMP TABLE _g_{table.name} AS SELECT * FROM {table.name}")
+            s.con.execute(f"CREATE OR REPLACE TEMP VIEW {table.name} AS SELECT * FROM _g_{table.name}")
+            rels = _write_by_rank(s, f"_g_{table.name}", table, ranks)
+            out["files"][table.name] = [rel for rel, _n in rels]
+            out["rows"][table.name] = sum(n for _rel, n in rels)
+    finally:
+        s.close()
+    return out
+
+
+def _write_by_rank(
+    s: _Session, source: str, table: derived_tables.DerivedTable, ranks: list[int]
+) -> list[tuple[str, int]]:
+    """The rows of temp table `source` (sorted by rank, then the table's order) as one Parquet file per rank of
+    `ranks`, named and typed as _copy writes them (zstd, ROW_GROUP rows; a rank without rows gets an empty
+    file). HUGEINT (a window sum of BIGINT) goes to Parquet as DOUBLE in COPY, to Arrow as decimal(38): cast
+    here so both builds write the same types."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from .store import ROW_GROUP
+
+    cols = ", ".join(
+        f'CAST("{n}" AS DOUBLE) AS "{n}"' if t == "HUGEINT" else f'"{n}"'
+        for n, t, *_ in s.con.execute(f"DESCRIBE {source}").fetchall()
+    )
+    t = s.con.sql(f"SELECT {cols} FROM {source} ORDER BY rank, {table.order}").to_arrow_table()
+    col = t.column("rank")
+    out = []
+    for rank in ranks:
+        part = t.filter(pc.equal(col, rank)) if t.num_rows else t
+        rel = derived_tables.file_name(table.name, rank)
+        path = s.out_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(part, path, compression="zstd", row_group_size=ROW_GROUP)
+        out.append((rel, part.num_rows))
+    return out
+
+
+def _merged(parts: list[dict[str, list[str]]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for p in parts:
+        for t, fl in p.items():
+            out.setdefault(t, []).extend(fl)
+    return out
+
+
 def derive_run(
     out_dir: str, ranks: list[int], files: dict[str, list[str]], threads: int = 1, mem_limit: str = "1GB"
 ) -> dict[str, Any]:
@@ -163,11 +259,9 @@ def derive_run(
                 continue
             s.con.execute(f"CREATE TEMP TABLE _d AS SELECT * FROM {table.name}")
             out["files"][table.name], out["rows"][table.name] = [], 0
-            for rank in ranks:
-                rel = derived_tables.file_name(table.name, rank)
-                out["rows"][table.name] += s.write(
-                    table, f"SELECT * FROM _d WHERE rank = {int(rank)}", s.out_dir / rel
-                )
+            # one sorted read split per rank (a COPY ... WHERE rank = r per rank costs ranks x rows)
+            for rank, (rel, n) in zip(ranks, _write_by_rank(s, "_d", table, ranks), strict=True):
+                out["rows"][table.name] += n
                 out["files"][table.name].append(rel)
                 out["by_rank"].setdefault(rank, {})[table.name] = [rel]
             s.con.execute("DROP TABLE _d")
@@ -211,9 +305,9 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     try:
         mem = memory_limit(n_pool)
         jobs = [
-            (str(out_dir), rank, rank_files, threads, mem) for rank, rank_files in sorted(by_rank.items())
+            (str(out_dir), g, _merged([by_rank[r] for r in g]), threads, mem) for g in groups(by_rank, n_pool)
         ]
-        done.extend(d for _job, d in _procs.map_jobs(ex, derive_rank, jobs))
+        done.extend(d for _job, d in _procs.map_jobs(ex, derive_ranks, jobs))
     except BaseException:
         if ex is not None:
             _procs.abort_pool(ex)

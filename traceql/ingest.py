@@ -29,12 +29,14 @@ def _parse_unit(
 
     use_parse_memory_pool()
     from .fs_errors import store_error
+    from .parsers import _numtext
 
+    _numtext.reset()
     writer = RankWriter(Path(run_dir), run_id, rank, tag=tag)
     try:
         with UnitProgress(slot, size):
             meta = get(unit.parser).parse(unit, writer) or {}
-        _record_unparsed(meta, writer)
+        _record_unparsed(meta, writer, str(unit.path))
         writer.close()
     except TraceQLError:
         writer.abort()
@@ -74,19 +76,26 @@ def _init_worker(slots: Any, parent: int) -> None:
     progress.init_worker(slots)
 
 
-def _record_unparsed(meta: dict[str, Any], writer: RankWriter) -> None:
+def _record_unparsed(meta: dict[str, Any], writer: RankWriter, unit_path: str) -> None:
     """Numeric cells that held text no profiler writes (hex, '1_000', NaN, Arabic-Indic digits...) were stored
     as NULL: warn, and keep them in run_meta, where the `unparsed_numbers` check reports them."""
-    from .parsers._csv import take_unparsed
+    from .parsers._numtext import take, take_unreadable
 
-    bad = take_unparsed()
-    if not bad:
+    bad = take(unit_path)
+    unreadable = take_unreadable()
+    if not bad and not unreadable:
         return
     warnings = meta.setdefault("warnings", [])
     keys, values = [], []
+    for path, field, n, example in unreadable:
+        warnings.append(f"{path}: {field}: {n} value(s) could not be read, stored as NULL ({example})")
+        keys.append(f"traceql.unreadable_values.{Path(path).name}.{field}")
+        values.append(json.dumps({"file": path, "field": field, "values": n, "example": example}))
     for path, col, n, line, example in bad:
+        where = f"first at line {line}: " if line is not None else "e.g. "
         warnings.append(
-            f"{path}: column {col!r}: {n} cell(s) not a number, stored as NULL (first at line {line}: {example!r})"
+            f"{path}: {col if col.startswith('(') else f'column {col!r}'}: {n} {'value' if line is None else 'cell'}(s) not a number, stored as "
+            f"NULL ({where}{example!r})"
         )
         keys.append(f"traceql.unparsed_numbers.{Path(path).name}.{col}")
         values.append(

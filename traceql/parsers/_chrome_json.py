@@ -39,6 +39,7 @@ from typing import Any
 from ..errors import BadTraceError
 from ._files import open_regular
 from ._limits import GuardedStream
+from ._numtext import note, plain
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -971,23 +972,35 @@ def us_to_ns(v: Any, scale: int = 1000) -> int | None:
     t = type(v)
     if t is int:
         r = v * scale
-        return r if -(2**63) <= r < 2**63 else None
+        if -(2**63) <= r < 2**63:
+            return r  # type: ignore[no-any-return]
+        note(v)
+        return None
     if v is None or t is bool:
         return None
     if t is Decimal:
         d = v
     else:
         s = str(v).strip()
-        if not s:
+        if not s or s in _NA:
+            return None
+        # only ASCII decimals as profilers write them: Decimal() also takes '1_000', '١٢٣', 'Infinity'
+        if not plain(s if t is str else repr(v)):
+            note(s)
             return None
         try:
             d = Decimal(repr(v) if isinstance(v, float) else s)
         except InvalidOperation:
+            note(s)
             return None
     if not d.is_finite():
+        note(v)
         return None
     out = int((d * scale).to_integral_value(rounding=ROUND_HALF_UP))
-    return out if -(2**63) <= out < 2**63 else None
+    if -(2**63) <= out < 2**63:
+        return out
+    note(v)  # a JSON 1e400 is a finite Decimal with no int64 home
+    return None
 
 
 def num(v: Any) -> float | None:
@@ -995,35 +1008,110 @@ def num(v: Any) -> float | None:
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float, Decimal)):
-        return float(v)
-    try:
-        return float(str(v).strip())
-    except ValueError:
+        try:
+            f = float(v)
+        except OverflowError:
+            f = float("inf")
+    else:
+        s = str(v).strip()
+        if not s or s in _NA:
+            return None
+        if not plain(s):  # float() takes '1_000', '١٢٣', 'NaN', 'Infinity'
+            note(s)
+            return None
+        f = float(s)
+    if f != f or f in (float("inf"), float("-inf")):
+        note(v)
         return None
+    return f
 
 
 def to_int(v: Any) -> int | None:
     t = type(v)
     if t is int:
-        return v if -(2**63) <= v < 2**63 else None
+        if -(2**63) <= v < 2**63:
+            return v  # type: ignore[no-any-return]
+        note(v)
+        return None
     if v is None or t is bool:
         return None
     if isinstance(v, int):
         return int(v)
     if isinstance(v, Decimal):
-        return int(v) if v.is_finite() and v == v.to_integral_value() else None
-    txt = str(v).strip()
-    try:
-        i = int(txt)
-    except ValueError:
-        try:  # '1.0', '1e3': integral values written as decimals
-            d = Decimal(txt)
-        except InvalidOperation:
+        if not v.is_finite() or v != v.to_integral_value():
             return None
-        if not d.is_finite() or d != d.to_integral_value():
+        i = int(v)
+    else:
+        txt = str(v).strip()
+        if not plain(txt):  # int() takes '1_000' and '١٢٣'; not numbers any profiler writes
+            if txt and txt not in _NA:
+                note(txt)
             return None
-        i = int(d)
-    return i if -(2**63) <= i < 2**63 else None
+        try:
+            i = int(txt)
+        except ValueError:
+            d = Decimal(txt)  # '1.0', '1e3': integral values written as decimals (plain: always parses)
+            if d != d.to_integral_value():
+                return None
+            i = int(d)
+    if -(2**63) <= i < 2**63:
+        return i
+    note(v)
+    return None
+
+
+# text that means "no value" in the profilers' JSON (not counted as an unparsed number)
+_NA = frozenset({"", "N/A", "NA", "n/a", "null", "None", "-"})
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+
+
+def _beyond_int64(v: Any) -> bool:
+    """Whether a value to_int gave up on is an integer that is only too large (not text, not a fraction)."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    if isinstance(v, Decimal):
+        return v.is_finite() and v == v.to_integral_value()
+    return isinstance(v, str) and _INT_TEXT.fullmatch(v) is not None
+
+
+def int_field(v: Any, path: Path, field: str) -> int | None:
+    """to_int of an id field (pid, tid...), refusing an integer outside int64 with the file and field named.
+
+    Profilers write pids, tids and ids that fit int64; a larger one used to become NULL, and a NULL pid drops
+    the event, so a Kineto trace with pid 2**63 lost every host op and step with exit 0 (issue 22)."""
+    i = to_int(v)
+    if i is None and v is not None and _beyond_int64(v):
+        raise out_of_range(path, field, v)
+    return i
+
+
+def out_of_range(path: Path, field: str, v: Any) -> BadTraceError:
+    return BadTraceError(
+        path,
+        f"field {field!r} holds {str(v).strip()[:40]}, outside the signed 64-bit integer range profilers "
+        "write; refused rather than dropping the events that carry it",
+    )
+
+
+def check_int_column(raw: Any, got: Any, path: Path, field: str) -> None:
+    """Column-wise int_field: refuse when a value that is an integer as text (`raw`) became NULL in `got`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if got.null_count == raw.null_count:
+        return
+    txt = (
+        raw
+        if pa.types.is_string(raw.type) or pa.types.is_large_string(raw.type)
+        else pc.cast(raw, pa.string())
+    )
+    lost = pc.and_(
+        pc.is_null(got), pc.fill_null(pc.match_substring_regex(txt, r"^\s*[+-]?[0-9]+\s*$"), False)
+    )
+    if pc.any(lost).as_py():
+        raise out_of_range(path, field, txt.filter(lost)[0].as_py())
 
 
 def text(v: Any) -> str | None:

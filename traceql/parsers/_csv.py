@@ -63,29 +63,44 @@ _MACROS = (
     "AND lower(trim(x)) NOT IN ('n/a', 'na', '-', 'none', 'null') AND tq_num(x) IS NULL)",
 )
 
-# Cells of numeric columns that held text no profiler writes, per process (each unit parses in its own
-# worker): (file, column, cells, first data row, example). ingest takes them after each unit.
-_UNPARSED: list[tuple[str, str, int, int, str]] = []
+# Cells of numeric columns that held text no profiler writes go to traceql.parsers._numtext (per process:
+# each unit parses in its own worker): (file, column, cells, first line, example); ingest takes them.
+_BAD = "__bad"  # the select's extra column: does this row hold such a cell (the cheap detector)
 
 
-def take_unparsed() -> list[tuple[str, str, int, int, str]]:
-    out = list(_UNPARSED)
-    _UNPARSED.clear()
-    return out
+_SHARED: dict[int, Any] = {}  # pid -> this process's in-memory DuckDB database for CSV reading
+
+
+def _connection() -> Any:
+    """A new connection (cursor) to the process's one in-memory DuckDB database.
+
+    A database per file cost ~60 ms (duckdb.connect builds a buffer manager and a thread pool each time): with
+    a rank folder's 4-8 CSVs that was a quarter of a small rank's ingest; a cursor costs ~2 ms. Keyed by pid:
+    a forked worker never uses its parent's database. The temp macros are per cursor; the one setting
+    (disabled_optimizers) is the same for every CSV read."""
+    import os
+
+    import duckdb
+
+    db = _SHARED.get(os.getpid())
+    if db is None:
+        db = _SHARED[os.getpid()] = duckdb.connect(":memory:")
+        # DuckDB 2.0.1 pushes a bare TRY_CAST over a VARCHAR CSV column into the reader as a *strict* cast, so
+        # one N/A fails the file ("Could not convert string 'N/A'"); the type_pushdown optimizer is that step.
+        db.execute("SET disabled_optimizers = 'type_pushdown'")
+    return db.cursor()
 
 
 class CsvFile:
     def __init__(self, path: Path, con: Any = None) -> None:
-        import duckdb
-
         self.path = Path(path)
-        self.con = con or duckdb.connect(":memory:")
-        # DuckDB 2.0.1 pushes a bare TRY_CAST over a VARCHAR CSV column into the reader as a *strict* cast, so
-        # one N/A fails the file ("Could not convert string 'N/A'"); the type_pushdown optimizer is that step.
-        self.con.execute("SET disabled_optimizers = 'type_pushdown'")
+        self.con = con or _connection()
+        if con is not None:
+            self.con.execute("SET disabled_optimizers = 'type_pushdown'")  # see _connection
         for m in _MACROS:
             self.con.execute(m)
         self.header = read_header(self.path)
+        check_quotes(self.path)
         self._cols = set(self.header)
         self._numeric: set[str] = set()  # columns read as numbers: checked for unparsed cells after select()
 
@@ -192,23 +207,34 @@ class CsvFile:
                 parts.append(f"{e.positions_sql()} AS {q('__p_' + name)}")
             else:
                 parts.append(f"{e} AS {q(name)}")
+        numeric = sorted(self._numeric)
+        if numeric:
+            # one flag per row, from one lambda over the numeric columns (not an expression per column: DuckDB's
+            # optimizer is superlinear in their number); the exact per-column count runs only when it fires
+            cells = ", ".join(q(c) for c in numeric)
+            parts.append(f"list_bool_or(list_transform([{cells}], lambda x: tq_bad(x))) AS {q(_BAD)}")
         sql = f"SELECT {', '.join(parts)} FROM {self.from_clause()}" + (f" WHERE {where}" if where else "")
+        bad = False
         try:
             from .._duck import arrow_reader
 
-            # before the streaming query: the connection holds one open result at a time
-            self._count_unparsed(where)
             reader = arrow_reader(self.con.sql(sql), BATCH_ROWS)
             for batch in _prefetch(reader):
+                if numeric:
+                    flag = batch.column(batch.num_columns - 1)
+                    bad = bad or bool(_any_true(flag))
+                    batch = batch.drop_columns([_BAD])
                 yield _build_maps(batch, maps) if maps else batch
         except (duckdb.Error, OSError) as e:
             # DuckDB messages quote the offending line (which may be megabytes): keep the first line, capped
             msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
             raise BadTraceError(self.path, f"malformed CSV: {msg}") from e
+        if bad:
+            self._count_unparsed(where)
 
     def _count_unparsed(self, where: str | None) -> None:
-        """One more pass over the numeric columns (a few named ones: cheap next to the select): count the cells
-        that held something yet became NULL, with the first row and an example, into _UNPARSED."""
+        """One more pass over the numeric columns, only for a file where the select's flag saw such a cell:
+        count the cells that held something yet became NULL, with the first line and an example."""
         cols = sorted(self._numeric)
         if not cols:
             return
@@ -246,18 +272,18 @@ class CsvFile:
                 return
         finally:
             con.close()
+        from ._numtext import add_cells
+
         for i, c in enumerate(cols):
             n, row, example = got[3 * i : 3 * i + 3]
             if n:
-                _UNPARSED.append(
-                    (str(self.path), c, int(n), int(row) + 1, str(example))
-                )  # +1: the header is line 1
+                add_cells(str(self.path), c, int(n), int(row) + 1, str(example))  # +1: the header is line 1
 
     def count(self) -> int:
         import duckdb
 
         try:
-            return int(self.con.execute(f"SELECT count(*) FROM {self.from_clause()}").fetchone()[0])  # type: ignore[index]
+            return int(self.con.execute(f"SELECT count(*) FROM {self.from_clause()}").fetchone()[0])
         except duckdb.Error as e:
             raise BadTraceError(self.path, f"malformed CSV: {str(e).strip().splitlines()[0]}") from e
 
@@ -273,6 +299,12 @@ class TaskCsv(CsvFile):
         if not self.join_l2:
             return base
         return f"{base} LEFT JOIN __l2hit ON __l2hit.s = {self.int_('Stream ID')} AND __l2hit.t = {self.int_('Task ID')}"
+
+
+def _any_true(flag: Any) -> bool:
+    import pyarrow.compute as pc
+
+    return bool(pc.any(flag).as_py()) if len(flag) else False
 
 
 def _prefetch(reader: Any, depth: int = 2) -> Iterator[Any]:
@@ -380,6 +412,45 @@ def _build_maps(batch: Any, maps: dict[str, MapExpr]) -> Any:
             col = pa.MapArray.from_arrays(offsets, keys, pc.filter(flat, mask))
         cols[name] = col
     return pa.RecordBatch.from_pydict(cols)
+
+
+def check_quotes(path: Path) -> None:
+    """Refuse a CSV with a quote that is never closed, naming the line it opens on.
+
+    DuckDB's lenient reader (strict_mode=false, which the profilers' ragged rows need) reads an unclosed `"` as
+    one field running to the end of the file: the rest of the file became one garbage row, with exit 0; its
+    strict mode drops that row without a word when reading serially (issue 22). Every proper quote comes in
+    pairs (open, close; `""` inside), so an odd count of `"` in the file means one is never closed: counted
+    at C speed over the file (~1 GB/s), and only then is the line found, with Python's csv reader."""
+    from ._files import open_regular
+
+    odd = False
+    with open_regular(path) as fh:
+        while chunk := fh.read(8 << 20):
+            odd ^= chunk.count(b'"') % 2 == 1
+    if not odd:
+        return
+    line = _unclosed_quote_line(path)
+    if line is not None:
+        raise BadTraceError(
+            path,
+            f'a quote (") opened on line {line} is never closed: the rest of the file would be read as one '
+            "field; expected a CSV whose quoted fields end with a quote",
+        )
+
+
+def _unclosed_quote_line(path: Path) -> int | None:
+    """The line where the record holding the unclosed quote starts (None if the csv reader sees none: an odd
+    count from a literal quote inside an unquoted field, which DuckDB reads as written)."""
+    start = 1
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        reader = csv.reader(fh, strict=True)
+        try:
+            for _row in reader:
+                start = reader.line_num + 1
+        except csv.Error:
+            return start
+    return None
 
 
 def read_header(path: Path) -> list[str]:

@@ -387,8 +387,8 @@ def ints(j: Any) -> Any:
     simple = _mask(pc.match_substring_regex(j, _INT))
     try:
         out = pc.cast(pc.if_else(simple, j, pa.scalar(None, pa.string())), pa.int64())
-    except pa.ArrowInvalid:  # beyond int64
-        out, simple = pa.nulls(len(j), pa.int64()), pc.is_valid(j)
+    except pa.ArrowInvalid:  # one beyond int64: every value per value (it alone becomes NULL, not the batch)
+        out, simple = pa.nulls(len(j), pa.int64()), pa.array([False] * len(j))
     other = pc.and_(pc.invert(simple), _mask(pc.not_equal(j, lit("null"))))
     return _patch(out, other, j, lambda t: cj.to_int(py(t)), pa.int64())
 
@@ -484,8 +484,9 @@ def _args(k: list[str] | None, v: list[str] | None) -> dict[str, Any]:
 class _Mapper:
     """Maps DuckDB batches (file order) to canonical rows; keeps what kineto._finish needs in a kn.Tally."""
 
-    def __init__(self, out: Any, header: dict[str, Any], tmp: str) -> None:
+    def __init__(self, out: Any, header: dict[str, Any], tmp: str, path: Path) -> None:
         self.out = out
+        self.path = path
         self.tally = kn.Tally(base=cj.to_int(header.get("baseTimeNanoseconds")))
         self.flows = kn.FlowEnds(tmp)
         self.procs: dict[Any, str] = {}
@@ -530,6 +531,7 @@ class _Mapper:
         lcat = pc.utf8_lower(pc.fill_null(cat, lit("")))
         is_x = _mask(pc.equal(ph, lit("X")))
         pid = ints(b.column("pid"))
+        cj.check_int_column(b.column("pid"), pid, self.path, "pid")  # past int64: refused, not dropped
         skip = pc.and_(
             is_x, pc.or_(pc.is_in(lcat, value_set=pa.array(sorted(kn.SKIP_CATS))), pc.is_null(pid))
         )
@@ -564,8 +566,10 @@ class _Mapper:
 
         kv = cj.ArgsKV(t.column("k"), t.column("v"))
         name = t.column("name")
+        tid = ints(t.column("tid"))
+        cj.check_int_column(t.column("tid"), tid, self.path, "tid")
         self._write("host_ops", {
-            "name": name, "cat": t.column("cat"), "pid": t.column("pid_i"), "tid": ints(t.column("tid")),
+            "name": name, "cat": t.column("cat"), "pid": t.column("pid_i"), "tid": tid,
             "ts_ns": t.column("ts_ns"), "dur_ns": t.column("dur_ns"),
             "correlation_id": ints(kv.get(lit("correlation"), lit("External id"))),  # JSON null is text 'null': presence wins
             "seq_num": ints(kv.get(lit("Sequence number"))), "input_shapes": texts(kv.get(lit("Input Dims"))),
@@ -667,7 +671,7 @@ def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
     con = cj.duck_connection()
     con.execute("SET preserve_insertion_order=true")  # file order: the time unit and counter tracks need it
     shown = progress.Stream(sn.path, feed.percent)
-    mapper = _Mapper(out, header, tmp)
+    mapper = _Mapper(out, header, tmp, sn.path)
     done = False
     try:
         for fifo in iter(feed.segments.get, None):

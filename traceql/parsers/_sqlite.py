@@ -123,8 +123,31 @@ class SqliteDb:
             for t in names:
                 if is_bookkeeping(t):
                     continue
-                info = self.conn.execute(f"PRAGMA table_info({q(t)})").fetchall()
-                self.schema[t] = [(r[1], (r[2] or "").upper()) for r in info]
+                # table_xinfo: generated columns too (table_info hides them; a query can still read them)
+                info = self.conn.execute(f"PRAGMA table_xinfo({q(t)})").fetchall()
+                self.schema[t] = [(r[1], (r[2] or "").upper()) for r in info if r[6] != 1]
+        self._count_unresolved_strings()
+
+    def _count_unresolved_strings(self) -> None:
+        """STRING_IDS values that read as NULL: names, types and shapes referring to them would be NULL with no
+        word. SQLite makes a computed value past SQLITE_LIMIT_LENGTH (see _bound) NULL rather than failing
+        (a generated column's printf), and a dump may hold NULL there; both are counted and warned about
+        (traceql.parsers._numtext, the `unreadable_values` check). A *stored* value past the limit fails the
+        read instead, and the file is refused (_describe)."""
+        if not self.has("STRING_IDS", "id", "value"):
+            return
+        with self.errors():
+            n, first = self.conn.execute(
+                "SELECT count(*), min(id) FROM STRING_IDS WHERE value IS NULL"
+            ).fetchone()
+        if n:
+            from ._limits import limit
+            from ._numtext import add_unreadable
+
+            add_unreadable(
+                str(self.path), "STRING_IDS.value", int(n),
+                f"id {first}: NULL (longer than {limit('TRACEQL_MAX_STRING_BYTES')} bytes, or missing)",
+            )  # fmt: skip
 
     # ---- opening ----------------------------------------------------------------------------------
     def _check_header(self) -> None:
@@ -389,4 +412,11 @@ def _describe(e: Exception | None) -> str:
     msg = (str(e).strip() or type(e).__name__) if e is not None else "unknown error"
     if any(k in msg for k in ("malformed", "not a database", "disk I/O", "file is not")):
         return f"corrupt or truncated SQLite database ({msg})"
+    if "too big" in msg:
+        from ._limits import limit
+
+        return (
+            f"a stored string or blob is longer than {limit('TRACEQL_MAX_STRING_BYTES')} bytes, more than profilers "
+            "write (raise the limit with TRACEQL_MAX_STRING_BYTES)"
+        )
     return f"SQLite error: {msg}"

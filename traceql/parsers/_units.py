@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-NA = {"", "N/A", "NA", "n/a", "nan", "NaN", "None", "null", "-"}
+from ._numtext import note, plain
+
+NA = {"", "N/A", "NA", "n/a", "None", "null", "-"}  # NaN is no "missing" marker: counted (._numtext)
 
 KB = 1024
 MB = 1024 * 1024
@@ -31,14 +33,19 @@ def dec_to_ns(text: object, scale: int) -> int | None:
     s = clean(text)
     if s is None:
         return None
+    if not plain(
+        s
+    ):  # '1_000', '١٢٣', 'Infinity', '0x10': Decimal() takes some of them; no profiler writes them
+        note(s)
+        return None
     try:
         d = Decimal(s)
     except InvalidOperation:
-        return None
-    if not d.is_finite():
+        note(s)
         return None
     v = int((d * scale).to_integral_value())
     if abs(v) >= 2**63:
+        note(s)
         return None
     return v
 
@@ -56,34 +63,53 @@ def ms_to_ns(text: object) -> int | None:
 
 def to_float(text: object) -> float | None:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        f = float(text)
-        return f if f == f and f not in (float("inf"), float("-inf")) else None
+        try:
+            f = float(text)
+        except OverflowError:  # an int past the float range
+            f = float("inf")
+        if f == f and f not in (float("inf"), float("-inf")):
+            return f
+        note(text)
+        return None
     s = clean(text)
     if s is None:
         return None
-    try:
-        f = float(s)
-    except ValueError:
+    if not plain(s):
+        note(s)
         return None
-    if f != f or f in (float("inf"), float("-inf")):
+    f = float(s)
+    if f != f or f in (float("inf"), float("-inf")):  # '1e400'
+        note(s)
         return None
     return f
 
 
 def to_int(text: object) -> int | None:
     if isinstance(text, int) and not isinstance(text, bool):
-        return text if abs(text) < 2**63 else None
+        if abs(text) < 2**63:
+            return text
+        note(text)
+        return None
     s = clean(text)
     if s is None:
         return None
+    if not plain(s):
+        note(s)
+        return None
     try:
         v = int(s)
-    except ValueError:
+    except ValueError:  # '12.0', '1e3'
         f = to_float(s)
-        if f is None or abs(f) >= 2**63:
+        if f is None:
+            return None
+        if abs(f) >= 2**63:
+            note(s)
             return None
         v = int(f)
-    return v if abs(v) < 2**63 else None
+    if abs(v) < 2**63:
+        return v
+    note(s)
+    return None
 
 
 def scaled_int(text: object, factor: float) -> int | None:
@@ -93,6 +119,7 @@ def scaled_int(text: object, factor: float) -> int | None:
         return None
     v = f * factor
     if abs(v) >= 2**63:
+        note(text)
         return None
     return int(round(v))
 

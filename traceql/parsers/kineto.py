@@ -435,6 +435,8 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> T
         if ph == "X":
             lcat = cat.lower() if cat else ""
             pid = to_int(ev.get("pid"))
+            if pid is None and lcat not in SKIP_CATS:
+                pid = cj.int_field(ev.get("pid"), sn.path, "pid")  # a pid past int64 is refused, not dropped
             if lcat in SKIP_CATS or pid is None:
                 skipped[cat or "?"] = skipped.get(cat or "?", 0) + 1
                 continue
@@ -450,7 +452,7 @@ def _parse_events(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> T
                 continue
             corr = args.get("correlation", args.get("External id"))
             host.add(
-                name, cat, pid, to_int(ev.get("tid")), t0, dur, to_int(corr),
+                name, cat, pid, cj.int_field(ev.get("tid"), sn.path, "tid"), t0, dur, to_int(corr),
                 to_int(args.get("Sequence number")), text(args.get("Input Dims")), text(args.get("Input type")),
                 [(str(k), text(v)) for k, v in args.items() if k not in _HOST_CANON],
             )  # fmt: skip

@@ -186,13 +186,16 @@ def _fast_sql(sn: cj.Sniff, path: Path | None = None) -> str:
     WHERE ph IN ('X', 'C', 's', 'f', 't')"""
 
 
-def _typed(b: pa.RecordBatch) -> pa.RecordBatch:
-    """A DuckDB text batch -> the intermediate schema (exact ns, int ids)."""
+def _typed(b: pa.RecordBatch, path: Path) -> pa.RecordBatch:
+    """A DuckDB text batch -> the intermediate schema (exact ns, int ids; an id past int64 refused)."""
     import pyarrow as pa
 
+    pid, tid = cj.ints(b.column("pid")), cj.ints(b.column("tid"))
+    cj.check_int_column(b.column("pid"), pid, path, "pid")
+    cj.check_int_column(b.column("tid"), tid, path, "tid")
     cols = {
         "ph": b.column("ph"), "name": b.column("name"), "cat": b.column("cat"),
-        "pid": cj.ints(b.column("pid")), "tid": cj.ints(b.column("tid")),
+        "pid": pid, "tid": tid,
         "ts_ns": cj.ts_text_to_ns(b.column("ts")), "dur_ns": cj.dur_text_to_ns(b.column("dur")),
         "fid": b.column("fid"), "k": b.column("k"), "vals": b.column("vals"),
     }  # fmt: skip
@@ -217,7 +220,8 @@ def _ijson_batches(sn: cj.Sniff) -> Iterator[pa.RecordBatch]:
             vals = [cj.text(x) for x in args.values()]
         dur = ev.get("dur")
         row = (
-            ph, cj.text(ev.get("name")), cj.text(ev.get("cat")), cj.to_int(ev.get("pid")), cj.to_int(ev.get("tid")),
+            ph, cj.text(ev.get("name")), cj.text(ev.get("cat")), cj.int_field(ev.get("pid"), sn.path, "pid"),
+            cj.int_field(ev.get("tid"), sn.path, "tid"),
             cj.us_to_ns(ev.get("ts")), cj.us_to_ns(dur) if dur is not None else None,
             cj.text(ev.get("id")) if ph in ("s", "f", "t") else None, k, vals,
         )  # fmt: skip
@@ -817,7 +821,7 @@ def parse_trace_view(
     n_events = 0
     try:
         try:
-            for b in (_typed(x) for x in stream) if fast else _ijson_batches(sn):  # type: ignore[union-attr]
+            for b in (_typed(x, sn.path) for x in stream) if fast else _ijson_batches(sn):  # type: ignore[union-attr]
                 n_events += b.num_rows
                 em.batch(b, dests)
         except cj.DuckReadError as e:
@@ -1001,7 +1005,7 @@ def _piece(
             )
             try:
                 for b in stream:
-                    em.batch(_typed(b), wanted)
+                    em.batch(_typed(b, sn.path), wanted)
             finally:
                 stream.close()
         feed.close()

@@ -1,4 +1,4 @@
-"""Fuzzing every parser with broken and hostile dumps: traceql must ingest what a dump holds or refuse it with
+"""The fuzz harness (mutators, seeds, the bounded CLI runner, the outcome rules) for fuzzing every parser with broken and hostile dumps: traceql must ingest what a dump holds or refuse it with
 one line naming the file and exit 1 — never a traceback, a hang, a memory blow-up, or a changed store.
 
 Two parts:
@@ -22,7 +22,7 @@ Two parts:
    Knobs: TRACEQL_FUZZ_PER_SEED (mutations per seed, default 3), TRACEQL_FUZZ_SEED (default 1),
    TRACEQL_FUZZ_EXAMPLES (hypothesis examples per property, default 40), TRACEQL_FUZZ_RANDOM=1 (new hypothesis
    examples each run). A long local run: `TRACEQL_FUZZ_PER_SEED=40 TRACEQL_FUZZ_EXAMPLES=500
-   TRACEQL_FUZZ_RANDOM=1 pytest tests/test_fuzz_parsers.py -q`.
+   TRACEQL_FUZZ_RANDOM=1 pytest tests/test_fuzz_*.py -q`.
 
 2. Hypothesis property tests in-process (`test_hypothesis_*`): generated kernel_details.csv and trace_view.json
    contents through `traceql.ingest.ingest`: it returns or raises TraceQLError naming the file, and cells that
@@ -33,6 +33,10 @@ Special files (a FIFO, /dev/zero behind a symlink, a directory with a file's nam
 
 Known parser bugs found by this harness are listed in KNOWN_BUGS with the reason; inputs hitting them are
 reported as xfail (strict=False) so CI stays green while they are open, and any *other* failure fails.
+
+Layout: this module holds the harness; the cases are tests/test_fuzz_mutated.py (part 1),
+tests/test_fuzz_hypothesis.py (part 2), tests/test_fuzz_special_files.py and tests/test_fuzz_deep_json.py. They
+share TALLY, so the totals printed at the end of each module count every case run so far.
 """
 
 from __future__ import annotations
@@ -54,7 +58,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +69,8 @@ FUZZ_SEED = int(os.environ.get("TRACEQL_FUZZ_SEED", "1"))
 # hypothesis: examples per property, and derandomize (same examples every run) unless TRACEQL_FUZZ_RANDOM=1
 EXAMPLES = int(os.environ.get("TRACEQL_FUZZ_EXAMPLES", "40"))
 DERANDOMIZE = os.environ.get("TRACEQL_FUZZ_RANDOM") != "1"
+# TRACEQL_FUZZ_MUTATORS=a,b: only these mutators (to exercise one class)
+ONLY = {m for m in os.environ.get("TRACEQL_FUZZ_MUTATORS", "").split(",") if m}
 PER_INPUT_TIMEOUT_S = 45.0
 RSS_LIMIT_MB = 1500
 LINE_KINDS = (
@@ -193,16 +198,17 @@ class Mutator:
     kinds: tuple[str, ...]
     fn: Callable[[random.Random, Path], str | None]
     preserving: bool = False  # the data must come out identical if the input is accepted
+    flagged: bool = False  # values no profiler writes: refused (exit 1), or accepted only with a warning
 
 
 MUTATORS: list[Mutator] = []
 
 
 def mutator(
-    name: str, kinds: tuple[str, ...], preserving: bool = False
+    name: str, kinds: tuple[str, ...], preserving: bool = False, flagged: bool = False
 ) -> Callable[[Callable[..., str | None]], Callable[..., str | None]]:
     def deco(fn: Callable[..., str | None]) -> Callable[..., str | None]:
-        MUTATORS.append(Mutator(name, kinds, fn, preserving))
+        MUTATORS.append(Mutator(name, kinds, fn, preserving, flagged))
         return fn
 
     return deco
@@ -219,7 +225,7 @@ def _read_csv(p: Path) -> tuple[list[list[str]], str]:
     return list(csv.reader(io.StringIO(text, newline=""))), nl
 
 
-def _write_csv(p: Path, rows: list[list[str]], nl: str = "\n", encoding: str = "utf-8") -> None:
+def write_csv(p: Path, rows: list[list[str]], nl: str = "\n", encoding: str = "utf-8") -> None:
     buf = io.StringIO()
     csv.writer(buf, lineterminator=nl).writerows(rows)
     p.write_bytes(buf.getvalue().encode(encoding))
@@ -299,7 +305,7 @@ def _drop_col(rng: random.Random, p: Path) -> str | None:
         return None
     i = rng.randrange(len(rows[0]))
     name = rows[0][i]
-    _write_csv(p, [r[:i] + r[i + 1 :] for r in rows], nl)
+    write_csv(p, [r[:i] + r[i + 1 :] for r in rows], nl)
     return f"dropped column {name!r}"
 
 
@@ -313,7 +319,7 @@ def _rename_col(rng: random.Random, p: Path) -> str | None:
     rows[0][i] = rng.choice(
         [old.upper(), old + "_v2", old.replace("(us)", "(ms)"), old.replace(" ", "_"), "名称"]
     )
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return f"renamed column {old!r} -> {rows[0][i]!r}"
 
 
@@ -324,7 +330,7 @@ def _reorder(rng: random.Random, p: Path) -> str | None:
         return None
     order = list(range(len(rows[0])))
     rng.shuffle(order)
-    _write_csv(p, [[r[i] for i in order] for r in rows], nl)
+    write_csv(p, [[r[i] for i in order] for r in rows], nl)
     return f"columns reordered {order[:6]}..."
 
 
@@ -333,7 +339,7 @@ def _extra_col(rng: random.Random, p: Path) -> str | None:
     rows, nl = _read_csv(p)
     if not rows or any(len(r) != len(rows[0]) for r in rows):
         return None
-    _write_csv(p, [rows[0] + ["Future Column(us)"]] + [r + ["1.5"] for r in rows[1:]], nl)
+    write_csv(p, [rows[0] + ["Future Column(us)"]] + [r + ["1.5"] for r in rows[1:]], nl)
     return "unknown column appended"
 
 
@@ -344,7 +350,7 @@ def _dup_col(rng: random.Random, p: Path) -> str | None:
         return None
     i, j = rng.sample(range(len(rows[0])), 2)
     rows[0][j] = rows[0][i]
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return f"header has {rows[0][i]!r} twice"
 
 
@@ -354,7 +360,7 @@ def _dup_header(rng: random.Random, p: Path) -> str | None:
     if len(rows) < 2:
         return None
     k = rng.randrange(1, len(rows))
-    _write_csv(p, rows[:k] + [rows[0]] + rows[k:], nl)
+    write_csv(p, rows[:k] + [rows[0]] + rows[k:], nl)
     return f"header row repeated at line {k + 1}"
 
 
@@ -386,7 +392,7 @@ def _numbers(rng: random.Random, p: Path) -> str | None:
     for r in rows[1:]:
         if col < len(r) and (every or rng.random() < 0.3):
             r[col] = repl
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return f"column {rows[0][col]!r}: {'all' if every else 'some'} cells -> {repl!r}"
 
 
@@ -400,7 +406,7 @@ def _ragged(rng: random.Random, p: Path) -> str | None:
             del r[rng.randrange(len(r)) :]
         elif rng.random() < 0.3:
             r.extend(["x"] * rng.randint(1, 3))
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return "some rows short, some long"
 
 
@@ -418,7 +424,7 @@ def _gbk(rng: random.Random, p: Path) -> str | None:
         for i in name_cols:
             if i < len(r):
                 r[i] = "矩阵乘法_" + r[i]
-    _write_csv(p, rows, nl, encoding="gbk")
+    write_csv(p, rows, nl, encoding="gbk")
     return f"op names in Chinese, file encoded GBK (columns {name_cols})"
 
 
@@ -440,7 +446,7 @@ def _hostile_text(rng: random.Random, p: Path) -> str | None:
     for r in rows[1:]:
         if r:
             r[rng.randrange(len(r))] = evil
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return f"random cells -> {evil!r}"
 
 
@@ -450,7 +456,7 @@ def _huge_cell(rng: random.Random, p: Path) -> str | None:
     if len(rows) < 2 or not rows[1]:
         return None
     rows[1][rng.randrange(len(rows[1]))] = "A" * 8_000_000
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return "one 8 MB cell"
 
 
@@ -459,7 +465,7 @@ def _header_only(rng: random.Random, p: Path) -> str | None:
     rows, nl = _read_csv(p)
     if not rows:
         return None
-    _write_csv(p, rows[:1], nl)
+    write_csv(p, rows[:1], nl)
     return "header, no rows"
 
 
@@ -502,7 +508,7 @@ def _csv_wide_header(rng: random.Random, p: Path) -> str | None:
     rows[0] += [f"wide{i}" for i in range(n)]
     for r in rows[1:]:
         r += ["1"] * n
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return f"{n} extra columns"
 
 
@@ -517,8 +523,25 @@ def _csv_nonstandard_numbers(rng: random.Random, p: Path) -> str | None:
         c = rng.choice(cols)
         if c < len(r):
             r[c] = evil
-    _write_csv(p, rows, nl)
+    write_csv(p, rows, nl)
     return f"numeric cells -> {evil!r}"
+
+
+@mutator("csv_unclosed_quote", ("csv",), flagged=True)
+def _csv_unclosed_quote(rng: random.Random, p: Path) -> str | None:
+    """A quote opened in a cell and never closed (DuckDB read the rest of the file as one garbage row)."""
+    raw = p.read_bytes()
+    lines = raw.split(b"\n")
+    body = [i for i in range(1, len(lines)) if lines[i].strip() and lines[i].count(b'"') % 2 == 0]
+    if not body:
+        return None
+    i = rng.choice(body)
+    cells = lines[i].split(b",")
+    j = rng.randrange(len(cells))
+    cells[j] = b'"' + cells[j]
+    lines[i] = b",".join(cells)
+    p.write_bytes(b"\n".join(lines))
+    return f"unclosed quote on line {i + 1}"
 
 
 @mutator("rank_out_of_range", ("json",))
@@ -546,6 +569,41 @@ def _dump_json(d: Any, **kw: Any) -> str:
     import re
 
     return re.sub(r'"\\u0000NUM([^"\\]*)\\u0000"', r"\1", json.dumps(d, **kw))
+
+
+def _trace_events(d: Any) -> list[dict[str, Any]]:
+    ev = d.get("traceEvents") if isinstance(d, dict) else d
+    return [e for e in ev if isinstance(e, dict)] if isinstance(ev, list) else []
+
+
+@mutator("json_id_out_of_range", ("json",), flagged=True)
+def _json_id_out_of_range(rng: random.Random, p: Path) -> str | None:
+    """Event pids/tids past int64 (Kineto pid 2**63 used to drop every host op and step, exit 0)."""
+    d = _load_json(p)
+    key = rng.choice(["pid", "tid"])
+    evs = [e for e in _trace_events(d) if e.get("ph") == "X" and isinstance(e.get(key), int)]
+    if not evs:
+        return None
+    v = rng.choice([2**63, 2**63 + 7, 2**64, -(2**63) - 1])
+    for e in rng.sample(evs, min(len(evs), rng.randint(1, 50))):
+        e[key] = v
+    p.write_text(_dump_json(d), encoding="utf-8")
+    return f"event {key} -> {v}"
+
+
+@mutator("json_nonstandard_numbers", ("json",), flagged=True)
+def _json_nonstandard_numbers(rng: random.Random, p: Path) -> str | None:
+    """ts/dur written as number text no profiler writes ('1_000' was read as 1000 µs; Unicode digits as digits)."""
+    d = _load_json(p)
+    key = rng.choice(["ts", "dur"])
+    evs = [e for e in _trace_events(d) if e.get("ph") == "X" and key in e]
+    if not evs:
+        return None
+    evil = rng.choice(["1_000", "\u0661\u0662\u0663", "\uff11\uff12", "0x1f", "NaN", "Infinity", "1e400"])
+    for e in rng.sample(evs, min(len(evs), rng.randint(1, 20))):
+        e[key] = evil if evil != "1e400" else f"{_NUM}1e400\x00"  # a bare JSON number past the float range
+    p.write_text(_dump_json(d), encoding="utf-8")
+    return f"event {key} -> {evil!r}"
 
 
 @mutator("json_reformat", ("json",), preserving=True)
@@ -772,6 +830,26 @@ def _db_empty(rng: random.Random, p: Path) -> str | None:
         return None
     _sqlite_exec(p, ";".join(f"DELETE FROM {_q(t)}" for t in tables))
     return "every table emptied"
+
+
+@mutator("db_oversized_value", ("db",), flagged=True)
+def _db_oversized_value(rng: random.Random, p: Path) -> str | None:
+    """STRING_IDS values past TRACEQL_MAX_STRING_BYTES (32 MiB): a generated value (SQLite makes it NULL) or a
+    stored one (the read fails); the first was a silent NULL name."""
+    if "STRING_IDS" not in _sqlite_tables(p):
+        return None
+    con = sqlite3.connect(p)
+    try:
+        ids = [r[0] for r in con.execute("SELECT id FROM STRING_IDS ORDER BY id LIMIT 200")]
+        if not ids:
+            return None
+        picked = [rng.choice(ids)]  # one: each costs 33 MB of disk in the carrier
+        con.executemany("UPDATE STRING_IDS SET value = CAST(zeroblob(?) AS TEXT) WHERE id = ?",
+                        [((33 << 20), i) for i in picked])  # fmt: skip
+        con.commit()
+    finally:
+        con.close()
+    return f"STRING_IDS id {picked[0]}: a value of 33 MiB"
 
 
 @mutator("not_sqlite", ("db",))
@@ -1030,7 +1108,7 @@ TALLY = Tally()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _print_totals(request: pytest.FixtureRequest) -> Any:
+def print_totals(request: pytest.FixtureRequest) -> Any:
     yield
     if not TALLY.inputs:
         return
@@ -1125,608 +1203,3 @@ def base_store(path: Path) -> Path:
         _TEMPLATE.append(tpl)
     shutil.copytree(_TEMPLATE[0], path, symlinks=True)
     return path
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The corpus test
-
-
-@pytest.mark.skipif(not SEEDS, reason="no seed dumps (../shared/real_traces and sample_traces/ both absent)")
-@pytest.mark.parametrize("seed", SEEDS, ids=[s.id for s in SEEDS])
-def test_mutated_dump(seed: Seed, tmp_path: Path, pool: Pool) -> None:
-    TALLY.seeds += 1
-    rng = random.Random(f"{FUZZ_SEED}:{seed.id}")
-    applicable = [m for m in MUTATORS if seed.kind in m.kinds]
-    # baseline: the unmutated carrier (run alongside the mutations), for the value-preserving comparisons
-    bstore = base_store(tmp_path / "store_base")
-    bcarrier, _ = make_carrier(seed, tmp_path / "c_base")
-
-    # choose mutations: cycle through the applicable mutators in a seeded random order
-    jobs = []
-    order = applicable[:]
-    rng.shuffle(order)
-    for i in range(PER_SEED):
-        if not order:
-            break
-        m = order[i % len(order)]
-        carrier, target = make_carrier(seed, tmp_path / f"c{i}")
-        try:
-            desc = m.fn(random.Random(f"{FUZZ_SEED}:{seed.id}:{i}"), target)
-        except (ValueError, UnicodeDecodeError, sqlite3.Error, OSError, EOFError):
-            desc = None
-        if desc is None:
-            # not applicable (e.g. the file is not valid JSON to begin with): fall back to a byte-level mutator
-            m = next(mm for mm in MUTATORS if mm.name == "truncate")
-            carrier, target = make_carrier(seed, tmp_path / f"c{i}b")
-            desc = m.fn(random.Random(f"{FUZZ_SEED}:{seed.id}:{i}"), target)
-        store = base_store(tmp_path / f"store{i}")
-        jobs.append((m, desc, carrier, store, (store / "manifest.json").read_bytes()))
-
-    argvs = [
-        ["ingest", str(j[2]), "--store", str(j[3]), "--name", "fz", "-q", "-j", "1", "--no-check"]
-        for j in jobs
-    ]
-    b, *outcomes = pool.map(
-        [
-            [
-                "ingest",
-                str(bcarrier),
-                "--store",
-                str(bstore),
-                "--name",
-                "seed",
-                "-q",
-                "-j",
-                "1",
-                "--no-check",
-            ],
-            *argvs,
-        ]
-    )
-    base_fp = fingerprint(bstore, "seed") if b.code == 0 else None
-    base_rows = table_counts(bstore, "seed") if b.code == 0 else None
-    problems = [f"[unmutated] {p}" for p in check_outcome(b, bcarrier, "seed")]
-    results = [(*j, o) for j, o in zip(jobs, outcomes, strict=True)]
-
-    known: list[str] = []
-    for m, desc, carrier, store, manifest, o in results:
-        TALLY.inputs += 1
-        TALLY.max_rss_mb = max(TALLY.max_rss_mb, o.rss_mb)
-        TALLY.max_wall_s = max(TALLY.max_wall_s, o.wall_s)
-        stat = TALLY.by_mutator.setdefault(m.name, [0, 0, 0])
-        stat[0] += 1
-        found = check_outcome(o, carrier, desc)
-        if not found and o.code == 1:
-            stat[2] += 1
-            TALLY.refused += 1
-            if (store / "manifest.json").read_bytes() != manifest:
-                found.append("exit 1 but the store's manifest changed")
-            elif (store / "runs").is_dir() and any(
-                p.name.startswith("fz.") for p in (store / "runs").iterdir()
-            ):
-                found.append("exit 1 but a runs/fz.* generation dir exists")
-            if m.preserving and base_fp is not None:
-                TALLY.preserving_refused.append(f"{seed.id} {m.name}: {o.err.strip()[-160:]}")
-        elif not found and o.code == 0:
-            stat[1] += 1
-            TALLY.ingested += 1
-            try:
-                from traceql.checks import run_checks
-
-                broken = [r["name"] for r in run_checks(store, "fz") if r["error"]]
-                if broken:
-                    found.append(f"checks could not run: {broken}")
-                if m.preserving and base_fp is not None:
-                    fp = fingerprint(store, "fz")
-                    if fp != base_fp:
-                        diff = {
-                            t: (base_fp.get(t), fp.get(t))
-                            for t in set(fp) | set(base_fp)
-                            if fp.get(t) != base_fp.get(t)
-                        }
-                        found.append(f"value-preserving mutation changed the data: {str(diff)[:600]}")
-                if m.name == "truncate" and base_rows is not None:
-                    grew = {t: n for t, n in table_counts(store, "fz").items() if n > base_rows.get(t, 0)}
-                    if grew:
-                        found.append(
-                            f"truncated input produced more rows than the whole file: {grew} vs {base_rows}"
-                        )
-            except Exception as e:  # noqa: BLE001 - any failure to read the stored run is a finding
-                found.append(f"stored run unreadable: {type(e).__name__}: {e}")
-        if found:
-            cmd = f"traceql ingest {carrier} --store {store} --name fz -q -j 1 --no-check"
-            msg = f"{seed.id} / {m.name} ({desc}): {' | '.join(found)}\n    command: {cmd}"
-            reason = known_bug(seed.id, m.name)
-            if reason:
-                known.append(f"{msg}\n    known: {reason}")
-            else:
-                problems.append(msg)
-    TALLY.known += known
-    TALLY.failures += problems
-    if problems:
-        # keep the carriers of failing inputs for a human to replay (pytest keeps tmp_path of recent runs)
-        pytest.fail("\n".join(problems), pytrace=False)
-    if known:
-        pytest.xfail("\n".join(known))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Special files a hostile dump (e.g. an untarred archive) can hold
-
-
-def _special_cases(tmp: Path) -> list[tuple[str, Path]]:
-    cases: list[tuple[str, Path]] = []
-    d = tmp / "fifo_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    d.mkdir(parents=True)
-    os.mkfifo(d / "kernel_details.csv")
-    cases.append(("fifo named kernel_details.csv", d.parent))
-    d = tmp / "zero_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    d.mkdir(parents=True)
-    (d / "trace_view.json").symlink_to("/dev/zero")
-    cases.append(("trace_view.json -> /dev/zero", d.parent))
-    d = tmp / "dir_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    (d / "kernel_details.csv").mkdir(parents=True)
-    cases.append(("a directory named kernel_details.csv", d.parent))
-    d = tmp / "sparse"
-    d.mkdir()
-    with open(d / "trace_view.json", "wb") as fh:
-        fh.truncate(256 * 2**20)
-    cases.append(("256 MB of NUL bytes named trace_view.json", d / "trace_view.json"))
-    d = tmp / "loop"
-    d.mkdir()
-    (d / "rank0_ascend_pt").symlink_to(d, target_is_directory=True)
-    cases.append(("a folder whose child links back to itself", d))
-    d = tmp / "dangling_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    d.mkdir(parents=True)
-    (d / "kernel_details.csv").symlink_to(tmp / "does_not_exist.csv")
-    cases.append(("dangling symlink named kernel_details.csv", d.parent))
-    return cases
-
-
-SPECIAL_KNOWN: dict[str, str] = {}
-
-
-@pytest.mark.parametrize("idx", range(6))
-def test_special_files(tmp_path: Path, idx: str) -> None:
-    name, path = _special_cases(tmp_path)[int(idx)]
-    store = base_store(tmp_path / "store")
-    manifest = (store / "manifest.json").read_bytes()
-    o = run_cli(["ingest", str(path), "--store", str(store), "--name", "fz", "-q", "-j", "1"], timeout=20)
-    TALLY.inputs += 1
-    TALLY.max_rss_mb = max(TALLY.max_rss_mb, o.rss_mb)
-    TALLY.max_wall_s = max(TALLY.max_wall_s, o.wall_s)
-    found = check_outcome(o, path, name)
-    if not found and o.code == 1 and (store / "manifest.json").read_bytes() != manifest:
-        found.append("exit 1 but the store changed")
-    if found:
-        reason = SPECIAL_KNOWN.get(name)
-        msg = f"{name}: {' | '.join(found)}\n    command: traceql ingest {path} --store {store} --name fz -q -j 1"
-        if reason:
-            TALLY.known.append(msg)
-            pytest.xfail(f"{msg}\n    known: {reason}")
-        TALLY.failures.append(msg)
-        pytest.fail(msg, pytrace=False)
-    if o.code == 0:
-        TALLY.ingested += 1
-    else:
-        TALLY.refused += 1
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Hypothesis: generated contents, in-process
-
-
-KD_COLUMNS = [
-    "Step Id", "Device_id", "Model ID", "Task ID", "Stream ID", "Name", "Type", "OP State", "Accelerator Core",
-    "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim", "Block Num", "Mix Block Dim", "HF32 Eligible",
-    "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types", "Output Formats",
-    "Context ID", "aicore_time(us)", "aic_total_cycles", "aic_mac_ratio", "aiv_time(us)", "aiv_vec_ratio",
-    "aic_main_mem_read_bw(GB/s)", "aiv_main_mem_write_bw(GB/s)", "cube_utilization(%)",
-]  # fmt: skip
-
-
-def _exact_ns(cell: str) -> int | None:
-    """µs text -> ns, exactly, for plain decimals with at most 3 decimals (what the generator marks valid);
-    None for anything else (N/A, inf, 1e400, junk), whose stored value this test does not judge."""
-    import re
-
-    text = cell.strip(" \t")
-    if not re.fullmatch(r"[0-9]{1,12}(\.[0-9]{1,3})?", text):  # ASCII only: `\d` would accept "１２"
-        return None
-    return int(Decimal(text) * 1000)
-
-
-def _hypothesis_strategies() -> Any:
-    from hypothesis import strategies as st
-
-    valid_us = st.decimals(min_value=0, max_value=10**9, places=3, allow_nan=False, allow_infinity=False).map(
-        lambda d: f"{d:f}"
-    )
-    junk = st.sampled_from(
-        [
-            "N/A",
-            "",
-            "NaN",
-            "inf",
-            "-1",
-            "1e400",
-            "abc",
-            "１２",
-            "1,5",
-            "0x10",
-            " ",
-            "\t",
-            "-0",
-            "99999999999999999999999",
-        ]
-    )
-    text = st.text(
-        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30
-    )
-    cell = st.one_of(valid_us, junk, text)
-    return st, valid_us, junk, cell
-
-
-def _ingest_inproc(path: Path, store: Path) -> tuple[bool, str]:
-    from traceql.errors import TraceQLError
-    from traceql.ingest import ingest
-
-    try:
-        ingest(path, store=store, name="h", workers=1)
-        return True, ""
-    except TraceQLError as e:
-        return False, str(e)
-
-
-def test_hypothesis_kernel_details(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from hypothesis import HealthCheck, given, settings
-
-    st, valid_us, junk, cell = _hypothesis_strategies()
-    counter = {"n": 0, "ok": 0}
-
-    @st.composite
-    def kernel_csv(draw: Any) -> tuple[list[str], list[list[str]]]:
-        required = ["Name", "Start Time(us)", "Duration(us)"]
-        cols = draw(st.lists(st.sampled_from(KD_COLUMNS), max_size=10, unique=True))
-        # each required column is missing in ~1 of 10 examples
-        cols = [c for c in required if draw(st.integers(0, 9)) > 0] + [c for c in cols if c not in required]
-        if cols and draw(st.integers(0, 9)) == 0:
-            cols.append(draw(st.sampled_from(cols)))  # a duplicated column name
-        draw(st.randoms()).shuffle(cols)
-        n = draw(st.integers(0, 12))
-        rows = []
-        for i in range(n):
-            row = []
-            for c in cols:
-                if c == "Name":
-                    row.append(f"op_{i}")
-                elif c in ("Start Time(us)", "Duration(us)"):
-                    row.append(
-                        draw(st.one_of(valid_us, valid_us, junk))
-                        + ("\t" if c.startswith("Start") and draw(st.booleans()) else "")
-                    )
-                else:
-                    row.append(draw(cell))
-            rows.append(row)
-        return cols, rows
-
-    @given(kernel_csv())
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=DERANDOMIZE,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
-    def prop(data: tuple[list[str], list[list[str]]]) -> None:
-        cols, rows = data
-        counter["n"] += 1
-        d = tmp_path_factory.mktemp("kd")
-        p = d / "kernel_details.csv"
-        _write_csv(p, [cols, *rows])
-        ok, err = _ingest_inproc(p, d / "store")
-        if not ok:
-            assert str(p) in err or p.name in err, err
-            return
-        counter["ok"] += 1
-        if len(set(cols)) != len(cols) or not {"Name", "Start Time(us)", "Duration(us)"} <= set(cols):
-            return  # which duplicate wins is the parser's choice; without the columns there is nothing to compare
-        from traceql import engine
-
-        con = engine.connect(d / "store")
-        got = {r[0]: r[1:] for r in con.execute("SELECT name, ts_ns, dur_ns FROM kernels").fetchall()}
-        ci = {c: i for i, c in enumerate(cols)}
-        for r in rows:
-            name = r[ci["Name"]]
-            ts, dur = _exact_ns(r[ci["Start Time(us)"]]), _exact_ns(r[ci["Duration(us)"]])
-            if name in got and ts is not None and dur is not None:
-                # a row whose times are plain decimals keeps them exactly (µs text -> int ns, no float)
-                assert got[name] == (ts, dur), (name, r, got[name])
-        con.close()
-
-    prop()
-    TALLY.inputs += counter["n"]
-    TALLY.ingested += counter["ok"]
-    TALLY.refused += counter["n"] - counter["ok"]
-
-
-def test_hypothesis_trace_view_json(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from hypothesis import HealthCheck, given, settings
-
-    st, valid_us, junk, cell = _hypothesis_strategies()
-    counter = {"n": 0, "ok": 0}
-    scalar = st.one_of(
-        st.none(),
-        st.booleans(),
-        st.integers(-(2**70), 2**70),
-        st.floats(allow_nan=True),
-        st.text(max_size=20),
-    )
-    json_val = st.recursive(
-        scalar,
-        lambda inner: st.one_of(
-            st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
-        ),
-        max_leaves=12,
-    )
-    ts = st.one_of(
-        valid_us.map(lambda s: str(Decimal(s) + Decimal("1736408883000000"))),
-        valid_us.map(float),
-        junk,
-        json_val,
-    )
-    event = st.fixed_dictionaries(
-        {"ph": st.sampled_from(["X", "C", "M", "s", "f", "B", "E", "i", "", "x"])},
-        optional={
-            "name": st.one_of(
-                st.sampled_from(
-                    [
-                        "process_name",
-                        "thread_name",
-                        "HBM 0/Read",
-                        "ProfilerStep#1",
-                        "aten::add",
-                        "<img src=x onerror=alert(1)>",
-                    ]
-                ),
-                st.text(max_size=10),
-            ),
-            "ts": ts,
-            "dur": st.one_of(st.floats(allow_nan=True), st.integers(-5, 10**6), junk),
-            "pid": st.one_of(st.integers(-1, 2**40), st.text(max_size=5)),
-            "tid": st.one_of(st.integers(-1, 2**40), st.text(max_size=5)),
-            "cat": st.sampled_from(["cpu_op", "async_npu", "HostToDevice", "python_function"]),
-            "id": st.one_of(st.integers(), st.text(max_size=5)),
-            "args": st.one_of(
-                st.dictionaries(
-                    st.sampled_from(
-                        ["name", "Read(MB/s)", "Task Type", "connection_id", "size(Byte)", "MHz"]
-                    ),
-                    json_val,
-                    max_size=4,
-                ),
-                json_val,
-            ),
-        },
-    )
-
-    @given(st.lists(event, max_size=25), st.booleans())
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=DERANDOMIZE,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
-    def prop(events: list[dict[str, Any]], as_object: bool) -> None:
-        counter["n"] += 1
-        d = tmp_path_factory.mktemp("tv")
-        p = d / "trace_view.json"
-        p.write_text(json.dumps({"traceEvents": events} if as_object else events, allow_nan=True))
-        ok, err = _ingest_inproc(p, d / "store")
-        if not ok:
-            assert str(p) in err or p.name in err, err
-        else:
-            counter["ok"] += 1
-
-    prop()
-    TALLY.inputs += counter["n"]
-    TALLY.ingested += counter["ok"]
-    TALLY.refused += counter["n"] - counter["ok"]
-
-
-def test_hypothesis_kineto_json(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """torch.profiler / Kineto traces: object root with traceEvents, numeric µs (or ns) ts, optional
-    baseTimeNanoseconds, distributedInfo and deviceProperties of any shape, plain or gzip."""
-    from hypothesis import HealthCheck, given, settings
-
-    st, valid_us, junk, cell = _hypothesis_strategies()
-    counter = {"n": 0, "ok": 0}
-    scalar = st.one_of(
-        st.none(),
-        st.booleans(),
-        st.integers(-(2**70), 2**70),
-        st.floats(allow_nan=True),
-        st.text(max_size=12),
-    )
-    anyjson = st.recursive(
-        scalar,
-        lambda inner: st.one_of(
-            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
-        ),
-        max_leaves=8,
-    )
-    num_ts = st.one_of(
-        st.integers(0, 2**63 + 5),
-        st.floats(allow_nan=True, allow_infinity=True),
-        st.integers(1_679_055_451_545_746, 1_679_055_463_390_908),
-    )
-    event = st.fixed_dictionaries(
-        {"ph": st.sampled_from(["X", "i", "s", "f", "M", "C", "q"])},
-        optional={
-            "name": st.one_of(
-                st.sampled_from(
-                    [
-                        "aten::mm",
-                        "cudaLaunchKernel",
-                        "void at::native::vectorized_elementwise_kernel<4>",
-                        "Memcpy HtoD",
-                        "</script>",
-                    ]
-                ),
-                st.text(max_size=8),
-            ),
-            "cat": st.sampled_from(
-                [
-                    "kernel",
-                    "gpu_memcpy",
-                    "gpu_memset",
-                    "cuda_runtime",
-                    "cpu_op",
-                    "python_function",
-                    "ac2g",
-                    "user_annotation",
-                    "cuda_profiler_range",
-                ]
-            ),
-            "ts": st.one_of(num_ts, junk, anyjson),
-            "dur": st.one_of(st.integers(-10, 10**7), st.floats(allow_nan=True), junk),
-            "pid": st.one_of(st.integers(-1, 2**40), st.text(max_size=4)),
-            "tid": st.one_of(st.integers(-1, 2**40), st.text(max_size=4)),
-            "id": st.one_of(st.integers(), st.text(max_size=4)),
-            "args": st.one_of(
-                st.dictionaries(
-                    st.sampled_from(
-                        [
-                            "correlation",
-                            "External id",
-                            "grid",
-                            "block",
-                            "stream",
-                            "device",
-                            "registers per thread",
-                            "Input Dims",
-                            "bytes",
-                        ]
-                    ),
-                    anyjson,
-                    max_size=5,
-                ),
-                anyjson,
-            ),
-        },
-    )
-    root_extra = st.fixed_dictionaries(
-        {},
-        optional={
-            "schemaVersion": anyjson,
-            "baseTimeNanoseconds": st.one_of(st.integers(-5, 2**64), st.text(max_size=5), anyjson),
-            "displayTimeUnit": st.sampled_from(["ms", "ns", "us", "weird"]),
-            "distributedInfo": st.one_of(
-                st.fixed_dictionaries({"rank": st.one_of(st.integers(-3, 2**40), st.text(max_size=3))}),
-                anyjson,
-            ),
-            "deviceProperties": st.one_of(
-                st.lists(
-                    st.dictionaries(
-                        st.sampled_from(["id", "name", "totalGlobalMem", "computeMajor"]), anyjson, max_size=4
-                    ),
-                    max_size=2,
-                ),
-                anyjson,
-            ),
-        },
-    )
-
-    @given(st.lists(event, max_size=25), root_extra, st.booleans())
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=DERANDOMIZE,
-        suppress_health_check=list(HealthCheck),
-        database=None,
-    )
-    def prop(events: list[dict[str, Any]], extra: dict[str, Any], gz: bool) -> None:
-        counter["n"] += 1
-        d = tmp_path_factory.mktemp("kineto")
-        doc = json.dumps({"schemaVersion": 1, **extra, "traceEvents": events}, allow_nan=True).encode()
-        p = d / ("worker0.pt.trace.json.gz" if gz else "worker0.pt.trace.json")
-        p.write_bytes(gzip.compress(doc) if gz else doc)
-        ok, err = _ingest_inproc(p, d / "store")
-        if not ok:
-            assert str(p) in err or p.name in err, err
-        else:
-            counter["ok"] += 1
-
-    prop()
-    TALLY.inputs += counter["n"]
-    TALLY.ingested += counter["ok"]
-    TALLY.refused += counter["n"] - counter["ok"]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Deeply nested JSON in every JSON-reading parser: 100k levels in an otherwise valid dump (200 KB). A
-# streaming reader that builds per-level prefix strings (ijson.items) goes quadratic: gigabytes and minutes.
-
-_DEPTH = 100_000
-_NEST = "[" * _DEPTH + "]" * _DEPTH
-_TV_HEAD = (
-    '[{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},'
-    ' {"ph": "X", "name": "aten::add", "pid": 1, "tid": 1, "ts": "1736408883688177.930", "dur": 5.0, "cat": "cpu_op", "args": {"x": '
-)
-
-
-def _deep_json_cases(tmp: Path) -> dict[str, Path]:
-    cases: dict[str, Path] = {}
-    p = tmp / "tv" / "trace_view.json"
-    p.parent.mkdir(parents=True)
-    p.write_text(_TV_HEAD + _NEST + "}}]")
-    cases["trace_view.json"] = p
-    p = tmp / "kineto" / "w.pt.trace.json"
-    p.parent.mkdir(parents=True)
-    p.write_text('{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, '
-                 '"ts": 1679055451545746, "dur": 5, "args": {"x": ' + _NEST + "}}]}")  # fmt: skip
-    cases["kineto .pt.trace.json"] = p
-    d = tmp / "comm_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    d.mkdir(parents=True)
-    (d / "communication.json").write_text(
-        '{"step1": {"collective": {"hcom_allReduce__1_0_1@g": ' + _NEST + "}}}"
-    )
-    cases["communication.json"] = d.parent
-    d = tmp / "info_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    d.mkdir(parents=True)
-    (d / "step_trace_time.csv").write_text(f"{STEP_CSV}")
-    (d.parent / "profiler_info_0.json").write_text('{"config": ' + _NEST + "}")
-    cases["profiler_info_0.json"] = d.parent
-    return cases
-
-
-STEP_CSV = "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,Communication(Not Overlapped and Exclude Receive)\n7,1,2,3,4,5,6,0,2\n"
-DEEP_KNOWN: dict[str, str] = {}  # fixed: nesting depth is bounded before ijson; claim maps RecursionError
-
-
-@pytest.mark.parametrize(
-    "case", ["trace_view.json", "kineto .pt.trace.json", "communication.json", "profiler_info_0.json"]
-)
-def test_deeply_nested_json(tmp_path: Path, case: str, pool: Pool) -> None:
-    path = _deep_json_cases(tmp_path)[case]
-    store = base_store(tmp_path / "store")
-    manifest = (store / "manifest.json").read_bytes()
-    o = pool.run(
-        ["ingest", str(path), "--store", str(store), "--name", "fz", "-q", "-j", "1", "--no-check"],
-        timeout=30,
-    )
-    TALLY.inputs += 1
-    TALLY.max_rss_mb = max(TALLY.max_rss_mb, o.rss_mb)
-    found = check_outcome(o, path, case)
-    if not found and o.code == 1 and (store / "manifest.json").read_bytes() != manifest:
-        found.append("exit 1 but the store changed")
-    if found:
-        msg = f"{case} nested {_DEPTH} deep: {' | '.join(found)}"
-        if case in DEEP_KNOWN:
-            TALLY.known.append(msg)
-            pytest.xfail(f"{msg}\n    known: {DEEP_KNOWN[case]}")
-        TALLY.failures.append(msg)
-        pytest.fail(msg, pytrace=False)
-    TALLY.ingested += o.code == 0
-    TALLY.refused += o.code == 1
