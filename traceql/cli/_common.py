@@ -8,11 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 StoreOpt = Annotated[
-    Optional[Path],
+    Optional[str],  # a str, not a Path: a URL root (s3://bucket/prefix) must keep its '//' (traceql.store_fs)
     typer.Option(
         "--store",
         "-s",
-        help="Store directory (default ./.traceql, or $TRACEQL_STORE).",
+        help="Store directory or URL (s3://bucket/prefix with traceql[s3]); default ./.traceql, or $TRACEQL_STORE.",
         envvar="TRACEQL_STORE",
     ),
 ]
@@ -22,7 +22,7 @@ RunOpt = Annotated[
 RankOpt = Annotated[Optional[int], typer.Option("--rank", help="Only this rank.")]
 
 
-def resolve_run(store: Path | None, run: str | None) -> str:
+def resolve_run(store: str | Path | None, run: str | None) -> str:
     """The run to analyse: the given one (must exist), else the most recently ingested."""
     from ..errors import StoreError
     from ..store import Store
