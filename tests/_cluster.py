@@ -17,6 +17,9 @@ def moto_endpoint() -> Iterator[str]:
         "moto.server", reason="moto[server] not installed (pip install -e '.[test]')"
     )
     pytest.importorskip("s3fs", reason="s3fs not installed (pip install -e '.[s3]')")
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
     srv = server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     srv.start()
     host, port = srv.get_host_and_port()

@@ -45,13 +45,23 @@ def parse_rank(unit: Unit, target: dict[str, Any], run_id: str, rank: int, tag: 
     from .ingest import parse_unit
 
     if target["kind"] == "local":
-        return parse_unit(unit, target["dir"], run_id, rank, tag)
-    from ._owned import TempDir
+        r = parse_unit(unit, target["dir"], run_id, rank, tag)
+    else:
+        from ._owned import TempDir
 
-    with TempDir("rank") as tmp:
-        r = parse_unit(unit, tmp, run_id, rank, tag)
-        upload_files(target["root"], Path(tmp), target["gen"], [f for fl in r["files"].values() for f in fl])
+        with TempDir("rank") as tmp:
+            r = parse_unit(unit, tmp, run_id, rank, tag)
+            rels = [f for fl in r["files"].values() for f in fl]
+            upload_files(target["root"], Path(tmp), target["gen"], rels)
+    r["worker_peak_rss"] = _peak_rss()  # the memory requests' evidence (benchmarks/bench_ray.py)
     return r
+
+
+def _peak_rss() -> int:
+    """This worker process's peak RSS so far, bytes (Linux reports ru_maxrss in KiB)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def derive_rank_task(target: dict[str, Any], rank: int, files: dict[str, list[str]]) -> dict[str, Any]:

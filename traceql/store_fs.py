@@ -106,6 +106,7 @@ class ObjectStore(Store):
         self.fs = fs
         self.base = base.rstrip("/")
         self.root = URLPath(url)  # type: ignore[assignment]  # a URL, joined like a Path
+        self._listed: set[str] = set()  # generation dirs whose listing fsspec has cached (run_dir_name)
         protocol = url.split("://", 1)[0]
         _FILESYSTEMS[protocol] = fs
 
@@ -152,6 +153,17 @@ class ObjectStore(Store):
 
     def manifest(self) -> dict[str, Any]:
         return {"store_format": STORE_FORMAT, "runs": {r: i for r, (i, _e) in self._records().items()}}
+
+    def run_dir_name(self, run_id: str, info: dict[str, Any]) -> str:
+        """As Store's; and the first time a run is named, one recursive listing of its generation dir, which
+        fsspec caches: DuckDB then opens each file without a HEAD request per open (a findings pass opens
+        every file of the run ~15 times: 3x faster on moto)."""
+        d = super().run_dir_name(run_id, info)
+        if d not in self._listed:
+            self._listed.add(d)
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.find(self._key("runs", d))
+        return d
 
     def missing_files(self, only: set[str] | None = None) -> list[tuple[str, Path]]:
         out: list[tuple[str, Path]] = []
