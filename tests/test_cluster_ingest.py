@@ -232,3 +232,37 @@ def test_killed_ray_worker_without_retries_fails_cleanly(dump: Path, tmp_path: P
     assert not staging.exists() or [p.name for p in staging.iterdir()] == []
     runs = root / "runs"
     assert not runs.exists() or list(runs.iterdir()) == []
+
+
+# ---- tiered mode -----------------------------------------------------------------------------------------
+def test_light_ranks_keep_detail_only_for_the_picked_ranks(
+    dump: Path, tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    from traceql.engine import connect
+
+    root = tmp_path / "store"
+    info = ingest(dump, store=root, name=RUN, workers=2, ranks="light+2")
+    picked = info["tier"]["ranks"]
+    # planted: ranks 1 and 5 run the unfused LayerNorm, so the job's slowest busy rank is one of them and its
+    # fastest is not; rank 2 was asked for
+    why = info["tier"]["why"]
+    slowest = [int(r) for r, w in why.items() if any(x.startswith("slowest in job") for x in w)]
+    fastest = [int(r) for r, w in why.items() if any(x.startswith("fastest in job") for x in w)]
+    assert slowest[0] in (1, 5) and fastest[0] not in (1, 5)
+    assert 2 in picked and len(picked) < 8
+    con = connect(root, runs=[RUN])
+    ref = reference["tables"]
+    for t in ("steps", "comm_ops", "counters"):  # light tables: every rank, as in the full ingest
+        assert sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) == ref[t], t
+    ranks_with_kernels = {r for (r,) in con.execute("SELECT DISTINCT rank FROM kernels").fetchall()}
+    assert ranks_with_kernels == set(picked)
+    kernels = sorted(con.execute("SELECT * FROM kernels").fetchall(), key=repr)
+    rank_col = [c.name for c in schema.columns("kernels")].index("rank")
+    assert kernels == [row for row in ref["kernels"] if row[rank_col] in set(picked)]
+    assert derive.stored_for(Store(root).run(RUN))
+
+
+def test_light_ranks_refuses_an_unknown_rank(dump: Path, tmp_path: Path) -> None:
+    with pytest.raises(TraceQLError, match="rank 99 is not in the dump"):
+        ingest(dump, store=tmp_path / "s", name=RUN, workers=1, ranks="light+99")
+    assert Store(tmp_path / "s").runs() == {}

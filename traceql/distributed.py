@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import derive, progress, schema
+from .errors import TraceQLError
 from .executors import Executor
 from .parsers import Unit
 from .store import Store, rank_of_file
@@ -40,21 +41,40 @@ DERIVE_MEMORY = derive.MEMORY_FLOOR + (256 << 20)
 
 
 # ---- tasks (module-level: workers import them by name) --------------------------------------------------
-def parse_rank(unit: Unit, target: dict[str, Any], run_id: str, rank: int, tag: str) -> dict[str, Any]:
-    """Parse one unit into the run's files; returns parse_unit's result (rows, files relative to the run)."""
+def parse_rank(
+    unit: Unit, target: dict[str, Any], run_id: str, rank: int, tag: str, keep: str = "all"
+) -> dict[str, Any]:
+    """Parse one unit into the run's files; returns parse_unit's result (rows, files relative to the run).
+    keep: "all" tables, only the "light" ones (traceql.tiers.LIGHT), or only the "detail" ones (the rest)."""
     from .ingest import parse_unit
 
     if target["kind"] == "local":
         r = parse_unit(unit, target["dir"], run_id, rank, tag)
+        for rel in _drop(r, keep):
+            os.unlink(Path(target["dir"]) / rel)
     else:
         from ._owned import TempDir
 
         with TempDir("rank") as tmp:
             r = parse_unit(unit, tmp, run_id, rank, tag)
+            _drop(r, keep)
             rels = [f for fl in r["files"].values() for f in fl]
             upload_files(target["root"], Path(tmp), target["gen"], rels)
     r["worker_peak_rss"] = _peak_rss()  # the memory requests' evidence (benchmarks/bench_ray.py)
     return r
+
+
+def _drop(r: dict[str, Any], keep: str) -> list[str]:
+    """Remove from a parse result the tables `keep` excludes; returns their files (relative) to delete."""
+    from .tiers import LIGHT
+
+    if keep == "all":
+        return []
+    gone = [t for t in r["files"] if (t in LIGHT) != (keep == "light")]
+    rels = [rel for t in gone for rel in r["files"].pop(t)]
+    for t in gone:
+        r["rows"].pop(t, None)
+    return rels
 
 
 def _peak_rss() -> int:
@@ -105,8 +125,13 @@ def run(
     on_unit_done: Callable[[Unit, dict[str, Any]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
     derived: bool = True,
+    ranks: str | None = None,
 ) -> dict[str, Any]:
-    """Ingest `assigned` (units with their ranks) into run `run_id` of `st` through `executor`."""
+    """Ingest `assigned` (units with their ranks) into run `run_id` of `st` through `executor`. ranks:
+    "light" / "light+R,..." for the tiered ingest (traceql.tiers), None for every rank in full."""
+    from . import tiers
+
+    tiered, extra = tiers.parse_spec(ranks)
     from .ingest import run_info
 
     remote = isinstance(st, ObjectStore)
@@ -123,7 +148,8 @@ def run(
     try:
         sizes = [progress.input_bytes(u.path) for u, _r in assigned]
         total, done_bytes = sum(sizes), 0
-        jobs = [(u, target, run_id, rank, f"{i}") for i, (u, rank) in enumerate(assigned)]
+        keep = "light" if tiered else "all"
+        jobs = [(u, target, run_id, rank, f"{i}", keep) for i, (u, rank) in enumerate(assigned)]
         results: list[dict[str, Any]] = []
         for i, r in executor.map(parse_rank, jobs, memory=[PARSE_MEMORY] * len(jobs)):
             results.append(r)
@@ -132,7 +158,12 @@ def run(
                 on_unit_done(assigned[i][0], r)
             if on_bytes:
                 on_bytes(done_bytes, total)
+        tier: dict[str, Any] | None = None
+        if tiered:
+            tier = _detail_pass(results, assigned, target, run_id, extra, executor)
         info = run_info(path, results)
+        if tier is not None:
+            info["tier"] = dict(tier, mode="light", light_tables=sorted(tiers.LIGHT))
         if derived and info["ranks_count"] >= 1:
             _derive(info, target, executor)
         if remote:
@@ -150,6 +181,45 @@ def run(
         raise
     info["run_id"] = run_id
     return info
+
+
+def _detail_pass(
+    results: list[dict[str, Any]],
+    assigned: list[tuple[Unit, int]],
+    target: dict[str, Any],
+    run_id: str,
+    extra: list[int],
+    executor: Executor,
+) -> dict[str, Any]:
+    """Pick the detail ranks from the light tables just written, parse them again keeping the rest of their
+    tables, and add those results (in place). Returns {"ranks", "why"}."""
+    import duckdb
+
+    from . import store_fs, tiers
+
+    base = _run_base(target)
+    files = {
+        t: [f"{base}/{rel}" for r in results for rel in r["files"].get(t, [])] for t in ("steps", "comm_ops")
+    }
+    con = duckdb.connect(":memory:")
+    store_fs.register_all(con)
+    try:
+        picked = tiers.pick(con, files["steps"], files["comm_ops"], extra)
+    finally:
+        con.close()
+    known = {rank for _u, rank in assigned}
+    unknown = sorted(set(extra) - known)
+    if unknown:
+        raise TraceQLError(
+            f"--ranks: rank {unknown[0]} is not in the dump (ranks {min(known)}..{max(known)})"
+        )
+    jobs = [
+        (u, target, run_id, rank, f"{i}d", "detail")
+        for i, (u, rank) in enumerate(assigned)
+        if rank in picked["ranks"]
+    ]
+    results.extend(r for _i, r in executor.map(parse_rank, jobs, memory=[PARSE_MEMORY] * len(jobs)))
+    return picked
 
 
 def _derive(info: dict[str, Any], target: dict[str, Any], executor: Executor) -> None:

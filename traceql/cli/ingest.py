@@ -50,10 +50,18 @@ def ingest_cmd(
             help="Where ranks are parsed: local (process pool) or ray (a Ray cluster: traceql[ray] on every node; the derived tables are built by the same tasks).",
         ),
     ] = "local",
+    ranks: Annotated[
+        str,
+        typer.Option(
+            "--ranks",
+            help="all, or light (1,000+ ranks): every rank's steps/communication/counters, kernel detail only for the slowest, fastest and median rank of the job and of each communication group; light+3,17 adds ranks 3 and 17.",
+        ),
+    ] = "all",
     address: Annotated[
         Optional[str],
         typer.Option(
-            "--address", help="Ray cluster address (ray://head:10001, auto); default $RAY_ADDRESS, else a local Ray."
+            "--address",
+            help="Ray cluster address (ray://head:10001, auto); default $RAY_ADDRESS, else a local Ray.",
         ),
     ] = None,
 ) -> None:
@@ -70,6 +78,7 @@ def ingest_cmd(
     run's files first and lists the run with one conditional put, so readers never see half a run.
 
     Example:  traceql ingest ./cluster_dir --name resnet-8card
+    Example:  traceql ingest /mnt/lustre/job42 --ranks light --executor ray
     Example:  traceql ingest /mnt/lustre/job42 --name job42 --store s3://prof/traceql --executor ray --address ray://head:10001
     """
     from ..ingest import ingest
@@ -110,6 +119,7 @@ def ingest_cmd(
             on_bytes=on_bytes if progress_wanted(quiet) else None,
             follow_links=follow_links,
             executor=ex,
+            ranks=ranks,
         )
     if ex is not None:
         ex.close()
