@@ -135,7 +135,7 @@ def run(
     from .ingest import run_info
 
     remote = isinstance(st, ObjectStore)
-    if remote:
+    if isinstance(st, ObjectStore):
         gen = st.new_generation(run_id)
         target: dict[str, Any] = {"kind": "object", "root": str(st.root), "gen": gen}
         staging = None

@@ -95,7 +95,7 @@ class ObjectStore(Store):
 
     def __init__(self, root: str | Path | None = None, storage_options: dict[str, Any] | None = None) -> None:
         try:
-            import fsspec
+            import fsspec  # type: ignore[import-untyped]
         except ImportError as e:  # pragma: no cover - the extra is missing
             raise StoreError(f"store {root}: object storage needs fsspec: pip install 'traceql[s3]'") from e
         url = str(root if root is not None else os.environ.get("TRACEQL_STORE", "")).rstrip("/")
@@ -116,7 +116,7 @@ class ObjectStore(Store):
 
     @property
     def manifest_path(self) -> Path:
-        return self.root / RECORDS  # type: ignore[return-value]
+        return self.root / RECORDS
 
     def exists(self) -> bool:
         self.fs.invalidate_cache(self.base)
