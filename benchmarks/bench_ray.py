@@ -61,6 +61,7 @@ def run_case(dump: Path, store: Path, executor: Any) -> dict[str, Any]:
         on_unit_done=lambda u, r: peaks.append(r.get("worker_peak_rss", 0)),
     )
     wall = time.perf_counter() - t0
+    executor.close()  # the pool's workers are reaped here: only then does RUSAGE_CHILDREN count their CPU
     cpu_driver = time.process_time() - c0
     cpu_workers = (_ray_cpu() - r0) if executor.name == "ray" else (_children_cpu() - ch0)
     return {
@@ -101,7 +102,6 @@ def main() -> None:
             for ex in (LocalPool(args.workers), RayExecutor()):
                 r = run_case(dump, tmp / f"s-{ex.name}-{n}", ex)
                 r["input_bytes"] = int(w["bytes"])  # type: ignore[call-overload]
-                ex.close()
                 results.append(r)
                 print(json.dumps(r), flush=True)
             shutil.rmtree(dump, ignore_errors=True)

@@ -60,7 +60,7 @@ def s3_root(moto_endpoint: str) -> str:
 def ray_local(moto_endpoint: str) -> Iterator[object]:
     ray = pytest.importorskip("ray", reason="ray not installed (pip install -e '.[ray]')")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, node_ip_address="127.0.0.1", log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     try:
         yield ray
     finally:

@@ -102,7 +102,11 @@ def test_ray_gives_identical_tables_and_findings(
     ex = RayExecutor()
     done: list[int] = []
     ingest(dump, store=root, name=RUN, executor=ex, on_bytes=lambda d, t: done.append(d))
-    assert done and done[-1] == sum(p.stat().st_size for p in dump.rglob("*") if p.is_file())
+    # the bar ends at the bytes of every rank's profiler output folder (what the parsers read; traceql.progress)
+    want = sum(
+        p.stat().st_size for p in dump.rglob("*") if p.is_file() and "ASCEND_PROFILER_OUTPUT" in p.parts
+    )
+    assert len(done) == 8 and done[-1] == want and done == sorted(done)
     assert_same(snapshot(str(root)), reference)
 
 
@@ -131,7 +135,7 @@ def test_uploaded_files_without_a_record_are_invisible_and_one_writer_wins(
         st.upload(local, g, ["kernels/r0-0.parquet"])
     assert not st.exists() or st.runs() == {}  # both generations uploaded, neither listed
     st.publish("r", gens[0], info)
-    with pytest.raises(StoreError, match="already exists|another ingest"):
+    with pytest.raises(StoreError, match="differs only in case"):
         st.publish("R", gens[1], info)  # case-folded: the same record key
     assert list(Store(s3_root).runs()) == ["r"]
     keys = _objects(s3_root)
