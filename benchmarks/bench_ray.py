@@ -138,8 +138,9 @@ def summary(results: list[dict[str, Any]], workers: int) -> str:
             f"Ray overhead per rank at {big} ranks: {over_cpu:+.3f} CPU-s, {over_wall:+.3f} wall-s (measured, {workers} workers).",
             f"Per-rank cost (local pool): {per_byte * 1e9:.2f} CPU-s per GB of dump (measured on {loc['input_bytes'] / 1e6:.0f} MB in all).",
             "",
-            "Projection (not a measurement): 1,000 ranks x 2 GB, the per-GB cost above applied linearly (the parse "
-            "streams: per-rank CPU is linear in its bytes), 1 task per core, plus the Ray overhead per rank:",
+            "Projection (not a measurement): 1,000 ranks x 2 GB, the per-GB cost above applied linearly, 1 task "
+            "per core, plus the Ray overhead per rank. With small ranks the per-GB cost includes the fixed "
+            "per-rank cost (processes, DuckDB sessions), so this overstates large ranks: run two --mb sizes.",
         ]
         per_rank = per_byte * 2e9 + max(0.0, over_cpu)
         for nodes, cores in ((1, 16), (8, 16), (32, 16), (125, 16)):
