@@ -443,7 +443,9 @@ class _Ctx:
         spec = queries.get(name)
         parts = ["traceql", "query", name, "--run", self.run_id]
         root = (
-            self.store.root if isinstance(self.store, Store) else (Store(self.store).root if self.store else None)
+            self.store.root
+            if isinstance(self.store, Store)
+            else (Store(self.store).root if self.store else None)
         )
         if root is not None and Path(root).resolve() != Path(default_store()).resolve():
             parts += ["--store", str(root)]

@@ -257,6 +257,7 @@ class Store:
         from .store_fs import local_path
 
         self.root = local_path(root) if root is not None else default_store()
+
     # --- end hook ---------------------------------------------------------------------------------------
 
     # ---- reading -------------------------------------------------------------------------------------
