@@ -16,6 +16,10 @@ LEVEL0 = MSI / "test/data/pytorch/text/level0"
 DB_LEVEL1 = MSI / "test/data/pytorch/db/level1"
 HTA = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
 
+# the cluster tests' session fixtures (a moto S3 server, a local Ray): tests/_cluster.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cluster import moto_endpoint, ray_local, s3_root  # noqa: E402,F401
+
 
 def write_two_kernel_run(store: Path, run: str = "r") -> Path:
     """A store holding one run of two kernels (a and b), written through the store's own writer and commit."""

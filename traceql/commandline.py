@@ -19,7 +19,7 @@ def quote(s: object) -> str:
     return shlex.quote(str(s))
 
 
-def store_root(store: Any) -> Path | None:
+def store_root(store: Any) -> Path | str | None:
     """The store's folder when it is not the default one (a re-run line then needs --store), else None.
 
     `store` is what the library functions take: a Store, a path, or None (the default store)."""
@@ -28,7 +28,10 @@ def store_root(store: Any) -> Path | None:
     from .store import Store, default_store
 
     # a Store, not getattr(store, "root"): a Path has .root too (its "/")
-    root = Path(store.root if isinstance(store, Store) else store)
+    raw = store.root if isinstance(store, Store) else store
+    if "://" in str(raw):  # a URL store (traceql.store_fs): as it is, a Path would fold its '//'
+        return str(raw)
+    root = Path(raw)
     return None if root.resolve() == Path(default_store()).resolve() else root
 
 

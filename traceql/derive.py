@@ -69,6 +69,9 @@ def _connect(spill: Path, threads: int, mem_limit: str) -> duckdb.DuckDBPyConnec
     import duckdb
 
     con = duckdb.connect(":memory:")
+    from . import store_fs  # hook: object stores' filesystems (s3://) for input paths
+
+    store_fs.register_all(con)
     con.execute(f"SET memory_limit='{mem_limit}'")
     con.execute(f"SET temp_directory={sql_str(str(spill))}")
     con.execute(f"SET threads={max(1, int(threads))}")

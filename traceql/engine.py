@@ -40,15 +40,15 @@ def _present_columns(files: list[str]) -> set[str]:
 
 def _snapshot(store: Store) -> Store:
     """The store with its manifest read once (runs(), run(), table_files() all answer from that read)."""
-    from .store import Store
-
     manifest = store.manifest()
 
-    class _Snapshot(Store):
+    class _Snapshot(type(store)):  # type: ignore[misc]  # ObjectStore too (traceql.store_fs)
         def manifest(self) -> dict[str, Any]:
             return manifest
 
-    return _Snapshot(store.root)
+    snap: Store = object.__new__(_Snapshot)
+    snap.__dict__.update(store.__dict__)  # the same root (and an object store's filesystem), not reopened
+    return snap
 
 
 def _damaged(st: Store, only: set[str] | None, e: Exception) -> StoreError:
@@ -106,6 +106,9 @@ def _connect_snapshot(st: Store, only: set[str] | None, threads: int | None) -> 
     # instead of one per table on a store of many runs
     st = _snapshot(st)
     con = duckdb.connect(":memory:")
+    from . import store_fs  # hook: object stores' filesystems (s3://) for the views' paths
+
+    store_fs.register_all(con)
     # DuckDB turns an ASOF join whose other side is estimated tiny (step windows) into a nested loop: at
     # 16x data activation_memory went quadratic (71 CPU-s vs 0.37 s). GLOBAL so query cursors see it too.
     # (An older DuckDB without the setting raises: nothing to turn off there.)

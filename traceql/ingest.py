@@ -136,11 +136,16 @@ def ingest(
     on_units: Callable[[list[Unit]], None] | None = None,
     on_bytes: Callable[[int, int], None] | None = None,
     follow_links: bool = False,
+    executor: Any = None,
+    ranks: str | None = None,
 ) -> dict[str, Any]:
     """Parse the dump at `path` into a new run of the store, atomically. on_bytes(done, total) is called about
     5 times a second with the input bytes read so far (traceql.progress), for a progress bar. follow_links:
     read symbolic links in the dump that lead outside it (refused by default: a dump from someone else can
-    carry a link to your own files; a cluster folder assembled from links to rank dumps needs it)."""
+    carry a link to your own files; a cluster folder assembled from links to rank dumps needs it).
+    executor: a traceql.executors Executor (Ray...): the ingest runs as traceql.distributed's map/reduce and
+    stores the derived tables with the run; also the path for an object store (s3://), with the local pool.
+    ranks: "light" / "light+R1,R2" keeps full detail only for the ranks traceql.tiers picks (and R1, R2)."""
     p = Path(path)
     if not p.exists():
         raise BadTraceError(p, "no such file or directory")
@@ -155,6 +160,21 @@ def ingest(
     if on_units:
         on_units(units)
     assigned = _assign_ranks(units)
+    # --- hook: executors and object stores (traceql.distributed) ------------------------------------------
+    from .store_fs import ObjectStore
+
+    if executor is not None or isinstance(st, ObjectStore) or ranks not in (None, "all"):
+        from . import distributed
+        from .executors.local import LocalPool
+
+        own = executor is None
+        ex = LocalPool(workers) if own else executor
+        try:
+            return distributed.run(st, p, run_id, assigned, ex, replace, on_unit_done, on_bytes, ranks=ranks)
+        finally:
+            if own:
+                ex.close()
+    # --- end hook ---------------------------------------------------------------------------------------
     try:
         st.root.mkdir(parents=True, exist_ok=True)
         st.tidy()  # the start-up check: reap what killed ingests and commits left (under the writers' lock)
@@ -264,3 +284,8 @@ def _run_info(path: Path, results: list[dict[str, Any]]) -> dict[str, Any]:
         "warnings": warnings[:50],
         "meta": {str(r["rank"]): r["meta"] for r in results if r["meta"]},
     }
+
+
+# public names for traceql.distributed (the map/reduce ingest runs the same per-unit parse and run record)
+parse_unit = _parse_unit
+run_info = _run_info

@@ -230,8 +230,21 @@ def _holds_run(d: Path, info: dict[str, Any]) -> bool:
 
 
 class Store:
+    # --- object storage hook (traceql.store_fs): a URL root (s3://...) opens an ObjectStore -------------
+    def __new__(cls, root: str | Path | None = None, *args: Any, **kwargs: Any) -> Store:
+        if cls is Store:
+            from . import store_fs
+
+            if store_fs.is_remote(root if root is not None else os.environ.get("TRACEQL_STORE")):
+                return super().__new__(store_fs.ObjectStore)
+        return super().__new__(cls)
+
     def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root) if root is not None else default_store()
+        from .store_fs import local_path
+
+        self.root = local_path(root) if root is not None else default_store()
+
+    # --- end hook ---------------------------------------------------------------------------------------
 
     # ---- reading -------------------------------------------------------------------------------------
     @property

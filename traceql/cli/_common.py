@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def resolve_run(store: Path | None, run: str | None) -> str:
+def resolve_run(store: str | Path | None, run: str | None) -> str:
     """The run to analyse: the given one (must exist), else the most recently ingested."""
     from ..errors import StoreError
     from ..store import Store

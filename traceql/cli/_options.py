@@ -9,7 +9,6 @@ stay the same everywhere."""
 from __future__ import annotations
 
 from enum import Enum
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -71,11 +70,11 @@ class Severity(Choice):
 # ---- options ------------------------------------------------------------------------------------------------
 
 StoreOpt = Annotated[
-    Optional[Path],
+    Optional[str],  # a str, not a Path: a URL root (s3://bucket/prefix) must keep its '//' (traceql.store_fs)
     typer.Option(
         "--store",
         "-s",
-        help="Store directory (default ./.traceql, or $TRACEQL_STORE).",
+        help="Store directory or URL (s3://bucket/prefix with traceql[s3]); default ./.traceql, or $TRACEQL_STORE.",
         envvar="TRACEQL_STORE",
     ),
 ]

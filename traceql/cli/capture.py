@@ -206,7 +206,7 @@ def _report(meta: dict[str, Any]) -> None:
         _console.line(f"ingest with: {command('ingest', target)}")
 
 
-def _ingest(meta: dict[str, Any], store: Path | None, run: str, replace: bool) -> None:
+def _ingest(meta: dict[str, Any], store: str | Path | None, run: str, replace: bool) -> None:
     """Ingest the capture's dump, then the same post-ingest policy as `traceql ingest` (traceql.post_ingest)."""
     from ..ingest import ingest
     from ..post_ingest import after_ingest, summary

@@ -30,7 +30,7 @@ def parse_percent(text: str, option: str) -> float:
     return v / 100
 
 
-def resolve_side(store: Path | None, arg: str, quiet: bool) -> str:
+def resolve_side(store: str | Path | None, arg: str, quiet: bool) -> str:
     """A run name in the store, or a dump path: the run ingested from that path before (same source), else
     ingested now under a name made from the path."""
     from ..errors import StoreError

@@ -43,6 +43,27 @@ def ingest_cmd(
             help="Read symbolic links that lead outside the dump (refused by default: a dump from elsewhere may link to your files).",
         ),
     ] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="Where ranks are parsed: local (process pool) or ray (a Ray cluster: traceql[ray] on every node; the derived tables are built by the same tasks).",
+        ),
+    ] = "local",
+    ranks: Annotated[
+        str,
+        typer.Option(
+            "--ranks",
+            help="all, or light (1,000+ ranks): every rank's steps/communication/counters, kernel detail only for the slowest, fastest and median rank of the job and of each communication group; light+3,17 adds ranks 3 and 17.",
+        ),
+    ] = "all",
+    address: Annotated[
+        Optional[str],
+        typer.Option(
+            "--address",
+            help="Ray cluster address (ray://head:10001, auto); default $RAY_ADDRESS, else a local Ray.",
+        ),
+    ] = None,
 ) -> None:
     """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel).
 
@@ -52,7 +73,13 @@ def ingest_cmd(
     the first `findings --all` 25 s otherwise, 9 s with them). A single trace is stored at full parse speed
     (often just for SQL); its first analysis builds them once. --prepare / --no-prepare decide it either way.
 
+    --executor ray runs one Ray task per rank on the cluster (the dump and a local store on a file system every
+    node mounts, or the store on s3://); a store on s3:// (--store s3://bucket/prefix, traceql[s3]) receives the
+    run's files first and lists the run with one conditional put, so readers never see half a run.
+
     Example:  traceql ingest ./cluster_dir --name resnet-8card
+    Example:  traceql ingest /mnt/lustre/job42 --ranks light --executor ray
+    Example:  traceql ingest /mnt/lustre/job42 --name job42 --store s3://prof/traceql --executor ray --address ray://head:10001
     """
     from ..ingest import ingest
     from . import _console
@@ -75,6 +102,11 @@ def ingest_cmd(
         # input bytes read so far, from every worker (traceql.progress): moves inside one multi-GB file too
         progress.update(task["id"], completed=done, total=total or None)
 
+    ex = None
+    if executor != "local" or address:
+        from ..executors import get
+
+        ex = get(executor, workers=workers, address=address)  # --- hook: traceql.executors
     with progress:
         info = ingest(
             path,
@@ -86,7 +118,11 @@ def ingest_cmd(
             on_unit_done=on_done,
             on_bytes=on_bytes if progress_wanted(quiet) else None,
             follow_links=follow_links,
+            executor=ex,
+            ranks=ranks,
         )
+    if ex is not None:
+        ex.close()
     from ..post_ingest import after_ingest, summary
 
     _console.line(summary(info))

@@ -1,0 +1,272 @@
+"""Ingest through executors and into object storage (traceql.distributed, traceql.executors, traceql.store_fs).
+
+A real S3-compatible server (moto's server mode on 127.0.0.1) and a real local Ray (2 CPUs) from the session
+fixtures in tests/_cluster.py. The reference for "identical" is the default ingest (process pool, local store,
+derived tables from derive.ensure): every table, canonical and derived, row for row, and the findings JSON.
+Independent of traceql: the kernel count is the number of data rows of the dump's kernel_details.csv files
+(read with the csv module), and the commit-protocol tests check the bucket's objects with s3fs directly.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traceql import derive, derived_tables, schema
+from traceql.errors import StoreError, TraceQLError
+from traceql.ingest import ingest
+from traceql.store import Store
+from traceql.synth import article_scenario, write_torch_npu_dump
+
+RUN = "job8"
+TABLES = list(schema.TABLE_NAMES) + list(derived_tables.names())
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 8-rank synthetic cluster (the article's story: rank 3 runs the unfused LayerNorm; one slow rank, so no two ranks tie as the last to arrive at a collective, see the report on arg_max ties)."""
+    out = tmp_path_factory.mktemp("cluster8") / "job"
+    write_torch_npu_dump(article_scenario(8, steps=2, slow_ranks=(3,)), out, aic_metrics="Memory")
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(dump: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("ref") / "store"
+    ingest(dump, store=root, name=RUN, workers=2)
+    assert derive.prepare(Store(root), [RUN], workers=2) == []
+    return snapshot(str(root))
+
+
+def snapshot(root: str) -> dict[str, Any]:
+    """Every table's rows (sorted) and the findings JSON of RUN, with the store's root blanked out (the
+    findings' suggested commands name the store)."""
+    from traceql import findings
+    from traceql.engine import connect
+
+    con = connect(root, runs=[RUN])
+    tables = {}
+    for t in TABLES:
+        rows = con.execute(f"SELECT * FROM {t}").fetchall()
+        tables[t] = sorted(rows, key=repr)
+    con.close()
+    rep = findings.evaluate(root, RUN, device="ascend910b").to_dict()
+    text = json.dumps(rep, sort_keys=True, default=str).replace(root, "<store>")
+    return {"tables": tables, "findings": json.loads(text)}
+
+
+def assert_same(got: dict[str, Any], want: dict[str, Any]) -> None:
+    for t in TABLES:
+        assert len(got["tables"][t]) == len(want["tables"][t]), t
+        assert got["tables"][t] == want["tables"][t], t
+    assert got["findings"] == want["findings"]
+
+
+def csv_kernels(dump: Path) -> int:
+    n = 0
+    for f in dump.rglob("kernel_details.csv"):
+        with f.open(newline="") as fh:
+            n += sum(1 for _ in csv.reader(fh)) - 1
+    return n
+
+
+def test_reference_matches_the_raw_files(dump: Path, reference: dict[str, Any]) -> None:
+    assert len(reference["tables"]["kernels"]) == csv_kernels(dump) > 0
+    fired = {f["id"] for f in reference["findings"]["findings"] if f["fired"]}
+    assert fired  # the planted story fires something: an empty findings list would compare equal trivially
+
+
+def test_s3_store_gives_identical_tables_and_findings(
+    dump: Path, s3_root: str, reference: dict[str, Any]
+) -> None:
+    info = ingest(dump, store=s3_root, name=RUN, workers=2)
+    st = Store(s3_root)
+    assert type(st).__name__ == "ObjectStore" and list(st.runs()) == [RUN]
+    assert derived_tables.stored_for(st.run(RUN))  # the derived tables came with the run
+    assert info["ranks_count"] == 8
+    assert_same(snapshot(s3_root), reference)
+
+
+def test_ray_gives_identical_tables_and_findings(
+    dump: Path, tmp_path: Path, ray_local: Any, reference: dict[str, Any]
+) -> None:
+    from traceql.executors.ray import RayExecutor
+
+    root = tmp_path / "store"
+    ex = RayExecutor()
+    done: list[int] = []
+    ingest(dump, store=root, name=RUN, executor=ex, on_bytes=lambda d, t: done.append(d))
+    # the bar ends at the bytes of every rank's profiler output folder (what the parsers read; traceql.progress)
+    want = sum(
+        p.stat().st_size for p in dump.rglob("*") if p.is_file() and "ASCEND_PROFILER_OUTPUT" in p.parts
+    )
+    assert len(done) == 8 and done[-1] == want and done == sorted(done)
+    assert_same(snapshot(str(root)), reference)
+
+
+# ---- the commit protocol on object storage -------------------------------------------------------------
+def _objects(root: str) -> list[str]:
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.invalidate_cache()
+    return sorted(fs.find(root.split("://", 1)[1]))
+
+
+def test_uploaded_files_without_a_record_are_invisible_and_one_writer_wins(
+    s3_root: str, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    st = Store(s3_root)
+    local = tmp_path / "gen"
+    (local / "kernels").mkdir(parents=True)
+    pq.write_table(pa.table({"name": ["a"]}), local / "kernels" / "r0-0.parquet")
+    info = {"files": {"kernels": ["kernels/r0-0.parquet"]}, "rows": {"kernels": 1}, "ranks": [0]}
+    gens = [st.new_generation("r"), st.new_generation("r")]
+    for g in gens:
+        st.upload(local, g, ["kernels/r0-0.parquet"])
+    assert not st.exists() or st.runs() == {}  # both generations uploaded, neither listed
+    st.publish("r", gens[0], info)
+    with pytest.raises(StoreError, match="differs only in case"):
+        st.publish("R", gens[1], info)  # case-folded: the same record key
+    assert list(Store(s3_root).runs()) == ["r"]
+    keys = _objects(s3_root)
+    assert any(gens[0] in k for k in keys) and not any(gens[1] in k for k in keys)  # the loser's prefix went
+
+
+def test_conditional_put_refuses_a_stale_replace(s3_root: str) -> None:
+    from traceql.store_fs import conditional_put
+
+    st = Store(s3_root)
+    key = f"{st.base}/manifest.d/x.json"
+    conditional_put(st.fs, key, b"{}", None)
+    with pytest.raises(FileExistsError):
+        conditional_put(st.fs, key, b"{}", None)  # If-None-Match: the key exists
+    etag = st.fs.info(key)["ETag"]
+    conditional_put(st.fs, key, b"{ }", etag)  # If-Match with the current etag: accepted
+    with pytest.raises(FileExistsError):
+        conditional_put(st.fs, key, b"{  }", etag)  # the etag changed meanwhile: refused
+
+
+def test_concurrent_ingests_of_one_name_leave_exactly_one(dump: Path, s3_root: str) -> None:
+    errors: list[BaseException] = []
+    ok: list[dict[str, Any]] = []
+    barrier = threading.Barrier(2)
+
+    def one() -> None:
+        barrier.wait()
+        try:
+            ok.append(ingest(dump, store=s3_root, name=RUN, workers=1))
+        except TraceQLError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(ok) == 1 and len(errors) == 1, (ok, errors)
+    assert isinstance(errors[0], StoreError)
+    runs = Store(s3_root).runs()
+    assert list(runs) == [RUN]
+    gens = {k.split("/runs/", 1)[1].split("/", 1)[0] for k in _objects(s3_root) if "/runs/" in k}
+    assert gens == {runs[RUN]["dir"]}  # the loser removed its generation
+
+
+# ---- a Ray worker killed mid-ingest --------------------------------------------------------------------
+def _kill_a_busy_worker(stop: threading.Event, killed: list[int]) -> None:
+    """SIGKILL the first Ray worker seen running a task (Ray titles it `ray::_call`), from outside."""
+    import psutil
+
+    while not stop.is_set() and not killed:
+        for p in psutil.process_iter(["cmdline"]):
+            cmd = p.info.get("cmdline") or []
+            if cmd and cmd[0].startswith("ray::_call"):
+                try:
+                    p.kill()
+                    killed.append(p.pid)
+                except psutil.Error:
+                    continue
+                break
+        time.sleep(0.01)
+
+
+def _ingest_while_killing(dump: Path, root: Path, max_retries: int) -> tuple[list[int], BaseException | None]:
+    from traceql.executors.ray import RayExecutor
+
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_a_busy_worker, args=(stop, killed))
+    killer.start()
+    err: BaseException | None = None
+    try:
+        ingest(dump, store=root, name=RUN, executor=RayExecutor(max_retries=max_retries))
+    except TraceQLError as e:
+        err = e
+    finally:
+        stop.set()
+        killer.join()
+    return killed, err
+
+
+def test_killed_ray_worker_is_retried(
+    dump: Path, tmp_path: Path, ray_local: Any, reference: dict[str, Any]
+) -> None:
+    killed, err = _ingest_while_killing(dump, tmp_path / "store", max_retries=3)
+    assert killed, "no Ray worker was seen running a task (nothing was killed)"
+    assert err is None
+    assert_same(snapshot(str(tmp_path / "store")), reference)
+
+
+def test_killed_ray_worker_without_retries_fails_cleanly(dump: Path, tmp_path: Path, ray_local: Any) -> None:
+    root = tmp_path / "store"
+    killed, err = _ingest_while_killing(dump, root, max_retries=0)
+    assert killed
+    assert err is not None and "Ray could not complete" in str(err) and "\n" not in str(err)
+    st = Store(root)
+    assert st.runs() == {}
+    staging = root / ".staging"
+    assert not staging.exists() or [p.name for p in staging.iterdir()] == []
+    runs = root / "runs"
+    assert not runs.exists() or list(runs.iterdir()) == []
+
+
+# ---- tiered mode -----------------------------------------------------------------------------------------
+def test_light_ranks_keep_detail_only_for_the_picked_ranks(
+    dump: Path, tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    from traceql.engine import connect
+
+    root = tmp_path / "store"
+    info = ingest(dump, store=root, name=RUN, workers=2, ranks="light+2")
+    picked = info["tier"]["ranks"]
+    # planted: rank 3 runs the unfused LayerNorm, so it is the job's slowest busy rank and not its fastest;
+    # rank 2 was asked for
+    why = info["tier"]["why"]
+    slowest = [int(r) for r, w in why.items() if any(x.startswith("slowest in job") for x in w)]
+    fastest = [int(r) for r, w in why.items() if any(x.startswith("fastest in job") for x in w)]
+    assert slowest == [3] and fastest[0] != 3
+    assert 2 in picked and len(picked) < 8
+    con = connect(root, runs=[RUN])
+    ref = reference["tables"]
+    for t in ("steps", "comm_ops", "counters"):  # light tables: every rank, as in the full ingest
+        assert sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) == ref[t], t
+    ranks_with_kernels = {r for (r,) in con.execute("SELECT DISTINCT rank FROM kernels").fetchall()}
+    assert ranks_with_kernels == set(picked)
+    kernels = sorted(con.execute("SELECT * FROM kernels").fetchall(), key=repr)
+    rank_col = [c.name for c in schema.columns("kernels")].index("rank")
+    assert kernels == [row for row in ref["kernels"] if row[rank_col] in set(picked)]
+    assert derived_tables.stored_for(Store(root).run(RUN))
+
+
+def test_light_ranks_refuses_an_unknown_rank(dump: Path, tmp_path: Path) -> None:
+    with pytest.raises(TraceQLError, match="rank 99 is not in the dump"):
+        ingest(dump, store=tmp_path / "s", name=RUN, workers=1, ranks="light+99")
+    assert Store(tmp_path / "s").runs() == {}
