@@ -46,7 +46,7 @@ def parse_rank(
 ) -> dict[str, Any]:
     """Parse one unit into the run's files; returns parse_unit's result (rows, files relative to the run).
     keep: "all" tables, only the "light" ones (traceql.tiers.LIGHT), or only the "detail" ones (the rest)."""
-    from .ingest import parse_unit
+    from .rank_parse import parse_unit
 
     if target["kind"] == "local":
         r = parse_unit(unit, target["dir"], run_id, rank, tag)
@@ -132,7 +132,7 @@ def run(
     from . import tiers
 
     tiered, extra = tiers.parse_spec(ranks)
-    from .ingest import run_info
+    from .rank_parse import run_info
 
     remote = isinstance(st, ObjectStore)
     if isinstance(st, ObjectStore):

@@ -37,9 +37,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, schema
+from . import schema
 from .errors import StoreError
 from .store import STORE_FORMAT, Store, check_run_name
+from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb

@@ -16,26 +16,12 @@ expected to need at its peak, for engines that schedule by memory (Ray); the poo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any, Protocol
-
 from ..errors import TraceQLError
+from .base import Executor, ExecutorError
+
+__all__ = ["NAMES", "Executor", "ExecutorError", "get"]
 
 NAMES = ("local", "ray")
-
-
-class ExecutorError(TraceQLError):
-    """A job could not be completed (its worker died past the retries, or the cluster went away)."""
-
-
-class Executor(Protocol):
-    name: str
-
-    def map(
-        self, fn: Callable[..., Any], jobs: list[tuple[Any, ...]], memory: list[int] | None = None
-    ) -> Iterator[tuple[int, Any]]: ...
-
-    def close(self) -> None: ...
 
 
 def get(name: str, workers: int | None = None, address: str | None = None) -> Executor:

@@ -8,7 +8,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from . import ExecutorError
+from .base import ExecutorError
 
 
 def _init(parent: int) -> None:

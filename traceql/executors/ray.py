@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import TraceQLError
-from . import ExecutorError
+from .base import ExecutorError
 
 MAX_RETRIES = 3
 
