@@ -135,7 +135,7 @@ def test_json_object_items_streams_exactly_what_json_loads_reads(
 ):
     from decimal import Decimal
 
-    import traceql.parsers.torch_npu as tn
+    import traceql.parsers._ascend_text as tn
 
     monkeypatch.setattr(tn, "_READ_CHARS", 997)  # every value straddles reads; the buffer is compacted often
     files = sorted(cluster_2x6mb.glob(f"*/{OUT}/communication*.json"))

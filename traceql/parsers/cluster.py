@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
-from ._csv import CsvFile
-from .base import Unit
-from .torch_npu import (
+from ._ascend_text import (
     comm_rows,
     flatten,
     matrix_rows,
@@ -39,6 +37,8 @@ from .torch_npu import (
     step_number,
     write_rows,
 )
+from ._csv import CsvFile
+from .base import Unit
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from ._ascend_text import api_statistic_exprs, check_complete, op_statistic_exprs
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
 from ._task_time import task_time_kernel_exprs
 from .base import Unit, read_head
-from .torch_npu import api_statistic_exprs, check_complete, op_statistic_exprs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store import RankWriter
