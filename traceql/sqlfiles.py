@@ -130,7 +130,7 @@ def parse_header(path: Path, keys: frozenset[str] = frozenset(), text: str | Non
             fields[key] = rest.split("  --", 1)[0].strip() if key not in ("description",) else rest
     if fields.get("name", "") != path.stem:
         raise QueryError(
-            f"{path}: header name {fields.get('name', '')!r} must equal the file stem {path.stem!r}"
+            f"{path}: header `-- name:` {fields.get('name', '')!r} must equal the file name ({path.stem!r})"
         )
     return Header(path, fields, params, columns, "\n".join(definitions), text)
 
