@@ -135,11 +135,16 @@ def _duck_error(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-def define_library(cur: duckdb.DuckDBPyConnection, stored: set[str] | None = None, temp: bool = True) -> None:
+def define_library(
+    cur: duckdb.DuckDBPyConnection,
+    stored: set[str] | None = None,
+    temp: bool = True,
+    for_sql: str | None = None,
+) -> None:
     """Create the helper macros and every derived table on `cur`: the ones in `stored` are already views over
     their stored Parquet (traceql.engine created them), every other one a view over its SELECT
     (traceql.derived_tables.statements: the one switch)."""
-    for q in derived_tables.statements(stored or set(), temp=temp):
+    for q in derived_tables.statements(stored or set(), temp=temp, for_sql=for_sql):
         cur.execute(q)
 
 
@@ -164,11 +169,13 @@ def _scope_views(cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None) 
         cur.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM {base}.{table} WHERE {cond}")
 
 
-def scope(cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None = None) -> None:
+def scope(
+    cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None = None, for_sql: str | None = None
+) -> None:
     """Make `cur` see one run (and rank): every view shadowed by a filtered TEMP view, then the helper macros
     and the derived tables defined (stored ones read, the others from their SELECT)."""
     _scope_views(cur, run_id, rank)
-    define_library(cur, _stored_tables(cur))
+    define_library(cur, _stored_tables(cur), for_sql=for_sql)
 
 
 def _pick_run(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> str:
@@ -272,7 +279,7 @@ def run(
     cur = con.cursor()
     try:
         rid = _pick_run(cur, run_id)
-        scope(cur, rid, rank if spec.rank_filter == "input" else None)
+        scope(cur, rid, rank if spec.rank_filter == "input" else None, for_sql=spec.sql)
         if isinstance(peaks, devices.Device):
             choice = devices.PeakChoice(peaks, peaks.peaks(), f"device preset {peaks.key}")
         else:
