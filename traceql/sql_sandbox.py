@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._duck import sql_str
 from .errors import QueryError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,10 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: seconds a `traceql sql` query may run before it is interrupted (0: no limit); $TRACEQL_SQL_TIMEOUT
 DEFAULT_TIMEOUT_S = 300.0
-
-
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 def _dir_prefix(p: Path) -> str:
@@ -69,12 +66,12 @@ def confine(
         "SET autoinstall_known_extensions = false",
         "SET autoload_known_extensions = false",
         "SET allow_community_extensions = false",
-        f"SET allowed_directories = [{', '.join(map(_sql_str, dirs))}]",
-        f"SET allowed_paths = [{', '.join(map(_sql_str, files))}]",
+        f"SET allowed_directories = [{', '.join(map(sql_str, dirs))}]",
+        f"SET allowed_paths = [{', '.join(map(sql_str, files))}]",
         "SET temp_directory = ''",
     ]
     if memory_limit:
-        settings.append(f"SET memory_limit = {_sql_str(memory_limit)}")
+        settings.append(f"SET memory_limit = {sql_str(memory_limit)}")
     if threads:
         settings.append(f"SET threads = {int(threads)}")
     settings += ["SET enable_external_access = false", "SET lock_configuration = true"]

@@ -31,7 +31,8 @@
 -- of bw_segments (cut wherever compute, bandwidth or communication changes) as t0/t1 with, per step,
 -- first_busy / last_busy: the step's first start and last end of anything running (compute or communication).
 -- idle_kind: for a segment with nothing running, preparing (before first_busy), tail (after last_busy) or free
--- (in between); prep/free/tail_before_ns: idle time of that kind on the rank before the segment (prefix sums:
+-- (in between); prep/free/tail_before_ns: idle time of that kind on the rank before the segment (DOUBLE, as the
+-- stored Parquet has them whether computed or read; prefix sums:
 -- idle time in any interval is two look-ups). Segments tile every step window.
 WITH tl AS (
     SELECT run_id, rank, step, window_source, win_start, win_end, seg_start AS t0, seg_end AS t1, dur_ns,
@@ -51,8 +52,8 @@ WITH tl AS (
     FROM tb
 )
 SELECT *,
-       coalesce(sum(CASE WHEN idle_kind = 'preparing' THEN dur_ns ELSE 0 END) OVER p, 0) AS prep_before_ns,
-       coalesce(sum(CASE WHEN idle_kind = 'free' THEN dur_ns ELSE 0 END) OVER p, 0) AS free_before_ns,
-       coalesce(sum(CASE WHEN idle_kind = 'tail' THEN dur_ns ELSE 0 END) OVER p, 0) AS tail_before_ns
+       coalesce(sum(CASE WHEN idle_kind = 'preparing' THEN dur_ns ELSE 0 END) OVER p, 0)::DOUBLE AS prep_before_ns,
+       coalesce(sum(CASE WHEN idle_kind = 'free' THEN dur_ns ELSE 0 END) OVER p, 0)::DOUBLE AS free_before_ns,
+       coalesce(sum(CASE WHEN idle_kind = 'tail' THEN dur_ns ELSE 0 END) OVER p, 0)::DOUBLE AS tail_before_ns
 FROM tk
 WINDOW p AS (PARTITION BY run_id, rank ORDER BY t0 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
