@@ -11,6 +11,8 @@ from .model import Finding
 from .text import render
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     from .context import Context
     from .rules import Rule
 
@@ -167,6 +169,24 @@ def make_finding(
         suggestion=render(str(suggestion), values, f"rules.{rule.id}.suggestion", lenient=not fired),
         grade=grade if grade is not None else ctx.grade_for(rule, top_ops),
     )
+
+
+def decide(
+    ctx: Context,
+    rule: Rule,
+    *,
+    unless: Sequence[tuple[bool, str]] = (),
+    share: float | None = None,
+    **common: Any,
+) -> Finding:
+    """The common end of a check: the first `(holds, variant)` of `unless` that holds gives a finding of that
+    variant that does not fire; when none holds, the finding fires (variant "fired") with `share`. Both carry
+    the same `common` fields (values, evidence, top_ops, saving, ...), so a reader sees the same numbers
+    whether or not the rule fired."""
+    for holds, variant in unless:
+        if holds:
+            return make_finding(ctx, rule, fired=False, variant=variant, **common)
+    return make_finding(ctx, rule, fired=True, variant="fired", share=share, **common)
 
 
 def gated_out(ctx: Context, rule: Rule) -> bool:

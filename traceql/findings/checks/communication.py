@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..base import (
+    decide,
     lateness_split,
     make_finding,
     num_text,
@@ -238,20 +239,15 @@ def check_slow_rank(ctx: Context, rule: Rule) -> Finding:
             top_ops=tops,
             saving=saving_of(None, "no step times in the dump", None),
         )
-    if late_share < rule["min_lateness_share"]:
-        return make_finding(
-            ctx, rule, fired=False, variant="balanced", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    return make_finding(
+    return decide(
         ctx,
         rule,
-        fired=True,
-        variant="fired",
+        unless=[(late_share < rule["min_lateness_share"], "balanced")],
+        share=share,
         values=vals,
         evidence=ev,
         top_ops=tops,
         saving=saving,
-        share=share,
     )
 
 
@@ -335,20 +331,15 @@ def check_slow_link(ctx: Context, rule: Rule) -> Finding:
         {"rank": r["rank"], "transport": r["transport"], "gbps": r["bandwidth_bps"] / 1e9} for r in links
     ]
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share)
-    if not slow:
-        return make_finding(
-            ctx, rule, fired=False, variant="ok", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    return make_finding(
+    return decide(
         ctx,
         rule,
-        fired=True,
-        variant="fired",
+        unless=[(not slow, "ok")],
+        share=share,
         values=vals,
         evidence=ev,
         top_ops=tops,
         saving=saving,
-        share=share,
     )
 
 

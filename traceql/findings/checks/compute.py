@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..base import make_finding, pct_text, saving_of, template_values, to_ms
+from ..base import decide, make_finding, pct_text, saving_of, template_values, to_ms
 from ..context import CUBE, DEVICE_IDLE, EXEC_MODES, RANK_SUMMARY
 from ..model import Finding
 from ..registry import check
@@ -95,20 +95,15 @@ def check_matmul_tiling(ctx: Context, rule: Rule) -> Finding:
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), ctx.share(per_step))
     if not rows:
         return make_finding(ctx, rule, fired=False, variant="none", values=vals, evidence=ev)
-    if not flagged or share_c is None or share_c < rule["min_saving_share"]:
-        return make_finding(
-            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=flagged, saving=saving
-        )
-    return make_finding(
+    return decide(
         ctx,
         rule,
-        fired=True,
-        variant="fired",
+        unless=[(not flagged or share_c is None or share_c < rule["min_saving_share"], "below")],
+        share=share_c,
         values=vals,
         evidence=ev,
         top_ops=flagged,
         saving=saving,
-        share=share_c,
     )
 
 

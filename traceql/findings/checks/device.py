@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..base import make_finding, saving_of, template_values, to_ms
+from ..base import decide, make_finding, saving_of, template_values, to_ms
 from ..context import AICORE_FREQ
 from ..model import Finding
 from ..registry import check
@@ -46,8 +46,4 @@ def check_aicore_freq(ctx: Context, rule: Rule) -> Finding:
     keys = ("rank", "avg_mhz", "min_mhz", "rated_mhz", "rated_source", "decrease_ratio", "throttled")
     ev = {"ranks": [{k: r[k] for k in keys} for r in rows]}
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share)
-    if not hot:
-        return make_finding(ctx, rule, fired=False, variant="ok", values=vals, evidence=ev, saving=saving)
-    return make_finding(
-        ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, saving=saving, share=share
-    )
+    return decide(ctx, rule, unless=[(not hot, "ok")], share=share, values=vals, evidence=ev, saving=saving)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..base import (
+    decide,
     gated_out,
     make_finding,
     op_bytes_rows,
@@ -84,24 +85,18 @@ def check_operator_fusion(ctx: Context, rule: Rule) -> Finding:
         saving_share=share or 0.0,
     )
     saving = saving_of(to_ms(saved_ns), str(rule["saving_method"]), share)
-    if gated_out(ctx, rule):
-        return make_finding(
-            ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    if share is None or share < rule["min_saving_share"]:
-        return make_finding(
-            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    return make_finding(
+    return decide(
         ctx,
         rule,
-        fired=True,
-        variant="fired",
+        unless=[
+            (gated_out(ctx, rule), "gated"),
+            (share is None or share < rule["min_saving_share"], "below"),
+        ],
+        share=share,
         values=vals,
         evidence=ev,
         top_ops=tops,
         saving=saving,
-        share=share,
     )
 
 
@@ -300,27 +295,15 @@ def check_memory_layout(ctx: Context, rule: Rule) -> Finding:
     )
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share_step)
     fired = conv_share >= rule["min_compute_share"] or (l2 is not None and l2 < rule["l2_low"])
-    if not fired:
-        return make_finding(
-            ctx,
-            rule,
-            fired=False,
-            variant="below" if lt else "none",
-            values=vals,
-            evidence=ev,
-            top_ops=tops,
-            saving=saving,
-        )
-    return make_finding(
+    return decide(
         ctx,
         rule,
-        fired=True,
-        variant="fired",
+        unless=[(not fired, "below" if lt else "none")],
+        share=conv_share,
         values=vals,
         evidence=ev,
         top_ops=tops,
         saving=saving,
-        share=conv_share,
     )
 
 
@@ -411,28 +394,19 @@ def check_mixed_precision(ctx: Context, rule: Rule) -> Finding:
         top=", ".join(t["op_type"] for t in tops[:3]) or "none",
     )
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share)
-    if fp32 < rule["min_fp32_share"]:
-        return make_finding(
-            ctx, rule, fired=False, variant="low_fp32", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    if gated_out(ctx, rule):
-        return make_finding(
-            ctx, rule, fired=False, variant="gated", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    if share is None or share < rule["min_saving_share"]:
-        return make_finding(
-            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    return make_finding(
+    return decide(
         ctx,
         rule,
-        fired=True,
-        variant="fired",
+        unless=[
+            (fp32 < rule["min_fp32_share"], "low_fp32"),
+            (gated_out(ctx, rule), "gated"),
+            (share is None or share < rule["min_saving_share"], "below"),
+        ],
+        share=share,
         values=vals,
         evidence=ev,
         top_ops=tops,
         saving=saving,
-        share=share,
     )
 
 
@@ -481,20 +455,17 @@ def check_gradient_checkpointing(ctx: Context, rule: Rule) -> Finding:
         "come and go in the allocator records)",
     )
     saving = saving_of(to_ms(traffic_ns), str(rule["saving_method"]), share)
-    if not act:
-        return make_finding(
-            ctx, rule, fired=False, variant="no_data", values=vals, evidence=ev, saving=saving
-        )
-    if util is None or util < ctx.sat:
-        return make_finding(
-            ctx, rule, fired=False, variant="not_bound", values=vals, evidence=ev, saving=saving
-        )
-    if headroom is None or headroom < rule["min_headroom"]:
-        return make_finding(
-            ctx, rule, fired=False, variant="no_headroom", values=vals, evidence=ev, saving=saving
-        )
-    if share is None or share < rule["min_saving_share"]:
-        return make_finding(ctx, rule, fired=False, variant="below", values=vals, evidence=ev, saving=saving)
-    return make_finding(
-        ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, saving=saving, share=share
+    return decide(
+        ctx,
+        rule,
+        unless=[
+            (not act, "no_data"),
+            (util is None or util < ctx.sat, "not_bound"),
+            (headroom is None or headroom < rule["min_headroom"], "no_headroom"),
+            (share is None or share < rule["min_saving_share"], "below"),
+        ],
+        share=share,
+        values=vals,
+        evidence=ev,
+        saving=saving,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..base import make_finding, pct_text, saving_of, template_values, to_ms
+from ..base import decide, make_finding, pct_text, saving_of, template_values, to_ms
 from ..context import DEVICE_IDLE
 from ..model import Finding
 from ..registry import check
@@ -57,20 +57,15 @@ def check_prefetch_overlap(ctx: Context, rule: Rule) -> Finding:
         loading_total_ms=to_ms(ctx.per_step(run["loading_ns"])) or 0.0,
     )
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share)
-    if share is None or share < rule["min_share"]:
-        return make_finding(
-            ctx, rule, fired=False, variant="below", values=vals, evidence=ev, top_ops=tops, saving=saving
-        )
-    return make_finding(
+    return decide(
         ctx,
         rule,
-        fired=True,
-        variant="fired",
+        unless=[(share is None or share < rule["min_share"], "below")],
+        share=share,
         values=vals,
         evidence=ev,
         top_ops=tops,
         saving=saving,
-        share=share,
     )
 
 
@@ -114,8 +109,12 @@ def check_free_time(ctx: Context, rule: Rule) -> Finding:
         "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.free_time.advisor_says"),
     }
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share)
-    if free_share < rule["min_free_share"]:
-        return make_finding(ctx, rule, fired=False, variant="ok", values=vals, evidence=ev, saving=saving)
-    return make_finding(
-        ctx, rule, fired=True, variant="fired", values=vals, evidence=ev, saving=saving, share=share
+    return decide(
+        ctx,
+        rule,
+        unless=[(free_share < rule["min_free_share"], "ok")],
+        share=share,
+        values=vals,
+        evidence=ev,
+        saving=saving,
     )
