@@ -109,6 +109,7 @@ def test_a_live_ingests_staging_dir_survives_another_ingest_however_old_it_looks
         "-q",
         "--no-check",
         STARTED=str(started),
+        HOLD_UNTIL=str(tmp_path / "release"),
     )
     try:
         wait_for(tmp_path, "started")
@@ -126,7 +127,9 @@ def test_a_live_ingests_staging_dir_survives_another_ingest_however_old_it_looks
             "--no-check",
         )
         assert r.returncode == 0, r.stderr
+        assert p.poll() is None, "the long ingest was to be live (held) while the other ran"
         assert staging.is_dir(), "a concurrent ingest reaped a live ingest's staging dir"
+        (tmp_path / "release").touch()
         out, err = p.communicate(timeout=60)
     finally:
         kill_tree(p)

@@ -30,7 +30,8 @@ T0 = 1_736_408_883_000_000_000
 
 # The driver: registers SlowParser (claims *.slow files, or a folder of them = one unit per file, i.e. a
 # "cluster"), applies the crash point named by $CRASH_AT, then runs the real CLI entry point.
-# A .slow file holds "<chunks> <rows per chunk> <sleep s per chunk>".
+# A .slow file holds "<chunks> <rows per chunk> <sleep s per chunk>"; $HOLD_UNTIL=path holds the parse after its
+# first chunk until that file exists (a test that needs an ingest live while another runs, however slow the machine).
 DRIVER = r"""
 import os, signal, sys, time
 from pathlib import Path
@@ -74,6 +75,10 @@ class SlowParser:
             })
             if c == 0 and os.environ.get("STARTED"):
                 Path(os.environ["STARTED"] + f".{os.getpid()}").touch()
+            if c == 0 and os.environ.get("HOLD_UNTIL"):  # stay live until the test says so (no timing race)
+                deadline = time.monotonic() + 300
+                while not Path(os.environ["HOLD_UNTIL"]).exists() and time.monotonic() < deadline:
+                    time.sleep(0.02)
             if os.environ.get("CRASH_AT") == "parse":
                 die()
             time.sleep(pause)
