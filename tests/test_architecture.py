@@ -11,6 +11,7 @@ are left out, as mypy resolves them without running anything).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "traceql"
@@ -78,6 +79,7 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
+@functools.cache  # the four tests read one graph (parsing every module takes seconds); none mutates it
 def _graph() -> tuple[dict[str, set[str]], list[str]]:
     mods = _modules()
     edges: dict[str, set[str]] = {m: set() for m in mods}
