@@ -442,7 +442,11 @@ class Tools:
         return r
 
     def want(self, tool: str) -> bool:
-        return not any(s in tool for s in self.skip)
+        """A --skip entry names a tool by a word of its name ('HTA' skips "HTA TraceAnalysis", not
+        "json+pandas (HTA-style)": a substring match skipped json+pandas on every trace_view case)."""
+        name = tool.lower()
+        words = set(re.split(r"[\s()+]+", name))
+        return not any(s.lower() in words or name.startswith(s.lower()) for s in self.skip)
 
     # -- traceql -----------------------------------------------------------------------------------------
     def traceql_ingest(
@@ -1038,7 +1042,9 @@ def main() -> None:
         "--hta-max-gb", type=float, default=0.3, help="largest input HTA is run on (it needs ~10x RAM)"
     )
     ap.add_argument(
-        "--skip", default="", help="comma-separated tool name substrings not to run (e.g. HTA,orjson)"
+        "--skip",
+        default="",
+        help="comma-separated tools not to run: a word or the start of a tool name (e.g. HTA,orjson,msprof)",
     )
     ap.add_argument("--ingest-args", default="", help="extra arguments for `traceql ingest` (e.g. '-j 1')")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the README)")
