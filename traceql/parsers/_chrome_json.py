@@ -712,7 +712,11 @@ class Spill:
         if table.num_rows == 0:
             return
         if self._w is None:
-            self._w = pq.ParquetWriter(self.path, table.schema, compression="lz4")
+            from .._arrow_helpers import dictionary_columns
+
+            self._w = pq.ParquetWriter(
+                self.path, table.schema, compression="lz4", use_dictionary=dictionary_columns(table.schema)
+            )
         self._w.write_table(table.cast(self._w.schema) if table.schema != self._w.schema else table)
         self.rows += table.num_rows
 
