@@ -28,6 +28,7 @@ tree, polled every 20 ms) and the 1-min load average before/after. Comparison to
 
 Comparisons (same input, same run):
   duckdb floor     DuckDB's raw JSON/CSV reader writing the X events (or the CSV) to Parquet: the practical floor
+                   (trace_view cases also with the C events kept: the like-for-like floor for counter-heavy files)
   json+pandas      json.load + pandas.DataFrame + to_parquet of the X events (what an HTA-style load does)
   orjson+pandas    the same with orjson;  msgspec: typed msgspec decode -> Arrow -> Parquet
   HTA              HolisticTraceAnalysis TraceAnalysis() on a Kineto-form copy of the trace (numeric ts, object
