@@ -53,3 +53,35 @@ def test_get_matches_the_rows(rows: list, fixed: bool, names: tuple[str, ...]) -
     assert kv.get(*names).to_pylist() == _expected(rows, names)
     # the Kineto reader passes the names as typed Arrow scalars
     assert kv.get(*(pa.scalar(n, pa.string()) for n in names)).to_pylist() == _expected(rows, names)
+
+
+# The fixed-layout test compares the key text and the key lengths as buffers: the same bytes split into other
+# keys ("ab","c" vs "a","bc") is not the same layout, nor is a sliced batch read from its own offset.
+SPLIT = [{"ab": "1", "c": "2"}, {"a": "3", "bc": "4"}]
+
+
+@pytest.mark.parametrize("names", [("ab",), ("a",), ("bc",), ("c",)])
+def test_same_bytes_other_keys_is_not_fixed(names: tuple[str, ...]) -> None:
+    kv = _kv(SPLIT)
+    assert kv._fixed is None
+    assert kv.get(*names).to_pylist() == _expected(SPLIT, names)
+
+
+def test_fixed_layout_of_a_slice() -> None:
+    rows = [{"x": "0", "yy": "0"}, *SAME, {"Task Type": "AI_CPU", "Task Id": "4", "Model Id": "9"}]
+    keys = pa.array([list(r) for r in rows], pa.list_(pa.string())).slice(1)
+    vals = pa.array([list(r.values()) for r in rows], pa.list_(pa.string())).slice(1)
+    kv = cj.ArgsKV(keys, vals)
+    assert kv._fixed is not None and kv.width == 3
+    assert kv.get("Task Id").to_pylist() == _expected(rows[1:], ("Task Id",))
+
+
+@pytest.mark.parametrize(
+    "rows", [SAME, [SAME[0], {"Task Id": "2", "Task Type": "HCCL", "Model Id": "7"}], SPLIT]
+)
+def test_extra_is_every_other_arg_in_order(rows: list) -> None:
+    """extra() drops the canonical keys and keeps the rest in the order written, on both paths; expected from
+    the dicts."""
+    canonical = ("Task Type", "ab")
+    got = _kv(rows).extra(canonical).to_pylist()
+    assert got == [[(k, v) for k, v in r.items() if k not in canonical] for r in rows]

@@ -114,7 +114,7 @@ class RankWriter:
     def write(self, table: str, data: Any, part: str = "") -> None:
         import pyarrow.parquet as pq
 
-        from ._arrow_helpers import conform
+        from ._arrow_helpers import conform, dictionary_columns
 
         t = conform(table, data, self.run_id, self.rank)
         if t.num_rows == 0:
@@ -123,7 +123,9 @@ class RankWriter:
         w = self._writers.get(rel)
         if w is None:
             (self.run_dir / table).mkdir(parents=True, exist_ok=True)
-            w = pq.ParquetWriter(self.run_dir / rel, t.schema, compression="zstd")
+            w = pq.ParquetWriter(
+                self.run_dir / rel, t.schema, compression="zstd", use_dictionary=dictionary_columns(t.schema)
+            )
             self._writers[rel] = w
             self.files.setdefault(table, []).append(rel)
         w.write_table(t, row_group_size=ROW_GROUP)

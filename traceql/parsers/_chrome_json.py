@@ -712,7 +712,11 @@ class Spill:
         if table.num_rows == 0:
             return
         if self._w is None:
-            self._w = pq.ParquetWriter(self.path, table.schema, compression="lz4")
+            from .._arrow_helpers import dictionary_columns
+
+            self._w = pq.ParquetWriter(
+                self.path, table.schema, compression="lz4", use_dictionary=dictionary_columns(table.schema)
+            )
         self._w.write_table(table.cast(self._w.schema) if table.schema != self._w.schema else table)
         self.rows += table.num_rows
 
@@ -808,29 +812,42 @@ class ArgsKV:
         # entry range of each row in the flattened arrays: [starts[r], ends[r])
         self.ends = pc.cumulative_sum(self.lens)
         self.starts = pc.subtract(self.ends, self.lens)
+        self.width = 0  # > 0: every row has these many args, the same keys in the same order
         self._fixed = self._fixed_layout()
 
     def _fixed_layout(self) -> tuple[dict[str, int], Any] | None:
         """(key -> position, values as a FixedSizeList) when every row has the same keys in the same order, as
         one writer's events of one kind do (torch_npu's device tasks: the same 8 args on every row). get() is
         then one list_element per key instead of a search over all entries (issue 18: ~20% of a device-task
-        trace_view's mapping)."""
+        trace_view's mapping).
+
+        The test compares bytes, not strings: the key lengths and the key text of the whole batch must be the
+        first row's repeated n times (two memcmp over buffers; equal lengths and equal concatenated text mean
+        equal keys). A per-position string compare took half of a device-task batch's mapping (issue 18)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if self.n == 0 or len(self.keys) == 0:
+        if self.n == 0 or len(self.keys) == 0 or self.keys.null_count:
             return None
         mm = pc.min_max(self.lens).as_py()
         width = mm["max"]
         if width != mm["min"] or not width or width * self.n != len(self.keys):
             return None
-        first = self.keys.slice(0, width).to_pylist()
-        if None in first or len(set(first)) != width:
+        keys = self.keys if self.keys.type == pa.string() else self.keys.cast(pa.string())
+        first = keys.slice(0, width).to_pylist()
+        if len(set(first)) != width:
             return None
-        fkeys = pa.FixedSizeListArray.from_arrays(self.keys, width)
-        for j, key in enumerate(first):
-            if not pc.all(pc.equal(pc.list_element(fkeys, j), key)).as_py():
-                return None
+        blen = pc.binary_length(keys)  # int32, contiguous (a fresh array)
+        lens_buf = blen.buffers()[1].slice(blen.offset * 4, len(blen) * 4)
+        if not lens_buf.equals(pa.py_buffer(lens_buf.to_pybytes()[: width * 4] * self.n)):
+            return None
+        offs = memoryview(keys.buffers()[1]).cast("i")  # int32 offsets (pa.string())
+        lo, hi = offs[keys.offset], offs[keys.offset + len(keys)]
+        text = keys.buffers()[2].slice(lo, hi - lo)
+        row = "".join(first).encode()
+        if hi - lo != len(row) * self.n or not text.equals(pa.py_buffer(row * self.n)):
+            return None
+        self.width = width
         return {k: j for j, k in enumerate(first)}, pa.FixedSizeListArray.from_arrays(self.vals, width)
 
     def _before(self, mask: Any) -> Any:
@@ -874,6 +891,18 @@ class ArgsKV:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        if self._fixed is not None:  # the same keys on every row: the kept positions repeat (no hashing)
+            pos = self._fixed[0]
+            pattern = bytes(0 if k in canonical else 1 for k in sorted(pos, key=pos.__getitem__))
+            kw = sum(pattern)
+            mask = pa.Array.from_buffers(
+                pa.int8(), len(pattern) * self.n, [None, pa.py_buffer(pattern * self.n)]
+            )
+            keep = mask.cast(pa.bool_())
+            offsets = pa.concat_arrays(
+                [pa.array([0], pa.int32()), pc.cumulative_sum(pa.repeat(pa.scalar(kw, pa.int32()), self.n))]
+            )
+            return pa.MapArray.from_arrays(offsets, self.keys.filter(keep), self.vals.filter(keep))
         keep = pc.invert(pc.is_in(self.keys, value_set=pa.array(list(canonical), pa.string())))
         kept_before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(keep.cast(pa.int64()))])
         old_offsets = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(self.lens)])
@@ -910,7 +939,8 @@ def ts_text_to_ns(arr: Any) -> Any:
 
     if arr.null_count == len(arr):
         return pa.nulls(len(arr), pa.int64())
-    three = pc.equal(pc.find_substring(arr, "."), pc.subtract(pc.utf8_length(arr), 4))
+    # find_substring counts bytes, so the length it is compared with is in bytes too
+    three = pc.equal(pc.find_substring(arr, "."), pc.subtract(pc.binary_length(arr), 4))
     if pc.all(pc.fill_null(three, True)).as_py():
         try:
             return pc.cast(pc.replace_substring(arr, ".", "", max_replacements=1), pa.int64())

@@ -389,8 +389,11 @@ class _Emitter:
         keys, vals, parents = kv.keys, kv.vals, kv.parents
         if len(keys) == 0:
             return
-        track = pc.fill_null(self._track(b.column("pid")).take(parents), "")
-        name = pc.fill_null(b.column("name").take(parents), "")
+        one = kv.width == 1  # one arg per sample (HBM, NPU MEM...): entries are rows, no take by parent
+        track = pc.fill_null(
+            self._track(b.column("pid")) if one else self._track(b.column("pid")).take(parents), ""
+        )
+        name = pc.fill_null(b.column("name") if one else b.column("name").take(parents), "")
         combo = pc.binary_join_element_wise(track, name, keys, "\x1f")
         enc = pc.dictionary_encode(combo)
         idx = enc.indices
@@ -412,7 +415,7 @@ class _Emitter:
         t = pa.table(
             {
                 "track": track, "channel": channel, "metric": metric_d.take(idx), "unit": unit_d.take(idx),
-                "name": name, "ts_ns": b.column("ts_ns").take(parents),
+                "name": name, "ts_ns": b.column("ts_ns") if one else b.column("ts_ns").take(parents),
                 "value": pc.multiply(cj.floats(vals), factor_d.take(idx)),
             }
         )  # fmt: skip
@@ -423,7 +426,7 @@ class _Emitter:
                 self._pct = cj.Spill(self.tmp, "percent_counters")
             self._pct.add(t.filter(pct).append_column("key", keys.filter(pct)))
             keep = pc.and_(keep, pc.invert(pct))
-        self._write("counters", t.filter(keep))
+        self._write("counters", t if keep.null_count == 0 and pc.all(keep).as_py() else t.filter(keep))
 
     def flows(self, b: Any) -> None:
         """Spilled until the end: an s and its f may be anywhere in the file."""
