@@ -278,8 +278,8 @@ class CsvFile:
                 yield _build_maps(batch, maps) if maps else batch
         except (duckdb.Error, OSError) as e:
             # DuckDB messages quote the offending line (which may be megabytes): keep the first line, capped
-            culprit, e = self._failing_part(e)
-            msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+            culprit, err = self._failing_part(e)
+            msg = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
             raise BadTraceError(culprit, f"malformed CSV: {msg}") from e
         if bad:
             for p in self.paths:
