@@ -77,6 +77,8 @@ def _connect(spill: Path, threads: int, mem_limit: str) -> duckdb.DuckDBPyConnec
     con.execute(f"SET threads={max(1, int(threads))}")
     con.execute("SET preserve_insertion_order=false")
     con.execute("SET GLOBAL asof_loop_join_threshold = 0")  # see engine.connect
+    # each helper macro and view binds against the Parquet files: read each footer once per session
+    con.execute("SET parquet_metadata_cache=true")
     return con
 
 
@@ -84,13 +86,14 @@ def _input_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]]) ->
     from .views import table_select
 
     for table in _INPUTS:
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS {table_select(table, files.get(table, []))}")
+        # one run's files, one ingest's schema (views.table_select)
+        con.execute(
+            f"CREATE OR REPLACE VIEW {table} AS {table_select(table, files.get(table, []), one_schema=True)}"
+        )
 
 
 def _stored_view(con: duckdb.DuckDBPyConnection, table: str, paths: list[str]) -> None:
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM read_parquet({sql_path_list(paths)}, union_by_name=true)"
-    )
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM read_parquet({sql_path_list(paths)})")
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
@@ -218,7 +221,6 @@ def _write_by_rank(
     `ranks`, named and typed as _copy writes them (zstd, ROW_GROUP rows; a rank without rows gets an empty
     file). HUGEINT (a window sum of BIGINT) goes to Parquet as DOUBLE in COPY, to Arrow as decimal(38): cast
     here so both builds write the same types."""
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from .store import ROW_GROUP
@@ -228,11 +230,22 @@ def _write_by_rank(
         for n, t, *_ in s.con.execute(f"DESCRIBE {source}").fetchall()
     )
     t = s.con.sql(f"SELECT {cols} FROM {source} ORDER BY rank, {table.order}").to_arrow_table()
-    col = t.column("rank")
+    # each rank's rows are one slice of the sorted table (a filter per rank cost ranks x rows)
+    at: dict[int, tuple[int, int]] = {}
+    offset = 0
+    if t.num_rows:
+        counts = t.group_by("rank").aggregate([("rank", "count")]).to_pydict()
+        # in the ORDER BY's order: ascending, NULLs last (a NULL rank's rows went to no file before either)
+        pairs = zip(counts["rank"], counts["rank_count"], strict=True)
+        for r, n in sorted(pairs, key=lambda x: (x[0] is None, x[0] or 0)):
+            if r is not None:
+                at[r] = (offset, n)
+            offset += n
     out = []
     for rank in ranks:
-        part = t.filter(pc.equal(col, rank)) if t.num_rows else t
-        rel = derived_tables.file_name(table.name, rank)
+        first, n = at.get(rank, (0, 0))
+        part = t.slice(first, n)
+        rel = derived_tables.rank_file_name(table, rank)
         path = s.out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(part, path, compression="zstd", row_group_size=ROW_GROUP)

@@ -163,7 +163,12 @@ def stored_for(info: dict[str, Any]) -> bool:
 def file_name(table: str, rank: int) -> str:
     """Where a rank's part of a stored table lives in the run dir. The fingerprint is in the name: a rebuild
     never overwrites a file a reader may still have open."""
-    return f"{table}/r{rank}-d{get(table).fingerprint[:8]}.parquet"
+    return rank_file_name(get(table), rank)
+
+
+def rank_file_name(table: DerivedTable, rank: int) -> str:
+    """file_name for a table already at hand (get() re-reads the library: ~1.5 ms, per rank and table)."""
+    return f"{table.name}/r{rank}-d{table.fingerprint[:8]}.parquet"
 
 
 def statements(

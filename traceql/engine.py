@@ -116,6 +116,10 @@ def _connect_snapshot(st: Store, only: set[str] | None, threads: int | None) -> 
         con.execute("SET GLOBAL asof_loop_join_threshold = 0")
     if threads:
         con.execute(f"SET threads={int(threads)}")
+    # a query binds each view it reads (and the helper macros bind theirs): read each file's footer once per
+    # connection, not once per bind (a run of many ranks has thousands of files)
+    with contextlib.suppress(duckdb.Error):
+        con.execute("SET parquet_metadata_cache=true")
     for table in schema.TABLE_NAMES:
         try:
             con.execute(views.table_view(st, table, relative=False, only=only))

@@ -59,6 +59,7 @@ def ingest(
     follow_links: bool = False,
     executor: Any = None,
     ranks: str | None = None,
+    on_detect: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Parse the dump at `path` into a new run of the store, atomically. on_bytes(done, total) is called about
     5 times a second with the input bytes read so far (traceql.progress), for a progress bar. follow_links:
@@ -66,7 +67,8 @@ def ingest(
     carry a link to your own files; a cluster folder assembled from links to rank dumps needs it).
     executor: a traceql.executors Executor (Ray...): the ingest runs as traceql.distributed's map/reduce and
     stores the derived tables with the run; also the path for an object store (s3://), with the local pool.
-    ranks: "light" / "light+R1,R2" keeps full detail only for the ranks traceql.tiers picks (and R1, R2)."""
+    ranks: "light" / "light+R1,R2" keeps full detail only for the ranks traceql.tiers picks (and R1, R2).
+    on_detect(done, total): the folders of a cluster dump looked at so far, while the formats are detected."""
     p = Path(path)
     if not p.exists():
         raise BadTraceError(p, "no such file or directory")
@@ -77,7 +79,7 @@ def ingest(
     st = store if isinstance(store, Store) else Store(store)
     run_id = check_run_name(name) if name else run_name_from_path(p.resolve())
     st.check_can_add(run_id, replace)  # fail before parsing; commit() re-checks under the lock
-    units = detect(p)
+    units = detect(p, on_progress=on_detect)
     if on_units:
         on_units(units)
     assigned = _assign_ranks(units)

@@ -454,11 +454,22 @@ class Store:
         """Make a run's files read-only and durable (files, their dirs, the run dir, runs/) before a manifest
         lists them: after a power loss the manifest never names a file whose bytes were not on disk."""
         dirs = {run_dir, run_dir.parent}
+        files = []
         for rel in rels:
             p = run_dir / rel
             p.chmod(0o444)  # traceql never rewrites data in place
-            _fsync_path(p)
+            files.append(p)
             dirs.add(p.parent)
+        if len(files) > 16:
+            # fsync waits on the disk, not the CPU (~2 ms a file here): a run of 256 ranks has ~3,000 files,
+            # seconds of waiting one after the other. In threads, all of them before any directory's
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=8) as ex:
+                list(ex.map(_fsync_path, files))
+        else:
+            for p in files:
+                _fsync_path(p)
         for d in sorted(dirs, key=lambda d: -len(d.parts)):  # deepest first
             _fsync_path(d, directory=True)
 

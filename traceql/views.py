@@ -24,17 +24,23 @@ def empty_select(table: str) -> str:
     return f"SELECT {cols} WHERE false"
 
 
-def table_select(table: str, files: list[Path] | list[str], present: set[str] | None = None) -> str:
+def table_select(
+    table: str, files: list[Path] | list[str], present: set[str] | None = None, one_schema: bool = False
+) -> str:
     """SELECT of the canonical columns over `files`. `present`: the columns the files hold when some were
     written by an older schema (union_by_name fills a column missing from some files; one missing from all
-    files is filled here with a typed NULL)."""
+    files is filled here with a typed NULL). one_schema: the files are known to share one schema (one run's,
+    written by one ingest through _arrow_helpers.conform): no union_by_name, which makes DuckDB read every
+    file's footer each time a statement using the view is bound (1,792 files of 256 ranks: ~3 CPU-s to set
+    up one derive session, most of a small-rank build)."""
     if not files:
         return empty_select(table)
     cols = ", ".join(
         c.name if present is None or c.name in present else f"CAST(NULL AS {c.type}) AS {c.name}"
         for c in schema.columns(table)
     )
-    return f"SELECT {cols} FROM read_parquet({sql_path_list(files)}, union_by_name=true)"
+    union = "" if one_schema and present is None else ", union_by_name=true"
+    return f"SELECT {cols} FROM read_parquet({sql_path_list(files)}{union})"
 
 
 def _runs(store: Store, only: set[str] | None) -> dict[str, dict[str, Any]]:
@@ -72,26 +78,38 @@ def run_base(store: Store, run_id: str, info: dict[str, Any], relative: bool) ->
 
 def derived_view(store: Store, table: str, relative: bool, only: set[str] | None = None) -> str | None:
     """View over the stored copy of a derived table, for every run whose copy is current; None if none."""
-    files = [
-        f"{run_base(store, r, info, relative)}/{rel}"
+    per_run = [
+        [f"{run_base(store, r, info, relative)}/{rel}" for rel in info.get("files", {}).get(table, [])]
         for r, info in _runs(store, only).items()
         if table in derived_tables.current_tables(info)
-        for rel in info.get("files", {}).get(table, [])
     ]
-    if not files:
+    per_run = [fl for fl in per_run if fl]
+    if not per_run:
         return None
-    return f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({sql_path_list(files)}, union_by_name=true)"
+    # one build's files share a schema; runs (built by other versions, perhaps) are joined by column name
+    select = " UNION ALL BY NAME ".join(f"SELECT * FROM read_parquet({sql_path_list(fl)})" for fl in per_run)
+    return f"CREATE OR REPLACE VIEW {table} AS {select}"
 
 
 def table_view(
     store: Store, table: str, relative: bool, present: set[str] | None = None, only: set[str] | None = None
 ) -> str:
-    files = [
-        f"{run_base(store, r, info, relative)}/{rel}"
+    """The view of a canonical table: one read_parquet per run, without union_by_name (one run's files share
+    one schema: see table_select), the runs joined with UNION ALL (each lists the canonical columns in one
+    order). union_by_name over every file made each query's bind read every file's footer: a 1,000-rank run
+    has ~7,000 files, and each of a report's queries paid for them. A run written by an older schema fails
+    that bind (a column missing): the engine then asks again with `present`, for the store-wide
+    union_by_name read that fills the missing columns."""
+    per_run = [
+        [f"{run_base(store, r, info, relative)}/{rel}" for rel in info.get("files", {}).get(table, [])]
         for r, info in _runs(store, only).items()
-        for rel in info.get("files", {}).get(table, [])
     ]
-    return f"CREATE OR REPLACE VIEW {table} AS {table_select(table, files, present)}"
+    per_run = [fl for fl in per_run if fl]
+    if present is None and per_run:
+        select = " UNION ALL ".join(table_select(table, fl, one_schema=True) for fl in per_run)
+    else:
+        select = table_select(table, [f for fl in per_run for f in fl], present)
+    return f"CREATE OR REPLACE VIEW {table} AS {select}"
 
 
 def views_sql(store: Store, relative: bool = False) -> str:

@@ -88,7 +88,15 @@ def ingest_cmd(
     progress = _console.make_byte_progress(quiet)
     task: dict[str, Any] = {}
 
+    def on_detect(done: int, total: int) -> None:
+        # a cluster folder's rank dumps are sniffed one by one: seconds for a thousand, shown as they go
+        if "detect" not in task:
+            task["detect"] = progress.add_task("detecting", total=None)
+        progress.update(task["detect"], description=f"detecting formats {done}/{total} folder(s)")
+
     def on_units(units: list[Any]) -> None:
+        if "detect" in task:
+            progress.remove_task(task.pop("detect"))
         kinds = sorted({u.parser for u in units})
         _console.info(f"detected {', '.join(kinds)}: {len(units)} unit(s) in {path}")
         task["n"], task["done"] = len(units), 0
@@ -120,6 +128,7 @@ def ingest_cmd(
             follow_links=follow_links,
             executor=ex,
             ranks=ranks,
+            on_detect=on_detect if progress_wanted(quiet) else None,
         )
     if ex is not None:
         ex.close()

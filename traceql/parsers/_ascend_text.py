@@ -385,8 +385,8 @@ class SerialCsv(CsvFile):
     """CsvFile read single-threaded: DuckDB's parallel scanner rejects quoted newlines (operator_details'
     multi-line Call Stack cells) together with null_padding."""
 
-    def from_clause(self) -> str:
-        return super().from_clause().replace("null_padding=true", "null_padding=true, parallel=false")
+    def from_clause(self, only: Path | None = None) -> str:
+        return super().from_clause(only).replace("null_padding=true", "null_padding=true, parallel=false")
 
 
 def select_rows(csv: CsvFile, exprs: dict[str, str]) -> list[dict[str, Any]]:

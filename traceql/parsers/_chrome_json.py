@@ -291,19 +291,32 @@ def scan_objects(
 # ---- DuckDB fast path ------------------------------------------------------------------------------
 
 
-def duck_connection(threads: int | None = None) -> Any:
+def duck_connection(threads: int | None = None, *, shared: bool = False) -> Any:
+    """A DuckDB connection for the JSON fast path. shared=True: a cursor on this process's one database of
+    these settings (traceql._duck.process_db: duckdb.connect costs ~25 CPU-ms, a cursor ~0.3), for callers that
+    change no database-wide setting; close() the cursor as usual."""
     import os
 
     import duckdb
 
-    con = duckdb.connect(":memory:")
-    con.execute(f"SET threads={int(threads or min(os.cpu_count() or 1, 8))}")
-    from .._duck import ingest_memory
+    from .._duck import ingest_memory, process_db
 
-    con.execute(f"SET memory_limit='{ingest_memory(DUCK_MEMORY_LIMIT)}'")
-    con.execute("SET preserve_insertion_order=false")
+    n = int(threads or min(os.cpu_count() or 1, 8))
+    mem = ingest_memory(DUCK_MEMORY_LIMIT)
+
+    def setup(con: Any) -> None:
+        con.execute(f"SET threads={n}")
+        con.execute(f"SET memory_limit='{mem}'")
+        con.execute("SET preserve_insertion_order=false")
+
+    if shared:
+        con = process_db(("json", n, mem), setup)
+    else:
+        con = duckdb.connect(":memory:")
+        setup(con)
     # DuckDB tracks query progress only with the progress bar on; printing stays off. The ingest progress bar
     # reads it (traceql.progress.stream): DuckDB reads ahead of its parse, so bytes read would run ahead.
+    # (Session settings: a shared database's cursor sets its own.)
     con.execute("SET enable_progress_bar=true")
     con.execute("SET enable_progress_bar_print=false")
     return con
@@ -727,21 +740,23 @@ class Spill:
         return self.path if self.rows else None
 
 
-def spill_connection(directory: str | Path) -> Any:
-    """A small DuckDB connection for the end-of-file steps: bounded memory, spills to `directory`."""
-    import duckdb
-
+def spill_connection() -> Any:
+    """A small DuckDB connection for the end-of-file steps: bounded memory, spilling to a temp dir of this
+    process. A cursor on the process's one database for them (traceql._duck.process_db): a database per step
+    (two per trace_view) was ~50 CPU-ms of a small rank's ~400."""
+    from .._duck import ingest_memory, process_db, process_temp_dir
     from ._csv import lit
 
-    con = duckdb.connect(":memory:")
     # 128 MB: the flow pairing over a 4 GB trace's spilled flows would otherwise grow the ingest's peak RSS
     # ~100 MB above a small trace's (the peak should not depend on the input size)
-    from .._duck import ingest_memory
+    mem = ingest_memory("128MB")
 
-    con.execute(f"SET memory_limit='{ingest_memory('128MB')}'")
-    con.execute("SET preserve_insertion_order=false")
-    con.execute(f"SET temp_directory={lit(str(Path(directory) / 'duckdb_tmp'))}")
-    return con
+    def setup(con: Any) -> None:
+        con.execute(f"SET memory_limit='{mem}'")
+        con.execute("SET preserve_insertion_order=false")
+        con.execute(f"SET temp_directory={lit(str(Path(process_temp_dir()) / 'duckdb_tmp'))}")
+
+    return process_db(("spill", mem), setup)
 
 
 FLOW_ENDS = ("cat", "name", "fid", "ph", "pid", "tid", "ts_ns")  # columns of a flows Spill
@@ -754,7 +769,8 @@ FLOW_PAIR_ROWS = 512 * 1024
 def pair_flows(path: Path, tmp: str | Path, batch_rows: int = 128 * 1024) -> Iterator[Any]:
     """Canonical `flows` batches from a Spill of flow ends (FLOW_ENDS): s paired with f/t on (cat, id),
     one row per f (an s may fan out to several tasks), unpaired ends kept with the other side null.
-    Runs in DuckDB with bounded memory (spills to `tmp`), in as many passes over disjoint hash ranges of the
+    Runs in DuckDB with bounded memory (spills to the process's temp dir: see spill_connection; `tmp` is
+    no longer used), in as many passes over disjoint hash ranges of the
     (cat, id) key as it takes to keep each pass at FLOW_PAIR_ROWS ends: one FULL OUTER JOIN over a 4 GB
     trace's 1.2M ends lifted the ingest's peak RSS ~0.15 GB above a 1 GB trace's."""
     import pyarrow.parquet as pq
@@ -763,7 +779,7 @@ def pair_flows(path: Path, tmp: str | Path, batch_rows: int = 128 * 1024) -> Ite
     from ._csv import path_lit
 
     passes = max(1, -(-pq.ParquetFile(path).metadata.num_rows // FLOW_PAIR_ROWS))
-    con = spill_connection(tmp)
+    con = spill_connection()
     try:
         src = f"read_parquet({path_lit(str(path))})"
         for k in range(passes):

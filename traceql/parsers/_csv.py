@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ _MACROS = (
 # Cells of numeric columns that held text no profiler writes go to traceql.parsers._numtext (per process:
 # each unit parses in its own worker): (file, column, cells, first line, example); ingest takes them.
 _BAD = "__bad"  # the select's extra column: does this row hold such a cell (the cheap detector)
+# tq_num of a quoted column name (CsvFile._hoist_numbers)
+_TQ_NUM = re.compile(r'tq_num\(("(?:[^"]|"")*")\)')
 
 
 _SHARED: dict[int, Any] = {}  # pid -> this process's in-memory DuckDB database for CSV reading
@@ -88,21 +91,34 @@ def _connection() -> Any:
         # DuckDB 2.0.1 pushes a bare TRY_CAST over a VARCHAR CSV column into the reader as a *strict* cast, so
         # one N/A fails the file ("Could not convert string 'N/A'"); the type_pushdown optimizer is that step.
         db.execute("SET disabled_optimizers = 'type_pushdown'")
+        for m in _MACROS:  # once, in the database (not TEMP): every cursor sees them (4 per CSV cost ~5 ms)
+            db.execute(m.replace("CREATE OR REPLACE TEMP MACRO", "CREATE OR REPLACE MACRO"))
     return db.cursor()
 
 
 class CsvFile:
-    def __init__(self, path: Path, con: Any = None) -> None:
+    """One CSV, or several with one header read as one table (`also`: the parts after `path`, in order; e.g.
+    msprof's op_summary slices: a query costs ~40-130 CPU-ms of planning whatever the file's size, so 3,000
+    slices read one by one spent minutes planning). Errors and unparsed-cell warnings still name the file."""
+
+    def __init__(self, path: Path, con: Any = None, also: Iterable[Path] = ()) -> None:
         self.path = Path(path)
         self.con = con or _connection()
         if con is not None:
             self.con.execute("SET disabled_optimizers = 'type_pushdown'")  # see _connection
-        for m in _MACROS:
-            self.con.execute(m)
+            for m in _MACROS:
+                self.con.execute(m)
         self.header = read_header(self.path)
         check_quotes(self.path)
+        self.paths = [self.path]
+        for p in also:
+            if read_header(Path(p)) != self.header:
+                raise ValueError(f"{p}: not the header of {self.path}")  # the caller groups by header
+            check_quotes(Path(p))
+            self.paths.append(Path(p))
         self._cols = set(self.header)
         self._numeric: set[str] = set()  # columns read as numbers: checked for unparsed cells after select()
+        self._hoisted: list[tuple[str, str]] = []  # (quoted column, alias) while select() builds its SQL
 
     # ---- columns ----------------------------------------------------------------------------------
     def has(self, col: str) -> bool:
@@ -185,12 +201,43 @@ class CsvFile:
         return MapExpr(cols, [f"tq_num({q(c)})" for c in cols], each="tq_num(x)")
 
     # ---- reading ----------------------------------------------------------------------------------
-    def from_clause(self) -> str:
+    def from_clause(self, only: Path | None = None) -> str:
+        """The read_csv of the file(s) (only: just that one of them)."""
         cols = "{" + ", ".join(f"{lit(c)}: 'VARCHAR'" for c in self.header) + "}"
-        return (
-            f"read_csv({path_lit(str(self.path))}, header=true, auto_detect=false, delim=',', quote='\"', escape='\"', "
+        paths = [only] if only is not None else self.paths
+        files = (
+            path_lit(str(paths[0]))
+            if len(paths) == 1
+            else "[" + ", ".join(path_lit(str(p)) for p in paths) + "]"
+        )
+        src = (
+            f"read_csv({files}, header=true, auto_detect=false, delim=',', quote='\"', escape='\"', "
             f"columns={cols}, null_padding=true, strict_mode=false, encoding='utf-8')"
         )
+        if self._hoisted:  # see _hoist_numbers
+            src = f"(SELECT *, {', '.join(f'tq_num({c}) AS {a}' for c, a in self._hoisted)} FROM {src})"
+        return src
+
+    def _hoist_numbers(self, select: str, where: str | None) -> tuple[str, str | None]:
+        """`select` and `where` with each tq_num("col") of a header column read from a subquery that converts
+        the column once. The same values: tq_num is a pure function of the cell. DuckDB plans the macro's
+        expansion at every use, and a kernel_details select repeats tq_num of a PMU column up to ~8 times
+        (HBM bytes = bandwidth x core time, with COALESCEs): planning took ~65 CPU-ms a file whatever its
+        size, a sixth of a small rank's ingest; converted once it takes ~half that."""
+        found = {m.group(1) for m in _TQ_NUM.finditer(select + (where or ""))}
+        cols = sorted(c for c in found if c[1:-1].replace('""', '"') in self._cols)
+        if not cols:
+            return select, where
+        pre = "__tqn"
+        while any(h.startswith(pre) for h in self._cols):  # a header may hold any name: never shadow one
+            pre += "_"
+        alias = {c: q(f"{pre}{i}") for i, c in enumerate(cols)}
+        self._hoisted = list(alias.items())
+
+        def sub(text: str) -> str:
+            return _TQ_NUM.sub(lambda m: alias.get(m.group(1), m.group(0)), text)
+
+        return sub(select), (sub(where) if where else where)
 
     def select(self, exprs: dict[str, str], where: str | None = None) -> Iterator[Any]:
         """Yield pyarrow RecordBatches of the canonical columns in `exprs` (name -> SQL expression)."""
@@ -213,7 +260,11 @@ class CsvFile:
             # optimizer is superlinear in their number); the exact per-column count runs only when it fires
             cells = ", ".join(q(c) for c in numeric)
             parts.append(f"list_bool_or(list_transform([{cells}], lambda x: tq_bad(x))) AS {q(_BAD)}")
-        sql = f"SELECT {', '.join(parts)} FROM {self.from_clause()}" + (f" WHERE {where}" if where else "")
+        select, where = self._hoist_numbers(", ".join(parts), where)
+        try:
+            sql = f"SELECT {select} FROM {self.from_clause()}" + (f" WHERE {where}" if where else "")
+        finally:
+            self._hoisted = []
         bad = False
         try:
             from .._duck import arrow_reader
@@ -227,12 +278,27 @@ class CsvFile:
                 yield _build_maps(batch, maps) if maps else batch
         except (duckdb.Error, OSError) as e:
             # DuckDB messages quote the offending line (which may be megabytes): keep the first line, capped
-            msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-            raise BadTraceError(self.path, f"malformed CSV: {msg}") from e
+            culprit, err = self._failing_part(e)
+            msg = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+            raise BadTraceError(culprit, f"malformed CSV: {msg}") from e
         if bad:
-            self._count_unparsed(where)
+            for p in self.paths:
+                self._count_unparsed(where, p)
 
-    def _count_unparsed(self, where: str | None) -> None:
+    def _failing_part(self, err: BaseException) -> tuple[Path, BaseException]:
+        """The file of several that the read failed on, and its own error (the first file when none fails
+        alone)."""
+        import duckdb
+
+        if len(self.paths) > 1:
+            for p in self.paths:
+                try:
+                    self.con.execute(f"SELECT count(*) FROM {self.from_clause(p)}").fetchall()
+                except (duckdb.Error, OSError) as e:
+                    return p, e
+        return self.path, err
+
+    def _count_unparsed(self, where: str | None, path: Path) -> None:
         """One more pass over the numeric columns, only for a file where the select's flag saw such a cell:
         count the cells that held something yet became NULL, with the first line and an example."""
         cols = sorted(self._numeric)
@@ -257,7 +323,7 @@ class CsvFile:
             for m in _MACROS:
                 con.execute(m)
             base = CsvFile.from_clause(
-                self
+                self, path
             )  # without TaskCsv's l2 join (a temp table of the caller's connection)
             sql = (
                 f"SELECT {', '.join(parts)} FROM (SELECT *, row_number() OVER () AS __row FROM {base}"
@@ -277,7 +343,7 @@ class CsvFile:
         for i, c in enumerate(cols):
             n, row, example = got[3 * i : 3 * i + 3]
             if n:
-                add_cells(str(self.path), c, int(n), int(row) + 1, str(example))  # +1: the header is line 1
+                add_cells(str(path), c, int(n), int(row) + 1, str(example))  # +1: the header is line 1
 
     def count(self) -> int:
         import duckdb
@@ -294,8 +360,8 @@ class TaskCsv(CsvFile):
 
     join_l2 = False
 
-    def from_clause(self) -> str:
-        base = super().from_clause()
+    def from_clause(self, only: Path | None = None) -> str:
+        base = super().from_clause(only)
         if not self.join_l2:
             return base
         return f"{base} LEFT JOIN __l2hit ON __l2hit.s = {self.int_('Stream ID')} AND __l2hit.t = {self.int_('Task ID')}"

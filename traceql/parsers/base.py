@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import BadTraceError, UnknownFormatError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     from ..store import RankWriter
 
 
@@ -105,8 +107,10 @@ def _claim(path: Path) -> list[Unit] | None:
     return None
 
 
-def detect(path: Path) -> list[Unit]:
-    """Units to parse for `path`: the path itself, or (for a cluster folder) each child dump, one rank each."""
+def detect(path: Path, on_progress: Callable[[int, int], None] | None = None) -> list[Unit]:
+    """Units to parse for `path`: the path itself, or (for a cluster folder) each child dump, one rank each.
+    on_progress(done, total): called as each child of a cluster folder has been looked at (a progress bar:
+    a folder of 1,000 rank dumps takes seconds to sniff)."""
     from ._files import check_tree
 
     check_tree(path)  # no sniffer may open a FIFO or a device (a hang, or /dev/zero read whole)
@@ -116,7 +120,10 @@ def detect(path: Path) -> list[Unit]:
     if path.is_dir():
         found: list[Unit] = []
         owner: dict[int, Path] = {}
-        for child in sorted(path.iterdir(), key=lambda p: p.name):
+        children = sorted(path.iterdir(), key=lambda p: p.name)
+        for i, child in enumerate(children):
+            if on_progress is not None:
+                on_progress(i, len(children))
             if child.name.startswith(".") or child.name == "cluster_analysis_output":
                 continue
             if child.is_dir():
@@ -130,6 +137,8 @@ def detect(path: Path) -> list[Unit]:
                                 raise BadTraceError(child, f"says it is rank {x.rank}, as does {other}: two rank folders "
                                                            "with one rank_id (copied folder? ingest them separately)")  # fmt: skip
                     found.extend(u)
+        if on_progress is not None:
+            on_progress(len(children), len(children))
         if found:
             # cluster-level outputs (msprof-analyze) ride along with the per-rank dumps
             cao = path / "cluster_analysis_output"

@@ -391,6 +391,24 @@ def _register_l2_hits(con: Any, l2_files: list[Path]) -> bool:
         raise BadTraceError(l2_files[0], f"malformed CSV: {str(e).strip().splitlines()[0]}") from e
 
 
+# slices read in one query at most (a query's planning is most of a small slice's cost; see CsvFile)
+SLICES_PER_QUERY = 256
+
+
+def _same_header_runs(files: list[Path]) -> list[tuple[Path, list[Path]]]:
+    """Consecutive slices with one header, as (first, the others) of up to SLICES_PER_QUERY files, in order."""
+    from ._csv import read_header
+
+    runs: list[tuple[list[str], list[Path]]] = []
+    for p in files:
+        h = read_header(p)
+        if runs and runs[-1][0] == h and len(runs[-1][1]) < SLICES_PER_QUERY:
+            runs[-1][1].append(p)
+        else:
+            runs.append((h, [p]))
+    return [(ps[0], ps[1:]) for _h, ps in runs]
+
+
 def parse_op_summary(
     files: list[Path],
     out: RankWriter,
@@ -402,8 +420,8 @@ def parse_op_summary(
     total = 0
     group = None
     joined: bool | None = None
-    for p in files:
-        csv = _OpSummaryCsv(p, con=con)
+    for first, rest in _same_header_runs(files):
+        csv = _OpSummaryCsv(first, con=con, also=rest)
         con = csv.con
         _require_any(csv, _KERNEL_COLS["name"], _KERNEL_COLS["ts"], _KERNEL_COLS["dur"])
         exprs = _kernel_exprs(csv, device)

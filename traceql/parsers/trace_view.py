@@ -590,7 +590,7 @@ class _Emitter:
         path = self._pct.close() if self._pct is not None else None
         if path is None:
             return
-        con = cj.spill_connection(self.tmp)
+        con = cj.spill_connection()
         try:
             pct = con.execute(
                 f"SELECT track, name, key FROM read_parquet({path_lit(str(path))}) GROUP BY ALL HAVING max(value) > 1 ORDER BY ALL"
@@ -799,7 +799,7 @@ def parse_trace_view(
             return meta
     # DuckDB starts parsing on another core while this thread pre-scans for track names
     stream = (
-        cj.DuckStream(cj.duck_connection(), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH)
+        cj.DuckStream(cj.duck_connection(shared=True), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH)
         if sn.fast_path
         else None
     )
