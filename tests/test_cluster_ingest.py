@@ -113,6 +113,74 @@ def test_ray_gives_identical_tables_and_findings(
     assert_same(snapshot(str(root)), reference)
 
 
+# ---- a dump on object storage (traceql.dump_fs) ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def s3_dump(dump: Path, moto_endpoint: str) -> str:
+    """The same 8-rank dump uploaded to the moto server (s3fs directly, not traceql)."""
+    import uuid
+
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    bucket = f"dump-{uuid.uuid4().hex[:12]}"
+    fs.mkdir(bucket)
+    fs.put(str(dump), f"{bucket}/job42", recursive=True)
+    return f"s3://{bucket}/job42/"
+
+
+def _dump_objects(url: str) -> dict[str, Any]:
+    """Every object under the dump with its size and ETag: what 'nothing written to the dump' compares."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.invalidate_cache()
+    bucket = url.split("://", 1)[1].split("/", 1)[0]
+    return {k: (v["size"], v.get("ETag")) for k, v in fs.find(bucket, detail=True).items()}
+
+
+def test_s3_dump_with_the_local_pool_gives_identical_tables(
+    s3_dump: str, dump: Path, tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    before = _dump_objects(s3_dump)
+    assert len(before) == sum(1 for p in dump.rglob("*") if p.is_file())  # the upload is the whole dump
+    root = tmp_path / "store"
+    info = ingest(s3_dump, store=root, name=RUN, workers=2)
+    assert info["ranks"] == list(range(8)) and info["source"] == s3_dump.rstrip("/")
+    assert_same(snapshot(str(root)), reference)
+    assert _dump_objects(s3_dump) == before  # nothing written to (or removed from) the dump's bucket
+
+
+def test_s3_dump_through_ray_into_an_s3_store_gives_identical_tables(
+    s3_dump: str, dump: Path, s3_root: str, ray_local: Any, reference: dict[str, Any]
+) -> None:
+    from traceql.executors.ray import RayExecutor
+
+    before = _dump_objects(s3_dump)
+    done: list[int] = []
+    ingest(s3_dump, store=s3_root, name=RUN, executor=RayExecutor(), on_bytes=lambda d, t: done.append(d))
+    # the bar's total: the bytes of every rank's profiler output folder, counted on the local copy of the dump
+    want = sum(
+        p.stat().st_size for p in dump.rglob("*") if p.is_file() and "ASCEND_PROFILER_OUTPUT" in p.parts
+    )
+    assert done and done[-1] == want and done == sorted(done)
+    assert_same(snapshot(s3_root), reference)
+    assert _dump_objects(s3_dump) == before
+
+
+def test_s3_dump_errors_name_the_url(moto_endpoint: str, tmp_path: Path) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("tq-bad-dump")
+    with pytest.raises(TraceQLError, match=r"^s3://tq-bad-dump/none: no such file") as e:
+        ingest("s3://tq-bad-dump/none", store=tmp_path / "s", name=RUN, workers=1)
+    fs.pipe_file("tq-bad-dump/junk/notes.txt", b"hello")
+    with pytest.raises(TraceQLError, match=r"^s3://tq-bad-dump/junk: no known profiler dump") as e:
+        ingest("s3://tq-bad-dump/junk/", store=tmp_path / "s", name=RUN, workers=1)
+    assert "\n" not in str(e.value) and "traceql-sniff" not in str(e.value)
+    assert not (tmp_path / "s").exists() or Store(tmp_path / "s").runs() == {}
+
+
 # ---- the commit protocol on object storage -------------------------------------------------------------
 def _objects(root: str) -> list[str]:
     import s3fs

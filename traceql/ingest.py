@@ -67,6 +67,14 @@ def ingest(
     executor: a traceql.executors Executor (Ray...): the ingest runs as traceql.distributed's map/reduce and
     stores the derived tables with the run; also the path for an object store (s3://), with the local pool.
     ranks: "light" / "light+R1,R2" keeps full detail only for the ranks traceql.tiers picks (and R1, R2)."""
+    # --- hook: a dump on object storage (traceql.dump_fs): detected on a sniff mirror, parsed on the workers
+    from .dump_fs import is_url
+
+    if is_url(path):
+        return _ingest_remote(
+            str(path), store, name, replace, workers, on_unit_done, on_units, on_bytes, executor, ranks
+        )
+    # --- end hook ---------------------------------------------------------------------------------------
     p = Path(path)
     if not p.exists():
         raise BadTraceError(p, "no such file or directory")
@@ -148,6 +156,41 @@ def ingest(
         raise
     info["run_id"] = run_id
     return info
+
+
+def _ingest_remote(
+    url: str,
+    store: str | Path | Store | None,
+    name: str | None,
+    replace: bool,
+    workers: int | None,
+    on_unit_done: Callable[[Unit, dict[str, Any]], None] | None,
+    on_units: Callable[[list[Unit]], None] | None,
+    on_bytes: Callable[[int, int], None] | None,
+    executor: Any,
+    ranks: str | None,
+) -> dict[str, Any]:
+    """ingest() for a dump at a URL: always traceql.distributed's path (each rank task fetches its files)."""
+    from . import distributed
+    from .dump_fs import detect_remote
+    from .executors.local import LocalPool
+
+    st = store if isinstance(store, Store) else Store(store)
+    run_id = check_run_name(name) if name else run_name_from_path(Path(url.rstrip("/").rsplit("/", 1)[-1]))
+    st.check_can_add(run_id, replace)
+    dump, units = detect_remote(url)
+    if on_units:
+        on_units(units)
+    assigned = _assign_ranks(units)
+    own = executor is None
+    ex = LocalPool(workers) if own else executor
+    try:
+        return distributed.run(
+            st, Path(url), run_id, assigned, ex, replace, on_unit_done, on_bytes, ranks=ranks, dump=dump
+        )
+    finally:
+        if own:
+            ex.close()
 
 
 def _refuse_links_outside(dump: Path) -> None:
