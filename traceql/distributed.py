@@ -49,11 +49,14 @@ def parse_rank(
     tag: str,
     keep: str = "all",
     dump_url: str | None = None,
+    slot: int = -1,
+    size: int = 0,
 ) -> dict[str, Any]:
     """Parse one unit into the run's files; returns parse_unit's result (rows, files relative to the run).
     keep: "all" tables, only the "light" ones (traceql.tiers.LIGHT), or only the "detail" ones (the rest).
     dump_url: the unit is on object storage under this dump URL (traceql.dump_fs): its files are copied to
-    a temp dir on this node first, parsed there, and deleted."""
+    a temp dir on this node first, parsed there, and deleted. slot/size: where the parse publishes its bytes
+    read (the executor's progress board, traceql.progress)."""
     if dump_url is not None:
         from . import dump_fs
         from ._owned import TempDir
@@ -62,7 +65,7 @@ def parse_rank(
         with TempDir("dump") as tmp:
             local = dump_fs.fetch_unit(unit, dump_url, Path(tmp))
             try:
-                return parse_rank(local, target, run_id, rank, tag, keep)
+                return parse_rank(local, target, run_id, rank, tag, keep, None, slot, size)
             except BadTraceError as e:
                 scope = dump_fs.scope_of(unit.path, dump_url)
                 raise dump_fs.relocate(
@@ -71,14 +74,14 @@ def parse_rank(
     from .rank_parse import parse_unit
 
     if target["kind"] == "local":
-        r = parse_unit(unit, target["dir"], run_id, rank, tag)
+        r = parse_unit(unit, target["dir"], run_id, rank, tag, slot, size)
         for rel in _drop(r, keep):
             os.unlink(Path(target["dir"]) / rel)
     else:
         from ._owned import TempDir
 
         with TempDir("rank") as tmp:
-            r = parse_unit(unit, tmp, run_id, rank, tag)
+            r = parse_unit(unit, tmp, run_id, rank, tag, slot, size)
             _drop(r, keep)
             rels = [f for fl in r["files"].values() for f in fl]
             upload_files(target["root"], Path(tmp), target["gen"], rels)
@@ -175,17 +178,20 @@ def run(
             for u, _r in assigned
         ]
         dump_url = dump.url if dump is not None else None
-        total, done_bytes = sum(sizes), 0
         keep = "light" if tiered else "all"
-        jobs = [(u, target, run_id, rank, f"{i}", keep, dump_url) for i, (u, rank) in enumerate(assigned)]
+        jobs = [
+            (u, target, run_id, rank, f"{i}", keep, dump_url, i, sizes[i])
+            for i, (u, rank) in enumerate(assigned)
+        ]
         results: list[dict[str, Any]] = []
-        for i, r in executor.map(parse_rank, jobs, memory=[PARSE_MEMORY] * len(jobs)):
-            results.append(r)
-            done_bytes += sizes[i]
-            if on_unit_done:
-                on_unit_done(assigned[i][0], r)
-            if on_bytes:
-                on_bytes(done_bytes, total)
+        # bytes read inside each rank, from every worker (the executor's board: shared memory, or a Ray actor)
+        with progress.polling(executor.progress_board(len(jobs)), sizes, on_bytes) as bar:
+            for i, r in executor.map(parse_rank, jobs, memory=[PARSE_MEMORY] * len(jobs)):
+                results.append(r)
+                bar.finished(i)
+                if on_unit_done:
+                    on_unit_done(assigned[i][0], r)
+        executor.progress_board(0)  # the passes after the parse publish nothing
         tier: dict[str, Any] | None = None
         if tiered:
             tier = _detail_pass(results, assigned, target, run_id, extra, executor, dump_url)
