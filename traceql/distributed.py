@@ -71,8 +71,14 @@ def parse_rank(
                 raise dump_fs.relocate(
                     e, str(Path(tmp) / scope.rstrip("/").rsplit("/", 1)[-1]), scope
                 ) from None
+    from dataclasses import replace
+
     from .rank_parse import parse_unit
 
+    if (
+        keep == "light"
+    ):  # parsers that know the option skip the detail files (torch_npu text); _drop does the rest
+        unit = replace(unit, options=(*unit.options, ("tables", "light")))
     if target["kind"] == "local":
         r = parse_unit(unit, target["dir"], run_id, rank, tag, slot, size)
         for rel in _drop(r, keep):
