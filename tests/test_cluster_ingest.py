@@ -257,6 +257,23 @@ def test_s3_dump_through_ray_into_an_s3_store_gives_identical_tables(
     assert _dump_objects(s3_dump) == before
 
 
+def test_cli_ingests_a_dump_url(moto_endpoint: str, tmp_path: Path, cli: Any) -> None:
+    """The CLI keeps the URL's '//' (a Path argument would fold it to s3:/...): the bundled 2-rank sample."""
+    import s3fs
+
+    sample = Path(__file__).resolve().parents[1] / "sample_traces" / "torch_npu_2rank"
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("tq-cli-dump")
+    fs.put(str(sample), "tq-cli-dump/demo", recursive=True)
+    store = tmp_path / "s"
+    r = cli("ingest", "s3://tq-cli-dump/demo/", "--store", store, "-q", "--no-check", "--no-prepare")
+    assert r.code == 0, r
+    r = cli("runs", "--store", store, "--format", "json")
+    assert json.loads(r.out)["demo"]["source"] == "s3://tq-cli-dump/demo"
+    r = cli("sql", "--store", store, "--format", "json", "SELECT count(*) AS n FROM kernels")
+    assert json.loads(r.out) == [{"n": csv_kernels(sample)}]
+
+
 def test_s3_dump_errors_name_the_url(moto_endpoint: str, tmp_path: Path) -> None:
     import s3fs
 
