@@ -1,7 +1,7 @@
 """Ray vs the local process pool: overhead per rank, peak RSS per worker against the rank count, and a
 projection for 1,000 ranks x 2 GB on N nodes from the measured per-rank cost.
 
-    .venv/bin/python benchmarks/bench_ray.py                       # 16 and 64 ranks, 1 MB each, 2 workers
+    .venv/bin/python benchmarks/bench_ray.py                       # 8 and 64 ranks, 1 MB each, 2 workers
     .venv/bin/python benchmarks/bench_ray.py --ranks 64 --mb 4 --workers 2 --json out.json
 
 Each case ingests the same synthetic cluster (traceql.synth.write_cluster: real torch_npu text format) into a
@@ -79,7 +79,7 @@ def run_case(dump: Path, store: Path, executor: Any) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ranks", default="16,64", help="rank counts, comma separated")
+    ap.add_argument("--ranks", default="8,64", help="rank counts, comma separated")
     ap.add_argument("--mb", type=float, default=1.0, help="MB (1e6 bytes) of dump per rank")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None)
