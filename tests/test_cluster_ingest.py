@@ -334,7 +334,9 @@ def test_conditional_put_refuses_a_stale_replace(s3_root: str) -> None:
         conditional_put(st.fs, key, b"{  }", etag)  # the etag changed meanwhile: refused
 
 
-def test_concurrent_ingests_of_one_name_leave_exactly_one(dump: Path, s3_root: str) -> None:
+def test_concurrent_ingests_of_one_name_leave_exactly_one(s3_root: str) -> None:
+    # the bundled 2-rank sample: the commit protocol is under test here, not the tables (8 ranks cost 2 min)
+    dump = Path(__file__).resolve().parents[1] / "sample_traces" / "torch_npu_2rank"
     errors: list[BaseException] = []
     ok: list[dict[str, Any]] = []
     barrier = threading.Barrier(2)

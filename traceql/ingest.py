@@ -79,7 +79,9 @@ def ingest(
         from . import distributed
 
         own = executor is None
-        ex = LocalPool(workers) if own else executor
+        # the pool's workers talk to S3 through fsspec: spawned, not forked (see LocalPool)
+        spawn = "spawn" if isinstance(st, ObjectStore) else None
+        ex = LocalPool(workers, start_method=spawn) if own else executor
         try:
             return distributed.run(st, p, run_id, assigned, ex, replace, on_unit_done, on_bytes, ranks=ranks)
         finally:
@@ -141,7 +143,7 @@ def _ingest_remote(
         on_units(units)
     assigned = _assign_ranks(units)
     own = executor is None
-    ex = LocalPool(workers) if own else executor
+    ex = LocalPool(workers, start_method="spawn") if own else executor  # fsspec in the workers: spawned
     try:
         return distributed.run(
             st, Path(url), run_id, assigned, ex, replace, on_unit_done, on_bytes, ranks=ranks, dump=dump

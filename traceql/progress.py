@@ -192,7 +192,7 @@ class Polling:
         if self.on_bytes is None:
             return
         try:
-            values = self.board.values()
+            values = self.board.values() if self.board is not None else []
         except Exception:  # noqa: BLE001 - a progress probe must never break the ingest
             values = []
         done = sum(

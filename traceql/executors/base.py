@@ -26,9 +26,9 @@ class Executor(Protocol):
         self, fn: Callable[..., Any], jobs: list[tuple[Any, ...]], memory: list[int] | None = None
     ) -> Iterator[tuple[int, Any]]: ...
 
-    def progress_board(self, n: int) -> ProgressBoard:
+    def progress_board(self, n: int) -> ProgressBoard | None:
         """A board of n slots that the jobs of the following map() calls publish into (slot = the job's own
-        index argument), until the next progress_board() call."""
+        index argument), until the next progress_board() call; n == 0: none."""
         ...
 
     def close(self) -> None: ...

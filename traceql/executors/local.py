@@ -34,14 +34,21 @@ class SharedSlots:
 class LocalPool:
     name = "local"
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
+        """start_method: multiprocessing's ("spawn" for jobs that use fsspec's S3 client: a worker forked
+        from a driver whose fsspec event-loop thread is running can crash inside botocore); None: the
+        platform default (fork on Linux, no start-up cost)."""
         self.workers = max(1, workers or os.cpu_count() or 1)
+        self.start_method = start_method
         self._ex: ProcessPoolExecutor | None = None
         self._board: SharedSlots | None = None
 
-    def progress_board(self, n: int) -> SharedSlots:
+    def progress_board(self, n: int) -> SharedSlots | None:
         """Slots the next map()s' jobs publish into; the pool is restarted to hand them to its workers (an
-        inherited shared array cannot be sent to a running worker)."""
+        inherited shared array cannot be sent to a running worker). n == 0: no board, the pool kept."""
+        if not n:
+            self._board = None
+            return None
         self._board = SharedSlots(n)
         self.close()
         return self._board
@@ -59,8 +66,11 @@ class LocalPool:
                 yield i, fn(*job)
             return
         if self._ex is None:
+            import multiprocessing
+
+            ctx = multiprocessing.get_context(self.start_method) if self.start_method else None
             self._ex = ProcessPoolExecutor(
-                max_workers=self.workers, initializer=_init, initargs=(os.getpid(), slots)
+                max_workers=self.workers, mp_context=ctx, initializer=_init, initargs=(os.getpid(), slots)
             )
         futs: dict[Future[Any], int] = {self._ex.submit(fn, *job): i for i, job in enumerate(jobs)}
         try:

@@ -75,6 +75,9 @@ class RayBoard:
     def __init__(self, n: int) -> None:
         ray = _ray()
         self.actor = ray.remote(num_cpus=0)(_Board).remote(n)
+        # ready before the tasks start (an actor's process takes seconds to start on a loaded node; until it
+        # runs, the driver's reads would wait and the first tasks' bytes show only when they are done)
+        ray.get(self.actor.values.remote(), timeout=120)
 
     def values(self) -> list[int]:
         ray = _ray()
@@ -115,8 +118,9 @@ class RayExecutor:
         self._remote = ray.remote(_call)
         self._board: RayBoard | None = None
 
-    def progress_board(self, n: int) -> RayBoard:
-        self._board = RayBoard(n)
+    def progress_board(self, n: int) -> RayBoard | None:
+        """n == 0: no board (the following jobs publish nothing)."""
+        self._board = RayBoard(n) if n else None
         return self._board
 
     def _memory_cap(self) -> int:
