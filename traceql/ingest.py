@@ -49,7 +49,10 @@ def ingest(
     carry a link to your own files; a cluster folder assembled from links to rank dumps needs it).
     executor: a traceql.executors Executor (Ray...): the ingest runs as traceql.distributed's map/reduce and
     stores the derived tables with the run; also the path for an object store (s3://), with the local pool.
-    ranks: "light" / "light+R1,R2" keeps full detail only for the ranks traceql.tiers picks (and R1, R2)."""
+    ranks: "light" / "light+R1,R2" keeps full detail only for the ranks traceql.tiers picks (and R1, R2).
+    With an object store (s3://) or a dump URL and no executor given, the pool's workers are spawned, not
+    forked (see executors.local.LocalPool): a script calling ingest() then needs the usual
+    `if __name__ == "__main__":` guard, as on macOS and Windows."""
     # --- hook: a dump on object storage (traceql.dump_fs): detected on a sniff mirror, parsed on the workers
     from .dump_fs import is_url
 
