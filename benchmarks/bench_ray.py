@@ -1,7 +1,7 @@
 """Ray vs the local process pool: overhead per rank, peak RSS per worker against the rank count, and a
 projection for 1,000 ranks x 2 GB on N nodes from the measured per-rank cost.
 
-    .venv/bin/python benchmarks/bench_ray.py                       # 16 and 64 ranks, 1 MB each, 2 workers
+    .venv/bin/python benchmarks/bench_ray.py                       # 8 and 64 ranks, 1 MB each, 2 workers
     .venv/bin/python benchmarks/bench_ray.py --ranks 64 --mb 4 --workers 2 --json out.json
 
 Each case ingests the same synthetic cluster (traceql.synth.write_cluster: real torch_npu text format) into a
@@ -79,10 +79,16 @@ def run_case(dump: Path, store: Path, executor: Any) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ranks", default="16,64", help="rank counts, comma separated")
+    ap.add_argument("--ranks", default="8,64", help="rank counts, comma separated")
     ap.add_argument("--mb", type=float, default=1.0, help="MB (1e6 bytes) of dump per rank")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--split",
+        default="",
+        help="RANKS:MB,RANKS:MB (e.g. 4:0.5,4:40): local-pool runs at two rank sizes, to split the per-rank "
+        "CPU into a fixed part and a per-byte part for the projection",
+    )
     args = ap.parse_args()
 
     import ray
@@ -105,6 +111,16 @@ def main() -> None:
                 results.append(r)
                 print(json.dumps(r), flush=True)
             shutil.rmtree(dump, ignore_errors=True)
+        for spec in [x for x in args.split.split(",") if x]:
+            n_s, mb_s = spec.split(":")
+            dump = tmp / f"split{n_s}-{mb_s}"
+            w = write_cluster(dump, int(n_s), int(float(mb_s) * 1e6))
+            r = run_case(dump, tmp / f"s-split-{n_s}-{mb_s}", LocalPool(args.workers))
+            r["input_bytes"] = int(w["bytes"])  # type: ignore[call-overload]
+            r["split"] = True
+            results.append(r)
+            print(json.dumps(r), flush=True)
+            shutil.rmtree(dump, ignore_errors=True)
     finally:
         ray.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -124,6 +140,8 @@ def summary(results: list[dict[str, Any]], workers: int) -> str:
         lines.append(
             f"| {r['ranks']} | {r['executor']} | {r['wall_s']} | {cpu:.1f} | {cpu / r['ranks']:.3f} | {r['worker_peak_rss_mb_max']} |"
         )
+    split = sorted((r for r in results if r.get("split")), key=lambda r: r["input_bytes"] / r["ranks"])
+    results = [r for r in results if not r.get("split")]
     by = {(r["executor"], r["ranks"]): r for r in results}
     big = max(r["ranks"] for r in results)
     loc, ray_ = by.get(("local", big)), by.get(("ray", big))
@@ -143,6 +161,22 @@ def summary(results: list[dict[str, Any]], workers: int) -> str:
             "per-rank cost (processes, DuckDB sessions), so this overstates large ranks: run two --mb sizes.",
         ]
         per_rank = per_byte * 2e9 + max(0.0, over_cpu)
+        if len(split) >= 2:
+            # two rank sizes (local pool): CPU per rank = fixed + per_byte x bytes per rank, a two-point fit
+            (x1, y1), (x2, y2) = (
+                (r["input_bytes"] / r["ranks"], (r["cpu_driver_s"] + r["cpu_workers_s"]) / r["ranks"])
+                for r in (split[0], split[-1])
+            )
+            slope = (y2 - y1) / (x2 - x1)
+            fixed = y1 - slope * x1
+            per_rank = fixed + slope * 2e9 + max(0.0, over_cpu)
+            lines += [
+                "",
+                f"Two-size fit (local pool, {split[0]['ranks']} ranks of {x1 / 1e6:.1f} MB and {split[-1]['ranks']} of "
+                f"{x2 / 1e6:.1f} MB): {fixed:.2f} CPU-s fixed per rank + {slope * 1e9:.2f} CPU-s per GB "
+                f"(measured points, linear fit: a modelled extrapolation to 2 GB) -> {per_rank:.0f} CPU-s per 2 GB rank "
+                "including Ray's overhead per rank.",
+            ]
         for nodes, cores in ((1, 16), (8, 16), (32, 16), (125, 16)):
             waves = -(-1000 // (nodes * cores))
             lines.append(

@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, int]] = [
     ("traceql.engine", 2),
     ("traceql.rank_parse", 2),
     ("traceql.parsers", 2),
+    ("traceql.dump_fs", 2),  # a dump at a URL: detection runs the parsers' claims on a sniff mirror
     ("traceql.synth", 2),
     ("traceql.store", 1),
     ("traceql.store_fs", 1),

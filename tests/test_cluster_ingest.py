@@ -44,9 +44,10 @@ def reference(dump: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     return snapshot(str(root))
 
 
-def snapshot(root: str) -> dict[str, Any]:
+def snapshot(root: str, with_findings: bool = True) -> dict[str, Any]:
     """Every table's rows (sorted) and the findings JSON of RUN, with the store's root blanked out (the
-    findings' suggested commands name the store)."""
+    findings' suggested commands name the store). with_findings=False: the tables only (the findings are a
+    function of the tables, compared in full by the executor and store tests above)."""
     from traceql import findings
     from traceql.engine import connect
 
@@ -59,6 +60,8 @@ def snapshot(root: str) -> dict[str, Any]:
         rows = con.execute(f"SELECT {cols} FROM {t}").fetchall()
         tables[t] = sorted(rows, key=repr)
     con.close()
+    if not with_findings:
+        return {"tables": tables}
     rep = findings.evaluate(root, RUN, device="ascend910b").to_dict()
     text = json.dumps(rep, sort_keys=True, default=str).replace(root, "<store>")
     return {"tables": tables, "findings": json.loads(text)}
@@ -68,7 +71,8 @@ def assert_same(got: dict[str, Any], want: dict[str, Any]) -> None:
     for t in TABLES:
         assert len(got["tables"][t]) == len(want["tables"][t]), t
         assert got["tables"][t] == want["tables"][t], t
-    assert got["findings"] == want["findings"]
+    if "findings" in got:
+        assert got["findings"] == want["findings"]
 
 
 def csv_kernels(dump: Path) -> int:
@@ -85,10 +89,23 @@ def test_reference_matches_the_raw_files(dump: Path, reference: dict[str, Any]) 
     assert fired  # the planted story fires something: an empty findings list would compare equal trivially
 
 
+@pytest.fixture(scope="module")
+def s3_ingested(dump: Path, moto_endpoint: str) -> tuple[str, dict[str, Any]]:
+    """The dump ingested once into a fresh s3:// store (local pool); read-only for the tests that use it."""
+    import uuid
+
+    import s3fs
+
+    bucket = f"tq-{uuid.uuid4().hex[:12]}"
+    s3fs.S3FileSystem().mkdir(bucket)
+    root = f"s3://{bucket}/traceql"
+    return root, ingest(dump, store=root, name=RUN, workers=2)
+
+
 def test_s3_store_gives_identical_tables_and_findings(
-    dump: Path, s3_root: str, reference: dict[str, Any]
+    s3_ingested: tuple[str, dict[str, Any]], reference: dict[str, Any]
 ) -> None:
-    info = ingest(dump, store=s3_root, name=RUN, workers=2)
+    s3_root, info = s3_ingested
     st = Store(s3_root)
     assert type(st).__name__ == "ObjectStore" and list(st.runs()) == [RUN]
     assert derived_tables.stored_for(st.run(RUN))  # the derived tables came with the run
@@ -109,8 +126,166 @@ def test_ray_gives_identical_tables_and_findings(
     want = sum(
         p.stat().st_size for p in dump.rglob("*") if p.is_file() and "ASCEND_PROFILER_OUTPUT" in p.parts
     )
-    assert len(done) == 8 and done[-1] == want and done == sorted(done)
+    assert done and done[-1] == want and done == sorted(done)
     assert_same(snapshot(str(root)), reference)
+
+
+def test_ray_tasks_publish_their_bytes_while_they_run(ray_local: Any, tmp_path: Path) -> None:
+    """Progress inside a rank: a task reading a file in four timed chunks is seen part way by the driver
+    (its UnitProgress writes to the executor's board, a Ray actor; the driver polls it as the CLI bar does)."""
+    from traceql import progress
+    from traceql.executors.ray import RayExecutor
+
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"x" * (4 << 20))
+
+    def read_slowly(slot: int, path: str, size: int) -> int:
+        import time as _t
+
+        from traceql import progress as _p
+
+        with _p.UnitProgress(slot, size, period_s=0.05), open(path, "rb") as fh:
+            while fh.read(1 << 20):
+                _t.sleep(0.5)
+        return size
+
+    ex = RayExecutor()
+    size = data.stat().st_size
+    seen: list[int] = []
+    with progress.polling(ex.progress_board(1), [size], lambda d, t: seen.append(d)) as bar:
+        for i, _r in ex.map(read_slowly, [(0, str(data), size)]):
+            bar.finished(i)
+    assert seen[-1] == size and seen == sorted(seen)
+    assert any(0 < v < size for v in seen), seen  # moved before the task finished
+
+
+# ---- traceql sql and views.sql on an s3:// store; writes to other fsspec stores ------------------------
+def test_sql_on_an_s3_store_reads_its_tables_and_nothing_else(
+    s3_ingested: tuple[str, dict[str, Any]], dump: Path, cli: Any
+) -> None:
+    s3_root, _info = s3_ingested
+    r = cli("sql", "--store", s3_root, "--format", "json", "SELECT count(*) AS n FROM kernels")
+    assert r.code == 0, r
+    assert json.loads(r.out) == [{"n": csv_kernels(dump)}]
+    # the sandbox admits the store's runs/ prefix only: the run records beside it are refused, in one line
+    r = cli("sql", "--store", s3_root, f"SELECT * FROM read_json_auto('{s3_root}/manifest.d/*.json')")
+    assert r.code == 1 and "Permission Error" in r.err and len(r.err.strip().splitlines()) == 1, r
+
+
+def test_views_sql_on_an_s3_store_recreates_the_views(
+    s3_ingested: tuple[str, dict[str, Any]], dump: Path
+) -> None:
+    """views.sql as the duckdb shell runs it: statement by statement, the s3:// paths read through s3fs
+    (registered on the connection: the shell would use its httpfs extension, which this machine cannot fetch)."""
+    import duckdb
+    import s3fs
+
+    s3_root, _info = s3_ingested
+    fs = s3fs.S3FileSystem()
+    fs.invalidate_cache()
+    text = fs.cat_file(f"{s3_root.split('://', 1)[1]}/views.sql").decode()
+    con = duckdb.connect(":memory:")
+    con.register_filesystem(fs)
+    for stmt in duckdb.extract_statements(text):
+        con.execute(stmt.query)
+    assert con.execute("SELECT count(*) FROM kernels").fetchone() == (csv_kernels(dump),)
+    assert con.execute("SELECT run_id FROM runs").fetchall() == [(RUN,)]
+
+
+def test_writes_to_a_non_s3_fsspec_store_are_refused_before_parsing(dump: Path) -> None:
+    import fsspec
+
+    with pytest.raises(
+        StoreError, match=r"^store memory://tq-w: traceql writes runs only to a local folder"
+    ) as e:
+        ingest(dump, store="memory://tq-w", name=RUN, workers=1)
+    assert "\n" not in str(e.value)
+    assert fsspec.filesystem("memory").find("/tq-w") == []  # nothing was written
+
+
+# ---- a dump on object storage (traceql.dump_fs) ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def s3_dump(dump: Path, moto_endpoint: str) -> str:
+    """The same 8-rank dump uploaded to the moto server (s3fs directly, not traceql)."""
+    import uuid
+
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    bucket = f"dump-{uuid.uuid4().hex[:12]}"
+    fs.mkdir(bucket)
+    fs.put(str(dump), f"{bucket}/job42", recursive=True)
+    return f"s3://{bucket}/job42/"
+
+
+def _dump_objects(url: str) -> dict[str, Any]:
+    """Every object under the dump with its size and ETag: what 'nothing written to the dump' compares."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.invalidate_cache()
+    bucket = url.split("://", 1)[1].split("/", 1)[0]
+    return {k: (v["size"], v.get("ETag")) for k, v in fs.find(bucket, detail=True).items()}
+
+
+def test_s3_dump_with_the_local_pool_gives_identical_tables(
+    s3_dump: str, dump: Path, tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    before = _dump_objects(s3_dump)
+    assert len(before) == sum(1 for p in dump.rglob("*") if p.is_file())  # the upload is the whole dump
+    root = tmp_path / "store"
+    info = ingest(s3_dump, store=root, name=RUN, workers=2)
+    assert info["ranks"] == list(range(8)) and info["source"] == s3_dump.rstrip("/")
+    assert_same(snapshot(str(root), with_findings=False), reference)
+    assert _dump_objects(s3_dump) == before  # nothing written to (or removed from) the dump's bucket
+
+
+def test_s3_dump_through_ray_into_an_s3_store_gives_identical_tables(
+    s3_dump: str, dump: Path, s3_root: str, ray_local: Any, reference: dict[str, Any]
+) -> None:
+    from traceql.executors.ray import RayExecutor
+
+    before = _dump_objects(s3_dump)
+    done: list[int] = []
+    ingest(s3_dump, store=s3_root, name=RUN, executor=RayExecutor(), on_bytes=lambda d, t: done.append(d))
+    # the bar's total: the bytes of every rank's profiler output folder, counted on the local copy of the dump
+    want = sum(
+        p.stat().st_size for p in dump.rglob("*") if p.is_file() and "ASCEND_PROFILER_OUTPUT" in p.parts
+    )
+    assert done and done[-1] == want and done == sorted(done)
+    assert_same(snapshot(s3_root, with_findings=False), reference)
+    assert _dump_objects(s3_dump) == before
+
+
+def test_cli_ingests_a_dump_url(moto_endpoint: str, tmp_path: Path, cli: Any) -> None:
+    """The CLI keeps the URL's '//' (a Path argument would fold it to s3:/...): the bundled 2-rank sample."""
+    import s3fs
+
+    sample = Path(__file__).resolve().parents[1] / "sample_traces" / "torch_npu_2rank"
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("tq-cli-dump")
+    fs.put(str(sample), "tq-cli-dump/demo", recursive=True)
+    store = tmp_path / "s"
+    r = cli("ingest", "s3://tq-cli-dump/demo/", "--store", store, "-q", "--no-check", "--no-prepare")
+    assert r.code == 0, r
+    r = cli("runs", "--store", store, "--format", "json")
+    assert json.loads(r.out)["demo"]["source"] == "s3://tq-cli-dump/demo"
+    r = cli("sql", "--store", store, "--format", "json", "SELECT count(*) AS n FROM kernels")
+    assert json.loads(r.out) == [{"n": csv_kernels(sample)}]
+
+
+def test_s3_dump_errors_name_the_url(moto_endpoint: str, tmp_path: Path) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("tq-bad-dump")
+    with pytest.raises(TraceQLError, match=r"^s3://tq-bad-dump/none: no such file") as e:
+        ingest("s3://tq-bad-dump/none", store=tmp_path / "s", name=RUN, workers=1)
+    fs.pipe_file("tq-bad-dump/junk/notes.txt", b"hello")
+    with pytest.raises(TraceQLError, match=r"^s3://tq-bad-dump/junk: no known profiler dump") as e:
+        ingest("s3://tq-bad-dump/junk/", store=tmp_path / "s", name=RUN, workers=1)
+    assert "\n" not in str(e.value) and "traceql-sniff" not in str(e.value)
+    assert not (tmp_path / "s").exists() or Store(tmp_path / "s").runs() == {}
 
 
 # ---- the commit protocol on object storage -------------------------------------------------------------
@@ -159,7 +334,9 @@ def test_conditional_put_refuses_a_stale_replace(s3_root: str) -> None:
         conditional_put(st.fs, key, b"{  }", etag)  # the etag changed meanwhile: refused
 
 
-def test_concurrent_ingests_of_one_name_leave_exactly_one(dump: Path, s3_root: str) -> None:
+def test_concurrent_ingests_of_one_name_leave_exactly_one(s3_root: str) -> None:
+    # the bundled 2-rank sample: the commit protocol is under test here, not the tables (8 ranks cost 2 min)
+    dump = Path(__file__).resolve().parents[1] / "sample_traces" / "torch_npu_2rank"
     errors: list[BaseException] = []
     ok: list[dict[str, Any]] = []
     barrier = threading.Barrier(2)
@@ -225,7 +402,7 @@ def test_killed_ray_worker_is_retried(
     killed, err = _ingest_while_killing(dump, tmp_path / "store", max_retries=3)
     assert killed, "no Ray worker was seen running a task (nothing was killed)"
     assert err is None
-    assert_same(snapshot(str(tmp_path / "store")), reference)
+    assert_same(snapshot(str(tmp_path / "store"), with_findings=False), reference)
 
 
 def test_killed_ray_worker_without_retries_fails_cleanly(dump: Path, tmp_path: Path, ray_local: Any) -> None:
@@ -259,7 +436,12 @@ def test_light_ranks_keep_detail_only_for_the_picked_ranks(
     assert 2 in picked and len(picked) < 8
     con = connect(root, runs=[RUN])
     ref = reference["tables"]
-    for t in ("steps", "comm_ops", "counters"):  # light tables: every rank, as in the full ingest
+    # the light pass skipped the detail files of the ranks it did not mark (the parser's own list of files read)
+    unmarked = [r for r in range(8) if r not in picked]
+    assert unmarked and all("kernel_details.csv" not in info["meta"][str(r)]["files"] for r in unmarked)
+    assert all("kernel_details.csv" in info["meta"][str(r)]["files"] for r in picked)
+    for t in ("steps", "comm_ops", "comm_bandwidth", "comm_matrix", "counters", "run_meta"):
+        # light tables: every rank, as in the full ingest
         assert sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) == ref[t], t
     ranks_with_kernels = {r for (r,) in con.execute("SELECT DISTINCT rank FROM kernels").fetchall()}
     assert ranks_with_kernels == set(picked)

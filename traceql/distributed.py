@@ -42,21 +42,52 @@ DERIVE_MEMORY = derive.MEMORY_FLOOR + (256 << 20)
 
 # ---- tasks (module-level: workers import them by name) --------------------------------------------------
 def parse_rank(
-    unit: Unit, target: dict[str, Any], run_id: str, rank: int, tag: str, keep: str = "all"
+    unit: Unit,
+    target: dict[str, Any],
+    run_id: str,
+    rank: int,
+    tag: str,
+    keep: str = "all",
+    dump_url: str | None = None,
+    slot: int = -1,
+    size: int = 0,
 ) -> dict[str, Any]:
     """Parse one unit into the run's files; returns parse_unit's result (rows, files relative to the run).
-    keep: "all" tables, only the "light" ones (traceql.tiers.LIGHT), or only the "detail" ones (the rest)."""
+    keep: "all" tables, only the "light" ones (traceql.tiers.LIGHT), or only the "detail" ones (the rest).
+    dump_url: the unit is on object storage under this dump URL (traceql.dump_fs): its files are copied to
+    a temp dir on this node first, parsed there, and deleted. slot/size: where the parse publishes its bytes
+    read (the executor's progress board, traceql.progress)."""
+    if dump_url is not None:
+        from . import dump_fs
+        from ._owned import TempDir
+        from .errors import BadTraceError
+
+        with TempDir("dump") as tmp:
+            local = dump_fs.fetch_unit(unit, dump_url, Path(tmp))
+            try:
+                return parse_rank(local, target, run_id, rank, tag, keep, None, slot, size)
+            except BadTraceError as e:
+                scope = dump_fs.scope_of(unit.path, dump_url)
+                raise dump_fs.relocate(
+                    e, str(Path(tmp) / scope.rstrip("/").rsplit("/", 1)[-1]), scope
+                ) from None
+    from dataclasses import replace
+
     from .rank_parse import parse_unit
 
+    if (
+        keep == "light"
+    ):  # parsers that know the option skip the detail files (torch_npu text); _drop does the rest
+        unit = replace(unit, options=(*unit.options, ("tables", "light")))
     if target["kind"] == "local":
-        r = parse_unit(unit, target["dir"], run_id, rank, tag)
+        r = parse_unit(unit, target["dir"], run_id, rank, tag, slot, size)
         for rel in _drop(r, keep):
             os.unlink(Path(target["dir"]) / rel)
     else:
         from ._owned import TempDir
 
         with TempDir("rank") as tmp:
-            r = parse_unit(unit, tmp, run_id, rank, tag)
+            r = parse_unit(unit, tmp, run_id, rank, tag, slot, size)
             _drop(r, keep)
             rels = [f for fl in r["files"].values() for f in fl]
             upload_files(target["root"], Path(tmp), target["gen"], rels)
@@ -126,9 +157,11 @@ def run(
     on_bytes: Callable[[int, int], None] | None = None,
     derived: bool = True,
     ranks: str | None = None,
+    dump: Any = None,
 ) -> dict[str, Any]:
     """Ingest `assigned` (units with their ranks) into run `run_id` of `st` through `executor`. ranks:
-    "light" / "light+R,..." for the tiered ingest (traceql.tiers), None for every rank in full."""
+    "light" / "light+R,..." for the tiered ingest (traceql.tiers), None for every rank in full. dump: the
+    traceql.dump_fs.RemoteDump the units are on (their paths are URLs), None for a dump on a file system."""
     from . import tiers
 
     tiered, extra = tiers.parse_spec(ranks)
@@ -146,22 +179,31 @@ def run(
         # absolute: a worker's cwd is not the driver's (on a cluster the path must be on a shared file system)
         target = {"kind": "local", "dir": str(Path(staging).resolve())}
     try:
-        sizes = [progress.input_bytes(u.path) for u, _r in assigned]
-        total, done_bytes = sum(sizes), 0
+        sizes = [
+            dump.input_bytes(u.path) if dump is not None else progress.input_bytes(u.path)
+            for u, _r in assigned
+        ]
+        dump_url = dump.url if dump is not None else None
         keep = "light" if tiered else "all"
-        jobs = [(u, target, run_id, rank, f"{i}", keep) for i, (u, rank) in enumerate(assigned)]
+        jobs = [
+            (u, target, run_id, rank, f"{i}", keep, dump_url, i, sizes[i])
+            for i, (u, rank) in enumerate(assigned)
+        ]
         results: list[dict[str, Any]] = []
-        for i, r in executor.map(parse_rank, jobs, memory=[PARSE_MEMORY] * len(jobs)):
-            results.append(r)
-            done_bytes += sizes[i]
-            if on_unit_done:
-                on_unit_done(assigned[i][0], r)
-            if on_bytes:
-                on_bytes(done_bytes, total)
+        # bytes read inside each rank, from every worker (the executor's board: shared memory, or a Ray actor)
+        with progress.polling(executor.progress_board(len(jobs)), sizes, on_bytes) as bar:
+            for i, r in executor.map(parse_rank, jobs, memory=[PARSE_MEMORY] * len(jobs)):
+                results.append(r)
+                bar.finished(i)
+                if on_unit_done:
+                    on_unit_done(assigned[i][0], r)
+        executor.progress_board(0)  # the passes after the parse publish nothing
         tier: dict[str, Any] | None = None
         if tiered:
-            tier = _detail_pass(results, assigned, target, run_id, extra, executor)
+            tier = _detail_pass(results, assigned, target, run_id, extra, executor, dump_url)
         info = run_info(path, results)
+        if dump is not None:
+            info["source"] = dump.url  # run_info's is the path resolved on this machine
         if tier is not None:
             info["tier"] = dict(tier, mode="light", light_tables=sorted(tiers.LIGHT))
         if derived and info["ranks_count"] >= 1:
@@ -190,6 +232,7 @@ def _detail_pass(
     run_id: str,
     extra: list[int],
     executor: Executor,
+    dump_url: str | None = None,
 ) -> dict[str, Any]:
     """Pick the detail ranks from the light tables just written, parse them again keeping the rest of their
     tables, and add those results (in place). Returns {"ranks", "why"}."""
@@ -214,7 +257,7 @@ def _detail_pass(
             f"--ranks: rank {unknown[0]} is not in the dump (ranks {min(known)}..{max(known)})"
         )
     jobs = [
-        (u, target, run_id, rank, f"{i}d", "detail")
+        (u, target, run_id, rank, f"{i}d", "detail", dump_url)
         for i, (u, rank) in enumerate(assigned)
         if rank in picked["ranks"]
     ]

@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from . import _owned, _procs, progress
+from . import _owned, progress
 from .errors import BadTraceError
+from .executors.local import LocalPool
 from .parsers import Unit, detect
 from .rank_parse import parse_unit, run_info
 from .store import Store, check_run_name, run_name_from_path
-
-
-def _init_worker(slots: Any, parent: int) -> None:
-    """Pool initializer: progress slots, and a worker that dies with its parent (traceql._procs)."""
-    from . import _procs
-
-    _procs.worker_init(parent)
-    progress.init_worker(slots)
-
-
-def _poll_bytes(
-    slots: Any, total: int, on_bytes: Callable[[int, int], None] | None, stop: threading.Event
-) -> None:
-    while on_bytes and not stop.wait(0.2):
-        on_bytes(min(sum(slots), total), total)
 
 
 def _assign_ranks(units: list[Unit]) -> list[tuple[Unit, int]]:
@@ -68,7 +51,18 @@ def ingest(
     executor: a traceql.executors Executor (Ray...): the ingest runs as traceql.distributed's map/reduce and
     stores the derived tables with the run; also the path for an object store (s3://), with the local pool.
     ranks: "light" / "light+R1,R2" keeps full detail only for the ranks traceql.tiers picks (and R1, R2).
-    on_detect(done, total): the folders of a cluster dump looked at so far, while the formats are detected."""
+    on_detect(done, total): the folders of a cluster dump looked at so far, while the formats are detected.
+    With an object store (s3://) or a dump URL and no executor given, the pool's workers are spawned, not
+    forked (see executors.local.LocalPool): a script calling ingest() then needs the usual
+    `if __name__ == "__main__":` guard, as on macOS and Windows."""
+    # --- hook: a dump on object storage (traceql.dump_fs): detected on a sniff mirror, parsed on the workers
+    from .dump_fs import is_url
+
+    if is_url(path):
+        return _ingest_remote(
+            str(path), store, name, replace, workers, on_unit_done, on_units, on_bytes, executor, ranks
+        )
+    # --- end hook ---------------------------------------------------------------------------------------
     p = Path(path)
     if not p.exists():
         raise BadTraceError(p, "no such file or directory")
@@ -88,10 +82,11 @@ def ingest(
 
     if executor is not None or isinstance(st, ObjectStore) or ranks not in (None, "all"):
         from . import distributed
-        from .executors.local import LocalPool
 
         own = executor is None
-        ex = LocalPool(workers) if own else executor
+        # the pool's workers talk to S3 through fsspec: spawned, not forked (see LocalPool)
+        spawn = "spawn" if isinstance(st, ObjectStore) else None
+        ex = LocalPool(workers, start_method=spawn) if own else executor
         try:
             return distributed.run(st, p, run_id, assigned, ex, replace, on_unit_done, on_bytes, ranks=ranks)
         finally:
@@ -110,39 +105,16 @@ def ingest(
     results: list[dict[str, Any]] = []
     try:
         sizes = [progress.input_bytes(u.path) for u, _rank in assigned]
-        slots = multiprocessing.Array("q", max(1, len(assigned)), lock=False)
         jobs = [(u, str(staging), run_id, rank, f"{i}", i, sizes[i]) for i, (u, rank) in enumerate(assigned)]
-        n_workers = min(len(jobs), workers or os.cpu_count() or 1)
-        ex = (
-            ProcessPoolExecutor(
-                max_workers=n_workers, initializer=_init_worker, initargs=(slots, os.getpid())
-            )
-            if n_workers > 1
-            else None
-        )
-        if ex is None:
-            progress.init_worker(slots)
-        stop = threading.Event()
-        poller = threading.Thread(target=_poll_bytes, args=(slots, sum(sizes), on_bytes, stop), daemon=True)
-        if on_bytes:
-            poller.start()
+        pool = LocalPool(workers or os.cpu_count() or 1)  # one job or one worker: runs here, in order
         try:
-            for job, r in _procs.map_jobs(ex, parse_unit, jobs):
-                results.append(r)
-                if on_unit_done:
-                    on_unit_done(job[0], r)
-        except BaseException:
-            # Ctrl-C or a failed unit: don't wait for queued units; stop the workers now.
-            if ex is not None:
-                _procs.abort_pool(ex)
-            raise
+            with progress.polling(pool.progress_board(len(jobs)), sizes, on_bytes):
+                for i, r in pool.map(parse_unit, jobs):
+                    results.append(r)
+                    if on_unit_done:
+                        on_unit_done(jobs[i][0], r)
         finally:
-            stop.set()
-        if ex is not None:
-            ex.shutdown(wait=True)
-        if on_bytes:
-            poller.join(timeout=1)
-            on_bytes(sum(sizes), sum(sizes))
+            pool.close()  # after an error or Ctrl-C map() has already stopped the workers
         info = run_info(p, results)
         st.commit(staging, run_id, info, replace=replace)
     except BaseException:
@@ -150,6 +122,40 @@ def ingest(
         raise
     info["run_id"] = run_id
     return info
+
+
+def _ingest_remote(
+    url: str,
+    store: str | Path | Store | None,
+    name: str | None,
+    replace: bool,
+    workers: int | None,
+    on_unit_done: Callable[[Unit, dict[str, Any]], None] | None,
+    on_units: Callable[[list[Unit]], None] | None,
+    on_bytes: Callable[[int, int], None] | None,
+    executor: Any,
+    ranks: str | None,
+) -> dict[str, Any]:
+    """ingest() for a dump at a URL: always traceql.distributed's path (each rank task fetches its files)."""
+    from . import distributed
+    from .dump_fs import detect_remote
+
+    st = store if isinstance(store, Store) else Store(store)
+    run_id = check_run_name(name) if name else run_name_from_path(Path(url.rstrip("/").rsplit("/", 1)[-1]))
+    st.check_can_add(run_id, replace)
+    dump, units = detect_remote(url)
+    if on_units:
+        on_units(units)
+    assigned = _assign_ranks(units)
+    own = executor is None
+    ex = LocalPool(workers, start_method="spawn") if own else executor  # fsspec in the workers: spawned
+    try:
+        return distributed.run(
+            st, Path(url), run_id, assigned, ex, replace, on_unit_done, on_bytes, ranks=ranks, dump=dump
+        )
+    finally:
+        if own:
+            ex.close()
 
 
 def _refuse_links_outside(dump: Path) -> None:

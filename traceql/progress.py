@@ -165,3 +165,62 @@ def input_bytes(path: str | Path) -> int:
         return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and not f.is_symlink())
     except OSError:
         return 0
+
+
+class Polling:
+    """The driver's side of a progress board (traceql.executors): every `period_s` while the `with` block
+    runs, on_bytes(done, total) with done = the finished jobs' sizes plus the running jobs' published bytes
+    (each capped at its size), never going backwards; at a normal exit once more with done = total."""
+
+    def __init__(
+        self, board: Any, sizes: list[int], on_bytes: Callable[[int, int], None] | None, period_s: float = 0.2
+    ) -> None:
+        self.board, self.sizes, self.on_bytes, self.period = board, sizes, on_bytes, period_s
+        self.total = sum(sizes)
+        self._finished: set[int] = set()
+        self._last = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._t: threading.Thread | None = None
+
+    def finished(self, index: int) -> None:
+        """Job `index` is done: count its whole size now (a remote board's last write may still be in flight)."""
+        self._finished.add(index)
+        self._report()
+
+    def _report(self) -> None:
+        if self.on_bytes is None:
+            return
+        try:
+            values = self.board.values() if self.board is not None else []
+        except Exception:  # noqa: BLE001 - a progress probe must never break the ingest
+            values = []
+        done = sum(
+            s if i in self._finished else max(0, min(int(values[i]) if i < len(values) else 0, s))
+            for i, s in enumerate(self.sizes)
+        )
+        with self._lock:
+            self._last = max(self._last, min(done, self.total))
+            self.on_bytes(self._last, self.total)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.period):
+            self._report()
+
+    def __enter__(self) -> Polling:
+        if self.on_bytes is not None:
+            self._t = threading.Thread(target=self._watch, name="traceql-progress-poll", daemon=True)
+            self._t.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._t is not None:
+            self._t.join(timeout=2)
+        if exc[0] is None and self.on_bytes is not None:
+            self._finished.update(range(len(self.sizes)))
+            self._report()
+
+
+def polling(board: Any, sizes: list[int], on_bytes: Callable[[int, int], None] | None) -> Polling:
+    return Polling(board, sizes, on_bytes)

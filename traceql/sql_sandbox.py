@@ -48,7 +48,12 @@ def confine(
     # the views name the Parquet files as the store path was given (relative or not): admit both spellings
     from ._duck import glob_literal
 
-    runs = {_dir_prefix(store_root / "runs"), _dir_prefix(store_root.absolute() / "runs")}
+    if "://" in str(store_root):
+        # a URL store (traceql.store_fs): the views name s3://bucket/prefix/runs/...; DuckDB reads them through
+        # the registered fsspec filesystem, and allowed_directories admits that prefix only
+        runs = {_dir_prefix(store_root / "runs")}
+    else:
+        runs = {_dir_prefix(store_root / "runs"), _dir_prefix(store_root.absolute() / "runs")}
     # and as the views spell them when the store path holds glob characters (escaped: `team[*]/runs/...`),
     # which DuckDB checks against this list before expanding the pattern
     dirs = sorted(runs | {glob_literal(d) for d in runs})

@@ -185,6 +185,7 @@ class ObjectStore(Store):
     # ---- writing -------------------------------------------------------------------------------------
     def check_can_add(self, run_id: str, replace: bool) -> None:
         check_run_name(run_id)
+        check_writable(self.fs, str(self.root))  # before any parse: the refusal costs nothing
         self._check_name_free(self.runs(), run_id, replace)
 
     def new_generation(self, run_id: str) -> str:
@@ -206,6 +207,7 @@ class ObjectStore(Store):
         except BaseException:
             self.remove_generation(gen)
             raise
+        self.write_views_sql()
         self.reap()
 
     def _publish_record(self, run_id: str, gen: str, info: dict[str, Any], replace: bool) -> None:
@@ -240,6 +242,7 @@ class ObjectStore(Store):
         if run_id not in records:
             raise StoreError(f"no run {run_id!r} in store {self.root}")
         self.fs.rm_file(self._key(RECORDS, f"{run_id.casefold()}.json"))
+        self.write_views_sql()
         return False  # its files go with the next reap after REAP_AFTER_S
 
     def remove_generation(self, gen: str) -> None:
@@ -280,7 +283,39 @@ class ObjectStore(Store):
         raise StoreError(f"store {self.root}: object stores are written by publish(), not under a lock")
 
     def write_views_sql(self) -> None:
-        return None  # views.sql names local paths for the duckdb shell; an object store has none
+        """<root>/views.sql for the stock duckdb shell, naming the Parquet by URL (the shell reads s3:// with its
+        httpfs extension and an S3 secret: see VIEWS_HEADER). A convenience rewritten after every publish and
+        rm from the records read then; the records stay the truth (two writers racing may leave it one run
+        behind until the next write)."""
+        from .views import views_sql
+
+        body = VIEWS_HEADER.format(root=self.root) + views_sql(self, relative=False)
+        with contextlib.suppress(
+            OSError
+        ):  # the run is committed already: a failed convenience copy is no error
+            self.fs.pipe_file(self._key("views.sql"), body.encode())
+
+
+VIEWS_HEADER = """-- traceql views over {root} (store on object storage). In the duckdb shell, with its httpfs extension:
+--   duckdb -c "INSTALL httpfs; LOAD httpfs; CREATE SECRET (TYPE s3, PROVIDER credential_chain); .read views.sql"
+-- after copying this file next to you (aws s3 cp {root}/views.sql .). Or, offline: traceql sql --store {root} "..."
+"""
+
+
+def check_writable(fs: Any, root: str) -> None:
+    """Refuse, in one line, a store traceql cannot commit to atomically: writes need s3:// (conditional put)."""
+    if not _is_s3(fs):
+        raise StoreError(
+            f"store {root}: traceql writes runs only to a local folder (a path or file://) or to s3:// (a "
+            "commit is a conditional put, If-None-Match, which this filesystem does not offer); this store "
+            "can be read"
+        )
+
+
+def _is_s3(fs: Any) -> bool:
+    return getattr(fs, "protocol", None) in ("s3", "s3a", ("s3", "s3a"), ["s3", "s3a"]) or hasattr(
+        fs, "call_s3"
+    )
 
 
 def _mtime(info: dict[str, Any]) -> float:
@@ -299,13 +334,7 @@ def conditional_put(fs: Any, key: str, body: bytes, etag: str | None) -> None:
 
     S3 (s3fs): PutObject with IfNoneMatch='*' / IfMatch=etag. Other fsspec backends: refused, since their
     plain put would let two writers both win."""
-    if getattr(fs, "protocol", None) not in ("s3", "s3a", ("s3", "s3a"), ["s3", "s3a"]) and not hasattr(
-        fs, "call_s3"
-    ):
-        raise StoreError(
-            f"{fs.protocol}://{key}: traceql writes only to s3:// object stores (a conditional put is how a "
-            "commit stays atomic); other fsspec URLs can be read"
-        )
+    check_writable(fs, f"{fs.protocol}://{key}")
     bucket, _, path = key.partition("/")
     cond = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
     try:

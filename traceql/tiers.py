@@ -8,10 +8,11 @@ job and in each communication group, the slowest, the fastest and the median ran
 (step time minus the time it waited in collectives: in a synchronous job every rank's step time is the
 same, the busy time is what differs), plus the ranks asked for (`light+3,17`).
 
-The light pass parses each rank in full (a parser streams its files; skipping kernel_details.csv would be a
-parser option not written yet) and stores only the light tables, so what is saved is the store's size and
-the derive and analysis work on kernels, not the parse CPU; the marked ranks are parsed a second time for
-their detail.
+The light pass hands each unit the option ("tables", "light"): the torch_npu text parser then skips the
+files that feed only detail tables (kernel_details.csv but its header, memory, L2, op statistics; it still
+reads trace_view.json, whose counters and step windows are light), and whatever a parser writes beyond the
+light tables is dropped (the other parsers parse in full). The marked ranks are parsed a second time in full
+for their detail.
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -12,9 +11,9 @@ from ._options import ListFormat, StoreOpt, format_opt
 
 def ingest_cmd(
     path: Annotated[
-        Path,
+        str,  # a str, not a Path: a dump URL (s3://bucket/job42/) must keep its '//' (traceql.dump_fs)
         typer.Argument(
-            help="Dump to ingest: a *_ascend_pt folder, a cluster folder of them, a PROF_* folder, or a trace .json/.json.gz/.csv/.db file."
+            help="Dump to ingest: a *_ascend_pt folder, a cluster folder of them, a PROF_* folder, or a trace .json/.json.gz/.csv/.db file; or the same on object storage (s3://bucket/prefix/, traceql[s3])."
         ),
     ],
     name: Annotated[
@@ -77,7 +76,11 @@ def ingest_cmd(
     node mounts, or the store on s3://); a store on s3:// (--store s3://bucket/prefix, traceql[s3]) receives the
     run's files first and lists the run with one conditional put, so readers never see half a run.
 
+    A dump on object storage (s3://...) is listed and sniffed from the driver; each rank's task copies its
+    rank folder to a temp dir on its node, parses it there and deletes it; nothing is written to the dump.
+
     Example:  traceql ingest ./cluster_dir --name resnet-8card
+    Example:  traceql ingest s3://prof/job42/ --store s3://prof/traceql --executor ray
     Example:  traceql ingest /mnt/lustre/job42 --ranks light --executor ray
     Example:  traceql ingest /mnt/lustre/job42 --name job42 --store s3://prof/traceql --executor ray --address ray://head:10001
     """

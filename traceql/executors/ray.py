@@ -22,12 +22,69 @@ from .base import ExecutorError
 MAX_RETRIES = 3
 
 
-def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Any]:
-    """The task body: ("ok", result) or ("error", the TraceQLError), so the driver re-raises it unwrapped."""
+def _call(fn: Callable[..., Any], args: tuple[Any, ...], board: Any = None) -> tuple[str, Any]:
+    """The task body: ("ok", result) or ("error", the TraceQLError), so the driver re-raises it unwrapped.
+    board: the progress actor (RayBoard's), installed as this worker's progress slots for the job."""
+    from .. import progress
+
+    progress.init_worker(_ActorSlots(board) if board is not None else None)
     try:
         return "ok", fn(*args)
     except TraceQLError as e:
         return "error", e
+    finally:
+        progress.init_worker(None)  # a Ray worker process is reused by the next task
+
+
+class _Board:
+    """The progress actor's class: slot -> bytes done. A task's UnitProgress writes about 5 times a second
+    (fire and forget: .remote() without waiting); the driver reads all slots twice a second."""
+
+    def __init__(self, n: int) -> None:
+        self.slots = [0] * n
+
+    def set(self, index: int, value: int) -> None:
+        if 0 <= index < len(self.slots):
+            self.slots[index] = max(self.slots[index], value)
+
+    def values(self) -> list[int]:
+        return self.slots
+
+
+class _ActorSlots:
+    """Looks like the shared array traceql.progress writes (slots[i] = v, len), sends each change to the
+    actor instead."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+        self.n = 1 << 30  # the actor checks the bounds; UnitProgress only asks len() for that
+        self._sent: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __setitem__(self, index: int, value: int) -> None:
+        if self._sent.get(index) != value:
+            self._sent[index] = value
+            self.actor.set.remote(index, int(value))
+
+
+class RayBoard:
+    """The Ray ProgressBoard: an actor of no CPU (it only holds numbers), read on the driver."""
+
+    def __init__(self, n: int) -> None:
+        ray = _ray()
+        self.actor = ray.remote(num_cpus=0)(_Board).remote(n)
+        # ready before the tasks start (an actor's process takes seconds to start on a loaded node; until it
+        # runs, the driver's reads would wait and the first tasks' bytes show only when they are done)
+        ray.get(self.actor.values.remote(), timeout=120)
+
+    def values(self) -> list[int]:
+        ray = _ray()
+        try:
+            return list(ray.get(self.actor.values.remote(), timeout=5))
+        except Exception:  # noqa: BLE001 - the bar holds when the actor is slow or gone; the ingest goes on
+            return []
 
 
 def _ray() -> Any:
@@ -59,6 +116,12 @@ class RayExecutor:
                 raise TraceQLError(f"cannot connect to Ray at {address or 'RAY_ADDRESS/local'}: {e}") from e
             self._started = True
         self._remote = ray.remote(_call)
+        self._board: RayBoard | None = None
+
+    def progress_board(self, n: int) -> RayBoard | None:
+        """n == 0: no board (the following jobs publish nothing)."""
+        self._board = RayBoard(n) if n else None
+        return self._board
 
     def _memory_cap(self) -> int:
         ray = _ray()
@@ -75,7 +138,8 @@ class RayExecutor:
             opts: dict[str, Any] = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
             if memory and cap:
                 opts["memory"] = max(1, min(int(memory[i]), cap))
-            refs[self._remote.options(**opts).remote(fn, job)] = i
+            board = self._board.actor if self._board is not None else None
+            refs[self._remote.options(**opts).remote(fn, job, board)] = i
         pending = list(refs)
         try:
             while pending:
@@ -98,6 +162,7 @@ class RayExecutor:
             raise
 
     def close(self) -> None:
+        self._board = None  # the actor goes with its last handle
         if self._started:
             _ray().shutdown()
             self._started = False

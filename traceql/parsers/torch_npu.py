@@ -524,10 +524,18 @@ class TorchNpuTextParser:
                 path, f"no {OUTPUT_DIR}/ with {', '.join(KNOWN_FILES[:2])} or the other text files"
             )
         root, outdir = lay
-        return _parse_folder(root, outdir, out)
+        # ("tables", "light"): traceql.tiers' light pass, which keeps only the light tables of this rank
+        return _parse_folder(root, outdir, out, light=dict(unit.options).get("tables") == "light")
 
 
-def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
+# the simple files that feed a light table (traceql.tiers.LIGHT: comm_ops, comm_matrix...)
+_LIGHT_FILES = {"communication.json", "communication_matrix.json"}
+
+
+def _parse_folder(root: Path, outdir: Path, out: RankWriter, light: bool = False) -> dict[str, Any]:
+    """light: skip the files that feed only detail tables (kernel_details.csv, memory, L2, op statistics:
+    traceql.tiers.LIGHT lists what is kept); trace_view.json is still read (counters and step windows), its
+    kernels not. kernel_details.csv's header alone still gives the aic-metrics group (run_meta is light)."""
     warnings: list[str] = []
     parsed: list[str] = []
 
@@ -539,7 +547,11 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
     warnings += check_complete([p for name in KNOWN_FILES if (p := f(name))])
     meta_rows, facts = _meta_rows(root)
     kd = f("kernel_details.csv")
-    if kd:
+    if kd and light:
+        from ._csv import read_header
+
+        facts["aic_metrics"] = facts.get("aic_metrics") or aic_metrics_group(read_header(kd))
+    elif kd:
         res = parse_kernel_details(kd, out, l2_cache=f("l2_cache.csv"))
         facts["aic_metrics"] = facts.get("aic_metrics") or res["aic_metrics"]
         parsed.append(kd.name)
@@ -551,7 +563,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
     tt = f("task_time.csv")
     if tt and kd:
         warnings.append(f"{tt}: not read: the same tasks as kernel_details.csv")
-    elif tt:
+    elif tt and not light:
         tcsv = CsvFile(tt)
         if not tcsv.has("kernel_name"):
             raise BadTraceError(
@@ -569,7 +581,9 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
     windows: dict[int, tuple[int, int]] = {}
     tv = f("trace_view.json")
     if tv:
-        tv_meta = _trace_view(tv, out, kernels=kd is None, comm_ops=f("communication.json") is None)
+        tv_meta = _trace_view(
+            tv, out, kernels=kd is None and not light, comm_ops=f("communication.json") is None
+        )
         if tv_meta is None:
             warnings.append(f"{tv}: not parsed (traceql.parsers.trace_view is not available)")
         else:
@@ -605,6 +619,8 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter) -> dict[str, Any]:
     ]
     for fname, fn in simple:
         p = f(fname)
+        if p and light and fname not in _LIGHT_FILES:
+            continue
         if p:
             fn(p, out)
             parsed.append(fname)
