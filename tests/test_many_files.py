@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from traceql import _duck
 from traceql.ingest import ingest
-from traceql.parsers import _csv
+from traceql.parsers import _csv, _process_db
 from traceql.synth import write_torch_npu_dump
 from traceql.synth.msprof_writer import make_msprof_sample
 from traceql.synth.scenarios import article_scenario
@@ -112,7 +111,7 @@ def test_an_ingest_of_small_ranks_opens_as_many_duckdb_databases_for_4_ranks_as_
     for n in (2, 4):
         # a fresh process's caches: every database this ingest needs is opened by it
         monkeypatch.setattr(_csv, "_SHARED", {})
-        monkeypatch.setattr(_duck, "_DBS", {})
+        monkeypatch.setattr(_process_db, "_DBS", {})
         monkeypatch.setattr(duckdb, "connect", counting)
         opened.clear()
         info = ingest(_dump(tmp_path / f"d{n}", n), store=tmp_path / f"s{n}", workers=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 MEMORY_ENV = "TRACEQL_INGEST_MEMORY"
@@ -67,37 +67,3 @@ def ingest_oom_message(where: str, err: BaseException) -> str:
 # duckdb.connect(":memory:") builds a buffer manager and a thread pool: ~25 CPU-ms (~60 ms wall on a loaded
 # 2-core machine), where a cursor on an open database costs ~0.3 ms. A small rank's ingest opened three
 # databases (the JSON reader and two end-of-file steps), ~18% of its CPU; 256 ranks paid it 768 times.
-_DBS: dict[tuple[Any, ...], Any] = {}
-_TEMP: dict[int, Any] = {}
-
-
-def process_db(key: tuple[Any, ...], setup: Callable[[Any], None]) -> Any:
-    """A new cursor on this process's one in-memory database for `key` (the settings `setup` applies to a
-    fresh database: threads, memory_limit, temp_directory...). Keyed by pid as well: a forked worker never
-    uses its parent's database. Callers set only session settings on the cursor (a database-wide SET would
-    change it for every later user of the key) and close it when done."""
-    import duckdb
-
-    full = (os.getpid(), *key)
-    db = _DBS.get(full)
-    if db is None:
-        db = duckdb.connect(":memory:")
-        setup(db)
-        _DBS[full] = db
-    return db.cursor()
-
-
-def process_temp_dir() -> str:
-    """A private temp dir (traceql._owned) for this process's shared databases to spill into; removed at this
-    process's exit (a pool worker's too: multiprocessing runs its finalizers, not atexit), else by the next
-    ingest's reaper."""
-    pid = os.getpid()
-    d = _TEMP.get(pid)
-    if d is None:
-        from multiprocessing import util
-
-        from ._owned import TempDir
-
-        d = _TEMP[pid] = TempDir("duck")
-        util.Finalize(None, d.cleanup, exitpriority=1)
-    return str(d.name)

@@ -293,13 +293,14 @@ def scan_objects(
 
 def duck_connection(threads: int | None = None, *, shared: bool = False) -> Any:
     """A DuckDB connection for the JSON fast path. shared=True: a cursor on this process's one database of
-    these settings (traceql._duck.process_db: duckdb.connect costs ~25 CPU-ms, a cursor ~0.3), for callers that
+    these settings (traceql.parsers._process_db: duckdb.connect costs ~25 CPU-ms, a cursor ~0.3), for callers that
     change no database-wide setting; close() the cursor as usual."""
     import os
 
     import duckdb
 
-    from .._duck import ingest_memory, process_db
+    from .._duck import ingest_memory
+    from ._process_db import process_db
 
     n = int(threads or min(os.cpu_count() or 1, 8))
     mem = ingest_memory(DUCK_MEMORY_LIMIT)
@@ -742,10 +743,11 @@ class Spill:
 
 def spill_connection() -> Any:
     """A small DuckDB connection for the end-of-file steps: bounded memory, spilling to a temp dir of this
-    process. A cursor on the process's one database for them (traceql._duck.process_db): a database per step
+    process. A cursor on the process's one database for them (traceql.parsers._process_db): a database per step
     (two per trace_view) was ~50 CPU-ms of a small rank's ~400."""
-    from .._duck import ingest_memory, process_db, process_temp_dir
+    from .._duck import ingest_memory
     from ._csv import lit
+    from ._process_db import process_db, process_temp_dir
 
     # 128 MB: the flow pairing over a 4 GB trace's spilled flows would otherwise grow the ingest's peak RSS
     # ~100 MB above a small trace's (the peak should not depend on the input size)
