@@ -119,20 +119,22 @@ def _csv_kernels(path: Path) -> list[tuple[int, int, int, int, str]]:
     return out
 
 
-def test_interleaved_kernel_details_ingests_under_a_small_budget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _ingest_interleaved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streams: int
+) -> tuple[dict, Path, list[Path], list[tuple[int, int, int, int, str]]]:
+    """Ingest an interleaved kernel_details.csv of 20k rows on `streams` streams with a 2 MB sort budget;
+    (ingest info, run dir, the dirs the sort spilled into, the CSV's rows read with the csv module)."""
     from traceql.ingest import ingest
     from traceql.store import Store
 
     dump = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     dump.mkdir(parents=True)
     kd = dump / "kernel_details.csv"
-    interleaved_kernel_details(kd, 20_000, streams=4, seed=1)
+    interleaved_kernel_details(kd, 20_000, streams=streams, seed=1)
     rows = _csv_kernels(kd)
     ts = [r[2] for r in rows]
     assert any(b < a for a, b in zip(ts, ts[1:], strict=False))  # the file really is out of time order
-    assert len({r[0] for r in rows}) == 4
+    assert len({r[0] for r in rows}) == streams
     before = sorted(p.name for p in dump.iterdir())
 
     # the kernels' Arrow rows are ~1 KB (the metrics map): 20k rows ~ 20 MB, a 2 MB budget is 1/10 of it
@@ -148,8 +150,6 @@ def test_interleaved_kernel_details_ingests_under_a_small_budget(
     st = Store(tmp_path / "store")
     info = ingest(tmp_path / "rank0_ascend_pt", st, name="kd", workers=1)
     assert info["rows"]["kernels"] == len(rows)
-
-    assert spill_dirs and all((tmp_path / "store" / ".staging") in d.parents for d in spill_dirs)
     assert sorted(p.name for p in dump.iterdir()) == before  # nothing written into the dump
     run_dir = tmp_path / "store" / "runs" / st.manifest()["runs"]["kd"]["dir"]
     assert not list(run_dir.rglob(".sort-*")) and not list(run_dir.rglob("*.tmp"))
@@ -157,9 +157,34 @@ def test_interleaved_kernel_details_ingests_under_a_small_budget(
     for rel in info["files"]["kernels"]:
         t = pq.read_table(run_dir / rel, columns=["stream_id", "task_id", "ts_ns", "dur_ns", "name"])
         file_ts = t.column("ts_ns").to_pylist()
-        assert file_ts == sorted(file_ts)
+        assert file_ts == sorted(file_ts), rel  # every stored file is in time order
         got += [tuple(r.values()) for r in t.to_pylist()]
+    # expected: the CSV's rows read with the csv module (ns from the µs text with Decimal)
     assert sorted(got) == sorted(rows)
+    return info, run_dir, spill_dirs, rows
+
+
+def test_interleaved_kernel_details_is_stored_as_time_ordered_stream_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rows grouped by stream (each stream in time order): one file per stream, each in order as written, and
+    # no post-write sort at all
+    info, _run, spill_dirs, rows = _ingest_interleaved(tmp_path, monkeypatch, streams=4)
+    assert spill_dirs == []
+    assert sorted(info["files"]["kernels"]) == [f"kernels/r0-0-s{s}.parquet" for s in (2, 3, 4, 5)]
+
+
+def test_interleaved_kernel_details_ingests_under_a_small_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceql.store import APART_MAX
+
+    # more streams than parts: the streams past APART_MAX share one part, out of time order, which the
+    # bounded external sort orders within its 2 MB budget, spilling only inside the store's staging dir
+    streams = APART_MAX + 8
+    info, _run, spill_dirs, rows = _ingest_interleaved(tmp_path, monkeypatch, streams=streams)
+    assert len(info["files"]["kernels"]) == APART_MAX + 1
+    assert spill_dirs and all((tmp_path / "store" / ".staging") in d.parents for d in spill_dirs)
 
 
 def _duck_oom(self, unit, out):  # type: ignore[no-untyped-def]

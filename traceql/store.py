@@ -110,16 +110,44 @@ class RankWriter:
     # per file: last ts_ns written, and whether rows so far arrived in time order (then no re-sort is needed)
     _last_ts: dict[str, int] = field(default_factory=dict)
     _unsorted: set[str] = field(default_factory=set)
+    # write(apart_by=...): the files whose rows now go to parts by value, and each (file, value)'s part name
+    _apart: set[str] = field(default_factory=set)
+    _apart_parts: dict[tuple[str, Any], str] = field(default_factory=dict)
 
-    def write(self, table: str, data: Any, part: str = "") -> None:
-        import pyarrow.parquet as pq
+    def write(self, table: str, data: Any, part: str = "", apart_by: str | None = None) -> None:
+        """Append rows to the table's file for `part`.
 
-        from ._arrow_helpers import conform, dictionary_columns
+        apart_by: a column whose values are separately time-ordered streams (kernels: stream_id; a multi-stream
+        kernel_details.csv may group its rows by stream). Once the rows stop arriving in time order, they and
+        every later row of this file go to one part per value (up to APART_MAX; the rest share one part), so
+        each file is still in time order as written and the post-write sort is skipped (it cost ~2.5x the
+        parse of such a file). Rows that arrive in order keep the one file, as without apart_by."""
+        from ._arrow_helpers import conform
 
         t = conform(table, data, self.run_id, self.rank)
         if t.num_rows == 0:
             return
-        rel = f"{table}/r{self.rank}-{self.tag}{'-' + part if part else ''}.parquet"
+        rel = self._rel(table, part)
+        if apart_by is not None and (rel in self._apart or not self._in_order(rel, t)):
+            self._apart.add(rel)
+            for value, rows in _split_by(t, apart_by):
+                key = (rel, value)
+                if key not in self._apart_parts:
+                    n = len([k for k in self._apart_parts if k[0] == rel])
+                    self._apart_parts[key] = f"s{value}" if n < APART_MAX and value is not None else "s-rest"
+                sub = self._apart_parts[key]
+                self._write_file(table, self._rel(table, f"{part}-{sub}" if part else sub), rows)
+            return
+        self._write_file(table, rel, t)
+
+    def _rel(self, table: str, part: str) -> str:
+        return f"{table}/r{self.rank}-{self.tag}{'-' + part if part else ''}.parquet"
+
+    def _write_file(self, table: str, rel: str, t: Any) -> None:
+        import pyarrow.parquet as pq
+
+        from ._arrow_helpers import dictionary_columns
+
         w = self._writers.get(rel)
         if w is None:
             (self.run_dir / table).mkdir(parents=True, exist_ok=True)
@@ -139,20 +167,17 @@ class RankWriter:
         writers, self._writers = list(self._writers.values()), {}
         _abandon(writers)
 
-    def _track_order(self, rel: str, ts: pa.ChunkedArray) -> None:
-        import pyarrow.compute as pc
+    def _in_order(self, rel: str, t: Any) -> bool:
+        """Would these rows keep the file `rel` in time order (nothing written to it is out of order)?"""
+        if "ts_ns" not in t.schema.names or rel in self._unsorted:
+            return rel not in self._unsorted
+        return _ordered_after(self._last_ts.get(rel), t.column("ts_ns"))
 
-        ts = pc.drop_null(ts)
-        if hasattr(ts, "combine_chunks"):
-            ts = ts.combine_chunks()
-        if len(ts) == 0:
-            return
-        first = ts[0].as_py()
-        ordered = first >= self._last_ts.get(rel, first) and (
-            len(ts) < 2 or pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py()
-        )
-        if ordered:
-            self._last_ts[rel] = ts[len(ts) - 1].as_py()
+    def _track_order(self, rel: str, ts: pa.ChunkedArray) -> None:
+        if _ordered_after(self._last_ts.get(rel), ts):
+            last = _last_valid(ts)
+            if last is not None:
+                self._last_ts[rel] = last
         else:
             self._unsorted.add(rel)
 
@@ -169,6 +194,55 @@ class RankWriter:
                 for rel in rels:
                     if rel in self._unsorted:
                         sort_parquet_by_time(self.run_dir / rel)
+
+
+APART_MAX = 32  # parts of one file by write(apart_by=...) value; more values share one part (then sorted)
+
+
+def _ordered_after(last: int | None, ts: Any) -> bool:
+    """Are the non-null ts values non-decreasing and none below `last` (the file's last written ts)?"""
+    import pyarrow.compute as pc
+
+    ts = pc.drop_null(ts)
+    if hasattr(ts, "combine_chunks"):
+        ts = ts.combine_chunks()
+    if len(ts) == 0:
+        return True
+    first = ts[0].as_py()
+    return bool(
+        first >= (first if last is None else last)
+        and (len(ts) < 2 or pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py())
+    )
+
+
+def _last_valid(ts: Any) -> int | None:
+    import pyarrow.compute as pc
+
+    ts = pc.drop_null(ts)
+    return None if len(ts) == 0 else ts[len(ts) - 1].as_py()
+
+
+def _split_by(t: Any, col: str) -> list[tuple[Any, Any]]:
+    """(value, rows) for each distinct value of `col` in first-seen order; rows keep their order."""
+    import pyarrow.compute as pc
+
+    keys = t.column(col)
+    if hasattr(keys, "combine_chunks"):
+        keys = keys.combine_chunks()
+    uniq = pc.unique(keys)
+    if len(uniq) == 1:
+        return [(uniq[0].as_py(), t)]
+    codes = pc.index_in(keys, value_set=uniq)  # NULL keys get the index of the NULL in uniq
+    order = pc.sort_indices(codes)  # stable: each value's rows in file order
+    grouped = t.take(order)
+    counts = pc.value_counts(codes)
+    by_code = {c["values"]: c["counts"] for c in counts.to_pylist()}
+    out, start = [], 0
+    for code in sorted(by_code):
+        n = by_code[code]
+        out.append((uniq[code].as_py(), grouped.slice(start, n)))
+        start += n
+    return out
 
 
 def _abandon(writers: list[Any]) -> None:
@@ -495,7 +569,9 @@ class Store:
             final = runs / gen
             self._publish(staging, final)
             self._seal(final, [rel for rels in files.values() for rel in rels])
-            now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+            # microseconds: "the most recent run" (latest_run, queries' default) and the derived tables' commit token
+            # compare it, and two ingests within one second (a script's before/after) tied at seconds
+            now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
             m["runs"][run_id] = dict(info, dir=gen, schema_version=schema.SCHEMA_VERSION, ingested_at=now)
             self._write_manifest(m)  # the switch: before it the old state stands, after it the new one
             owned = _owned.owned(staging)

@@ -218,7 +218,9 @@ class ObjectStore(Store):
             for rel in rels:
                 if not self.fs.exists(_strip(base / rel)):
                     raise StoreError(f"{base / rel}: missing from the run's upload; nothing was committed")
-        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        # microseconds: "the most recent run" (latest_run, queries' default) and the derived tables' commit token
+        # compare it, and two ingests within one second (a script's before/after) tied at seconds
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
         entry = dict(info, dir=gen, schema_version=schema.SCHEMA_VERSION, ingested_at=now)
         body = json.dumps({"run_id": run_id, "info": entry, "traceql_version": __version__}, sort_keys=True)
         key = self._key(RECORDS, f"{run_id.casefold()}.json")

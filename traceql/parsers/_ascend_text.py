@@ -396,11 +396,14 @@ def select_rows(csv: CsvFile, exprs: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_select(out: RankWriter, table: str, csv: CsvFile, exprs: dict[str, str]) -> int:
+def write_select(
+    out: RankWriter, table: str, csv: CsvFile, exprs: dict[str, str], apart_by: str | None = None
+) -> int:
+    """Write the select's rows to `table`; apart_by: see RankWriter.write (per-task CSVs: "stream_id")."""
     n = 0
     for batch in csv.select(exprs):
         if batch.num_rows:
-            out.write(table, batch)
+            out.write(table, batch, apart_by=apart_by)
             n += batch.num_rows
     return n
 

@@ -43,9 +43,32 @@ def path_lit(path: str) -> str:
     return lit(glob_literal(path))
 
 
+_TXT_STRIP = ' \t\r"'  # what txt() strips around a cell
+_CELL_STRIP = " \t\r"  # what _clean() strips
+_MARKERS = "('N/A', '', 'NA')"  # what _clean() reads as no value
+
+
+def _trimmed(expr: str, chars: str) -> str:
+    """trim(expr, chars), computed only for the cells that start or end with one of `chars`."""
+    cls = "[" + chars.replace("\t", "\\t").replace("\r", "\\r") + "]"
+    return f"(CASE WHEN regexp_matches({expr}, '^{cls}|{cls}$') THEN trim({expr}, {_esc(chars)}) ELSE {expr} END)"
+
+
+def _esc(chars: str) -> str:
+    return (
+        "E'" + chars.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("'", "''") + "'"
+    )
+
+
 def _clean(col: str) -> str:
     # trailing TAB (torch_npu start times), spaces, and N/A-like markers -> NULL
-    return f"NULLIF(NULLIF(NULLIF(trim({q(col)}, E' \\t\\r'), 'N/A'), ''), 'NA')"
+    t = _trimmed(q(col), _CELL_STRIP)
+    return f"(CASE WHEN {t} IN {_MARKERS} THEN NULL ELSE {t} END)"
+
+
+# _clean as the two steps of a lambda pipeline over a list of cells (MapExpr.each): inside a lambda DuckDB
+# shares no subexpression, so NULLIF(NULLIF(NULLIF(trim(x)...))) trimmed each cell eight times
+_CLEAN_STEPS = (_trimmed("x", _CELL_STRIP), f"CASE WHEN x IN {_MARKERS} THEN NULL ELSE x END")
 
 
 # Numeric casts need no cleaning: DuckDB's string->number casts skip surrounding whitespace (the trailing TAB
@@ -59,9 +82,13 @@ _MACROS = (
     "CREATE OR REPLACE TEMP MACRO tq_finite(v) AS (CASE WHEN isfinite(v) THEN v END)",
     "CREATE OR REPLACE TEMP MACRO tq_plain(x) AS NOT (contains(x, '_') OR contains(x, 'x') OR contains(x, 'X'))",
     "CREATE OR REPLACE TEMP MACRO tq_num(x) AS (CASE WHEN tq_plain(x) THEN tq_finite(TRY_CAST(x AS DOUBLE)) END)",
-    # a cell that holds something (not empty, not an N/A marker) yet is no finite plain number
-    "CREATE OR REPLACE TEMP MACRO tq_bad(x) AS (NULLIF(NULLIF(NULLIF(trim(x, E' \\t\\r'), 'N/A'), ''), 'NA') IS NOT NULL "
-    "AND lower(trim(x)) NOT IN ('n/a', 'na', '-', 'none', 'null') AND tq_num(x) IS NULL)",
+    # a cell that holds something (not empty, not an N/A marker) yet is no finite plain number. The guard
+    # first: a lambda does not share subexpressions, so each NULLIF re-evaluates its argument (three nested:
+    # eight trims a cell) and this flag over a kernel_details' numeric columns cost 13 of 18 CPU-s a 500k-row
+    # file; guarded, the marker tests run only for the rare cell that is no number (~1.5 CPU-s).
+    "CREATE OR REPLACE TEMP MACRO tq_bad(x) AS (CASE WHEN x IS NULL OR tq_num(x) IS NOT NULL THEN false ELSE "
+    "NULLIF(NULLIF(NULLIF(trim(x, E' \\t\\r'), 'N/A'), ''), 'NA') IS NOT NULL "
+    "AND lower(trim(x)) NOT IN ('n/a', 'na', '-', 'none', 'null') END)",
 )
 
 # Cells of numeric columns that held text no profiler writes go to traceql.parsers._numtext (per process:
@@ -144,8 +171,10 @@ class CsvFile:
         c = self.first(*cols)
         if c is None:
             return "NULL::VARCHAR"
-        # shapes are written as `"32,3,224,224"` (literal quotes inside the cell): strip them with the spaces
-        return f"NULLIF(NULLIF(trim({q(c)}, E' \\t\\r\"'), ''), 'N/A')"
+        # shapes are written as `"32,3,224,224"` (literal quotes inside the cell): strip them with the spaces.
+        # trim() with a character set costs ~0.25 CPU-s per 1M cells even where there is nothing to strip (most
+        # cells): the regexp guard finds the cells that start or end with one of those characters first.
+        return f"NULLIF(NULLIF({_trimmed(q(c), _TXT_STRIP)}, ''), 'N/A')"
 
     def num(self, *cols: str) -> str:
         c = self.first(*cols)
@@ -191,14 +220,14 @@ class CsvFile:
         cols = [c for c in cols if c in self._cols]
         if not cols:
             return "NULL::MAP(VARCHAR, VARCHAR)"
-        return MapExpr(cols, [_clean(c) for c in cols], each=_clean("x").replace(q("x"), "x"))
+        return MapExpr(cols, [_clean(c) for c in cols], each=_CLEAN_STEPS)
 
     def num_map(self, cols: Iterable[str]) -> str:
         """MAP(VARCHAR,DOUBLE) of the given columns' finite numeric values (for `metrics`)."""
         cols = [c for c in cols if c in self._cols]
         if not cols:
             return "NULL::MAP(VARCHAR, DOUBLE)"
-        return MapExpr(cols, [f"tq_num({q(c)})" for c in cols], each="tq_num(x)")
+        return MapExpr(cols, [f"tq_num({q(c)})" for c in cols], each=("tq_num(x)",))
 
     # ---- reading ----------------------------------------------------------------------------------
     def from_clause(self, only: Path | None = None) -> str:
@@ -424,9 +453,9 @@ class MapExpr(str):
 
     keys: list[str]
     values: list[str]
-    each: str | None
+    each: tuple[str, ...] | None  # lambda bodies over `x`, applied in turn to the list of raw cells
 
-    def __new__(cls, keys: list[str], values: list[str], each: str | None = None) -> MapExpr:
+    def __new__(cls, keys: list[str], values: list[str], each: tuple[str, ...] | None = None) -> MapExpr:
         entries = ", ".join(f"{{'k': {lit(k)}, 'v': {v}}}" for k, v in zip(keys, values, strict=True))
         obj = super().__new__(cls, f"map_from_entries(list_filter([{entries}], lambda e: e.v IS NOT NULL))")
         obj.keys, obj.values, obj.each = list(keys), list(values), each
@@ -437,7 +466,10 @@ class MapExpr(str):
             # one lambda over the list of raw columns, not one expression per column: DuckDB's optimizer is
             # superlinear in the number of expressions (2,000 NULLIF(trim()) columns: 124 s, as a lambda 0.5 s;
             # issue 22's 10,000-column header took 262 s)
-            return f"list_transform([{', '.join(q(k) for k in self.keys)}], lambda x: {self.each})"
+            sql = f"[{', '.join(q(k) for k in self.keys)}]"
+            for step in self.each:
+                sql = f"list_transform({sql}, lambda x: {step})"
+            return sql
         return "[" + ", ".join(self.values) + "]"
 
     def positions_sql(self) -> str:

@@ -214,7 +214,7 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
             if have_kernels and "op_summary" in csvs:
                 skipped.append(f"{p.name}: the same tasks as op_summary")
                 continue
-            _write(out, "kernels", csv, _task_time_kernel_exprs(csv, device))
+            _write(out, "kernels", csv, _task_time_kernel_exprs(csv, device), apart_by="stream_id")
         else:
             _write(out, "op_stats", csv, _task_time_stats_exprs(csv))
         done([p])
@@ -289,14 +289,22 @@ def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {k: [r.get(k) for r in rows] for k in keys}
 
 
-def _write(out: RankWriter, table: str, csv: CsvFile, exprs: Any, where: str | None = None) -> int:
-    """Stream csv -> table. `exprs` is a dict or a function of the CsvFile returning one."""
+def _write(
+    out: RankWriter,
+    table: str,
+    csv: CsvFile,
+    exprs: Any,
+    where: str | None = None,
+    apart_by: str | None = None,
+) -> int:
+    """Stream csv -> table. `exprs` is a dict or a function of the CsvFile returning one; apart_by: see
+    RankWriter.write."""
     if callable(exprs):
         exprs = exprs(csv)
     n = 0
     for batch in csv.select(exprs, where=where):
         if batch.num_rows:
-            out.write(table, batch)
+            out.write(table, batch, apart_by=apart_by)
             n += batch.num_rows
     return n
 
@@ -437,7 +445,7 @@ def parse_op_summary(
                 csv.join_l2 = True
                 exprs["l2_hit_rate"] = "__l2hit.h"
         group = group or aic_metrics_group(csv.header)
-        total += _write(out, "kernels", csv, exprs)
+        total += _write(out, "kernels", csv, exprs, apart_by="stream_id")
     if total == 0:
         raise BadTraceError(files[0], "no data rows (header only); expected one row per device task")
     return total, group

@@ -177,7 +177,7 @@ def parse_kernel_details(path: Path, out: RankWriter, l2_cache: Path | None = No
         if joined:
             csv.join_l2 = True
             exprs["l2_hit_rate"] = "__l2hit.h"
-    n = write_select(out, "kernels", csv, exprs)
+    n = write_select(out, "kernels", csv, exprs, apart_by="stream_id")
     if n == 0:
         raise BadTraceError(path, "no data rows (header only); expected one row per device task")
     return {"rows": n, "aic_metrics": aic_metrics_group(csv.header), "l2_hit_rate_from_l2_cache": joined}
@@ -570,7 +570,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter, light: bool = False
                 tt, "expected msprof's task_time columns (kernel_name, task_start(us), task_time(us)...)"
             )
         dev = f"TRY_CAST({tcsv.int_('Device_id')} AS INTEGER)" if tcsv.has("Device_id") else "NULL::INTEGER"
-        write_select(out, "kernels", tcsv, task_time_kernel_exprs(tcsv, dev))
+        write_select(out, "kernels", tcsv, task_time_kernel_exprs(tcsv, dev), apart_by="stream_id")
         parsed.append(tt.name)
     sp = f("soc_pmu.csv")
     if sp:
