@@ -90,6 +90,9 @@ def bad_tables() -> dict[str, dict[str, list[Any]]]:
         ("pct", 1, 13, T0 + 6 * MS, 100, None, None, 55.0),  # a percentage stored as a ratio
         ("dup", 1, 14, T0 + 7 * MS, 100, None, None, None),  # written twice: duplicate_kernels
         ("dup", 1, 14, T0 + 7 * MS, 100, None, None, None),
+        # same stream, task, start and duration as "dup" under another name: not a copy (the check groups the
+        # integer key first, then the names of its repeats)
+        ("dup-other-name", 1, 14, T0 + 7 * MS, 100, None, None, None),
         ("negbytes", 1, 15, T0 + 8 * MS, 100, None, -10, None),  # negative_bytes
     ]
     for name, step, task, ts, dur, rd, wr, mac in extra:
