@@ -79,10 +79,12 @@ def ingest_cmd(
     A dump on object storage (s3://...) is listed and sniffed from the driver; each rank's task copies its
     rank folder to a temp dir on its node, parses it there and deletes it; nothing is written to the dump.
 
-    Example:  traceql ingest ./cluster_dir --name resnet-8card
-    Example:  traceql ingest s3://prof/job42/ --store s3://prof/traceql --executor ray
-    Example:  traceql ingest /mnt/lustre/job42 --ranks light --executor ray
-    Example:  traceql ingest /mnt/lustre/job42 --name job42 --store s3://prof/traceql --executor ray --address ray://head:10001
+    \b
+    Examples:
+      traceql ingest ./cluster_dir --name resnet-8card
+      traceql ingest s3://prof/job42/ --store s3://prof/traceql --executor ray
+      traceql ingest /mnt/lustre/job42 --ranks light --executor ray
+      traceql ingest /mnt/lustre/job42 --name job42 --store s3://prof/traceql --executor ray --address ray://head:10001
     """
     from ..ingest import ingest
     from . import _console
