@@ -72,6 +72,50 @@ def test_views_and_sorting(store: Path) -> None:
         assert cols == [c.name for c in schema.columns(t)], t
 
 
+def test_rows_out_of_time_order_go_to_one_part_per_stream(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    import traceql.store as store_mod
+
+    w = RankWriter(tmp_path, "r", 0)
+    # by hand: batch 1 is in time order across streams 7 and 8 -> stays in the one file
+    w.write("kernels", {"name": ["a", "b"], "stream_id": [7, 8], "ts_ns": [10, 20]}, apart_by="stream_id")
+    # batch 2 starts before batch 1 ended: from here rows go to a part per stream (None: the shared part)
+    w.write(
+        "kernels",
+        {"name": ["c", "d", "e", "f"], "stream_id": [8, 7, None, 8], "ts_ns": [15, 30, 5, 40]},
+        apart_by="stream_id",
+    )
+    w.write("kernels", {"name": ["g"], "stream_id": [7], "ts_ns": [35]}, apart_by="stream_id")  # a part now
+    w.close()
+    got = {
+        rel: pq.read_table(tmp_path / rel).select(["name", "ts_ns"]).to_pylist() for rel in w.files["kernels"]
+    }
+    as_names = {rel: [r["name"] for r in rows] for rel, rows in got.items()}
+    assert as_names == {
+        "kernels/r0-0.parquet": ["a", "b"],
+        "kernels/r0-0-s8.parquet": ["c", "f"],
+        "kernels/r0-0-s7.parquet": ["d", "g"],
+        "kernels/r0-0-s-rest.parquet": ["e"],
+    }
+    assert not w._unsorted  # every file in time order as written: nothing to sort
+    assert w.rows["kernels"] == 7
+    # past APART_MAX distinct streams the rest share one part, which is sorted at close
+    w2 = RankWriter(tmp_path / "b", "r", 0)
+    n = store_mod.APART_MAX + 3
+    w2.write("kernels", {"name": ["x"], "stream_id": [0], "ts_ns": [10**6]}, apart_by="stream_id")
+    streams = list(range(n))
+    w2.write(
+        "kernels",
+        {"name": [f"s{s}" for s in streams], "stream_id": streams, "ts_ns": [1000 - s for s in streams]},
+        apart_by="stream_id",
+    )
+    w2.close()
+    assert len(w2.files["kernels"]) == 1 + store_mod.APART_MAX + 1
+    rest = pq.read_table(tmp_path / "b" / "kernels/r0-0-s-rest.parquet").column("ts_ns").to_pylist()
+    assert rest == sorted(1000 - s for s in streams[store_mod.APART_MAX :])  # streams 32-34, in time order
+
+
 def test_duplicate_run_refused_and_replace(store: Path) -> None:
     make_run(store)
     with pytest.raises(StoreError, match="already exists"):
