@@ -120,8 +120,8 @@ class RankWriter:
         apart_by: a column whose values are separately time-ordered streams (kernels: stream_id; a multi-stream
         kernel_details.csv may group its rows by stream). Once the rows stop arriving in time order, they and
         every later row of this file go to one part per value (up to APART_MAX; the rest share one part), so
-        each file is still in time order as written and the post-write sort is skipped (it cost ~2.5x the
-        parse of such a file). Rows that arrive in order keep the one file, as without apart_by."""
+        each file is still in time order as written and the post-write sort is skipped (on a 500k-row
+        kernel_details.csv of 4 interleaved streams it added ~6 CPU-s to a ~10 CPU-s parse). Rows that arrive in order keep the one file, as without apart_by."""
         from ._arrow_helpers import conform
 
         t = conform(table, data, self.run_id, self.rank)
