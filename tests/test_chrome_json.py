@@ -347,7 +347,7 @@ def test_pair_flows_pairs_the_same_in_one_pass_or_many(
     path = sp.close()
     assert path is not None
     rows = []
-    for b in cj.pair_flows(path, tmp_path, batch_rows=2):
+    for b in cj.pair_flows(path, batch_rows=2):
         rows.extend(tuple(r.values()) for r in b.to_pylist())
     # cat, name, flow_id, src_pid, src_tid, src_ts_ns, dst_pid, dst_tid, dst_ts_ns
     assert sorted(rows, key=repr) == sorted(

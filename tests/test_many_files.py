@@ -109,8 +109,8 @@ def test_an_ingest_of_small_ranks_opens_as_many_duckdb_databases_for_4_ranks_as_
 
     counts = {}
     for n in (2, 4):
-        # a fresh process's caches: every database this ingest needs is opened by it
-        monkeypatch.setattr(_csv, "_SHARED", {})
+        # a fresh process's cache (the CSV, JSON and end-of-file databases all live in it): every database this
+        # ingest needs is opened by it
         monkeypatch.setattr(_process_db, "_DBS", {})
         monkeypatch.setattr(duckdb, "connect", counting)
         opened.clear()

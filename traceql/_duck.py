@@ -61,9 +61,3 @@ def ingest_oom_message(where: str, err: BaseException) -> str:
         f"{where}: DuckDB ran out of its memory budget ({first}); free memory or raise the budget, "
         f"e.g. {MEMORY_ENV}=2GB traceql ingest ..."
     )
-
-
-# ---- one database per process and settings ---------------------------------------------------------------
-# duckdb.connect(":memory:") builds a buffer manager and a thread pool: ~25 CPU-ms (~60 ms wall on a loaded
-# 2-core machine), where a cursor on an open database costs ~0.3 ms. A small rank's ingest opened three
-# databases (the JSON reader and two end-of-file steps), ~18% of its CPU; 256 ranks paid it 768 times.

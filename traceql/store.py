@@ -121,7 +121,8 @@ class RankWriter:
         kernel_details.csv may group its rows by stream). Once the rows stop arriving in time order, they and
         every later row of this file go to one part per value (up to APART_MAX; the rest share one part), so
         each file is still in time order as written and the post-write sort is skipped (on a 500k-row
-        kernel_details.csv of 4 interleaved streams it added ~6 CPU-s to a ~10 CPU-s parse). Rows that arrive in order keep the one file, as without apart_by."""
+        kernel_details.csv of 4 interleaved streams it added ~6 CPU-s to a ~10 CPU-s parse). Rows that arrive
+        in order keep the one file, as without apart_by."""
         from ._arrow_helpers import conform
 
         t = conform(table, data, self.run_id, self.rank)

@@ -768,12 +768,11 @@ FLOW_ENDS = ("cat", "name", "fid", "ph", "pid", "tid", "ts_ns")  # columns of a 
 FLOW_PAIR_ROWS = 512 * 1024
 
 
-def pair_flows(path: Path, tmp: str | Path, batch_rows: int = 128 * 1024) -> Iterator[Any]:
+def pair_flows(path: Path, batch_rows: int = 128 * 1024) -> Iterator[Any]:
     """Canonical `flows` batches from a Spill of flow ends (FLOW_ENDS): s paired with f/t on (cat, id),
     one row per f (an s may fan out to several tasks), unpaired ends kept with the other side null.
-    Runs in DuckDB with bounded memory (spills to the process's temp dir: see spill_connection; `tmp` is
-    no longer used), in as many passes over disjoint hash ranges of the
-    (cat, id) key as it takes to keep each pass at FLOW_PAIR_ROWS ends: one FULL OUTER JOIN over a 4 GB
+    Runs in DuckDB with bounded memory (spills to the process's temp dir: see spill_connection), in as many
+    passes over disjoint hash ranges of the (cat, id) key as it takes to keep each pass at FLOW_PAIR_ROWS ends: one FULL OUTER JOIN over a 4 GB
     trace's 1.2M ends lifted the ingest's peak RSS ~0.15 GB above a 1 GB trace's."""
     import pyarrow.parquet as pq
 

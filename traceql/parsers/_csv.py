@@ -49,15 +49,10 @@ _MARKERS = "('N/A', '', 'NA')"  # what _clean() reads as no value
 
 
 def _trimmed(expr: str, chars: str) -> str:
-    """trim(expr, chars), computed only for the cells that start or end with one of `chars`."""
-    cls = "[" + chars.replace("\t", "\\t").replace("\r", "\\r") + "]"
-    return f"(CASE WHEN regexp_matches({expr}, '^{cls}|{cls}$') THEN trim({expr}, {_esc(chars)}) ELSE {expr} END)"
-
-
-def _esc(chars: str) -> str:
-    return (
-        "E'" + chars.replace("\\", "\\\\").replace("\t", "\\t").replace("\r", "\\r").replace("'", "''") + "'"
-    )
+    """trim(expr, chars), computed only for the cells that start or end with one of `chars` (RE2 reads the
+    tab, CR and quote in the character class as themselves)."""
+    cls = "[" + chars + "]"
+    return f"(CASE WHEN regexp_matches({expr}, {lit('^' + cls + '|' + cls + '$')}) THEN trim({expr}, {lit(chars)}) ELSE {expr} END)"
 
 
 def _clean(col: str) -> str:
@@ -98,29 +93,20 @@ _BAD = "__bad"  # the select's extra column: does this row hold such a cell (the
 _TQ_NUM = re.compile(r'tq_num\(("(?:[^"]|"")*")\)')
 
 
-_SHARED: dict[int, Any] = {}  # pid -> this process's in-memory DuckDB database for CSV reading
-
-
 def _connection() -> Any:
-    """A new connection (cursor) to the process's one in-memory DuckDB database.
+    """A new cursor on this process's one in-memory DuckDB database for CSV reading (traceql.parsers.
+    _process_db): a database per file cost ~60 ms, with a rank folder's 4-8 CSVs a quarter of a small rank's
+    ingest; a cursor costs ~2 ms. The one setting (disabled_optimizers) is the same for every CSV read."""
+    from ._process_db import process_db
 
-    A database per file cost ~60 ms (duckdb.connect builds a buffer manager and a thread pool each time): with
-    a rank folder's 4-8 CSVs that was a quarter of a small rank's ingest; a cursor costs ~2 ms. Keyed by pid:
-    a forked worker never uses its parent's database. The temp macros are per cursor; the one setting
-    (disabled_optimizers) is the same for every CSV read."""
-    import os
-
-    import duckdb
-
-    db = _SHARED.get(os.getpid())
-    if db is None:
-        db = _SHARED[os.getpid()] = duckdb.connect(":memory:")
+    def setup(db: Any) -> None:
         # DuckDB 2.0.1 pushes a bare TRY_CAST over a VARCHAR CSV column into the reader as a *strict* cast, so
         # one N/A fails the file ("Could not convert string 'N/A'"); the type_pushdown optimizer is that step.
         db.execute("SET disabled_optimizers = 'type_pushdown'")
         for m in _MACROS:  # once, in the database (not TEMP): every cursor sees them (4 per CSV cost ~5 ms)
             db.execute(m.replace("CREATE OR REPLACE TEMP MACRO", "CREATE OR REPLACE MACRO"))
-    return db.cursor()
+
+    return process_db(("csv",), setup)
 
 
 class CsvFile:

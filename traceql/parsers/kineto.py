@@ -605,7 +605,7 @@ class FlowEnds:
         if path is None:
             return 0
         n = unpaired = 0
-        for b in cj.pair_flows(path, self.tmp):
+        for b in cj.pair_flows(path):
             unpaired += (
                 pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py()
                 or 0

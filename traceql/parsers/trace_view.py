@@ -627,7 +627,7 @@ class _Emitter:
         if path is None:
             return
         unpaired = 0
-        for b in cj.pair_flows(path, self.tmp, WRITE_ROWS):
+        for b in cj.pair_flows(path, WRITE_ROWS):
             unpaired += (
                 pc.sum(pc.or_(pc.is_null(b.column("src_ts_ns")), pc.is_null(b.column("dst_ts_ns")))).as_py()
                 or 0
