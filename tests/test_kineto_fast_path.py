@@ -299,8 +299,13 @@ def test_malformed_json_reported_by_ijson(bad: str, tmp_path: Path, monkeypatch:
         parse_kineto(p, RankWriter(tmp_path / "o", "r", 0))
 
 
+@pytest.mark.parametrize("segment", [None, 1500])  # 1500: ~30 segments, opened ahead of the one being read
 @pytest.mark.parametrize("kind", ["plain", "gzip-stream", "gzip-json"])
-def test_truncated(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_truncated(kind: str, segment: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    if segment:
+        monkeypatch.setattr(kd, "SEGMENT", segment)
     full = _write(tmp_path / "full.json", _events(_rel) * 50, base=BASE).read_bytes()
     cut = full[: len(full) * 2 // 3]
     if kind == "plain":
@@ -317,6 +322,8 @@ def test_truncated(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setenv("TRACEQL_KINETO_READER", reader)
         with pytest.raises(BadTraceError, match=want):
             parse_kineto(p, RankWriter(tmp_path / reader, "r", 0))
+    # nothing left running: the feed, the stream opener and every DuckDB producer ended with the error
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("traceql-")]
 
 
 # ---- the text rules ----------------------------------------------------------------------------------
@@ -329,7 +336,10 @@ def test_texts_match_cj_text(tmp_path: Path) -> None:
     written = ['"plain"', '"a\\"b"', '"\\u00e9\\t"', "12", "-3", "0.5", "68.0", "1e-05", "4.8e-05", "1.5e-07",
                "0.14277746793084217", "-0.0", "123456789.125", "true", "false", "null", "[1,2,3]", "[[64, 256], []]",
                '["float", "Scalar"]', '["", "1.0e-05"]', "[1, 2.5]", '{"a": {"b": [true, null]}}', "[]", "{}",
-               '["x\\ny"]', "18446744073709551615", "-9223372036854775808"]  # fmt: skip
+               '["x\\ny"]', "18446744073709551615", "-9223372036854775808", '"a:NaN"', '"1.5"', '"[0.5]"',
+               "[0.1, 1e-07]", "1e-07", "12345678901234567"]  # fmt: skip
+    # each text three times, interleaved: texts() tests each distinct text once and spreads the answer back
+    written = [w for _ in range(3) for w in written]
     src = "[" + ",".join(f'{{"v": {w}}}' for w in written) + "]"
     (tmp_path / "v.json").write_text(src)
     sql = f"SELECT v::VARCHAR FROM read_json('{tmp_path / 'v.json'}', format='array', columns={{v: 'JSON'}})"
@@ -358,7 +368,18 @@ def test_duckdb_prints_plain_doubles_as_repr() -> None:
 
 def test_ns_rule_hand_values() -> None:
     j = pa.array(
-        ["5142431484056.641", "5142431483969.080", "68.0", "0.001", "-1.5", "17", "null", None, '"12.5"']
+        [
+            "5142431484056.641",
+            "5142431483969.080",
+            "68.0",
+            "0.001",
+            "-1.5",
+            "17",
+            "null",
+            None,
+            '"12.5"',
+            "-7",
+        ]
     )
     assert kd.ns(j, 1000).to_pylist() == [
         5142431484056641,
@@ -370,6 +391,7 @@ def test_ns_rule_hand_values() -> None:
         None,
         None,
         12500,
+        -7000,
     ]
     with pytest.raises(kd.GiveUp, match="more than 3 decimals"):
         kd.ns(pa.array(["0.0001"]), 1000)

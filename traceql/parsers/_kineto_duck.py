@@ -51,6 +51,9 @@ TAIL = 1 << 20  # bytes held back by the feed: the keys after the events array m
 CHUNK = 1 << 20  # read size of the feed
 SEGMENT = 64 << 20  # bytes per FIFO / DuckDB query (see Feed)
 BATCH_ROWS = 32 * 1024  # events per DuckDB batch (see trace_view.BATCH_ROWS: memory stays flat)
+PREFETCH = (
+    2  # batches queued per open segment (two are open: see _Segments); 4: same speed, +20-75 MB RSS at 1 GB
+)
 WRITE_ROWS = (
     32 * 1024
 )  # rows per write to the store (its row groups); 128k: peak RSS 0.63 / 0.72-0.78 GB at 0.25 / 1 GB, 32k: 0.47 / 0.60-0.61 GB, same speed
@@ -368,6 +371,48 @@ def _patch(out: Any, mask: Any, j: Any, fn: Any, type_: Any) -> Any:
     return pc.replace_with_mask(out, mask, pa.array(vals, type_))
 
 
+def _match_where(j: Any, where: Any, pattern: str) -> Any:
+    """match_substring_regex(j, pattern) where `where` (a mask without nulls), False elsewhere: a regex costs
+    ~60 ns a value whatever the pattern, so it runs only on the values a cheaper kernel left undecided."""
+    import pyarrow.compute as pc
+
+    if not pc.any(where).as_py():
+        return where
+    return pc.replace_with_mask(where, where, pc.match_substring_regex(j.filter(where), pattern))
+
+
+def _candidates(j: Any) -> tuple[Any, Any]:
+    """(is_str, cand): values written as a string, and those that are neither a string nor a JSON null nor a
+    run of ASCII digits (a non-negative integer as written: nothing in _ODD or _REAL matches one)."""
+    import pyarrow.compute as pc
+
+    is_str = _mask(pc.starts_with(j, '"'))
+    digits = _mask(pc.ascii_is_decimal(j))
+    other = _mask(pc.not_equal(j, lit("null")))
+    return is_str, pc.and_(pc.and_(pc.invert(is_str), pc.invert(digits)), other)
+
+
+def _inexact(v: Any) -> Any:
+    """Per value of `v` (JSON texts, no nulls): True where cj.text must come from Python, because the text holds
+    an escape, a real inside a list/object or NaN/Infinity (_ODD), or is a real DuckDB may print otherwise than
+    Python's repr. Computed once per distinct text: the regexes cost ~60 ns a value whatever the pattern, and
+    these values (shapes, grids, flags) repeat: per 250 MB of Kineto ~1.1M values, ~15k distinct."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    enc = v.dictionary_encode()
+    d = enc.dictionary
+    slow = pc.match_substring_regex(d, _ODD)
+    real = pc.match_substring_regex(d, _REAL)
+    if pc.any(real).as_py():
+        f = pc.abs(pc.cast(pc.if_else(real, d, lit("0")), pa.float64()))
+        plain = pc.or_(
+            pc.and_(pc.greater_equal(f, lit(PLAIN[0])), pc.less(f, lit(PLAIN[1]))), pc.equal(f, lit(0.0))
+        )
+        slow = pc.or_(slow, pc.and_(real, pc.invert(plain)))
+    return slow.take(enc.indices)
+
+
 def texts(j: Any) -> Any:
     """cj.text of each value, from DuckDB's JSON text of it (null: absent or JSON null)."""
     import pyarrow as pa
@@ -375,17 +420,17 @@ def texts(j: Any) -> Any:
 
     if len(j) == 0 or j.null_count == len(j):
         return j
-    is_str = _mask(pc.starts_with(j, '"'))
+    if isinstance(j, pa.ChunkedArray):
+        j = j.combine_chunks()
+    is_str, cand = _candidates(j)
     out = pc.if_else(is_str, pc.utf8_slice_codeunits(j, 1, -1), j)
     out = pc.if_else(_mask(pc.equal(j, lit("null"))), pa.scalar(None, pa.string()), out)
-    slow = _mask(pc.match_substring_regex(j, _ODD))
-    real = _mask(pc.match_substring_regex(j, _REAL))
-    if pc.any(real).as_py():
-        d = pc.abs(pc.cast(pc.if_else(real, j, lit("0")), pa.float64()))
-        plain = pc.or_(
-            pc.and_(pc.greater_equal(d, lit(PLAIN[0])), pc.less(d, lit(PLAIN[1]))), pc.equal(d, lit(0.0))
-        )
-        slow = pc.or_(slow, pc.and_(real, pc.invert(plain)))
+    # a string is exact as sliced unless it holds an escape; a digits-only integer always is; the rest is tested
+    slow = cand
+    if pc.any(cand).as_py():
+        slow = pc.replace_with_mask(cand, cand, _inexact(j.filter(cand)))
+    if pc.any(is_str).as_py():
+        slow = pc.or_(slow, pc.and_(is_str, _mask(pc.match_substring(j, "\\"))))
     return _patch(out, slow, j, lambda t: cj.text(py(t)), pa.string())
 
 
@@ -414,8 +459,13 @@ def ns(j: Any, scale: int, offset: int = 0) -> Any:
 
     if len(j) == 0 or j.null_count == len(j):
         return pa.nulls(len(j), pa.int64())
-    simple = _mask(pc.match_substring_regex(j, _INT))
-    real = _mask(pc.match_substring_regex(j, _REAL))
+    if isinstance(j, pa.ChunkedArray):
+        j = j.combine_chunks()
+    # a run of digits is an integer as written (most durations); only the rest needs the regexes
+    simple = _mask(pc.ascii_is_decimal(j))
+    rest = pc.and_(pc.invert(simple), _mask(pc.not_equal(j, lit("null"))))
+    simple = pc.or_(simple, _match_where(j, pc.and_(rest, _mask(pc.starts_with(j, "-"))), _INT))
+    real = _match_where(j, rest, _REAL)
     null = pa.scalar(None, pa.string())
     try:
         out = pc.multiply_checked(pc.cast(pc.if_else(simple, j, null), pa.int64()), lit(scale))
@@ -676,6 +726,74 @@ class _Mapper:
         })  # fmt: skip
 
 
+class _Segments:
+    """The DuckDB streams of the feed's segments, in order, each opened as soon as the feed announces it.
+
+    Segment i+1's query starts while segment i's batches are still being mapped: DuckDB's JSON read of a FIFO
+    runs on one thread and the mapping on this one, so opening the next query only after the last batch of
+    the previous one was mapped left one core idle at every segment boundary (and the feed waiting for the
+    reader of its next FIFO). At most AHEAD streams are open at a time (memory: AHEAD x prefetch batches).
+    """
+
+    AHEAD = 2
+
+    def __init__(self, feed: Feed, con: Any, path: Path) -> None:
+        import queue
+
+        self.feed, self.con, self.path = feed, con, path
+        self._q: queue.Queue[Any] = queue.Queue()
+        self._slots = threading.Semaphore(self.AHEAD)
+        self._stop = threading.Event()
+        self._current: cj.DuckStream | None = None
+        self._t = threading.Thread(target=self._open_all, name="traceql-kineto-segments", daemon=True)
+        self._t.start()
+
+    def _open_all(self) -> None:
+        try:
+            for fifo in iter(self.feed.segments.get, None):
+                while not self._slots.acquire(timeout=0.1):
+                    if self._stop.is_set():
+                        return
+                if self._stop.is_set():
+                    return
+                self._q.put(
+                    cj.DuckStream(self.con.cursor(), self.path, _sql(fifo), BATCH_ROWS, prefetch=PREFETCH)
+                )
+        except BaseException as e:  # noqa: BLE001 - raised where the streams are consumed
+            self._q.put(e)
+        finally:
+            self._q.put(None)
+
+    def __iter__(self) -> Any:
+        while (item := self._q.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            self._current = item
+            try:
+                yield item
+            finally:
+                item.close()
+                self._current = None
+                self._slots.release()
+
+    def close(self) -> None:
+        """Stop opening streams, end the feed, close the stream being read and those opened ahead."""
+        import queue
+
+        self._stop.set()
+        if self._current is not None:
+            self._current.close()
+        self.feed.close()  # its last announcement (None) ends _open_all's loop
+        self._t.join()
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, cj.DuckStream):
+                item.close()
+
+
 def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
     """Read the events of `sn` into `out` (a writer); raise GiveUp when the ijson reader must do it instead."""
     start = array_start(sn.head)
@@ -686,22 +804,20 @@ def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
     con.execute("SET preserve_insertion_order=true")  # file order: the time unit and counter tracks need it
     shown = progress.Stream(sn.path, feed.percent)
     mapper = _Mapper(out, header, tmp, sn.path)
+    segments = _Segments(feed, con, sn.path)
     done = False
     try:
-        for fifo in iter(feed.segments.get, None):
-            stream = cj.DuckStream(con.cursor(), sn.path, _sql(fifo), BATCH_ROWS, prefetch=4)
+        for stream in segments:
             try:
                 for b in stream:
                     mapper.batch(b)
             except cj.DuckReadError as e:
-                feed.close()  # the feed's own error (gzip cut off...) is the cause of DuckDB's
+                segments.close()  # the feed's own error (gzip cut off...) is the cause of DuckDB's
                 if feed.error is not None:
                     raise feed.error from None
                 # malformed JSON (ijson reports it with its byte offset), or an event too large for DuckDB
                 raise GiveUp(f"DuckDB could not read the events: {e.detail}") from None
-            finally:
-                stream.close()
-        feed.close()
+        segments.close()
         if feed.error is not None:
             raise feed.error
         mapper.flush()
@@ -709,6 +825,6 @@ def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
         done = True
     finally:
         shown.close(done=done)
-        feed.close()
+        segments.close()
         con.close()
     return mapper.tally
