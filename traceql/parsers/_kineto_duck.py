@@ -51,9 +51,8 @@ TAIL = 1 << 20  # bytes held back by the feed: the keys after the events array m
 CHUNK = 1 << 20  # read size of the feed
 SEGMENT = 64 << 20  # bytes per FIFO / DuckDB query (see Feed)
 BATCH_ROWS = 32 * 1024  # events per DuckDB batch (see trace_view.BATCH_ROWS: memory stays flat)
-PREFETCH = (
-    2  # batches queued per open segment (two are open: see _Segments); 4: same speed, +20-75 MB RSS at 1 GB
-)
+# batches queued per open segment (two are open, see _Segments): 4 ran at the same speed with 20-75 MB more RSS
+PREFETCH = 2
 WRITE_ROWS = (
     32 * 1024
 )  # rows per write to the store (its row groups); 128k: peak RSS 0.63 / 0.72-0.78 GB at 0.25 / 1 GB, 32k: 0.47 / 0.60-0.61 GB, same speed
