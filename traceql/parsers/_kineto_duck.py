@@ -4,8 +4,10 @@ How: DuckDB cannot start reading at a byte offset, and read_json over the whole 
 is very slow, so a producer thread (`Feed`) writes just the events array (`[` ... `]`, gzip decompressed on
 the way: zlib releases the GIL) into a FIFO that DuckDB reads with `read_json(format='array')`, in file order.
 DuckDB hands over JSON text per field and per arg; Arrow turns it into the canonical columns on this thread
-(`_Mapper`), a third thread encodes Parquet. The few events whose meaning depends on file order or that are
-rare (M/C events, cuda_profiler_range) go through the ijson reader's own per-event code.
+(`_Mapper`), a third thread encodes Parquet. The array goes out in 64 MiB segments, one query each, and the next
+segment's query runs while this one's batches are mapped (`_Segments`), so both cores stay busy on one file.
+The few events whose meaning depends on file order or that are rare (M/C events, cuda_profiler_range) go through
+the ijson reader's own per-event code.
 
 Exactness. DuckDB parses JSON numbers with yyjson: integers stay exact int64, but a real (`5142431484056.641`)
 becomes a double and the digits as written are lost. So:
