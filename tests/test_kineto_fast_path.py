@@ -278,6 +278,28 @@ def test_late_fallback_writes_rows_once(tmp_path: Path, monkeypatch: pytest.Monk
     assert sum(r["name"] == "aten::mm" for r in tables["host_ops"]) == 20
 
 
+def test_a_failure_mid_file_closes_the_segment_opened_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mapping gives up on segment i while segment i+1's query, opened ahead, waits on a full queue: the
+    read must stop that query too (its producer thread would otherwise wait forever) and fall back exactly."""
+    import threading
+
+    monkeypatch.setattr(kd, "SEGMENT", 1500)
+    monkeypatch.setattr(kd, "BATCH_ROWS", 1)
+    monkeypatch.setattr(kd, "PREFETCH", 1)
+    evs = _events(_rel) * 10
+    evs.insert(
+        len(evs) // 2,
+        _ev("X", "9999999999999.5", cat='"cpu_op"', name='"mid"', dur="1", pid="100", tid="100"),
+    )
+    before = set(threading.enumerate())
+    meta, tables = _both(_write(tmp_path / "mid.json", evs, base=BASE), tmp_path, monkeypatch)
+    assert meta["reader"].startswith("ijson (DuckDB reader gave up: a real ts/dur of 2**43")
+    assert sum(r["name"] == "mid" for r in tables["host_ops"]) == 1
+    assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("traceql-")]
+
+
 def test_many_segments_and_trailing_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kd, "SEGMENT", 1500)
     trailer = ',\n  "traceName": "a]b}, {c",\n  "more": [1, [2]], "deviceProperties2": {"x": [{"y": 1}]}'
@@ -306,6 +328,7 @@ def test_truncated(kind: str, segment: int | None, tmp_path: Path, monkeypatch: 
 
     if segment:
         monkeypatch.setattr(kd, "SEGMENT", segment)
+    before = set(threading.enumerate())
     full = _write(tmp_path / "full.json", _events(_rel) * 50, base=BASE).read_bytes()
     cut = full[: len(full) * 2 // 3]
     if kind == "plain":
@@ -323,7 +346,7 @@ def test_truncated(kind: str, segment: int | None, tmp_path: Path, monkeypatch: 
         with pytest.raises(BadTraceError, match=want):
             parse_kineto(p, RankWriter(tmp_path / reader, "r", 0))
     # nothing left running: the feed, the stream opener and every DuckDB producer ended with the error
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("traceql-")]
+    assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("traceql-")]
 
 
 # ---- the text rules ----------------------------------------------------------------------------------
