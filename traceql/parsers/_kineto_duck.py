@@ -33,6 +33,7 @@ a private RankWriter and adopts the files only when the read succeeded.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -800,14 +801,22 @@ def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
     start = array_start(sn.head)
     if start is None:
         raise GiveUp(f'no top-level "traceEvents" array within the first {len(sn.head) >> 10} KiB')
-    feed = Feed(sn, start, tmp)
-    con = cj.duck_connection()
-    con.execute("SET preserve_insertion_order=true")  # file order: the time unit and counter tracks need it
-    shown = progress.Stream(sn.path, feed.percent)
-    mapper = _Mapper(out, header, tmp, sn.path)
-    segments = _Segments(feed, con, sn.path)
-    done = False
-    try:
+    # cleanup in reverse order of setup, whatever fails (setup included): the progress line, the streams, the
+    # connection (no query may still run on it), the feed
+    with contextlib.ExitStack() as cleanup:
+        feed = Feed(sn, start, tmp)
+        cleanup.callback(feed.close)
+        con = cj.duck_connection()
+        cleanup.callback(con.close)
+        con.execute(
+            "SET preserve_insertion_order=true"
+        )  # file order: the time unit and counter tracks need it
+        segments = _Segments(feed, con, sn.path)
+        cleanup.callback(segments.close)
+        shown = progress.Stream(sn.path, feed.percent)
+        done = [False]
+        cleanup.callback(lambda: shown.close(done=done[0]))
+        mapper = _Mapper(out, header, tmp, sn.path)
         for stream in segments:
             try:
                 for b in stream:
@@ -823,9 +832,5 @@ def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
             raise feed.error
         mapper.flush()
         mapper.tally.n_flows = mapper.flows.finish(out, mapper.tally.warnings)
-        done = True
-    finally:
-        shown.close(done=done)
-        segments.close()
-        con.close()
+        done[0] = True
     return mapper.tally
