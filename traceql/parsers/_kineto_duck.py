@@ -808,9 +808,8 @@ def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:
         cleanup.callback(feed.close)
         con = cj.duck_connection()
         cleanup.callback(con.close)
-        con.execute(
-            "SET preserve_insertion_order=true"
-        )  # file order: the time unit and counter tracks need it
+        # file order: the time unit and counter tracks need it
+        con.execute("SET preserve_insertion_order=true")
         segments = _Segments(feed, con, sn.path)
         cleanup.callback(segments.close)
         shown = progress.Stream(sn.path, feed.percent)
