@@ -48,11 +48,15 @@ _CELL_STRIP = " \t\r"  # what _clean() strips
 _MARKERS = "('N/A', '', 'NA')"  # what _clean() reads as no value
 
 
-def _trimmed(expr: str, chars: str) -> str:
-    """trim(expr, chars), computed only for the cells that start or end with one of `chars` (RE2 reads the
-    tab, CR and quote in the character class as themselves)."""
-    cls = "[" + chars + "]"
-    return f"(CASE WHEN regexp_matches({expr}, {lit('^' + cls + '|' + cls + '$')}) THEN trim({expr}, {lit(chars)}) ELSE {expr} END)"
+def _trimmed(expr: str, chars: str, gated: bool = True) -> str:
+    """trim(expr, chars), computed only for the cells that start or end with a space, tab, CR or quote (a
+    superset of every `chars` used here: trim() is a no-op where none of `chars` is at an edge).
+
+    gated: the guard is the macro tq_edge, which CsvFile.select() answers at once for a row whose text cells
+    have no such edge (the row gate, see _RowGates); tq_edge_q (gated=False) is the same test never gated,
+    for columns whose cells are usually quoted (shapes), which would close the gate on every row."""
+    guard = "tq_edge" if gated else "tq_edge_q"
+    return f"(CASE WHEN {guard}({expr}) THEN trim({expr}, {lit(chars)}) ELSE {expr} END)"
 
 
 def _clean(col: str) -> str:
@@ -64,6 +68,7 @@ def _clean(col: str) -> str:
 # _clean as the two steps of a lambda pipeline over a list of cells (MapExpr.each): inside a lambda DuckDB
 # shares no subexpression, so NULLIF(NULLIF(NULLIF(trim(x)...))) trimmed each cell eight times
 _CLEAN_STEPS = (_trimmed("x", _CELL_STRIP), f"CASE WHEN x IN {_MARKERS} THEN NULL ELSE x END")
+_NUM_STEPS = ("tq_num(x)",)  # a numeric map's one step
 
 
 # Numeric casts need no cleaning: DuckDB's string->number casts skip surrounding whitespace (the trailing TAB
@@ -73,8 +78,13 @@ _CLEAN_STEPS = (_trimmed("x", _CELL_STRIP), f"CASE WHEN x IN {_MARKERS} THEN NUL
 # (underscores, read as 1000) and '0x10' (hex, as BIGINT 16). tq_plain(x) is false for those, so they become
 # NULL like the other unparseable cells ('١٢٣', 'NaN', 'Infinity', '1e400'), and every such cell is counted
 # and reported (unparsed_cells(): ingest warns and stores them for the `unparsed_numbers` check).
+_EDGE = (
+    '[ \t\r"]'  # the characters _trimmed's guard looks for at a cell's edges (RE2 reads them as themselves)
+)
 _MACROS = (
     "CREATE OR REPLACE TEMP MACRO tq_finite(v) AS (CASE WHEN isfinite(v) THEN v END)",
+    f"CREATE OR REPLACE TEMP MACRO tq_edge(x) AS regexp_matches(x, {lit('^' + _EDGE + '|' + _EDGE + '$')})",
+    f"CREATE OR REPLACE TEMP MACRO tq_edge_q(x) AS regexp_matches(x, {lit('^' + _EDGE + '|' + _EDGE + '$')})",
     "CREATE OR REPLACE TEMP MACRO tq_plain(x) AS NOT (contains(x, '_') OR contains(x, 'x') OR contains(x, 'X'))",
     "CREATE OR REPLACE TEMP MACRO tq_num(x) AS (CASE WHEN tq_plain(x) THEN tq_finite(TRY_CAST(x AS DOUBLE)) END)",
     # a cell that holds something (not empty, not an N/A marker) yet is no finite plain number. The guard
@@ -109,6 +119,107 @@ def _connection() -> Any:
     return process_db(("csv",), setup)
 
 
+ROW_GATES = True  # tests turn it off to compare the gated select with the per-cell one
+
+# A numeric cell the row gate passes: blank, an N/A marker, or a plain decimal number with few enough digits
+# to be finite. For such a cell tq_plain is true, tq_num is TRY_CAST(x AS DOUBLE) and tq_bad is false.
+_PLAIN_CELL = (
+    r"[ \t\r]*([+-]?([0-9]{1,20}(\.[0-9]{0,20})?|\.[0-9]{1,20})([eE][+-]?[0-9]{1,2})?|N/A|NA)?[ \t\r]*"
+)
+_TQ_PLAIN = re.compile(r'tq_plain\(("(?:[^"]|"")*")\)')
+_TQ_EDGE = re.compile(r'tq_edge\(("(?:[^"]|"")*")\)')
+
+
+class _RowGates:
+    """Two booleans per row that let a select skip its per-cell checks where the whole row is plain.
+
+    The per-cell checks (tq_plain's three scans, tq_num's finiteness test, tq_bad, the regexp guard before a
+    trim) cost ~5 of a kernel_details select's ~10 CPU-s, and on a profiler's rows they almost never fire.
+    So the row's numeric cells are joined with '|' and matched once against _PLAIN_CELL repeated (with
+    exactly one field per cell: a cell holding '|' fails), and its text cells are joined with chr(31) and
+    searched once for an edge character next to a cell boundary (a cell holding chr(31) can only fail it).
+    Where a gate holds, every expression takes its unchecked form, which gives the same value as the checked
+    one for such cells; elsewhere the checked form runs, as before. CASE, not AND/OR: DuckDB evaluates both
+    sides of a boolean operator in a projection, but a CASE branch only on the rows that take it."""
+
+    def __init__(self, prefix: str) -> None:
+        self.num: list[str] = []  # quoted columns the numeric gate covers, in first-use order
+        self.txt: list[str] = []
+        self.g_num, self.g_txt = q(prefix + "gnum"), q(prefix + "gtxt")
+        self._s_num, self._s_txt = q(prefix + "snum"), q(prefix + "stxt")
+
+    def _add(self, into: list[str], cols: Iterable[str]) -> None:
+        into.extend(c for c in cols if c not in into)
+
+    def cover(self, cols: Iterable[str]) -> None:
+        """Make the numeric gate cover `cols` (quoted) too."""
+        self._add(self.num, cols)
+
+    def rewrite(self, sql: str, header: set[str]) -> str:
+        """tq_plain("c") and tq_edge("c") of header columns, answered by the gates where they hold."""
+
+        def plain(m: re.Match[str]) -> str:
+            if m.group(1)[1:-1].replace('""', '"') not in header:
+                return m.group(0)
+            self._add(self.num, [m.group(1)])
+            return f"(CASE WHEN {self.g_num} THEN true ELSE {m.group(0)} END)"
+
+        def edge(m: re.Match[str]) -> str:
+            if m.group(1)[1:-1].replace('""', '"') not in header:
+                return m.group(0)
+            self._add(self.txt, [m.group(1)])
+            return f"(CASE WHEN {self.g_txt} THEN false ELSE {m.group(0)} END)"
+
+        return _TQ_EDGE.sub(edge, _TQ_PLAIN.sub(plain, sql))
+
+    def number(self, col: str) -> str:
+        """tq_num(col), gated (col: a quoted header column)."""
+        self._add(self.num, [col])
+        return f"(CASE WHEN {self.g_num} THEN TRY_CAST({col} AS DOUBLE) ELSE tq_num({col}) END)"
+
+    def numbers(self, cols: list[str], checked: str) -> str:
+        """`checked` (a list_transform of tq_num over `cols`), gated."""
+        self._add(self.num, cols)
+        fast = f"list_transform([{', '.join(cols)}], lambda x: TRY_CAST(x AS DOUBLE))"
+        return f"(CASE WHEN {self.g_num} THEN {fast} ELSE {checked} END)"
+
+    def cleaned(self, cols: list[str], checked: str) -> str:
+        """`checked` (the _CLEAN_STEPS pipeline over `cols`), gated: with no edge to trim, only the markers."""
+        self._add(self.txt, cols)
+        fast = f"list_transform([{', '.join(cols)}], lambda x: {_CLEAN_STEPS[1]})"
+        return f"(CASE WHEN {self.g_txt} THEN {fast} ELSE {checked} END)"
+
+    def unless_plain(self, checked: str) -> str:
+        """A per-row flag of the numeric cells (tq_bad), false where the numeric gate holds."""
+        return f"(CASE WHEN {self.g_num} THEN false ELSE {checked} END)"
+
+    def source(self, src: str) -> str:
+        """`src` with the gate columns added (the joined cells first, then the gates, so each join is built
+        once)."""
+        if not self.num and not self.txt:
+            return src
+        joins, gates = [], []
+        if self.num:
+            joined = ", '|', ".join(self.num)
+            joins.append(f"concat({joined}) AS {self._s_num}")
+            s, n = self._s_num, len(self.num)
+            pattern = lit(f"^({_PLAIN_CELL}\\|)*{_PLAIN_CELL}$")
+            gates.append(
+                f"(regexp_full_match({s}, {pattern}) AND strlen({s}) - strlen(replace({s}, '|', '')) = {n - 1}) "
+                f"AS {self.g_num}"
+            )
+        else:
+            gates.append(f"false AS {self.g_num}")
+        if self.txt:
+            joins.append(f"concat({', chr(31), '.join(self.txt)}) AS {self._s_txt}")
+            e, sep = _EDGE, "\\x1f"  # RE2's escape for chr(31)
+            boundary = lit(f"^{e}|{e}{sep}|{sep}{e}|{e}$")
+            gates.append(f"NOT regexp_matches({self._s_txt}, {boundary}) AS {self.g_txt}")
+        else:
+            gates.append(f"false AS {self.g_txt}")
+        return f"(SELECT *, {', '.join(gates)} FROM (SELECT *, {', '.join(joins)} FROM {src}))"
+
+
 class CsvFile:
     """One CSV, or several with one header read as one table (`also`: the parts after `path`, in order; e.g.
     msprof's op_summary slices: a query costs ~40-130 CPU-ms of planning whatever the file's size, so 3,000
@@ -132,6 +243,7 @@ class CsvFile:
         self._cols = set(self.header)
         self._numeric: set[str] = set()  # columns read as numbers: checked for unparsed cells after select()
         self._hoisted: list[tuple[str, str]] = []  # (quoted column, alias) while select() builds its SQL
+        self._gates: _RowGates | None = None  # while select() builds its SQL
 
     # ---- columns ----------------------------------------------------------------------------------
     def has(self, col: str) -> bool:
@@ -161,6 +273,15 @@ class CsvFile:
         # trim() with a character set costs ~0.25 CPU-s per 1M cells even where there is nothing to strip (most
         # cells): the regexp guard finds the cells that start or end with one of those characters first.
         return f"NULLIF(NULLIF({_trimmed(q(c), _TXT_STRIP)}, ''), 'N/A')"
+
+    def shape_txt(self, col: str) -> str:
+        """A shapes/dtypes/formats cell (`"32,3,224,224"`, `"a;b"`: literal quotes inside it) with every quote
+        dropped. Its edge test is never gated: these cells are usually quoted, so they would close the row's
+        text gate on every row (see _RowGates)."""
+        if col not in self._cols:
+            return "NULL::VARCHAR"
+        text = f"NULLIF(NULLIF({_trimmed(q(col), _TXT_STRIP, gated=False)}, ''), 'N/A')"
+        return f"NULLIF(replace({text}, '\"', ''), '')"
 
     def num(self, *cols: str) -> str:
         c = self.first(*cols)
@@ -213,7 +334,7 @@ class CsvFile:
         cols = [c for c in cols if c in self._cols]
         if not cols:
             return "NULL::MAP(VARCHAR, DOUBLE)"
-        return MapExpr(cols, [f"tq_num({q(c)})" for c in cols], each=("tq_num(x)",))
+        return MapExpr(cols, [f"tq_num({q(c)})" for c in cols], each=_NUM_STEPS)
 
     # ---- reading ----------------------------------------------------------------------------------
     def from_clause(self, only: Path | None = None) -> str:
@@ -229,9 +350,21 @@ class CsvFile:
             f"read_csv({files}, header=true, auto_detect=false, delim=',', quote='\"', escape='\"', "
             f"columns={cols}, null_padding=true, strict_mode=false, encoding='utf-8')"
         )
-        if self._hoisted:  # see _hoist_numbers
-            src = f"(SELECT *, {', '.join(f'tq_num({c}) AS {a}' for c, a in self._hoisted)} FROM {src})"
+        gates = self._gates
+        if gates is not None:  # the hoisted numbers below use them: see _RowGates
+            hoisted = [(gates.number(c), a) for c, a in self._hoisted]
+            src = gates.source(src)
+        else:
+            hoisted = [(f"tq_num({c})", a) for c, a in self._hoisted]
+        if hoisted:  # see _hoist_numbers
+            src = f"(SELECT *, {', '.join(f'{e} AS {a}' for e, a in hoisted)} FROM {src})"
         return src
+
+    def _private(self, pre: str) -> str:
+        """A prefix no header column starts with (a header may hold any name: never shadow one)."""
+        while any(h.startswith(pre) for h in self._cols):
+            pre += "_"
+        return pre
 
     def _hoist_numbers(self, select: str, where: str | None) -> tuple[str, str | None]:
         """`select` and `where` with each tq_num("col") of a header column read from a subquery that converts
@@ -243,9 +376,7 @@ class CsvFile:
         cols = sorted(c for c in found if c[1:-1].replace('""', '"') in self._cols)
         if not cols:
             return select, where
-        pre = "__tqn"
-        while any(h.startswith(pre) for h in self._cols):  # a header may hold any name: never shadow one
-            pre += "_"
+        pre = self._private("__tqn")
         alias = {c: q(f"{pre}{i}") for i, c in enumerate(cols)}
         self._hoisted = list(alias.items())
 
@@ -258,13 +389,14 @@ class CsvFile:
         """Yield pyarrow RecordBatches of the canonical columns in `exprs` (name -> SQL expression)."""
         import duckdb
 
+        gates = _RowGates(self._private("__tqg")) if ROW_GATES else None
         parts = []
         maps = {}
         for name, e in exprs.items():
             if isinstance(e, MapExpr):
                 # fast path: select the values as a list (+ non-null count), build the MAP in Arrow
                 maps[name] = e
-                parts.append(f"{e.values_sql()} AS {q(name)}")
+                parts.append(f"{e.values_sql(gates)} AS {q(name)}")
                 parts.append(f"list_count({q(name)}) AS {q('__n_' + name)}")
                 parts.append(f"{e.positions_sql()} AS {q('__p_' + name)}")
             else:
@@ -274,12 +406,23 @@ class CsvFile:
             # one flag per row, from one lambda over the numeric columns (not an expression per column: DuckDB's
             # optimizer is superlinear in their number); the exact per-column count runs only when it fires
             cells = ", ".join(q(c) for c in numeric)
-            parts.append(f"list_bool_or(list_transform([{cells}], lambda x: tq_bad(x))) AS {q(_BAD)}")
-        select, where = self._hoist_numbers(", ".join(parts), where)
+            flag = f"list_bool_or(list_transform([{cells}], lambda x: tq_bad(x)))"
+            if gates is not None:
+                gates.cover(q(c) for c in numeric)
+                flag = gates.unless_plain(flag)
+            parts.append(f"{flag} AS {q(_BAD)}")
+        select = ", ".join(parts)
+        if gates is not None:
+            select, where = (
+                gates.rewrite(select, self._cols),
+                (gates.rewrite(where, self._cols) if where else where),
+            )
+        select, where = self._hoist_numbers(select, where)
+        self._gates = gates
         try:
             sql = f"SELECT {select} FROM {self.from_clause()}" + (f" WHERE {where}" if where else "")
         finally:
-            self._hoisted = []
+            self._hoisted, self._gates = [], None
         bad = False
         try:
             from .._duck import arrow_reader
@@ -447,14 +590,19 @@ class MapExpr(str):
         obj.keys, obj.values, obj.each = list(keys), list(values), each
         return obj
 
-    def values_sql(self) -> str:
+    def values_sql(self, gates: _RowGates | None = None) -> str:
         if self.each is not None:
             # one lambda over the list of raw columns, not one expression per column: DuckDB's optimizer is
             # superlinear in the number of expressions (2,000 NULLIF(trim()) columns: 124 s, as a lambda 0.5 s;
             # issue 22's 10,000-column header took 262 s)
-            sql = f"[{', '.join(q(k) for k in self.keys)}]"
+            cols = [q(k) for k in self.keys]
+            sql = f"[{', '.join(cols)}]"
             for step in self.each:
                 sql = f"list_transform({sql}, lambda x: {step})"
+            if gates is not None and self.each == _NUM_STEPS:
+                return gates.numbers(cols, sql)
+            if gates is not None and self.each == _CLEAN_STEPS:
+                return gates.cleaned(cols, sql)
             return sql
         return "[" + ", ".join(self.values) + "]"
 

@@ -365,7 +365,7 @@ def _kernel_exprs(csv: CsvFile, device: int | None) -> dict[str, str]:
     }
     for canon, col in _SHAPES.items():
         # cells are `"32,3,224,224"` (literal quotes); several inputs `"a;b"`: drop every quote
-        exprs[canon] = f"NULLIF(replace({csv.txt(col)}, '\"', ''), '')" if csv.has(col) else "NULL::VARCHAR"
+        exprs[canon] = csv.shape_txt(col)
     pmu, consumed = pmu_exprs(csv, dur_cols=tuple(_KERNEL_COLS["dur"]))
     exprs.update(pmu)
     # `extra`: columns with no canonical home (Model Name, Infer ID, HF32 Eligible...) and metric cells that

@@ -150,9 +150,7 @@ def _kernel_exprs(csv: CsvFile) -> dict[str, str]:
     }
     for canon, col in shapes.items():
         # cells look like `"32,3,224,224"` (quotes inside the cell); strip every quote
-        exprs[canon] = (
-            "NULL::VARCHAR" if not csv.has(col) else f"NULLIF(replace({csv.txt(col)}, '\"', ''), '')"
-        )
+        exprs[canon] = csv.shape_txt(col)
     # typed PMU columns + `metrics`: the derivation shared with msprof op_summary (parsers/_pmu.py)
     pmu, consumed = pmu_exprs(csv, dur_cols=("Duration(us)",))
     exprs.update(pmu)
