@@ -398,7 +398,6 @@ class CsvFile:
                 maps[name] = e
                 parts.append(f"{e.values_sql(gates)} AS {q(name)}")
                 parts.append(f"list_count({q(name)}) AS {q('__n_' + name)}")
-                parts.append(f"{e.positions_sql()} AS {q('__p_' + name)}")
             else:
                 parts.append(f"{e} AS {q(name)}")
         numeric = sorted(self._numeric)
@@ -606,9 +605,6 @@ class MapExpr(str):
             return sql
         return "[" + ", ".join(self.values) + "]"
 
-    def positions_sql(self) -> str:
-        return "[" + ", ".join(str(i) for i in range(len(self.values))) + "]::INTEGER[]"
-
 
 def text_map_of(entries: list[tuple[str, str]]) -> str:
     """MAP(VARCHAR,VARCHAR) from (key, SQL expression) pairs, NULL values dropped. Valid SQL anywhere; built
@@ -618,24 +614,39 @@ def text_map_of(entries: list[tuple[str, str]]) -> str:
     return MapExpr([k for k, _ in entries], [f"CAST(({e}) AS VARCHAR)" for _, e in entries])
 
 
+def _key_positions(k: int, rows: int) -> Any:
+    """0, 1, ..., k-1 repeated `rows` times, as an int32 Arrow array (by doubling: ~20 copies, not `rows`)."""
+    import pyarrow as pa
+
+    out = pa.array(range(k), pa.int32())
+    while len(out) < k * rows:
+        out = pa.concat_arrays([out, out])
+    return out.slice(0, k * rows)
+
+
 def _build_maps(batch: Any, maps: dict[str, MapExpr]) -> Any:
     """Replace each list column of `maps` in `batch` by a MapArray of its non-null (key, value) pairs.
 
-    The query gives, per map column NAME: NAME (the k values of each row, as a list), __n_NAME (non-null
-    count per row) and __p_NAME (the constant list [0..k-1]: each value's key index).
+    The query gives, per map column NAME: NAME (the k values of each row, as a list of exactly k) and
+    __n_NAME (non-null count per row). Each value's key index is its position in the list, 0..k-1 over and
+    over (_key_positions; the query selected that constant list per row before, 12.5M integers for a
+    500k-row kernel_details, converted to Arrow only to be filtered).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     cols = {}
     for name in batch.schema.names:
-        if name.startswith(("__n_", "__p_")):
+        if name.startswith("__n_"):
             continue
         col = batch.column(name)
         if name in maps:
             flat = col.flatten()
+            k = len(maps[name].keys)
+            if len(flat) != k * len(col):  # a list of the k columns: never shorter, never longer
+                raise AssertionError(f"map {name}: {len(flat)} values for {len(col)} rows of {k} keys")
             mask = pc.is_valid(flat)
-            key_idx = pc.filter(batch.column("__p_" + name).flatten(), mask)
+            key_idx = pc.filter(_key_positions(k, len(col)), mask)
             keys = pc.take(pa.array(maps[name].keys, pa.string()), key_idx)
             counts = batch.column("__n_" + name)
             offsets = pa.concat_arrays(
