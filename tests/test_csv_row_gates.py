@@ -115,7 +115,7 @@ def test_the_gates_pass_plain_rows_and_stop_each_kind_of_odd_cell(tmp_path: Path
 
 
 @pytest.mark.parametrize("text", ODD_NUMBERS)
-@pytest.mark.parametrize("column", ["Duration(us)", "Task ID", "aic_mac_ratio"])
+@pytest.mark.parametrize("column", ["Task ID", "aic_mac_ratio"])
 def test_one_odd_cell_alone_in_a_file_is_reported_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str, text: str
 ) -> None:
@@ -131,7 +131,7 @@ _PLAIN_ROW = ["1", "4294967295", "11000", "2", "MatMul_1", "MatMul", "dynamic", 
               "78.872", "0.0", "16", "NO", '"15,4096"', "N/A", "78.872", "0.5", "N/A", "", "0.4"]  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(
         st.tuples(st.integers(0, len(HEADER) - 1), st.text(_CELL_CHARS, max_size=8)), min_size=1, max_size=60
