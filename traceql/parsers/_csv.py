@@ -59,6 +59,11 @@ def _trimmed(expr: str, chars: str, gated: bool = True) -> str:
     return f"(CASE WHEN {guard}({expr}) THEN trim({expr}, {lit(chars)}) ELSE {expr} END)"
 
 
+def _text(col: str, gated: bool = True) -> str:
+    """A text cell (quoted column) stripped of spaces, tabs, CRs and quotes at its edges; empty or N/A -> NULL."""
+    return f"NULLIF(NULLIF({_trimmed(col, _TXT_STRIP, gated)}, ''), 'N/A')"
+
+
 def _clean(col: str) -> str:
     # trailing TAB (torch_npu start times), spaces, and N/A-like markers -> NULL
     t = _trimmed(q(col), _CELL_STRIP)
@@ -81,10 +86,11 @@ _NUM_STEPS = ("tq_num(x)",)  # a numeric map's one step
 _EDGE = (
     '[ \t\r"]'  # the characters _trimmed's guard looks for at a cell's edges (RE2 reads them as themselves)
 )
+_EDGE_TEST = f"regexp_matches(x, {lit('^' + _EDGE + '|' + _EDGE + '$')})"
 _MACROS = (
     "CREATE OR REPLACE TEMP MACRO tq_finite(v) AS (CASE WHEN isfinite(v) THEN v END)",
-    f"CREATE OR REPLACE TEMP MACRO tq_edge(x) AS regexp_matches(x, {lit('^' + _EDGE + '|' + _EDGE + '$')})",
-    f"CREATE OR REPLACE TEMP MACRO tq_edge_q(x) AS regexp_matches(x, {lit('^' + _EDGE + '|' + _EDGE + '$')})",
+    f"CREATE OR REPLACE TEMP MACRO tq_edge(x) AS {_EDGE_TEST}",
+    f"CREATE OR REPLACE TEMP MACRO tq_edge_q(x) AS {_EDGE_TEST}",  # the same test, never gated
     "CREATE OR REPLACE TEMP MACRO tq_plain(x) AS NOT (contains(x, '_') OR contains(x, 'x') OR contains(x, 'X'))",
     "CREATE OR REPLACE TEMP MACRO tq_num(x) AS (CASE WHEN tq_plain(x) THEN tq_finite(TRY_CAST(x AS DOUBLE)) END)",
     # a cell that holds something (not empty, not an N/A marker) yet is no finite plain number. The guard
@@ -100,7 +106,12 @@ _MACROS = (
 # each unit parses in its own worker): (file, column, cells, first line, example); ingest takes them.
 _BAD = "__bad"  # the select's extra column: does this row hold such a cell (the cheap detector)
 # tq_num of a quoted column name (CsvFile._hoist_numbers)
-_TQ_NUM = re.compile(r'tq_num\(("(?:[^"]|"")*")\)')
+_QUOTED = r'("(?:[^"]|"")*")'  # a quoted identifier, as q() writes it
+_TQ_NUM = re.compile(r"tq_num\(" + _QUOTED + r"\)")
+
+
+def _unquoted(ident: str) -> str:
+    return ident[1:-1].replace('""', '"')
 
 
 def _connection() -> Any:
@@ -126,8 +137,8 @@ ROW_GATES = True  # tests turn it off to compare the gated select with the per-c
 _PLAIN_CELL = (
     r"[ \t\r]*([+-]?([0-9]{1,20}(\.[0-9]{0,20})?|\.[0-9]{1,20})([eE][+-]?[0-9]{1,2})?|N/A|NA)?[ \t\r]*"
 )
-_TQ_PLAIN = re.compile(r'tq_plain\(("(?:[^"]|"")*")\)')
-_TQ_EDGE = re.compile(r'tq_edge\(("(?:[^"]|"")*")\)')
+_TQ_PLAIN = re.compile(r"tq_plain\(" + _QUOTED + r"\)")
+_TQ_EDGE = re.compile(r"tq_edge\(" + _QUOTED + r"\)")
 
 
 class _RowGates:
@@ -158,19 +169,17 @@ class _RowGates:
     def rewrite(self, sql: str, header: set[str]) -> str:
         """tq_plain("c") and tq_edge("c") of header columns, answered by the gates where they hold."""
 
-        def plain(m: re.Match[str]) -> str:
-            if m.group(1)[1:-1].replace('""', '"') not in header:
-                return m.group(0)
-            self._add(self.num, [m.group(1)])
-            return f"(CASE WHEN {self.g_num} THEN true ELSE {m.group(0)} END)"
+        def answered(into: list[str], gate: str, value: str) -> Any:
+            def sub(m: re.Match[str]) -> str:
+                if _unquoted(m.group(1)) not in header:
+                    return m.group(0)
+                self._add(into, [m.group(1)])
+                return f"(CASE WHEN {gate} THEN {value} ELSE {m.group(0)} END)"
 
-        def edge(m: re.Match[str]) -> str:
-            if m.group(1)[1:-1].replace('""', '"') not in header:
-                return m.group(0)
-            self._add(self.txt, [m.group(1)])
-            return f"(CASE WHEN {self.g_txt} THEN false ELSE {m.group(0)} END)"
+            return sub
 
-        return _TQ_EDGE.sub(edge, _TQ_PLAIN.sub(plain, sql))
+        sql = _TQ_PLAIN.sub(answered(self.num, self.g_num, "true"), sql)
+        return _TQ_EDGE.sub(answered(self.txt, self.g_txt, "false"), sql)
 
     def number(self, col: str) -> str:
         """tq_num(col), gated (col: a quoted header column)."""
@@ -272,7 +281,7 @@ class CsvFile:
         # shapes are written as `"32,3,224,224"` (literal quotes inside the cell): strip them with the spaces.
         # trim() with a character set costs ~0.25 CPU-s per 1M cells even where there is nothing to strip (most
         # cells): the regexp guard finds the cells that start or end with one of those characters first.
-        return f"NULLIF(NULLIF({_trimmed(q(c), _TXT_STRIP)}, ''), 'N/A')"
+        return _text(q(c))
 
     def shape_txt(self, col: str) -> str:
         """A shapes/dtypes/formats cell (`"32,3,224,224"`, `"a;b"`: literal quotes inside it) with every quote
@@ -280,8 +289,7 @@ class CsvFile:
         text gate on every row (see _RowGates)."""
         if col not in self._cols:
             return "NULL::VARCHAR"
-        text = f"NULLIF(NULLIF({_trimmed(q(col), _TXT_STRIP, gated=False)}, ''), 'N/A')"
-        return f"NULLIF(replace({text}, '\"', ''), '')"
+        return f"NULLIF(replace({_text(q(col), gated=False)}, '\"', ''), '')"
 
     def num(self, *cols: str) -> str:
         c = self.first(*cols)
@@ -373,7 +381,7 @@ class CsvFile:
         (HBM bytes = bandwidth x core time, with COALESCEs): planning took ~65 CPU-ms a file whatever its
         size, a sixth of a small rank's ingest; converted once it takes ~half that."""
         found = {m.group(1) for m in _TQ_NUM.finditer(select + (where or ""))}
-        cols = sorted(c for c in found if c[1:-1].replace('""', '"') in self._cols)
+        cols = sorted(c for c in found if _unquoted(c) in self._cols)
         if not cols:
             return select, where
         pre = self._private("__tqn")
