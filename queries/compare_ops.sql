@@ -32,4 +32,5 @@ SELECT run_id, _op_name(op_type, name) AS op_type,
        name AS example_name
 FROM kernel_bytes
 GROUP BY ALL
-ORDER BY run_id, dur_ns DESC, op_type, input_shapes, input_dtypes;
+-- example_name last: a group's example is its first row's name, the same one on every run of the query
+ORDER BY run_id, dur_ns DESC, op_type, input_shapes, input_dtypes, example_name;

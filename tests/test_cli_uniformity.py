@@ -177,6 +177,25 @@ def test_findings_export_compare_check_json_carry_the_name_as_it_is(cli, hostile
     assert set(json.loads(r.out)) == {"h"}
 
 
+def test_compare_json_is_the_same_in_every_process(hostile) -> None:  # type: ignore[no-untyped-def]
+    """A run against itself ties every delta: the JSON must not follow Python's per-process string hashing
+    (set order) or DuckDB's group order. Two processes with different hash seeds, byte-identical output."""
+    store, _ = hostile
+    outs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        r = subprocess.run(
+            [sys.executable, "-m", "traceql", "compare", "h", "h", "--format", "json", "--store", str(store)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1] == outs[2]
+
+
 def test_schema_json_is_the_docs(cli) -> None:  # type: ignore[no-untyped-def]
     from traceql import schema
 

@@ -96,6 +96,13 @@ def _side(o: OpGroup | None, n: int) -> dict[str, Any] | None:
     }
 
 
+def _tie_break(row: dict[str, Any]) -> tuple[float, str]:
+    """Equal deltas (a run against itself, ops that did not move) rank by the larger side's time, then by key:
+    the rows come from a set, whose order changes from one process to the next, and the JSON must not."""
+    dur = max((s or {}).get("dur_ns_per_step") or 0 for s in (row["base"], row["cand"]))
+    return -dur, row["key"]
+
+
 def _pair(k: str, bo: OpGroup | None, co: OpGroup | None, nb: int, nc: int) -> dict[str, Any]:
     bs, cs = _side(bo, nb), _side(co, nc)
     either = bo or co
@@ -130,7 +137,11 @@ def traffic(b: RunNumbers, c: RunNumbers, rename: dict[str, str] | None = None) 
     tb, tc = _by(_renamed(b.ops, rename), "type"), _by(c.ops, "type")
     rows = [_pair(k, tb.get(k), tc.get(k), nb, nc) for k in set(tb) | set(tc)]
     rows.sort(
-        key=lambda r: (-abs(r["delta"]["hbm_bytes_per_step"] or 0), -abs(r["delta"]["dur_ns_per_step"] or 0))
+        key=lambda r: (
+            -abs(r["delta"]["hbm_bytes_per_step"] or 0),
+            -abs(r["delta"]["dur_ns_per_step"] or 0),
+            *_tie_break(r),
+        )
     )
 
     def total(groups: list[OpGroup], n: int, comm: bool | None = None) -> dict[str, Any]:
@@ -210,7 +221,7 @@ def fused_groups(b: RunNumbers, c: RunNumbers) -> list[dict[str, Any]]:
                 else (sx or sy or {}).get("grade"),
             }
         )
-    out.sort(key=lambda r: -abs(r["delta_chain_hbm_bytes_per_step"]))
+    out.sort(key=lambda r: (-abs(r["delta_chain_hbm_bytes_per_step"]), r["pattern"]))
     return out[:TOP]
 
 
@@ -274,7 +285,7 @@ def operators(
                 unchanged += 1
 
     def top(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return sorted(rows, key=lambda r: -abs(r["delta"]["dur_ns_per_step"] or 0))[:TOP]
+        return sorted(rows, key=lambda r: (-abs(r["delta"]["dur_ns_per_step"] or 0), *_tie_break(r)))[:TOP]
 
     return {
         "matched_by": matched_by,
