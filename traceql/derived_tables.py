@@ -73,9 +73,16 @@ def parse(path: Path) -> DerivedTable:
 
 
 def _refs(sql: str, names: list[str], call: bool) -> set[str]:
-    body = strip_comments(sql)
-    pat = r"\b{}\s*\(" if call else r"\b{}\b(?!\s*\()"
-    return {n for n in names if n and re.search(pat.format(re.escape(n)), body)}
+    """The `names` that `sql` calls (call=True: `name(`) or reads (a bare `name`)."""
+    return set(_ref_pattern(tuple(names), call).findall(strip_comments(sql)))
+
+
+@lru_cache(maxsize=8)
+def _ref_pattern(names: tuple[str, ...], call: bool) -> re.Pattern[str]:
+    # one alternation per name list, longest names first so `a_b` is not read as `a`: a pattern per name and
+    # query cost ~60 ms of every ingest's commit (174 compiles of 910 searches)
+    alt = "|".join(re.escape(n) for n in sorted({n for n in names if n}, key=len, reverse=True)) or r"(?!)"
+    return re.compile(rf"\b({alt})\s*\(" if call else rf"\b({alt})\b(?!\s*\()")
 
 
 @lru_cache(maxsize=4)
