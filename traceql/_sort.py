@@ -57,14 +57,14 @@ def sort_by_time(src: Path, dst: Path, row_group: int, budget: int | None = None
     """Write `src`'s rows to `dst` ordered by ts_ns (NULLs last), holding about `budget` bytes at a time."""
     import pyarrow.parquet as pq
 
-    from ._arrow_helpers import dictionary_columns
+    from ._arrow_helpers import parquet_options
 
     budget = budget or budget_bytes()
     tmp = Path(tempfile.mkdtemp(prefix=".sort-", dir=dst.parent))
     try:
         source = _Source(src)
         with pq.ParquetWriter(
-            dst, source.schema, compression="zstd", use_dictionary=dictionary_columns(source.schema)
+            dst, source.schema, compression="zstd", **parquet_options(source.schema)
         ) as out:
             _sort(source, out, row_group, budget, tmp, depth=0)
     finally:

@@ -147,13 +147,13 @@ class RankWriter:
     def _write_file(self, table: str, rel: str, t: Any) -> None:
         import pyarrow.parquet as pq
 
-        from ._arrow_helpers import dictionary_columns
+        from ._arrow_helpers import parquet_options
 
         w = self._writers.get(rel)
         if w is None:
             (self.run_dir / table).mkdir(parents=True, exist_ok=True)
             w = pq.ParquetWriter(
-                self.run_dir / rel, t.schema, compression="zstd", use_dictionary=dictionary_columns(t.schema)
+                self.run_dir / rel, t.schema, compression="zstd", **parquet_options(t.schema)
             )
             self._writers[rel] = w
             self.files.setdefault(table, []).append(rel)

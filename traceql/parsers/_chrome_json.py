@@ -726,10 +726,10 @@ class Spill:
         if table.num_rows == 0:
             return
         if self._w is None:
-            from .._arrow_helpers import dictionary_columns
+            from .._arrow_helpers import parquet_options
 
             self._w = pq.ParquetWriter(
-                self.path, table.schema, compression="lz4", use_dictionary=dictionary_columns(table.schema)
+                self.path, table.schema, compression="lz4", **parquet_options(table.schema)
             )
         self._w.write_table(table.cast(self._w.schema) if table.schema != self._w.schema else table)
         self.rows += table.num_rows
