@@ -301,3 +301,16 @@ def test_build_memory_limit_is_a_share_of_available_memory_within_bounds(
     assert derive.memory_limit(16) == "1024MB"  # 0.625 GB -> floor
     monkeypatch.setattr(derive, "_available_bytes", lambda: None)  # not Linux: the floor
     assert derive.memory_limit(1) == "1024MB"
+
+
+def test_refs_finds_calls_and_reads_by_whole_name() -> None:
+    """The dependency scan behind the fingerprints, on SQL written by hand: a name is read when it stands alone
+    (not followed by `(`), called when followed by `(`, never matched inside a longer identifier or in a comment,
+    and a name that prefixes another (`kb` / `kb_x`) is told apart both ways."""
+    names = ["kb", "kb_x", "steps", "_pct"]
+    sql = """-- kb_x( in a comment is no call
+    SELECT _pct (a), kb_x(b) FROM steps JOIN kb ON TRUE WHERE mykb = 1 AND kb_xy(2) AND steps2 > 0"""
+    assert derived_tables._refs(sql, names, call=True) == {"_pct", "kb_x"}
+    assert derived_tables._refs(sql, names, call=False) == {"steps", "kb"}
+    assert derived_tables._refs("SELECT 1", [], call=True) == set()
+    assert derived_tables._refs("SELECT kb_x FROM t", names, call=False) == {"kb_x"}
