@@ -49,6 +49,10 @@ ODD_NUMBERS = [
 ]  # fmt: skip
 PLAIN_TEXT = ["MatMul_1", "hcom_allReduce__1", "AI_CORE", "HCCL", "N/A", "", "a b", "x|y", "NO"]
 ODD_TEXT = [" lead", "trail ", '"q"', "\tTab", "tab\t", "a\x1f b", "a \x1fb", '"15,4096;4096"', " ", '"']
+# shapes cells (Input Shapes): quoted as profilers write them, and the quoted forms whose trim strips more than
+# quotes or whose N/A hides behind them
+PLAIN_SHAPES = ['"15,4096;4096"', '"1"', "FLOAT16;FLOAT16", "N/A", "", '"N/A"', 'N"/A', '""', '"', '"a""b"']
+ODD_SHAPES = ['" 1,2"', '"1,2 "', '"\t"', '" "', '"N/A" ', ' "N/A"', '"1\x1f 2"', '"1 \x1f2"']
 
 
 def _write(path: Path, rows: list[list[str]]) -> Path:
@@ -63,6 +67,8 @@ def _row(rng: random.Random, odd: float) -> list[str]:
     out = []
     for col in HEADER:
         plain, strange = (PLAIN_TEXT, ODD_TEXT) if col in TEXT else (PLAIN_NUMBERS, ODD_NUMBERS)
+        if col == "Input Shapes":
+            plain, strange = PLAIN_SHAPES, ODD_SHAPES + ODD_TEXT
         out.append(rng.choice(strange if rng.random() < odd else plain))
     return out
 
@@ -99,7 +105,9 @@ def test_the_gates_pass_plain_rows_and_stop_each_kind_of_odd_cell(tmp_path: Path
     """Which rows the gates let through, by hand: row 0 is all plain; each later row has one odd cell."""
     plain = _PLAIN_ROW
     cases = [("Duration(us)", "1_000"), ("Start Time(us)", "1e400"), ("Task ID", "1|2"), ("aic_mac_ratio", "nan"),
-             ("Name", " MatMul"), ("Type", 'MatMul"'), ("Name", "a\x1f b")]  # fmt: skip
+             ("Name", " MatMul"), ("Type", 'MatMul"'), ("Name", "a\x1f b"),
+             ("Input Shapes", '" 15,4096"'), ("Input Shapes", '"15\t"'), ("Input Shapes", '"15,4096\x1f "'),
+             ("Input Shapes", '""N/A""'), ("Input Shapes", "N/A")]  # fmt: skip
     rows = [plain] + [[v if h == col else p for h, p in zip(HEADER, plain, strict=True)] for col, v in cases]
     path = _write(tmp_path / "kernel_details.csv", rows)
     f = _KernelCsv(path)
@@ -107,11 +115,14 @@ def test_the_gates_pass_plain_rows_and_stop_each_kind_of_odd_cell(tmp_path: Path
     numeric = [c for c in HEADER if c not in TEXT]
     gates.cover(_csv.q(c) for c in numeric)
     gates.rewrite(" ".join(f"tq_edge({_csv.q(c)})" for c in ("Name", "Type")), set(HEADER))
+    gates.rewrite(f"tq_shape_ok({_csv.q('Input Shapes')})", set(HEADER))
     got = f.con.execute(
-        f"SELECT {gates.g_num}, {gates.g_txt} FROM {gates.source(f.from_clause())}"
+        f"SELECT {gates.g_num}, {gates.g_txt}, {gates.g_shp} FROM {gates.source(f.from_clause())}"
     ).fetchall()
-    assert got == [(True, True), (False, True), (False, True), (False, True), (False, True),
-                   (True, False), (True, False), (True, False)]  # fmt: skip
+    assert got == [(True, True, True), (False, True, True), (False, True, True), (False, True, True),
+                   (False, True, True), (True, False, True), (True, False, True), (True, False, True),
+                   (True, True, False), (True, True, False), (True, True, False), (True, True, True),
+                   (True, True, True)]  # fmt: skip
 
 
 @pytest.mark.parametrize("text", ODD_NUMBERS)
