@@ -159,3 +159,22 @@ def test_any_cell_in_a_plain_row_reads_the_same_gated_or_not(
         rows.append(row)
     path = _write(tmp_path_factory.mktemp("gates") / "kernel_details.csv", rows)
     _same_both_ways(path, monkeypatch)
+
+
+@pytest.mark.parametrize(("cell", "pipe"), [("7", False), ("1|2", True)])
+def test_the_separator_count_is_left_out_only_for_a_file_without_a_pipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cell: str, pipe: bool
+) -> None:
+    """The numeric gate joins cells with `|`; its separator count (a cell holding `|` reads as two fields) is
+    needed only where some cell holds one, which check_quotes' pass over the file tells. By hand: a file
+    without `|` gets the gate without the count, the file with `1|2` keeps it and reads as the per-cell select
+    (the cell unparsed and reported)."""
+    odd = [cell if h == "Task ID" else p for h, p in zip(HEADER, _PLAIN_ROW, strict=True)]
+    path = _write(tmp_path / "kernel_details.csv", [_PLAIN_ROW, odd])
+    assert _csv.check_quotes(path) is pipe
+    f = _KernelCsv(path)
+    gates = _csv._RowGates("__g", f._pipe)
+    gates.cover([_csv.q("Task ID")])
+    assert ("replace(" in gates.source(f.from_clause())) is pipe
+    table = _same_both_ways(path, monkeypatch)
+    assert table.column("task_id").to_pylist() == [11000, 7 if cell == "7" else None]
