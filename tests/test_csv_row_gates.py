@@ -178,3 +178,43 @@ def test_the_separator_count_is_left_out_only_for_a_file_without_a_pipe(
     assert ("replace(" in gates.source(f.from_clause())) is pipe
     table = _same_both_ways(path, monkeypatch)
     assert table.column("task_id").to_pylist() == [11000, 7 if cell == "7" else None]
+
+
+def _ns_by_decimal(text: str) -> int | None:
+    """The independent reading of a µs cell: Decimal, rounded half away from zero to 6 places (DuckDB's
+    DECIMAL(.., 6) reading of the text), then to whole ns; None past int64."""
+    from decimal import ROUND_HALF_UP, Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 80  # exact for every cell here
+        us = Decimal(text.strip()).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
+        ns = int((us * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+    return ns if -(2**63) <= ns < 2**63 else None
+
+
+def test_time_cells_convert_to_exact_ns_on_both_the_int64_and_the_128_bit_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dec_ns takes DECIMAL(18,6) for short cells (<= 9 characters, no exponent) and DECIMAL(26,6) for the rest:
+    every cell must read as Decimal reads it, whichever path it takes, gated or not. Cells of 30-32 integer
+    digits used to overflow DuckDB's 38-digit multiply and fail the whole file; they are NULL now."""
+    rng = random.Random(7)
+    cells = ["0.0004995", "0.0005", "-0.0005", "999999999", "-99999999", "99999.9999", "0.0000005", "9e9", "1e15",
+             "1736408883704643.212\t", "9223372036854775.807", "9223372036854775.808", "1" * 31, "1" * 32 + ".5"]  # fmt: skip
+    for _ in range(600):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 17)))
+        frac = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 9)))
+        cells.append(rng.choice(["", "-", "+"]) + digits + ("." + frac if frac or rng.random() < 0.2 else ""))
+    rows = []
+    for c in cells:
+        row = list(_PLAIN_ROW)
+        row[HEADER.index("Duration(us)")] = c
+        row[HEADER.index("Start Time(us)")] = c
+        rows.append(row)
+    path = _write(tmp_path / "kernel_details.csv", rows)
+    table = _same_both_ways(path, monkeypatch)
+    expected = [_ns_by_decimal(c) for c in cells]
+    assert table.column("dur_ns").to_pylist() == expected
+    assert table.column("ts_ns").to_pylist() == expected
+    short = [c for c in cells if len(c) <= 9 and "e" not in c]
+    assert len(short) > 100  # both paths are exercised
