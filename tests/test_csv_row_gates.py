@@ -173,7 +173,7 @@ def test_the_separator_count_is_left_out_only_for_a_file_without_a_pipe(
     path = _write(tmp_path / "kernel_details.csv", [_PLAIN_ROW, odd])
     assert _csv.check_quotes(path) is pipe
     f = _KernelCsv(path)
-    gates = _csv._RowGates("__g", f._pipe)
+    gates = _csv._RowGates("__g", f._holds_pipe)
     gates.cover([_csv.q("Task ID")])
     assert ("replace(" in gates.source(f.from_clause())) is pipe
     table = _same_both_ways(path, monkeypatch)

@@ -142,6 +142,7 @@ _PLAIN_CELL = (
 _TQ_PLAIN = re.compile(r"tq_plain\(" + _QUOTED + r"\)")
 _TQ_EDGE = re.compile(r"tq_edge\(" + _QUOTED + r"\)")
 _TQ_SHAPE_OK = re.compile(r"tq_shape_ok\(" + _QUOTED + r"\)")
+_RE_SEP = "\\x1f"  # RE2's escape for chr(31), the text and shapes gates' separator
 
 
 class _RowGates:
@@ -238,7 +239,7 @@ class _RowGates:
             gates.append(f"false AS {self.g_num}")
         if self.txt:
             joins.append(f"concat({', chr(31), '.join(self.txt)}) AS {self._s_txt}")
-            e, sep = _EDGE, "\\x1f"  # RE2's escape for chr(31)
+            e, sep = _EDGE, _RE_SEP
             boundary = lit(f"^{e}|{e}{sep}|{sep}{e}|{e}$")
             gates.append(f"NOT regexp_matches({self._s_txt}, {boundary}) AS {self.g_txt}")
         else:
@@ -247,7 +248,7 @@ class _RowGates:
             # a shapes cell whose trim would strip spaces, tabs or CRs (not only quotes): after the quotes
             # that open it, or before those that close it
             joins.append(f"concat({', chr(31), '.join(self.shp)}) AS {self._s_shp}")
-            ws, sep = "[ \t\r]", "\\x1f"
+            ws, sep = "[ \t\r]", _RE_SEP
             boundary = lit(f'(^|{sep})"*{ws}|{ws}"*({sep}|$)')
             gates.append(f"NOT regexp_matches({self._s_shp}, {boundary}) AS {self.g_shp}")
         else:
@@ -269,12 +270,12 @@ class CsvFile:
                 self.con.execute(m)
         self.header = read_header(self.path)
         # does any cell hold the numeric row gate's separator (see _RowGates): found on check_quotes' pass
-        self._pipe = check_quotes(self.path)
+        self._holds_pipe = check_quotes(self.path)
         self.paths = [self.path]
         for p in also:
             if read_header(Path(p)) != self.header:
                 raise ValueError(f"{p}: not the header of {self.path}")  # the caller groups by header
-            self._pipe = check_quotes(Path(p)) or self._pipe
+            self._holds_pipe = check_quotes(Path(p)) or self._holds_pipe
             self.paths.append(Path(p))
         self._cols = set(self.header)
         self._numeric: set[str] = set()  # columns read as numbers: checked for unparsed cells after select()
@@ -320,11 +321,11 @@ class CsvFile:
         c = q(col)
         checked = f"NULLIF(replace({_text(c, gated=False)}, '\"', ''), '')"
         # The short form, for a cell whose edges hold no space, tab or CR inside its quotes (the row's shapes
-        # gate, see _RowGates.source): there the trim strips only quotes, which replace() drops anyway, so
-        # the value is the cell without quotes; N/A as before (`"N/A"` is no value; `N"/A` is the text N/A).
-        # The trim with a character set was ~60% of these columns' cost (~0.4 of 0.65 CPU-s per 3M cells).
-        # replace() written once per branch: DuckDB shares no subexpression inside a CASE, and each branch runs
-        # only on its rows (trim only on cells holding N/A: the trim's result is a substring of the cell)
+        # gate, see _RowGates.source): there the trim with a character set (~60% of these columns' cost)
+        # strips only quotes, which replace() drops anyway, so the value is the cell without quotes. N/A as
+        # before (`"N/A"` is no value, `N"/A` the text N/A), with the trim only for cells holding N/A (its
+        # result is a substring of the cell). replace() is written once per branch: DuckDB shares no
+        # subexpression inside a CASE, and each branch runs only on its rows.
         r = f"NULLIF(replace({c}, '\"', ''), '')"
         short = f"(CASE WHEN contains({c}, 'N/A') THEN (CASE WHEN trim({c}, '\"') = 'N/A' THEN NULL ELSE {r} END) ELSE {r} END)"
         return f"(CASE WHEN tq_shape_ok({c}) THEN {short} ELSE {checked} END)"
@@ -364,7 +365,7 @@ class CsvFile:
             # no exponent: its value is below 10^(12 - scale), so the product (which DuckDB keeps in 18 digits
             # and raises on overflow, even under TRY_CAST) stays below 10^18. The 128-bit multiply and round
             # were ~85% of a conversion (500k durations: 124 -> 20 ms on one thread). Start times (16 integer
-            # digits), long durations and exponents take the 38-digit form; so do cells it reads as NULL.
+            # digits), long durations and exponents take the 26-digit form; so do cells it reads as NULL.
             fast = f"TRY_CAST(round(TRY_CAST({c} AS DECIMAL(18,6)) * {ns_per_unit}) AS BIGINT)"
             short = f"strlen({c}) <= {12 - scale} AND NOT (contains({c}, 'e') OR contains({c}, 'E'))"
             exact = f"(CASE WHEN {short} THEN COALESCE({fast}, {exact}) ELSE {exact} END)"
@@ -444,7 +445,7 @@ class CsvFile:
         """Yield pyarrow RecordBatches of the canonical columns in `exprs` (name -> SQL expression)."""
         import duckdb
 
-        gates = _RowGates(self._private("__tqg"), self._pipe) if ROW_GATES else None
+        gates = _RowGates(self._private("__tqg"), self._holds_pipe) if ROW_GATES else None
         parts = []
         maps = {}
         for name, e in exprs.items():
