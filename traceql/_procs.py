@@ -37,9 +37,24 @@ def _set_parent_death_signal(sig: int) -> bool:
         return False
 
 
+# The thread that is removing this worker's temp dirs before it exits. A worker is often told to die more
+# than once: the parent's terminate(), the pool's manager thread terminating the rest once one worker is gone,
+# the kernel's parent-death signal, the watchdog. A second call must not os._exit while the first is still
+# inside rmtree (its dir would be left behind): in the cleaning thread (a signal handler nested in the cleanup)
+# it returns, in any other thread it waits for the cleaning thread to exit the process.
+_cleaning: list[int] = []  # list.append is atomic; the first entry wins
+
+
 def _die(code: int) -> None:
     from . import _owned
 
+    me = threading.get_ident()
+    if _cleaning and _cleaning[0] == me:
+        return  # a signal handler run inside this thread's own cleanup: let the cleanup finish
+    _cleaning.append(me)
+    if _cleaning[0] != me:
+        while True:  # another thread is cleaning up and will end the process
+            time.sleep(WATCH_INTERVAL_S)
     try:
         _owned.release_all()
     finally:
