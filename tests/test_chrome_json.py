@@ -97,8 +97,8 @@ def test_dur_text_to_ns_equals_exact_decimal_conversion(
     """Durations as DuckDB prints a JSON number (the shortest repr of its double): whole and half ns (n / 2000
     µs: ties, where a float product can round the wrong way), large values a hair off a half ns (the float
     error grows with magnitude: 67597223.0005 x 1000 is 67597223000.49999 in floats) and arbitrary doubles.
-    The column conversion == Decimal arithmetic per value (the large ones each in a column of its own: one
-    value near a half sends its whole column through decimals)."""
+    The column conversion == Decimal arithmetic per value (the large ones each in a column of its own, so
+    each takes the decimal path alone)."""
     columns = [[repr(float(f"{n / 2000:.4f}")) for n in halves], [repr(v) for v in values]]
     columns += [
         [repr(float(f"{i}.000{near}"))] for i in big for near in ("5", "4999", "5001", "49999", "500001")
@@ -124,6 +124,72 @@ def test_ts_text_to_ns_is_exact() -> None:
     fast = ["1736408883704643.212", "1736408883688177.930", None]
     assert cj.ts_text_to_ns(pa.array(fast)).to_pylist() == [1736408883704643212, 1736408883688177930, None]
     assert cj.ts_text_to_ns(pa.array(list(cases))).to_pylist() == list(cases.values())
+
+
+def _ns_by_hand(text: str | None) -> int | None:
+    """Independent of traceql: a plain ASCII decimal µs text -> ns by Decimal, half away from zero; None for
+    anything else or past int64."""
+    import re
+    from decimal import ROUND_HALF_UP
+
+    if text is None or not re.fullmatch(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?", text.strip()):
+        return None
+    ns = int((Decimal(text.strip()) * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+    return ns if -(2**63) <= ns < 2**63 else None
+
+
+def test_ts_text_to_ns_mixed_forms_against_decimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column mixing the 3-decimal form with the other short forms real dumps print (a counter sample at a
+    whole µs: '1736408883973810'; fewer decimals; a trailing dot; negative) and with forms only the per-value
+    path takes (signs, spaces, exponents, >3 decimals, junk): every value against Decimal by hand, and only
+    the latter through us_to_ns (the previous code sent the whole batch there for one whole-µs value)."""
+    import random
+
+    rnd = random.Random(7)
+    short, other = [], []
+    for _ in range(3000):
+        i = str(
+            rnd.choice([rnd.randrange(10 ** rnd.randint(1, 15)), rnd.randrange(17 * 10**14, 18 * 10**14)])
+        )
+        form = rnd.randrange(6)
+        short.append([f"{i}.{rnd.randrange(1000):03d}", i, f"{i}.", f"{i}.{rnd.randrange(10)}",
+                      f"{i}.{rnd.randrange(100):02d}", f"-{i}.{rnd.randrange(1000):03d}"][form])  # fmt: skip
+    other = ["+5.5", " 7 ", "1e3", "9.9999", "2.0005", "x", "N/A", "", "1_000", "١٢٣", "-", ".", "nan",
+             "99999999999999999.5", ".5"]  # fmt: skip
+    texts: list[str | None] = [*short, *other, None]
+    rnd.shuffle(texts)
+    calls = []
+    real = cj.us_to_ns
+    monkeypatch.setattr(cj, "us_to_ns", lambda v, *a: (calls.append(v), real(v, *a))[1])
+    got = cj.ts_text_to_ns(pa.array(texts, pa.string())).to_pylist()
+    assert got == [_ns_by_hand(t) for t in texts]
+    assert sorted(calls) == sorted(other)
+    # one whole-µs value among 3-decimal ones: nothing per value
+    calls.clear()
+    col = [f"1736408883{n:06d}.{n % 1000:03d}" for n in range(20000)] + ["1736408883973810"]
+    assert cj.ts_text_to_ns(pa.array(col)).to_pylist() == [_ns_by_hand(t) for t in col]
+    assert calls == []
+    # a value past int64 ns among short ones: NULL (through us_to_ns, which notes it), the rest exact
+    col = ["9999999999999999.999", "1.5"]
+    assert cj.ts_text_to_ns(pa.array(col)).to_pylist() == [None, 1500]
+
+
+def test_dur_text_to_ns_sends_only_the_doubtful_values_to_exact_arithmetic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Durations as a real level1 trace_view holds them (two decimals, float noise such as
+    '8.569999999999999', a tie such as '27.0805') plus values no int64 ns holds: each against Decimal by hand;
+    the float result kept for all but the tie and the non-finite, and `us_to_ns` called only where the
+    decimal cast of those few cannot take them (the previous code converted the whole batch one by one)."""
+    calls = []
+    real = cj.us_to_ns
+    monkeypatch.setattr(cj, "us_to_ns", lambda v, *a: (calls.append(v), real(v, *a))[1])
+    col = [f"{n / 100:.2f}" for n in range(1, 20001)] + ["8.569999999999999", "27.0805", "-1.0005", None]
+    assert cj.dur_text_to_ns(pa.array(col, pa.string())).to_pylist() == [_ns_by_hand(t) for t in col]
+    assert calls == []  # the two ties went through decimal128, the float noise stayed on the float path
+    col += ["nan", "inf", "1e400", "2000000000.0005"]
+    assert cj.dur_text_to_ns(pa.array(col, pa.string())).to_pylist() == [_ns_by_hand(t) for t in col]
+    assert sorted(calls) == sorted(["27.0805", "-1.0005", "nan", "inf", "1e400", "2000000000.0005"])
 
 
 # ---- truncation / roots ------------------------------------------------------------------------------
