@@ -363,6 +363,40 @@ def test_ints_and_floats_fall_back_for_odd_text() -> None:
     assert cj.floats(pa.array(["1.5", "N/A"])).to_pylist() == [1.5, None]
 
 
+def test_ints_converts_odd_values_one_by_one_and_the_rest_as_a_column(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Integer args with a few odd values among them: the integers cast as a column (expected values by hand:
+    the text is the integer), only the odd ones through to_int (the previous code took the whole batch)."""
+    calls = []
+    real = cj.to_int
+    monkeypatch.setattr(cj, "to_int", lambda v: (calls.append(v), real(v))[1])
+    col = [str(n * 7919 - 50000) for n in range(10000)] + ["1.0", "1e3", "x", "1_000", " 12", None]
+    col += ["9223372036854775807", "9223372036854775808", "-007"]
+    got = cj.ints(pa.array(col, pa.string())).to_pylist()
+    assert got[:10000] == [n * 7919 - 50000 for n in range(10000)]
+    assert got[10000:] == [1, 1000, None, None, 12, None, 9223372036854775807, None, -7]
+    assert sorted(calls) == sorted(
+        ["1.0", "1e3", "x", "1_000", " 12", "9223372036854775807", "9223372036854775808"]
+    )
+
+
+def test_floats_keeps_plain_decimals_and_nulls_the_rest_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counter values with an N/A, a NaN and an overflow among plain decimals: the decimals as written (by hand:
+    float() of the text), the others NULL through num (which notes them); a column Arrow parses whole but with
+    a 'nan' in it is no exception (it used to store NaN)."""
+    calls = []
+    real = cj.num
+    monkeypatch.setattr(cj, "num", lambda v: (calls.append(v), real(v))[1])
+    col = [f"{n / 8:.3f}" for n in range(5000)] + ["N/A", "+5", ".5", "1E5", None, "1_0", "1e400"]
+    got = cj.floats(pa.array(col, pa.string())).to_pylist()
+    assert got == [n / 8 for n in range(5000)] + [None, 5.0, 0.5, 100000.0, None, None, None]
+    assert sorted(calls) == sorted(["N/A", "1_0", "1e400"])
+    calls.clear()
+    assert cj.floats(pa.array(["1.5", "nan", "inf"])).to_pylist() == [1.5, None, None]
+    assert sorted(calls) == ["inf", "nan"]
+
+
 def test_background_writer_reraises_the_writer_error() -> None:
     class Boom:
         def write(self, table: str, data: object, part: str = "") -> None:

@@ -928,14 +928,28 @@ class ArgsKV:
 
 
 def ints(arr: Any) -> Any:
-    """Text -> int64, exact for integers; anything else ('1.5', 'abc') through to_int (null if not integral)."""
+    """Text -> int64, exact for integers; anything else ('1.0', '1e3', 'abc', past int64) through to_int
+    (null if not integral), one by one for those values only (one such arg used to send its batch)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     try:
         return pc.cast(arr, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.array([to_int(x) for x in arr.to_pylist()], pa.int64())
+        pass
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    simple = pc.fill_null(pc.match_substring_regex(arr, r"^-?[0-9]{1,18}$"), False)  # 18 digits: in int64
+    out = pc.cast(pc.if_else(simple, arr, None), pa.int64())
+    rest = pc.and_(pc.invert(simple), pc.is_valid(arr))
+    if pc.any(rest).as_py():
+        slow = [to_int(x) for x in pc.filter(arr, rest).to_pylist()]
+        out = pc.replace_with_mask(out, rest, pa.array(slow, pa.int64()))
+    return out
+
+
+# a decimal float64 holds as a finite number: at most 40 significant characters, a 2-digit exponent
+_SHORT_REAL = r"^[+-]?([0-9]{1,40}(\.[0-9]{0,40})?|\.[0-9]{1,40})([eE][+-]?[0-9]{1,2})?$"
 
 
 def floats(arr: Any) -> Any:
@@ -943,9 +957,21 @@ def floats(arr: Any) -> Any:
     import pyarrow.compute as pc
 
     try:
-        return pc.cast(arr, pa.float64())
+        out = pc.cast(arr, pa.float64())
+        if pc.all(pc.fill_null(pc.is_finite(out), True)).as_py():
+            return out
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.array([num(x) for x in arr.to_pylist()], pa.float64())
+        pass
+    # one by one only for what is not a plain short decimal (N/A, 'nan', '1e400', junk: NULL, noted by num)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    simple = pc.fill_null(pc.match_substring_regex(arr, _SHORT_REAL), False)
+    out = pc.cast(pc.if_else(simple, arr, None), pa.float64())
+    rest = pc.and_(pc.invert(simple), pc.is_valid(arr))
+    if pc.any(rest).as_py():
+        slow = [num(x) for x in pc.filter(arr, rest).to_pylist()]
+        out = pc.replace_with_mask(out, rest, pa.array(slow, pa.float64()))
+    return out
 
 
 # A µs timestamp that becomes ns by integer arithmetic alone: optional minus, at most 16 integer digits (so the
