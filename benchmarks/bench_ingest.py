@@ -20,6 +20,9 @@ Cases (comma separated, run in order):
                    store of the last cluster case
   reopen           re-open that store and run a query with the dump moved away (nothing is re-parsed)
   truncated        the largest tv input cut at 60%: how fast and how cheaply ingest fails, and its message
+  real:<file>:<MB> a real dump's kernel_details.csv or trace_view.json (a path, or one relative to
+                   ../shared/real_traces) tiled to <MB> (benchmarks/tile_real.py: its rows/events repeated, each
+                   copy later in time): real column sets, arg sets and cell spellings traceql.synth does not write
 
 Inputs come from traceql.synth (the real torch_npu text formats, seeded, deterministic) and are written to a
 temp dir (or --dir), never into the repo. Every measurement runs in a fresh subprocess: wall time, CPU time
@@ -726,13 +729,7 @@ def case_kdi(st: State, rows: int) -> None:
     shutil.rmtree(folder.parent, ignore_errors=True)
 
 
-def case_kineto(st: State, gb: float) -> None:
-    case = f"kineto {gb:g} GB"
-    src = gen_kineto(st.work, gb, st.seed)
-    n = src.stat().st_size
-    store = st.work / "store-kineto"
-    _rows(st.tools.traceql_ingest(case, src, store, n), store)
-    shutil.rmtree(store, ignore_errors=True)
+def _kineto_floor(st: State, case: str, src: Path, n: int) -> None:
     floor = "duckdb read_json floor (the file as one object)"
     if st.tools.want(floor):
         avail = _available_memory()
@@ -744,6 +741,16 @@ def case_kineto(st: State, gb: float) -> None:
             cmd = [st.tools.py or sys.executable, "-c", DUCK_KINETO, str(src), str(out)]
             st.tools.add(measure(case, floor, n, cmd, timeout=st.tools.timeout))
             out.unlink(missing_ok=True)
+
+
+def case_kineto(st: State, gb: float) -> None:
+    case = f"kineto {gb:g} GB"
+    src = gen_kineto(st.work, gb, st.seed)
+    n = src.stat().st_size
+    store = st.work / "store-kineto"
+    _rows(st.tools.traceql_ingest(case, src, store, n), store)
+    shutil.rmtree(store, ignore_errors=True)
+    _kineto_floor(st, case, src, n)
     scratch = st.work / "scratch"
     scratch.mkdir(exist_ok=True)
     st.tools.python_loaders(case, [src], n, scratch, msgspec=False)  # msgspec's script types an array root
@@ -783,6 +790,47 @@ def case_kd(st: State, rows: int) -> None:
     _rows(r, st.work / "store-kd")
     st.tools.csv_tools(case, csv, n, scratch)
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+REAL_TRACES = ROOT.parent / "shared" / "real_traces"
+
+
+def case_real(st: State, src: Path, mb: float) -> None:
+    """A real file tiled to `mb` MB beside the DuckDB floor of its kind: a kernel_details.csv or trace_view.json
+    in a torch_npu folder of its own, a Kineto trace (object root) as the file itself."""
+    from tile_real import tile
+
+    src = src if src.is_absolute() else REAL_TRACES / src
+    if not src.is_file():
+        _note(f"real:{src}: no such file (../shared/real_traces absent?); case skipped")
+        return
+    name = src.name.removesuffix(".gz")
+    root = st.work / f"real-{src.parent.parent.name}-{name}-{mb:g}MB"
+    folder = root / "x_ascend_pt"
+    dst = folder / OUT_DIR / name
+    if not _done(folder).exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        t = time.monotonic()
+        info = tile(src, dst, int(mb * 1e6))
+        _note(f"tiled {src} x{info['copies']} -> {dst} ({info['bytes'] / 1e6:.0f} MB, {info['rows']} rows, "
+              f"{time.monotonic() - t:.0f} s)")  # fmt: skip
+        _done(folder).touch()
+    n = dst.stat().st_size
+    case = f"real {src.parent.name}/{name} {n / 1e6:.0f} MB"
+    kineto = dst.suffix == ".json" and dst.open("rb").read(1) == b"{"
+    store = st.work / "store-real"
+    _rows(st.tools.traceql_ingest(case, dst if kineto else folder, store, n), store)
+    shutil.rmtree(store, ignore_errors=True)
+    scratch = st.work / "scratch"
+    scratch.mkdir(exist_ok=True)
+    if dst.suffix == ".csv":
+        st.tools.csv_tools(case, dst, n, scratch)
+    elif kineto:
+        _kineto_floor(st, case, dst, n)
+    else:
+        st.tools.json_tools(case, [dst], n, scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def case_cluster(st: State, n_ranks: int, mb: int) -> None:
@@ -1066,11 +1114,14 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
             out.append((kind, None))
         elif kind == "manyruns":
             out.append((kind, int(arg or 400)))
+        elif kind == "real":
+            path, _, mb = arg.rpartition(":")
+            out.append((kind, (Path(path), float(mb))))
         else:
             raise SystemExit(
                 f"unknown case {item!r} (tv:<GB>, dev:<GB>, host:<GB>, ctr:<GB>, kineto:<GB>, kd:<rows>, kdi:<rows>, "
                 "cluster:<N>x<MB>, analysis, reopen, truncated, "
-                "manyruns:<N>)"
+                "manyruns:<N>, real:<file>:<MB>)"
             )
     return out
 
@@ -1169,6 +1220,8 @@ def main() -> None:
                 case_truncated(st)
             elif kind == "manyruns":
                 case_manyruns(st, arg)
+            elif kind == "real":
+                case_real(st, *arg)
     finally:
         print(table(tools.results, args.markdown))
         flat = rss_flatness(tools.results)
