@@ -32,7 +32,9 @@ def _shift(ts: Any, by: Decimal) -> Any:
         places = -d.as_tuple().exponent if isinstance(d.as_tuple().exponent, int) else 0
         return f"{d + by:.{max(0, places)}f}"
     if isinstance(ts, int) and by == by.to_integral_value():
-        return ts + int(by)  # an integer stays one (a Kineto reader takes reals past 2**43 µs slowly: exactness)
+        return ts + int(
+            by
+        )  # an integer stays one (a Kineto reader takes reals past 2**43 µs slowly: exactness)
     if isinstance(ts, (int, float)):
         return float(Decimal(repr(ts)) + by)
     return ts
