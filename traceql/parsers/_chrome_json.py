@@ -937,15 +937,7 @@ def ints(arr: Any) -> Any:
         return pc.cast(arr, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    simple = pc.fill_null(pc.match_substring_regex(arr, r"^-?[0-9]{1,18}$"), False)  # 18 digits: in int64
-    out = pc.cast(pc.if_else(simple, arr, None), pa.int64())
-    rest = pc.and_(pc.invert(simple), pc.is_valid(arr))
-    if pc.any(rest).as_py():
-        slow = [to_int(x) for x in pc.filter(arr, rest).to_pylist()]
-        out = pc.replace_with_mask(out, rest, pa.array(slow, pa.int64()))
-    return out
+    return _column_then_rest(arr, r"^-?[0-9]{1,18}$", pa.int64(), to_int)  # 18 digits: always in int64
 
 
 # a decimal float64 holds as a finite number: at most 40 significant characters, a 2-digit exponent
@@ -963,15 +955,31 @@ def floats(arr: Any) -> Any:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     # one by one only for what is not a plain short decimal (N/A, 'nan', '1e400', junk: NULL, noted by num)
+    return _column_then_rest(arr, _SHORT_REAL, pa.float64(), num)
+
+
+def _column_then_rest(arr: Any, pattern: str, type_: Any, one: Callable[[Any], Any]) -> Any:
+    """Cast the values matching `pattern` (RE2) to `type_` as a column; the other non-null ones through `one`
+    one by one. `pattern` must admit only text the cast takes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    simple = pc.fill_null(pc.match_substring_regex(arr, _SHORT_REAL), False)
-    out = pc.cast(pc.if_else(simple, arr, None), pa.float64())
-    rest = pc.and_(pc.invert(simple), pc.is_valid(arr))
-    if pc.any(rest).as_py():
-        slow = [num(x) for x in pc.filter(arr, rest).to_pylist()]
-        out = pc.replace_with_mask(out, rest, pa.array(slow, pa.float64()))
-    return out
+    simple = pc.fill_null(pc.match_substring_regex(arr, pattern), False)
+    out = pc.cast(pc.if_else(simple, arr, None), type_)
+    return _one_by_one(arr, out, pc.and_(pc.invert(simple), pc.is_valid(arr)), one, type_)
+
+
+def _one_by_one(arr: Any, out: Any, where: Any, one: Callable[[Any], Any], type_: Any) -> Any:
+    """`out` with the rows of `where` replaced by `one` of the same rows of `arr`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pc.any(where).as_py():
+        return out
+    slow = [one(x) for x in pc.filter(arr, where).to_pylist()]
+    return pc.replace_with_mask(out, where, pa.array(slow, type_))
 
 
 # A µs timestamp that becomes ns by integer arithmetic alone: optional minus, at most 16 integer digits (so the
@@ -1009,11 +1017,7 @@ def ts_text_to_ns(arr: Any) -> Any:
         out = pc.multiply_checked(pc.cast(digits, pa.int64()), scale)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # past int64 ns: NULL and noted by us_to_ns
         return pa.array([us_to_ns(x) for x in arr.to_pylist()], pa.int64())
-    rest = pc.and_(pc.invert(short), pc.is_valid(arr))
-    if pc.any(rest).as_py():
-        slow = [us_to_ns(x) for x in pc.filter(arr, rest).to_pylist()]
-        out = pc.replace_with_mask(out, rest, pa.array(slow, pa.int64()))
-    return out
+    return _one_by_one(arr, out, pc.and_(pc.invert(short), pc.is_valid(arr)), us_to_ns, pa.int64())
 
 
 def dur_text_to_ns(arr: Any) -> Any:
