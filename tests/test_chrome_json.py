@@ -399,7 +399,7 @@ def test_floats_keeps_plain_decimals_and_nulls_the_rest_one_by_one(monkeypatch: 
 
 def test_background_writer_reraises_the_writer_error() -> None:
     class Boom:
-        def write(self, table: str, data: object, part: str = "") -> None:
+        def write(self, table: str, data: object, part: str = "", apart_by: str | None = None) -> None:
             raise ValueError("disk full")
 
     bw = cj.BackgroundWriter(Boom())

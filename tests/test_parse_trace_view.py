@@ -291,7 +291,8 @@ def _tables(path: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
     for table, rels in w.files.items():
         # `source` names the file (trace_view.json vs .json.gz): not part of the comparison
         cols = "* EXCLUDE (run_id, source)" if table in ("comm_ops", "steps") else "* EXCLUDE (run_id)"
-        rows = duckdb.sql(f"SELECT {cols} FROM read_parquet('{tmp / rels[0]}')").fetchall()
+        files = ", ".join(f"'{tmp / rel}'" for rel in rels)  # every part of the table
+        rows = duckdb.sql(f"SELECT {cols} FROM read_parquet([{files}])").fetchall()
         out[table] = sorted(rows, key=repr)
     return out
 
@@ -426,3 +427,81 @@ def test_wrong_root_through_ingest_is_one_clear_error(tmp_path: Path) -> None:
     p = _tv(tmp_path, b'{"not": "a trace"}')
     with pytest.raises(BadTraceError, match="not a recognised profiler dump"):
         ingest(p, store=tmp_path / "s")
+
+
+# ---- counters: one time-ordered part per track instead of the post-write sort ------------------------
+
+
+def _counter_blocks(blocks: list[tuple[int, list[str]]]) -> bytes:
+    """C events of two counter processes (HBM, QoS), written in blocks that interleave, each process's samples
+    in time order (as a real level1 trace_view writes them)."""
+    evs: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 10, "tid": 0, "args": {"name": "HBM"}},
+        {"ph": "M", "name": "process_name", "pid": 20, "tid": 0, "args": {"name": "QoS"}},
+    ]
+    for pid, stamps in blocks:
+        name, key = ("HBM 0/Read", "Read(MB/s)") if pid == 10 else ("QoS 0", "value")
+        evs += [
+            {"ph": "C", "name": name, "pid": pid, "tid": 0, "ts": ts, "args": {key: 1.5}} for ts in stamps
+        ]
+    return json.dumps(evs).encode()
+
+
+def test_interleaved_counter_tracks_go_to_ordered_parts_without_a_sort(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Expected values by hand: HBM samples at 1.000, 3.000, 5.000, 7.000 us, QoS at 2.000, 4.000, 6.000 us, in
+    blocks HBM(1,3) QoS(2,4) HBM(5,7) QoS(6): out of order as a whole, in order per track."""
+    import pyarrow.parquet as pq
+
+    import traceql.store as store_mod
+
+    sorted_files: list[str] = []
+    real_sort = store_mod.sort_parquet_by_time
+    monkeypatch.setattr(
+        store_mod, "sort_parquet_by_time", lambda p: (sorted_files.append(str(p)), real_sort(p))
+    )
+    blocks = [(10, ["1.000", "3.000"]), (20, ["2.000", "4.000"]), (10, ["5.000", "7.000"]), (20, ["6.000"])]
+    path = _tv(tmp_path, _counter_blocks(blocks))
+    w = RankWriter(tmp_path / "run", "r", 0)
+    parse_trace_view(path, w, kernels=True, comm_ops=True, write_steps=False)
+    w.close()
+    assert sorted_files == []
+    by_file = {
+        rel: pq.read_table(tmp_path / "run" / rel).select(["track", "ts_ns"]).to_pylist()
+        for rel in w.files["counters"]
+    }
+    assert sorted(by_file.values(), key=lambda rows: rows[0]["track"]) == [
+        [{"track": "HBM", "ts_ns": t} for t in (1000, 3000, 5000, 7000)],
+        [{"track": "QoS", "ts_ns": t} for t in (2000, 4000, 6000)],
+    ]
+
+
+def test_counter_tracks_in_time_order_keep_one_file(tmp_path: Path) -> None:
+    """Samples in time order across both tracks: one counters file, as before parts existed (by hand)."""
+    path = _tv(tmp_path, _counter_blocks([(10, ["1.000"]), (20, ["2.000"]), (10, ["3.000"])]))
+    w = RankWriter(tmp_path / "run", "r", 0)
+    parse_trace_view(path, w, kernels=True, comm_ops=True, write_steps=False)
+    w.close()
+    assert w.files["counters"] == ["counters/r0-0.parquet"] and w.rows["counters"] == 3
+
+
+def test_level1_counters_are_parts_in_time_order(tmp_path: Path) -> None:
+    """The real level1 file: 7 counter processes whose blocks interleave. Every counters file is in time order
+    as written (read back with close(sort=False)) and together they hold every C sample of the file (counted
+    with json.load)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path = real(TV1)
+    c_events = sum(1 for e in _events(path) if e["ph"] == "C")
+    w = RankWriter(tmp_path / "run", "r", 0)
+    parse_trace_view(path, w, kernels=True, comm_ops=True, write_steps=False)
+    w.close(sort=False)
+    assert len(w.files["counters"]) > 2  # the tracks' parts and the `(%)` part
+    total = 0
+    for rel in w.files["counters"]:
+        ts = pq.read_table(tmp_path / "run" / rel).column("ts_ns").combine_chunks()
+        total += len(ts)
+        assert pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py(), rel
+    assert total == c_events

@@ -116,6 +116,24 @@ def test_rows_out_of_time_order_go_to_one_part_per_stream(tmp_path: Path) -> Non
     assert rest == sorted(1000 - s for s in streams[store_mod.APART_MAX :])  # streams 32-34, in time order
 
 
+def test_text_stream_values_name_their_parts_by_order_of_first_sight(tmp_path: Path) -> None:
+    """A counter track's name may hold any character (`Stars Soc Info`, `a/b`): its part is numbered, not named
+    after it. By hand: the second write goes back in time, so from there rows go to parts v0 ('a/b'), v1."""
+    import pyarrow.parquet as pq
+
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("counters", {"track": ["a/b"], "ts_ns": [10]}, apart_by="track")
+    w.write("counters", {"track": ["a/b", "Stars Soc Info", "a/b"], "ts_ns": [5, 7, 8]}, apart_by="track")
+    w.close()
+    got = {rel: pq.read_table(tmp_path / rel).column("ts_ns").to_pylist() for rel in w.files["counters"]}
+    assert got == {
+        "counters/r0-0.parquet": [10],
+        "counters/r0-0-v0.parquet": [5, 8],
+        "counters/r0-0-v1.parquet": [7],
+    }
+    assert not w._unsorted
+
+
 def test_duplicate_run_refused_and_replace(store: Path) -> None:
     make_run(store)
     with pytest.raises(StoreError, match="already exists"):

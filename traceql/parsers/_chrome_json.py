@@ -374,6 +374,13 @@ class DuckStream:
         except BaseException as e:  # handed to the consumer, which raises it
             self._q.put(e)
 
+    def set_prefetch(self, n: int) -> None:
+        """Change how many batches may wait in the queue (a lower bound takes effect as the consumer drains
+        it; the producer's put() re-checks the bound at least every 0.1 s)."""
+        with self._q.mutex:
+            self._q.maxsize = max(1, n)
+            self._q.not_full.notify_all()
+
     def __iter__(self) -> Iterator[Any]:
         import duckdb
         import pyarrow as pa
@@ -650,14 +657,15 @@ class BackgroundWriter:
                 return
             if self._err is None:
                 try:
-                    self.out.write(*item)
+                    table, data, part, apart_by = item
+                    self.out.write(table, data, part, apart_by=apart_by)
                 except BaseException as e:  # re-raised in the parsing thread
                     self._err = e
 
-    def write(self, table: str, data: Any, part: str = "") -> None:
+    def write(self, table: str, data: Any, part: str = "", apart_by: str | None = None) -> None:
         if self._err is not None:
             raise self._err
-        self._q.put((table, data, part))
+        self._q.put((table, data, part, apart_by))
 
     def close(self) -> None:
         """Wait for every queued write; raise the first error."""
@@ -677,9 +685,11 @@ class RowGroups:
     def __init__(self, out: Any, rows: int, counts: dict[str, int]) -> None:
         self.out, self.rows, self.counts = out, rows, counts
         self._pending: dict[tuple[str, str], list[Any]] = {}
+        self._apart_by: dict[tuple[str, str], str | None] = {}
 
-    def add(self, table: str, data: Any, part: str = "") -> None:
-        """data: an Arrow table or record batch, or a dict of columns."""
+    def add(self, table: str, data: Any, part: str = "", apart_by: str | None = None) -> None:
+        """data: an Arrow table or record batch, or a dict of columns. apart_by: see RankWriter.write (one
+        value per table and part)."""
         import pyarrow as pa
 
         if isinstance(data, pa.RecordBatch):
@@ -690,6 +700,7 @@ class RowGroups:
             return
         self.counts[table] = self.counts.get(table, 0) + t.num_rows
         parts = self._pending.setdefault((table, part), [])
+        self._apart_by[(table, part)] = apart_by
         parts.append(t)
         if sum(p.num_rows for p in parts) >= self.rows:
             self.flush((table, part))
@@ -705,6 +716,7 @@ class RowGroups:
                     table,
                     pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0],
                     part,
+                    self._apart_by.get((table, part)),
                 )
 
 

@@ -81,6 +81,7 @@ class _RankFanout:
                 self.out.files.setdefault(table, []).extend(files)
             for table, n in w.rows.items():
                 self.out.rows[table] = self.out.rows.get(table, 0) + n
+            self.out.file_rows.update(w.file_rows)
 
 
 def _rank_key(path: Path, key: object, where: str) -> int:

@@ -399,6 +399,7 @@ def _read_staged(sn: cj.Sniff, header: dict[str, Any], out: RankWriter) -> Tally
                 os.replace(stage / rel, out.run_dir / rel)
                 out.files.setdefault(table, []).append(rel)
             out.rows[table] = out.rows.get(table, 0) + private.rows.get(table, 0)
+        out.file_rows.update(private.file_rows)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return tally

@@ -77,7 +77,13 @@ BATCH_ROWS = 32 * 1024
 # RSS 398-412 vs 485-493 MB, max/min 1.20-1.22); at 32k: 340-350 vs 357-378 MB (1.05-1.08), same speed, and
 # `findings --all` on the 1 GB store within noise (3.06 vs 3.22 s warm).
 WRITE_ROWS = 32 * 1024
-PREFETCH = 4  # DuckDB batches parsed ahead (while the pre-scan runs, then while batches are mapped)
+PREFETCH = 4  # DuckDB batches parsed ahead while batches are mapped
+# ... and while this thread pre-scans the file for track names, before any batch can be mapped. The scan takes
+# ~0.8 s a GB (bytes.find holds the GIL), time in which DuckDB parses ~14 batches: with only PREFETCH of them
+# allowed, it stood idle for most of the scan of a 1 GB file (its producer blocked 0.7 s of a 1.0 s scan,
+# measured). The queue is drained to PREFETCH as mapping starts, and nothing else holds memory during the
+# scan (no emitter, writer or spill yet), so the extra batches do not raise the ingest's peak.
+SCAN_PREFETCH = 16
 
 
 def _inter_schema() -> pa.Schema:
@@ -297,9 +303,9 @@ class _Emitter:
     def __post_init__(self) -> None:
         self._rows = cj.RowGroups(self.out, WRITE_ROWS, self.counts)
 
-    def _write(self, table: str, cols: Any, part: str = "") -> None:
-        """Queue rows for `table` (a file part of it: see RankWriter)."""
-        self._rows.add(table, cols, part)
+    def _write(self, table: str, cols: Any, part: str = "", apart_by: str | None = None) -> None:
+        """Queue rows for `table` (a file part of it, and apart_by: see RankWriter.write)."""
+        self._rows.add(table, cols, part, apart_by)
 
     def _flush(self) -> None:
         self._rows.flush()
@@ -426,7 +432,10 @@ class _Emitter:
                 self._pct = cj.Spill(self.tmp, "percent_counters")
             self._pct.add(t.filter(pct).append_column("key", keys.filter(pct)))
             keep = pc.and_(keep, pc.invert(pct))
-        self._write("counters", t if keep.null_count == 0 and pc.all(keep).as_py() else t.filter(keep))
+        # each counter process's samples are in time order, its blocks interleaved with the other processes'
+        # (a real level1 trace_view: 7 tracks, ~130 switches): parts by track instead of the post-write sort
+        kept = t if keep.null_count == 0 and pc.all(keep).as_py() else t.filter(keep)
+        self._write("counters", kept, apart_by="track")
 
     def flows(self, b: Any) -> None:
         """Spilled until the end: an s and its f may be anywhere in the file."""
@@ -799,7 +808,9 @@ def parse_trace_view(
             return meta
     # DuckDB starts parsing on another core while this thread pre-scans for track names
     stream = (
-        cj.DuckStream(cj.duck_connection(shared=True), path, _fast_sql(sn), BATCH_ROWS, prefetch=PREFETCH)
+        cj.DuckStream(
+            cj.duck_connection(shared=True), path, _fast_sql(sn), BATCH_ROWS, prefetch=SCAN_PREFETCH
+        )
         if sn.fast_path
         else None
     )
@@ -815,6 +826,8 @@ def parse_trace_view(
             shown.close(done=False)
         raise
     fast = stream is not None and not tr.numeric_ts
+    if stream is not None:
+        stream.set_prefetch(PREFETCH)
     if stream is not None and not fast:
         stream.close()
         shown.close(done=False)  # type: ignore[union-attr]
@@ -948,6 +961,7 @@ def _parse_pieces(
                 out.files.setdefault(table, []).extend(rels)
             for table, rows in r["rows"].items():
                 out.rows[table] = out.rows.get(table, 0) + rows
+            out.file_rows.update(r["file_rows"])
         bg = cj.BackgroundWriter(out)
         try:
             em = _Emitter(bg, tr, sn.path.name, tmp.name)  # type: ignore[arg-type]
@@ -1029,7 +1043,7 @@ def _piece(
         first = (str(e).strip().splitlines() or [""])[0][:200]
         shutil.rmtree(ptmp, ignore_errors=True)
         return {"failed": f"{type(e).__name__}: {first}"}
-    return {"rows": writer.rows, "files": writer.files, **state}
+    return {"rows": writer.rows, "files": writer.files, "file_rows": writer.file_rows, **state}
 
 
 _ASCEND_MARKERS = (
