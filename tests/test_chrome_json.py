@@ -174,6 +174,24 @@ def test_ts_text_to_ns_mixed_forms_against_decimal(monkeypatch: pytest.MonkeyPat
     assert cj.ts_text_to_ns(pa.array(col)).to_pylist() == [None, 1500]
 
 
+def test_ts_text_to_ns_whole_column_decimal_path_agrees_with_decimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch Arrow's decimal parse takes whole (the 3-decimal form, whole µs, fewer decimals, and the odd but
+    exact forms us_to_ns also takes: '+5', '.5', '5.', '1.5e3', '1.2340', '0005e-0003') converts in one column
+    pass, nothing value by value, each value equal to Decimal by hand; one value it refuses ('1.2345': more
+    than 3 decimals; ' 5'; '0x5', which Arrow's integer cast would read as 5) sends the batch to the paths
+    above, still equal to Decimal by hand (rounded half away from zero, or NULL)."""
+    exact = ["1736408883688177.930", "1736408883973810", "1736408883704643.2", "+5", ".5", "5.", "1.5e3",
+             "1.2340", "0005e-0003", "-0.000", "-9223372036854775.808", None]  # fmt: skip
+    calls: list[object] = []
+    real = cj.us_to_ns
+    monkeypatch.setattr(cj, "us_to_ns", lambda v, *a: (calls.append(v), real(v, *a))[1])
+    assert cj.ts_text_to_ns(pa.array(exact, pa.string())).to_pylist() == [_ns_by_hand(t) for t in exact]
+    assert calls == []
+    for odd in ("1.2345", " 5", "0x5", "9223372036854775.808"):
+        col = [*exact, odd]
+        assert cj.ts_text_to_ns(pa.array(col, pa.string())).to_pylist() == [_ns_by_hand(t) for t in col], odd
+
+
 def test_dur_text_to_ns_sends_only_the_doubtful_values_to_exact_arithmetic(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -134,6 +134,84 @@ def test_text_stream_values_name_their_parts_by_order_of_first_sight(tmp_path: P
     assert not w._unsorted
 
 
+def test_seal_sorts_in_the_background_and_refuses_later_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """seal() closes a file (and its apart parts) early and sorts it off the caller's thread; close() waits.
+    Expected order by hand: host rows written 30, 10, 20 -> 10, 20, 30; the in-order kernels file untouched."""
+    import threading
+
+    import pyarrow.parquet as pq
+
+    import traceql.store as store_mod
+
+    threads: list[str] = []
+    real_sort = store_mod.sort_parquet_by_time
+
+    def recording_sort(p: Path) -> None:
+        threads.append(threading.current_thread().name)
+        real_sort(p)
+
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("host_ops", {"name": ["c", "a"], "ts_ns": [30, 10]})
+    w.write("host_ops", {"name": ["b"], "ts_ns": [20]})
+    w.write("kernels", {"name": ["k"], "stream_id": [1], "ts_ns": [5]})
+    monkeypatch.setattr(store_mod, "sort_parquet_by_time", recording_sort)
+    w.seal("host_ops")
+    with pytest.raises(RuntimeError, match="written after seal"):
+        w.write("host_ops", {"name": ["d"], "ts_ns": [40]})
+    w.write("kernels", {"name": ["l"], "stream_id": [1], "ts_ns": [6]})  # other tables go on
+    w.close()
+    assert len(threads) == 1 and threads[0].startswith("traceql-sort")
+    assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").column("name").to_pylist() == ["a", "b", "c"]
+    assert pq.read_table(tmp_path / "kernels/r0-0.parquet").column("name").to_pylist() == ["k", "l"]
+
+
+def test_seal_covers_the_apart_parts_and_not_other_parts(tmp_path: Path) -> None:
+    """By hand: counters split by track after the second write; seal('counters') closes the main file and both
+    track parts, while the 'pct' part (written afterwards, as trace_view's percent counters are) stays open."""
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("counters", {"track": ["A"], "ts_ns": [10]}, apart_by="track")
+    w.write("counters", {"track": ["A", "B"], "ts_ns": [5, 7]}, apart_by="track")
+    w.seal("counters")
+    w.write("counters", {"track": ["A"], "ts_ns": [1]}, part="pct")
+    with pytest.raises(RuntimeError):
+        w.write("counters", {"track": ["B"], "ts_ns": [9]}, apart_by="track")
+    w.close()
+    assert sorted(w.files["counters"]) == sorted(
+        [
+            "counters/r0-0.parquet",
+            "counters/r0-0-v0.parquet",
+            "counters/r0-0-v1.parquet",
+            "counters/r0-0-pct.parquet",
+        ]
+    )
+    assert w.rows["counters"] == 4
+
+
+def test_abort_waits_for_a_background_sort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error path must not return while a sort still writes into the staging dir."""
+    import threading
+    import time
+
+    import traceql.store as store_mod
+
+    done = threading.Event()
+    real_sort = store_mod.sort_parquet_by_time
+
+    def slow_sort(p: Path) -> None:
+        time.sleep(0.3)
+        real_sort(p)
+        done.set()
+
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("host_ops", {"name": ["b", "a"], "ts_ns": [2, 1]})
+    monkeypatch.setattr(store_mod, "sort_parquet_by_time", slow_sort)
+    w.seal("host_ops")
+    w.abort()
+    assert done.is_set()
+
+
 def test_duplicate_run_refused_and_replace(store: Path) -> None:
     make_run(store)
     with pytest.raises(StoreError, match="already exists"):

@@ -111,6 +111,10 @@ class RankWriter:
     _last_ts: dict[str, int] = field(default_factory=dict)
     _unsorted: set[str] = field(default_factory=set)
     file_rows: dict[str, int] = field(default_factory=dict)  # rows written, per file (relative path)
+    # seal(): files closed early, and the background sorts of those that need one (see seal)
+    _sealed: set[str] = field(default_factory=set)
+    _sorts: list[Any] = field(default_factory=list)
+    _sorter: Any = None
     # write(apart_by=...): the files whose rows now go to parts by value, and each (file, value)'s part name
     _apart: set[str] = field(default_factory=set)
     _apart_parts: dict[tuple[str, Any], str] = field(default_factory=dict)
@@ -131,6 +135,8 @@ class RankWriter:
         if t.num_rows == 0:
             return
         rel = self._rel(table, part)
+        if rel in self._sealed:
+            raise RuntimeError(f"{rel}: written after seal()")
         if apart_by is not None and (rel in self._apart or not self._in_order(rel, t)):
             self._apart.add(rel)
             for value, rows in _split_by(t, apart_by):
@@ -168,11 +174,51 @@ class RankWriter:
         if "ts_ns" in t.schema.names and rel not in self._unsorted:
             self._track_order(rel, t.column("ts_ns"))
 
+    def seal(self, table: str, part: str = "") -> None:
+        """No more rows for `table`'s file `part` (and the parts write(apart_by=...) made of it): close it now,
+        and sort it in a background thread if its rows did not arrive in time order, so the sort runs beside
+        the parser's remaining work (a trace_view's flow pairing and comm ops, the folder's other files)
+        instead of after it. close() waits for these sorts and raises the first error."""
+        rel = self._rel(table, part)
+        mine = {rel} | {
+            self._rel(table, f"{part}-{sub}" if part else sub)
+            for (r, _), sub in self._apart_parts.items()
+            if r == rel
+        }
+        for r in self.files.get(table, []):
+            if r in self._sealed or r not in mine:
+                continue
+            self._sealed.add(r)
+            w = self._writers.pop(r, None)
+            if w is not None:
+                w.close()
+            if r in self._unsorted:
+                if self._sorter is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    # one thread: sorts run one at a time, each within the sort's own memory budget
+                    self._sorter = ThreadPoolExecutor(1, thread_name_prefix="traceql-sort")
+                self._unsorted.discard(r)
+                self._sorts.append(self._sorter.submit(sort_parquet_by_time, self.run_dir / r))
+
+    def _wait_for_sorts(self) -> None:
+        """Wait for every background sort; raise the first one's error."""
+        sorts, self._sorts = self._sorts, []
+        errors = [e for f in sorts if (e := f.exception()) is not None]
+        if self._sorter is not None:
+            self._sorter.shutdown(wait=True)
+            self._sorter = None
+        if errors:
+            raise errors[0]
+
     def abort(self) -> None:
         """Close every writer on an error path, ignoring their errors (the staging dir is discarded anyway);
-        a ParquetWriter left open prints 'Exception ignored in ParquetWriter.__del__' when collected."""
+        a ParquetWriter left open prints 'Exception ignored in ParquetWriter.__del__' when collected. A
+        background sort still running is waited for, so nothing writes into the staging dir once this returns."""
         writers, self._writers = list(self._writers.values()), {}
         _abandon(writers)
+        with contextlib.suppress(BaseException):  # an error path already: the first error is the one reported
+            self._wait_for_sorts()
 
     def _in_order(self, rel: str, t: Any) -> bool:
         """Would these rows keep the file `rel` in time order (nothing written to it is out of order)?"""
@@ -196,6 +242,7 @@ class RankWriter:
             except BaseException:
                 _abandon(writers[i:])  # one failed close (disk full) must not leave the others to __del__
                 raise
+        self._wait_for_sorts()
         if sort:
             for rels in self.files.values():
                 for rel in rels:

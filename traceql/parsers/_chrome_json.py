@@ -657,8 +657,11 @@ class BackgroundWriter:
                 return
             if self._err is None:
                 try:
-                    table, data, part, apart_by = item
-                    self.out.write(table, data, part, apart_by=apart_by)
+                    if item[0] == "seal":
+                        self.out.seal(item[1], item[2])
+                    else:
+                        table, data, part, apart_by = item
+                        self.out.write(table, data, part, apart_by=apart_by)
                 except BaseException as e:  # re-raised in the parsing thread
                     self._err = e
 
@@ -666,6 +669,12 @@ class BackgroundWriter:
         if self._err is not None:
             raise self._err
         self._q.put((table, data, part, apart_by))
+
+    def seal(self, table: str, part: str = "") -> None:
+        """RankWriter.seal, in order after the writes queued before it."""
+        if self._err is not None:
+            raise self._err
+        self._q.put(("seal", table, part))
 
     def close(self) -> None:
         """Wait for every queued write; raise the first error."""
@@ -1011,6 +1020,15 @@ def ts_text_to_ns(arr: Any) -> Any:
 
     if arr.null_count == len(arr):
         return pa.nulls(len(arr), pa.int64())
+    try:
+        # Arrow's decimal parse is exact or raises (more than 3 decimals that are not zeros, past 19 integer
+        # digits, spaces, hex, NaN...), and what it takes ('1736408883688177.930', a whole µs, '+5', '.5',
+        # '1.5e3') is what us_to_ns takes, to the same value: 3 passes where the mixed forms below cost ~10
+        # (a 32k level1 batch: 3 ms against 14 ms, the regex alone 9)
+        dec = pc.cast(arr, pa.decimal128(22, 3))
+        return pc.cast(pc.multiply(dec, pa.scalar(1000, pa.decimal128(4, 0))), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a batch with an odd value: value by value below
+        pass
     # find_substring counts bytes, so the length it is compared with is in bytes too
     dot = pc.find_substring(arr, ".")
     three = pc.equal(dot, pc.subtract(pc.binary_length(arr), 4))

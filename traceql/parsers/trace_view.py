@@ -569,6 +569,10 @@ class _Emitter:
     # -- at the end ---------------------------------------------------------------------------------
     def finish(self, *, comm_ops: bool, write_steps: bool) -> None:
         self._flush()
+        # the host ops and counter tracks are complete: their sort (host ops come in end-time order, so out of
+        # time order) runs beside the steps below
+        for table, part in (("host_ops", ""), ("host_ops", "cann"), ("counters", "")):
+            self.out.seal(table, part)
         self._finish_percent()
         self._finish_flows()
         if comm_ops:
