@@ -15,6 +15,7 @@ import csv
 import random
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -142,9 +143,9 @@ def _ingest_interleaved(
     spill_dirs: list[Path] = []
     real = _sort.sort_by_time
 
-    def spy(src: Path, dst: Path, row_group: int, budget: int | None = None) -> None:
+    def spy(src: Path, dst: Path, row_group: int, budget: int | None = None, more: Any = ()) -> None:
         spill_dirs.append(dst.parent)
-        real(src, dst, row_group, budget)
+        real(src, dst, row_group, budget, more)
 
     monkeypatch.setattr(_sort, "sort_by_time", spy)
     st = Store(tmp_path / "store")
@@ -153,6 +154,7 @@ def _ingest_interleaved(
     assert sorted(p.name for p in dump.iterdir()) == before  # nothing written into the dump
     run_dir = tmp_path / "store" / "runs" / st.manifest()["runs"]["kd"]["dir"]
     assert not list(run_dir.rglob(".sort-*")) and not list(run_dir.rglob("*.tmp"))
+    assert not list(run_dir.rglob("*.arrow"))  # RankWriter's spills are merged and deleted
     got = []
     for rel in info["files"]["kernels"]:
         t = pq.read_table(run_dir / rel, columns=["stream_id", "task_id", "ts_ns", "dur_ns", "name"])

@@ -459,7 +459,7 @@ def test_interleaved_counter_tracks_go_to_ordered_parts_without_a_sort(
     sorted_files: list[str] = []
     real_sort = store_mod.sort_parquet_by_time
     monkeypatch.setattr(
-        store_mod, "sort_parquet_by_time", lambda p: (sorted_files.append(str(p)), real_sort(p))
+        store_mod, "sort_parquet_by_time", lambda p, *more: (sorted_files.append(str(p)), real_sort(p, *more))
     )
     blocks = [(10, ["1.000", "3.000"]), (20, ["2.000", "4.000"]), (10, ["5.000", "7.000"]), (20, ["6.000"])]
     path = _tv(tmp_path, _counter_blocks(blocks))

@@ -365,7 +365,9 @@ def test_trace_view_in_profiler_order_needs_no_post_write_sort(
 
     sorted_files: list[Path] = []
     real_sort = store_mod.sort_parquet_by_time
-    monkeypatch.setattr(store_mod, "sort_parquet_by_time", lambda p: (sorted_files.append(p), real_sort(p)))
+    monkeypatch.setattr(
+        store_mod, "sort_parquet_by_time", lambda p, *more: (sorted_files.append(p), real_sort(p, *more))
+    )
     dump = tmp_path / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     large_trace_view(dump, 3_000_000, seed=1)
     st = tmp_path / "s"

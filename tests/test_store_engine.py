@@ -148,9 +148,9 @@ def test_seal_sorts_in_the_background_and_refuses_later_rows(
     threads: list[str] = []
     real_sort = store_mod.sort_parquet_by_time
 
-    def recording_sort(p: Path) -> None:
+    def recording_sort(p: Path, *more: Path) -> None:
         threads.append(threading.current_thread().name)
-        real_sort(p)
+        real_sort(p, *more)
 
     w = RankWriter(tmp_path, "r", 0)
     w.write("host_ops", {"name": ["c", "a"], "ts_ns": [30, 10]})
@@ -189,6 +189,67 @@ def test_seal_covers_the_apart_parts_and_not_other_parts(tmp_path: Path) -> None
     assert w.rows["counters"] == 4
 
 
+def test_rows_after_a_file_goes_out_of_order_are_spilled_then_merged(tmp_path: Path) -> None:
+    """By hand: batch 2 goes back in time, so batch 3 is spilled (Arrow IPC beside the file, no Parquet row
+    group for it); close() sorts prefix and spill into the one file and deletes the spill."""
+    import pyarrow.parquet as pq
+
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("host_ops", {"name": ["a", "d"], "ts_ns": [10, 40]})
+    w.write("host_ops", {"name": ["b"], "ts_ns": [20]})  # out of order: still written to the Parquet file
+    w.write("host_ops", {"name": ["c", "e"], "ts_ns": [30, 50]})  # spilled
+    spill = tmp_path / "host_ops/r0-0.parquet.unsorted.arrow"
+    assert spill.exists()
+    w._writers["host_ops/r0-0.parquet"].close()
+    del w._writers["host_ops/r0-0.parquet"]
+    assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").num_rows == 3  # the prefix only
+    w.close()
+    assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").column("name").to_pylist() == [
+        "a",
+        "b",
+        "c",
+        "d",
+        "e",
+    ]
+    assert not spill.exists()
+    assert w.rows["host_ops"] == 5 and w.file_rows["host_ops/r0-0.parquet"] == 5
+
+
+def test_close_without_sort_appends_the_spill_as_written(tmp_path: Path) -> None:
+    """sort=False keeps the rows in the order written (by hand), the spilled ones after the prefix."""
+    import pyarrow.parquet as pq
+
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("host_ops", {"name": ["d"], "ts_ns": [40]})
+    w.write("host_ops", {"name": ["b"], "ts_ns": [20]})
+    w.write("host_ops", {"name": ["c", "a"], "ts_ns": [30, 10]})
+    w.close(sort=False)
+    assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").column("name").to_pylist() == [
+        "d",
+        "b",
+        "c",
+        "a",
+    ]
+    assert not (tmp_path / "host_ops/r0-0.parquet.unsorted.arrow").exists()
+
+
+def test_seal_merges_the_spill_in_the_background_sort(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    w = RankWriter(tmp_path, "r", 0)
+    for name, ts in (("c", 30), ("a", 10), ("d", 40), ("b", 20)):
+        w.write("host_ops", {"name": [name], "ts_ns": [ts]})
+    w.seal("host_ops")
+    w.close()
+    assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").column("name").to_pylist() == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
+    assert not list(tmp_path.rglob("*.arrow"))
+
+
 def test_abort_waits_for_a_background_sort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An error path must not return while a sort still writes into the staging dir."""
     import threading
@@ -199,9 +260,9 @@ def test_abort_waits_for_a_background_sort(tmp_path: Path, monkeypatch: pytest.M
     done = threading.Event()
     real_sort = store_mod.sort_parquet_by_time
 
-    def slow_sort(p: Path) -> None:
+    def slow_sort(p: Path, *more: Path) -> None:
         time.sleep(0.3)
-        real_sort(p)
+        real_sort(p, *more)
         done.set()
 
     w = RankWriter(tmp_path, "r", 0)

@@ -115,6 +115,8 @@ class RankWriter:
     _sealed: set[str] = field(default_factory=set)
     _sorts: list[Any] = field(default_factory=list)
     _sorter: Any = None
+    # rows of a file that arrive after it went out of time order: Arrow IPC beside it, merged by its sort
+    _spills: dict[str, Any] = field(default_factory=dict)
     # write(apart_by=...): the files whose rows now go to parts by value, and each (file, value)'s part name
     _apart: set[str] = field(default_factory=set)
     _apart_parts: dict[tuple[str, Any], str] = field(default_factory=dict)
@@ -160,6 +162,11 @@ class RankWriter:
 
         from ._arrow_helpers import parquet_options
 
+        if rel in self._unsorted:  # to be sorted anyway: no Parquet encoding now, none to decode in the sort
+            self._spill(rel, t)
+            self.rows[table] = self.rows.get(table, 0) + t.num_rows
+            self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows
+            return
         w = self._writers.get(rel)
         if w is None:
             (self.run_dir / table).mkdir(parents=True, exist_ok=True)
@@ -173,6 +180,37 @@ class RankWriter:
         self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows
         if "ts_ns" in t.schema.names and rel not in self._unsorted:
             self._track_order(rel, t.column("ts_ns"))
+
+    def _spill(self, rel: str, t: Any) -> None:
+        """Append rows to `rel`'s spill: once a file is out of time order its later rows are only ever read back by
+        its sort, so they are written as lz4 Arrow IPC instead of zstd Parquet, and the sort reads them back
+        without decoding Parquet (a 1 GB trace_view's host ops come in end-time order: ~1.4M rows that were
+        encoded, decoded and encoded again)."""
+        import pyarrow as pa
+
+        w = self._spills.get(rel)
+        if w is None:
+            w = pa.ipc.new_file(
+                str(self._spill_path(rel)), t.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")
+            )
+            self._spills[rel] = w
+        w.write_table(t)
+
+    def _spill_path(self, rel: str) -> Path:
+        return self.run_dir / f"{rel}.unsorted.arrow"
+
+    def _close_file(self, rel: str) -> None:
+        for writers in (self._writers, self._spills):
+            w = writers.pop(rel, None)
+            if w is not None:
+                w.close()
+
+    def _sort_file(self, rel: str) -> None:
+        """Sort `rel` with its spill (if any), then delete the spill."""
+        spill = self._spill_path(rel)
+        sort_parquet_by_time(self.run_dir / rel, *([spill] if spill.exists() else []))
+        with contextlib.suppress(FileNotFoundError):
+            spill.unlink()
 
     def seal(self, table: str, part: str = "") -> None:
         """No more rows for `table`'s file `part` (and the parts write(apart_by=...) made of it): close it now,
@@ -189,9 +227,7 @@ class RankWriter:
             if r in self._sealed or r not in mine:
                 continue
             self._sealed.add(r)
-            w = self._writers.pop(r, None)
-            if w is not None:
-                w.close()
+            self._close_file(r)
             if r in self._unsorted:
                 if self._sorter is None:
                     from concurrent.futures import ThreadPoolExecutor
@@ -199,7 +235,7 @@ class RankWriter:
                     # one thread: sorts run one at a time, each within the sort's own memory budget
                     self._sorter = ThreadPoolExecutor(1, thread_name_prefix="traceql-sort")
                 self._unsorted.discard(r)
-                self._sorts.append(self._sorter.submit(sort_parquet_by_time, self.run_dir / r))
+                self._sorts.append(self._sorter.submit(self._sort_file, r))
 
     def _wait_for_sorts(self) -> None:
         """Wait for every background sort; raise the first one's error."""
@@ -217,6 +253,10 @@ class RankWriter:
         background sort still running is waited for, so nothing writes into the staging dir once this returns."""
         writers, self._writers = list(self._writers.values()), {}
         _abandon(writers)
+        spills, self._spills = list(self._spills.values()), {}
+        for w in spills:
+            with contextlib.suppress(BaseException):
+                w.close()
         with contextlib.suppress(BaseException):  # an error path already: the first error is the one reported
             self._wait_for_sorts()
 
@@ -235,6 +275,8 @@ class RankWriter:
             self._unsorted.add(rel)
 
     def close(self, sort: bool = True) -> None:
+        """Close every file, wait for the background sorts, and sort the files still out of time order
+        (sort=False: leave them as written; a file's spilled rows are then appended to it in order)."""
         writers, self._writers = list(self._writers.values()), {}
         for i, w in enumerate(writers):
             try:
@@ -242,12 +284,16 @@ class RankWriter:
             except BaseException:
                 _abandon(writers[i:])  # one failed close (disk full) must not leave the others to __del__
                 raise
+        spills, self._spills = list(self._spills.values()), {}
+        for w in spills:
+            w.close()
         self._wait_for_sorts()
-        if sort:
-            for rels in self.files.values():
-                for rel in rels:
-                    if rel in self._unsorted:
-                        sort_parquet_by_time(self.run_dir / rel)
+        for rels in self.files.values():
+            for rel in rels:
+                if rel in self._unsorted and sort:
+                    self._sort_file(rel)
+                elif self._spill_path(rel).exists():
+                    append_to_parquet(self.run_dir / rel, self._spill_path(rel))
         self.largest_first()
 
     def largest_first(self) -> None:
@@ -316,8 +362,9 @@ def _abandon(writers: list[Any]) -> None:
         w.is_open = False  # pyarrow's __del__ closes again (and prints) while is_open is still set
 
 
-def sort_parquet_by_time(path: Path) -> None:
-    """Rewrite a Parquet file ordered by ts_ns, so row-group min/max stats let DuckDB skip by time.
+def sort_parquet_by_time(path: Path, *more: Path) -> None:
+    """Rewrite a Parquet file ordered by ts_ns, so row-group min/max stats let DuckDB skip by time; `more`: files
+    of further rows (a RankWriter's spill) merged into it.
 
     Parsers stream events in file order (grouped by track or stream, not by time). traceql._sort sorts within
     a fixed memory budget by dealing rows into time-range buckets beside the file (inside the staging run
@@ -327,12 +374,27 @@ def sort_parquet_by_time(path: Path) -> None:
 
     tmp = path.with_suffix(".sorted.tmp")
     try:
-        sort_by_time(path, tmp, ROW_GROUP)
+        sort_by_time(path, tmp, ROW_GROUP, more=more)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     os.replace(tmp, path)
+
+
+def append_to_parquet(path: Path, spill: Path) -> None:
+    """Rewrite a Parquet file with the rows of an Arrow IPC file after its own, in order; delete the spill."""
+    from ._sort import concat_files
+
+    tmp = path.with_suffix(".appended.tmp")
+    try:
+        concat_files([path, spill], tmp, ROW_GROUP)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.replace(tmp, path)
+    spill.unlink()
 
 
 READERS_LOCK = ".readers.lock"
