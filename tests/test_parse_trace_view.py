@@ -505,3 +505,72 @@ def test_level1_counters_are_parts_in_time_order(tmp_path: Path) -> None:
         total += len(ts)
         assert pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py(), rel
     assert total == c_events
+
+
+# ---- HCCL plane tasks -> bytes per group op, comm_matrix, comm_bandwidth ---------------------------------
+
+
+def test_plane_tasks_assigned_to_their_group_op_by_hand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two allReduce ops on one HCCL group thread (10-20 us, 30-40 us) and plane tasks: data tasks inside each,
+    a notify task (size 0), a local copy (dst rank 4294967295 -> LOCAL, not link bytes) and a task between the
+    ops (no op). Expected by hand: op 1 moves 100 bytes over HCCS, op 2 40 over HCCS plus 60 over RDMA; the
+    local copy is a LOCAL matrix cell only. Tasks are turned into rows one slice at a time: a 2-row slice puts
+    the slice boundaries between the tasks of one op."""
+    import duckdb
+
+    import traceql.parsers.trace_view as tv
+
+    def task(ts: str, dur: float, size: int, dst: int, transport: str, link: str) -> dict[str, Any]:
+        args = {
+            "src rank": 0,
+            "dst rank": dst,
+            "size(Byte)": size,
+            "transport type": transport,
+            "link type": link,
+        }
+        return {"ph": "X", "name": "Memcpy", "pid": 5, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+    evs: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 5, "tid": 0, "args": {"name": "HCCL"}},
+        {"ph": "M", "name": "thread_name", "pid": 5, "tid": 0, "args": {"name": "Group 7 Communication"}},
+        {"ph": "M", "name": "thread_name", "pid": 5, "tid": 1, "args": {"name": "Plane 0"}},
+        {"ph": "X", "name": "hcom_allReduce__1_0_1", "pid": 5, "tid": 0, "ts": "10.000", "dur": 10.0},
+        {"ph": "X", "name": "hcom_allReduce__2_0_1", "pid": 5, "tid": 0, "ts": "30.000", "dur": 10.0},
+        task("11.000", 1.0, 60, 1, "SDMA", "HCCS"),
+        task("12.000", 0.5, 0, 1, "SDMA", "HCCS"),  # notify: no bytes
+        task("13.000", 1.0, 40, 1, "SDMA", "HCCS"),
+        task("14.000", 2.0, 50, 4294967295, "SDMA", "ON_CHIP"),  # local copy
+        task("25.000", 1.0, 999, 1, "SDMA", "HCCS"),  # between the ops: no op
+        task("31.000", 1.0, 40, 1, "SDMA", "HCCS"),
+        task("32.000", 3.0, 60, 2, "RDMA", "INVALID_TYPE"),
+    ]
+    path = _tv(tmp_path, json.dumps(evs).encode())
+    real_rows_of = tv._rows_of
+    monkeypatch.setattr(tv, "_rows_of", lambda table, slice_rows=2: real_rows_of(table, slice_rows))
+    w = RankWriter(tmp_path / "run", "r", 0)
+    parse_trace_view(path, w, kernels=True, comm_ops=True, write_steps=False)
+    w.close()
+
+    def rows(table: str, cols: str) -> list[tuple[Any, ...]]:
+        files = ", ".join(f"'{tmp_path / 'run' / rel}'" for rel in w.files[table])
+        return duckdb.sql(f"SELECT {cols} FROM read_parquet([{files}]) ORDER BY ALL").fetchall()
+
+    assert rows("comm_ops", "name, group_name, bytes") == [
+        ("hcom_allReduce__1_0_1", "7", 100),
+        ("hcom_allReduce__2_0_1", "7", 100),
+    ]
+    assert rows("comm_matrix", "op_name, src_rank, dst_rank, transport, bytes, transit_ns") == [
+        ("hcom_allReduce__1_0_1", 0, 0, "LOCAL", 50, 2000),
+        ("hcom_allReduce__1_0_1", 0, 1, "HCCS", 100, 2000),
+        ("hcom_allReduce__2_0_1", 0, 1, "HCCS", 40, 1000),
+        ("hcom_allReduce__2_0_1", 0, 2, "RDMA", 60, 3000),
+    ]
+    assert rows("comm_bandwidth", "name, transport, bytes, transit_ns") == [
+        ("hcom_allReduce__1_0_1", "HCCS", 100, 2000),
+        ("hcom_allReduce__1_0_1", "SDMA", 100, 2000),
+        ("hcom_allReduce__2_0_1", "HCCS", 40, 1000),
+        ("hcom_allReduce__2_0_1", "RDMA", 60, 3000),
+        ("hcom_allReduce__2_0_1", "SDMA", 40, 1000),
+    ]
