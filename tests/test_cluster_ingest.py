@@ -193,7 +193,7 @@ def test_views_sql_on_an_s3_store_recreates_the_views(
 
 
 def test_writes_to_a_non_s3_fsspec_store_are_refused_before_parsing(dump: Path) -> None:
-    import fsspec
+    fsspec = pytest.importorskip("fsspec", reason="fsspec comes with the s3 extra: pip install -e '.[s3]'")
 
     with pytest.raises(
         StoreError, match=r"^store memory://tq-w: traceql writes runs only to a local folder"

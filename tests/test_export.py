@@ -295,6 +295,9 @@ def _decode(path: Path) -> Any:
 
 
 def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, cli: Any) -> None:
+    pytest.importorskip(
+        "perfetto", reason="the .pftrace export needs the export extra: pip install -e '.[export]'"
+    )
     st = stores["store"]
     out = tmp_path / "job.pftrace"
     r = cli("export", "--store", st, "--run", "off", "-o", out, "--device", "ascend910b")
@@ -390,6 +393,9 @@ def test_perfetto_decodes_to_the_store(stores: dict[str, Path], tmp_path: Path, 
 
 
 def test_perfetto_slice_has_args_and_flows(stores: dict[str, Path], tmp_path: Path) -> None:
+    pytest.importorskip(
+        "perfetto", reason="the .pftrace export needs the export extra: pip install -e '.[export]'"
+    )
     from traceql.export import export
 
     out = tmp_path / "a.pftrace"
@@ -493,6 +499,9 @@ HOSTILE = [
 
 
 def test_hostile_names_stay_inert(tmp_path: Path, cli: Any) -> None:
+    pytest.importorskip(
+        "perfetto", reason="the .pftrace export needs the export extra: pip install -e '.[export]'"
+    )
     evs = []
     for i, name in enumerate(HOSTILE):
         evs.append(
@@ -555,6 +564,9 @@ def test_hostile_names_stay_inert(tmp_path: Path, cli: Any) -> None:
 
 # ---- CLI ------------------------------------------------------------------------------------------------------
 def test_cli_help_and_bad_input(stores: dict[str, Path], cli: Any, tmp_path: Path) -> None:
+    pytest.importorskip(
+        "perfetto", reason="the .pftrace export needs the export extra: pip install -e '.[export]'"
+    )
     r = cli("export", "--help")
     assert r.code == 0 and "traceql export --run job" in r.out
     st = stores["store"]
