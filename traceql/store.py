@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,12 +150,16 @@ class RankWriter:
                     name = f"s{value}" if isinstance(value, int) else f"v{n}"
                     self._apart_parts[key] = name if n < APART_MAX and value is not None else "s-rest"
                 sub = self._apart_parts[key]
-                self._write_file(table, self._rel(table, f"{part}-{sub}" if part else sub), rows)
+                self._write_file(table, self._part_rel(table, part, sub), rows)
             return
         self._write_file(table, rel, t)
 
     def _rel(self, table: str, part: str) -> str:
         return f"{table}/r{self.rank}-{self.tag}{'-' + part if part else ''}.parquet"
+
+    def _part_rel(self, table: str, part: str, sub: str) -> str:
+        """The file of `part`'s apart part `sub` (see write's apart_by)."""
+        return self._rel(table, f"{part}-{sub}" if part else sub)
 
     def _write_file(self, table: str, rel: str, t: Any) -> None:
         import pyarrow.parquet as pq
@@ -219,9 +223,7 @@ class RankWriter:
         instead of after it. close() waits for these sorts and raises the first error."""
         rel = self._rel(table, part)
         mine = {rel} | {
-            self._rel(table, f"{part}-{sub}" if part else sub)
-            for (r, _), sub in self._apart_parts.items()
-            if r == rel
+            self._part_rel(table, part, sub) for (r, _), sub in self._apart_parts.items() if r == rel
         }
         for r in self.files.get(table, []):
             if r in self._sealed or r not in mine:
@@ -372,29 +374,27 @@ def sort_parquet_by_time(path: Path, *more: Path) -> None:
     """
     from ._sort import sort_by_time
 
-    tmp = path.with_suffix(".sorted.tmp")
-    try:
-        sort_by_time(path, tmp, ROW_GROUP, more=more)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    os.replace(tmp, path)
+    _rewrite(path, lambda tmp: sort_by_time(path, tmp, ROW_GROUP, more=more))
 
 
 def append_to_parquet(path: Path, spill: Path) -> None:
     """Rewrite a Parquet file with the rows of an Arrow IPC file after its own, in order; delete the spill."""
     from ._sort import concat_files
 
-    tmp = path.with_suffix(".appended.tmp")
+    _rewrite(path, lambda tmp: concat_files([path, spill], tmp, ROW_GROUP))
+    spill.unlink()
+
+
+def _rewrite(path: Path, write: Callable[[Path], None]) -> None:
+    """Replace `path` by what `write` writes to a temporary file beside it (removed if it fails)."""
+    tmp = path.with_suffix(".rewrite.tmp")
     try:
-        concat_files([path, spill], tmp, ROW_GROUP)
+        write(tmp)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     os.replace(tmp, path)
-    spill.unlink()
 
 
 READERS_LOCK = ".readers.lock"

@@ -657,24 +657,21 @@ class BackgroundWriter:
                 return
             if self._err is None:
                 try:
-                    if item[0] == "seal":
-                        self.out.seal(item[1], item[2])
-                    else:
-                        table, data, part, apart_by = item
-                        self.out.write(table, data, part, apart_by=apart_by)
+                    item()
                 except BaseException as e:  # re-raised in the parsing thread
                     self._err = e
 
     def write(self, table: str, data: Any, part: str = "", apart_by: str | None = None) -> None:
-        if self._err is not None:
-            raise self._err
-        self._q.put((table, data, part, apart_by))
+        self._put(functools.partial(self.out.write, table, data, part, apart_by=apart_by))
 
     def seal(self, table: str, part: str = "") -> None:
         """RankWriter.seal, in order after the writes queued before it."""
+        self._put(functools.partial(self.out.seal, table, part))
+
+    def _put(self, call: Callable[[], None]) -> None:
         if self._err is not None:
             raise self._err
-        self._q.put(("seal", table, part))
+        self._q.put(call)
 
     def close(self) -> None:
         """Wait for every queued write; raise the first error."""
