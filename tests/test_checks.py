@@ -352,3 +352,39 @@ def test_ingest_prints_a_warning_with_the_count(cli, tmp_path: Path) -> None:  #
         )
         == 0
     )
+
+
+def test_duplicate_kernels_match_null_ids_and_keep_distinct_keys_apart(store: Path) -> None:
+    """The check groups a hash of (rank, stream, task, start, duration) first: rows whose ids are missing (NULL)
+    still match each other (as `IS NOT DISTINCT FROM` did), and rows differing in one key part are no copies.
+    Expected by hand: the pair without ids is one duplicate of 2 copies; the triple with ids one of 3 copies."""
+    t = good_tables()
+    k = t["kernels"]
+    rows = [
+        # name, stream, task, ts, dur
+        ("noids", None, None, T0 + 20 * MS, 50),
+        ("noids", None, None, T0 + 20 * MS, 50),
+        ("ids", 3, 7, T0 + 21 * MS, 60),
+        ("ids", 3, 7, T0 + 21 * MS, 60),
+        ("ids", 3, 7, T0 + 21 * MS, 60),
+        ("ids", 3, 8, T0 + 21 * MS, 60),  # another task
+        ("ids", 3, 7, T0 + 21 * MS, 61),  # another duration
+        ("ids", 4, 7, T0 + 21 * MS, 60),  # another stream
+    ]
+    n = len(k["name"])
+    for col in k:
+        k[col] = k[col] + [None] * len(rows) if len(k[col]) == n else k[col]
+    for i, (name, stream, task, ts, dur) in enumerate(rows):
+        for col, v in (
+            ("name", name),
+            ("stream_id", stream),
+            ("task_id", task),
+            ("ts_ns", ts),
+            ("dur_ns", dur),
+        ):
+            k[col][n + i] = v
+    k["step"][n:] = [1] * len(rows)
+    write_run(store, "dups", t)
+    r = by_name(checks.run_checks(store, "dups", names=["duplicate_kernels"]))["duplicate_kernels"]
+    assert r["error"] is None
+    assert sorted((s["name"], s["copies"]) for s in r["sample"]) == [("ids", 3), ("noids", 2)]

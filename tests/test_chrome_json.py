@@ -480,3 +480,41 @@ def test_pair_flows_pairs_the_same_in_one_pass_or_many(
         ],
         key=repr,
     )
+
+
+def _wait_for(cond, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.01)
+
+
+def test_duck_stream_bounds_the_waiting_batches_by_count_and_bytes(tmp_path: Path) -> None:
+    """20,000 events read 1,000 a batch: with a byte bound below one batch, one batch waits (never zero: a
+    batch larger than the bound still moves); raised to 5 batches with no byte bound, five wait; every event
+    then arrives once, in file order (counted by hand: ts 0..19999); close() stops a producer that waits."""
+    import time
+
+    src = tmp_path / "t.json"
+    src.write_text("[" + ",".join(f'{{"ph":"X","ts":"{i}"}}' for i in range(20_000)) + "]", encoding="utf-8")
+    sql = f"SELECT ph, ts FROM {cj.duck_source(src, {'ph': 'VARCHAR', 'ts': 'VARCHAR'})}"
+    s = cj.DuckStream(cj.duck_connection(1), src, sql, batch_rows=1000, prefetch=16, prefetch_bytes=1)
+    try:
+        _wait_for(lambda: s.waiting()[0] >= 1)
+        time.sleep(0.3)  # the producer had time to queue more, were it allowed to
+        assert s.waiting()[0] == 1
+        s.set_prefetch(5)
+        _wait_for(lambda: s.waiting()[0] == 5)
+        time.sleep(0.3)
+        assert s.waiting()[0] == 5
+        ts = [int(v) for b in s for v in b.column("ts").to_pylist()]
+        assert ts == list(range(20_000))
+    finally:
+        s.close()
+    s = cj.DuckStream(cj.duck_connection(1), src, sql, batch_rows=1000, prefetch=1)
+    _wait_for(lambda: s.waiting()[0] == 1)
+    t0 = time.monotonic()
+    s.close()
+    assert time.monotonic() - t0 < 5 and s.waiting() == (0, 0)

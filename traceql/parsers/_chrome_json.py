@@ -23,7 +23,6 @@ and thread names — which Chrome traces may put anywhere, often at the end — 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gzip
 import io
@@ -336,18 +335,28 @@ class DuckStream:
 
     DuckDB runs a streaming query in the thread that fetches from it; fetching from a producer thread
     (DuckDB releases the GIL) lets the JSON parse overlap with whatever the caller does meanwhile, from the
-    moment this object is created. At most `prefetch` batches wait in the queue. Errors -> BadTraceError
-    (raised where the batches are consumed). close() stops the query early; safe to call twice.
+    moment this object is created. At most `prefetch` batches wait, and, with `prefetch_bytes`, no more than
+    that many bytes of them (one batch always may: a batch larger than the bound still moves). Errors ->
+    BadTraceError (raised where the batches are consumed). close() stops the query early; safe to call twice.
     """
 
     def __init__(
-        self, con: Any, path: Path, sql: str, batch_rows: int = 128 * 1024, prefetch: int = 3
+        self,
+        con: Any,
+        path: Path,
+        sql: str,
+        batch_rows: int = 128 * 1024,
+        prefetch: int = 3,
+        prefetch_bytes: int | None = None,
     ) -> None:
-        import queue
+        import collections
         import threading
 
         self.con, self.path = con, path
-        self._q: queue.Queue[Any] = queue.Queue(maxsize=max(1, prefetch))
+        self._cv = threading.Condition()
+        self._items: collections.deque[tuple[Any, int]] = collections.deque()
+        self._bytes = 0  # Arrow bytes of the batches waiting
+        self._max_items, self._max_bytes = max(1, prefetch), prefetch_bytes
         self._stop = threading.Event()
         self._done = object()
         self._t = threading.Thread(
@@ -355,38 +364,63 @@ class DuckStream:
         )
         self._t.start()
 
-    def _produce(self, sql: str, batch_rows: int) -> None:
-        import queue
+    def _room(self, nbytes: int) -> bool:
+        if not self._items:
+            return True
+        if len(self._items) >= self._max_items:
+            return False
+        return self._max_bytes is None or self._bytes + nbytes <= self._max_bytes
 
+    def _put(self, item: Any, nbytes: int = 0) -> bool:
+        """Queue `item` once there is room; False if close() came first. The wait re-checks the bounds at least
+        every 0.1 s (set_prefetch and close notify; this is only a safety net)."""
+        with self._cv:
+            while not self._stop.is_set() and not self._room(nbytes):
+                self._cv.wait(0.1)
+            if self._stop.is_set():
+                return False
+            self._items.append((item, nbytes))
+            self._bytes += nbytes
+            self._cv.notify_all()
+            return True
+
+    def _produce(self, sql: str, batch_rows: int) -> None:
         from .._duck import arrow_reader
 
         try:
             for b in arrow_reader(self.con.sql(sql), batch_rows):
-                while not self._stop.is_set():
-                    try:
-                        self._q.put(b, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
+                if not self._put(b, b.nbytes):
                     return
-            self._q.put(self._done)
+            self._put(self._done)
         except BaseException as e:  # handed to the consumer, which raises it
-            self._q.put(e)
+            self._put(e)
 
-    def set_prefetch(self, n: int) -> None:
-        """Change how many batches may wait in the queue (a lower bound takes effect as the consumer drains
-        it; the producer's put() re-checks the bound at least every 0.1 s)."""
-        with self._q.mutex:
-            self._q.maxsize = max(1, n)
-            self._q.not_full.notify_all()
+    def set_prefetch(self, n: int, nbytes: int | None = None) -> None:
+        """Change the bounds on the batches waiting (lower bounds take effect as the consumer drains them)."""
+        with self._cv:
+            self._max_items, self._max_bytes = max(1, n), nbytes
+            self._cv.notify_all()
+
+    def waiting(self) -> tuple[int, int]:
+        """(batches, Arrow bytes) parsed and not yet taken."""
+        with self._cv:
+            return len(self._items), self._bytes
+
+    def _get(self) -> Any:
+        with self._cv:
+            while not self._items:
+                self._cv.wait()
+            item, nbytes = self._items.popleft()
+            self._bytes -= nbytes
+            self._cv.notify_all()
+            return item
 
     def __iter__(self) -> Iterator[Any]:
         import duckdb
         import pyarrow as pa
 
         while True:
-            item = self._q.get()
+            item = self._get()
             if item is self._done:
                 return
             # DuckDB's errors come as duckdb.Error, or wrapped by pyarrow's reader as OSError/ArrowException
@@ -397,15 +431,16 @@ class DuckStream:
             yield item
 
     def close(self) -> None:
-        import queue
-
         self._stop.set()
+        with self._cv:
+            self._cv.notify_all()  # a producer waiting for room returns
         if self._t.is_alive():
             self.con.interrupt()
-            while self._t.is_alive():  # unblock a producer waiting on a full queue
-                with contextlib.suppress(queue.Empty):
-                    self._q.get_nowait()
+            while self._t.is_alive():
                 self._t.join(timeout=0.05)
+        with self._cv:
+            self._items.clear()
+            self._bytes = 0
         self.con.close()
 
 

@@ -87,10 +87,12 @@ PREFETCH = 4  # DuckDB batches parsed ahead while batches are mapped
 # ... and while this thread pre-scans the file for track names, before any batch can be mapped. The scan takes
 # ~0.7 s a GB (bytes.find holds the GIL), time in which DuckDB parses ~14 batches at its rate on this
 # machine: with only PREFETCH of them allowed, it stood idle for most of the scan of a 1 GB file. The queue is
-# drained to PREFETCH as mapping starts, and nothing else holds memory during the scan (no emitter, writer or
-# spill yet): on a real trace_view tiled to 4 GB the peak RSS during the scan was 0.41 GB against 0.54 GB
-# while mapping (measured), so the extra batches do not raise the ingest's peak.
+# drained to PREFETCH as mapping starts. The bytes bound keeps the scan from setting the ingest's peak: the
+# memory those batches held stays with the process (allocator and DuckDB buffers) for the rest of the parse.
+# Device-task batches are ~8 MB each: 16 of them took a 4 GB device-task trace's peak RSS from ~450 to ~500 MB
+# against ~340 MB at 0.25 GB (max/min 1.45); within 48 MB it was 448 MB (measured 2026-12-04).
 SCAN_PREFETCH = 16
+SCAN_PREFETCH_BYTES = 48 << 20
 
 
 def _inter_schema() -> pa.Schema:
@@ -833,7 +835,12 @@ def parse_trace_view(
     # DuckDB starts parsing on another core while this thread pre-scans for track names
     stream = (
         cj.DuckStream(
-            cj.duck_connection(shared=True), path, _fast_sql(sn), BATCH_ROWS, prefetch=SCAN_PREFETCH
+            cj.duck_connection(shared=True),
+            path,
+            _fast_sql(sn),
+            BATCH_ROWS,
+            prefetch=SCAN_PREFETCH,
+            prefetch_bytes=SCAN_PREFETCH_BYTES,
         )
         if sn.fast_path
         else None
