@@ -89,8 +89,9 @@ PREFETCH = 4  # DuckDB batches parsed ahead while batches are mapped
 # machine: with only PREFETCH of them allowed, it stood idle for most of the scan of a 1 GB file. The queue is
 # drained to PREFETCH as mapping starts. The bytes bound keeps the scan from setting the ingest's peak: the
 # memory those batches held stays with the process (allocator and DuckDB buffers) for the rest of the parse.
-# Device-task batches are ~8 MB each: 16 of them took a 4 GB device-task trace's peak RSS from ~450 to ~500 MB
-# against ~340 MB at 0.25 GB (max/min 1.45); within 48 MB it was 448 MB (measured 2026-12-04).
+# Device-task batches are ~8 MB each: 16 of them took a 4 GB device-task trace's peak RSS to ~500 MB against
+# ~340 MB at 0.25 GB (max/min 1.45). Within 48 MB the scan no longer sets the peak: 350 / 395 / 419 MB at
+# 0.25 / 1 / 4 GB, with the ingest-time checks bounded too (measured 2026-12-04).
 SCAN_PREFETCH = 16
 SCAN_PREFETCH_BYTES = 48 << 20
 
