@@ -116,6 +116,39 @@ def test_rows_out_of_time_order_go_to_one_part_per_stream(tmp_path: Path) -> Non
     assert rest == sorted(1000 - s for s in streams[store_mod.APART_MAX :])  # streams 32-34, in time order
 
 
+def test_arrow_rows_are_split_before_they_are_conformed(tmp_path: Path) -> None:
+    """A RecordBatch whose metrics map has dictionary-encoded keys (what CsvFile.select builds) is split by stream
+    as it is and conformed per part: every file has the canonical schema (text keys) and each row keeps its own
+    metrics. By hand: the second batch goes back in time, so its rows go to parts s1 / s2."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def batch(names: list[str], streams: list[int], ts: list[int], metric: list[float]) -> pa.RecordBatch:
+        keys = pa.DictionaryArray.from_arrays(pa.array([0] * len(names), pa.int32()), pa.array(["aic_time"]))
+        offsets = pa.array(range(len(names) + 1), pa.int32())
+        metrics = pa.MapArray.from_arrays(offsets, keys, pa.array(metric))
+        return pa.RecordBatch.from_pydict(
+            {"name": names, "stream_id": pa.array(streams, pa.int64()), "ts_ns": pa.array(ts, pa.int64()),
+             "metrics": metrics}
+        )  # fmt: skip
+
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("kernels", batch(["a", "b"], [1, 2], [10, 20], [1.0, 2.0]), apart_by="stream_id")
+    w.write("kernels", batch(["c", "d", "e"], [2, 1, 2], [15, 25, 30], [3.0, 4.0, 5.0]), apart_by="stream_id")
+    w.close()
+    want = schema.arrow_schema("kernels")
+    got = {}
+    for rel in w.files["kernels"]:
+        t = pq.read_table(tmp_path / rel)
+        assert t.schema.field("metrics").type == want.field("metrics").type, rel
+        got[rel] = [(r["name"], r["metrics"]) for r in t.select(["name", "metrics"]).to_pylist()]
+    assert got == {
+        "kernels/r0-0.parquet": [("a", [("aic_time", 1.0)]), ("b", [("aic_time", 2.0)])],
+        "kernels/r0-0-s2.parquet": [("c", [("aic_time", 3.0)]), ("e", [("aic_time", 5.0)])],
+        "kernels/r0-0-s1.parquet": [("d", [("aic_time", 4.0)])],
+    }
+
+
 def test_text_stream_values_name_their_parts_by_order_of_first_sight(tmp_path: Path) -> None:
     """A counter track's name may hold any character (`Stars Soc Info`, `a/b`): its part is numbered, not named
     after it. By hand: the second write goes back in time, so from there rows go to parts v0 ('a/b'), v1."""

@@ -133,7 +133,10 @@ class RankWriter:
         in order keep the one file, as without apart_by."""
         from ._arrow_helpers import conform
 
-        t = conform(table, data, self.run_id, self.rank)
+        # Arrow rows that can be split as they are are conformed per part, after the split: a reorder then moves
+        # the parser's own column types (a kernels map's dictionary-encoded keys), not the canonical text
+        raw = data if apart_by is not None and _splittable(data, apart_by) else None
+        t = raw if raw is not None else conform(table, data, self.run_id, self.rank)
         if t.num_rows == 0:
             return
         rel = self._rel(table, part)
@@ -142,6 +145,8 @@ class RankWriter:
         if apart_by is not None and (rel in self._apart or not self._in_order(rel, t)):
             self._apart.add(rel)
             for value, rows in _split_by(t, apart_by):
+                if raw is not None:
+                    rows = conform(table, rows, self.run_id, self.rank)
                 key = (rel, value)
                 if key not in self._apart_parts:
                     n = len([k for k in self._apart_parts if k[0] == rel])
@@ -152,7 +157,7 @@ class RankWriter:
                 sub = self._apart_parts[key]
                 self._write_file(table, self._part_rel(table, part, sub), rows)
             return
-        self._write_file(table, rel, t)
+        self._write_file(table, rel, t if raw is None else conform(table, t, self.run_id, self.rank))
 
     def _rel(self, table: str, part: str) -> str:
         return f"{table}/r{self.rank}-{self.tag}{'-' + part if part else ''}.parquet"
@@ -332,6 +337,17 @@ def _last_valid(ts: Any) -> int | None:
 
     ts = pc.drop_null(ts)
     return None if len(ts) == 0 else ts[len(ts) - 1].as_py()
+
+
+def _splittable(data: Any, col: str) -> bool:
+    """Can RankWriter.write order and split `data` before conforming it: Arrow rows holding the split column and
+    int64 ts_ns (what the order check reads)?"""
+    import pyarrow as pa
+
+    if not isinstance(data, (pa.Table, pa.RecordBatch)):
+        return False
+    names = data.schema.names
+    return col in names and "ts_ns" in names and data.schema.field("ts_ns").type == pa.int64()
 
 
 def _split_by(t: Any, col: str) -> list[tuple[Any, Any]]:
