@@ -422,6 +422,25 @@ def test_ns_rule_hand_values() -> None:
         kd.ns(pa.array(["8796093022208.5"]), 1000)
 
 
+def test_ns_decimal_path_matches_decimal_arithmetic() -> None:
+    """A batch of plain numbers below 2**43 (Kineto's relative µs with 3 decimals, whole-µs durations, as DuckDB
+    prints their doubles: repr) takes the one decimal cast; expected: Decimal(text) * 1000 + offset, computed
+    here. A real at 2**43 or past, a string or `null` leaves the batch to the per-form path (None here)."""
+    from decimal import Decimal
+
+    rng = random.Random(11)
+    texts = [repr(float(f"{rng.randrange(-(2**42), 2**42)}.{rng.randrange(1000):03d}")) for _ in range(5000)]
+    texts += [str(rng.randrange(10**9)) for _ in range(2000)] + ["0.001", "-0.5", "1e-3", "0.0"]
+    j = pa.array(texts)
+    assert kd._decimal_ns(j, 1000) is not None
+    want = [int(Decimal(t) * 1000) + 7 for t in texts]
+    assert kd.ns(j, 1000, 7).to_pylist() == want
+    assert kd.ns(pa.array(["17", "-3"]), 1, 5).to_pylist() == [22, 2]  # ns traces: integers only
+    for odd in (["8796093022208.5"], ["1.5", "null"], ['"2.5"'], ["0.0001"]):
+        assert kd._decimal_ns(pa.array(odd), 1000) is None, odd
+    assert kd._decimal_ns(pa.array(["1.5"]), 1) is None  # a fraction of a ns: the per-form path gives up
+
+
 def test_array_bounds() -> None:
     head = b'{"traceName": "\\"traceEvents\\": [", "x": {"traceEvents": []}, "traceEvents": [{"a": 1}]}'
     start = kd.array_start(head)

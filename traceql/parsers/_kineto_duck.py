@@ -454,6 +454,27 @@ def ints(j: Any) -> Any:
     return _patch(out, other, j, lambda t: cj.to_int(py(t)), pa.int64())
 
 
+def _decimal_ns(j: Any, scale: int) -> Any:
+    """ns() of a column whose every value is a plain JSON number below MAX_REAL with at most 3 decimals (what
+    Kineto writes: '5142431484056.641'), in one decimal cast; None for any other column, which ns() then converts
+    as before. The same values: below MAX_REAL a double has one shortest decimal of at most 3 fractional digits
+    (its spacing is under 0.001), so the text DuckDB prints for it is the written decimal, and its ns is that
+    decimal times the scale, which is what ns() computes from the double (k / scale rounds back to it). Arrow's
+    decimal parse is exact or raises (more than 3 nonzero decimals, a string, `null`), and so is the cast to
+    int64 (a fraction left at scale 1). The regexes, floor and round it replaces were ~18% of the mapping."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        dec = pc.cast(j, pa.decimal128(22, 3))
+        mm = pc.min_max(dec).as_py()
+        if mm["min"] is None or mm["min"] <= -MAX_REAL or mm["max"] >= MAX_REAL:
+            return None
+        return pc.cast(pc.multiply(dec, pa.scalar(scale, pa.decimal128(4, 0))), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
 def ns(j: Any, scale: int, offset: int = 0) -> Any:
     """cj.us_to_ns(value, scale) (+ offset where not null) of each value, exact (see the module docstring)."""
     import pyarrow as pa
@@ -463,6 +484,9 @@ def ns(j: Any, scale: int, offset: int = 0) -> Any:
         return pa.nulls(len(j), pa.int64())
     if isinstance(j, pa.ChunkedArray):
         j = j.combine_chunks()
+    fast = _decimal_ns(j, scale)
+    if fast is not None:
+        return pc.add_checked(fast, lit(offset)) if offset else fast
     # a run of digits is an integer as written (most durations); only the rest needs the regexes
     simple = _mask(pc.ascii_is_decimal(j))
     rest = pc.and_(pc.invert(simple), _mask(pc.not_equal(j, lit("null"))))
