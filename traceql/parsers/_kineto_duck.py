@@ -52,7 +52,11 @@ from . import kineto as kn
 
 TAIL = 1 << 20  # bytes held back by the feed: the keys after the events array must fit in them
 CHUNK = 1 << 20  # read size of the feed
-SEGMENT = 64 << 20  # bytes per FIFO / DuckDB query (see Feed)
+# Bytes per FIFO / DuckDB query (see Feed). DuckDB holds what it reads of a FIFO until its query ends, and two
+# queries are open at a time (_Segments.AHEAD), so this sets much of the peak RSS and how much it swings with
+# timing: at 64 MiB a 0.25 GB trace peaked at 0.66-0.78 GB and a 4 GB one at 0.80-0.90 (max/min up to 1.36); at
+# 32 MiB 0.54 and 0.58-0.59 GB, at the same speed (measured 2026-12-04, two runs each).
+SEGMENT = 32 << 20
 BATCH_ROWS = 32 * 1024  # events per DuckDB batch (see trace_view.BATCH_ROWS: memory stays flat)
 # batches queued per open segment (two are open, see _Segments): 4 ran at the same speed with 20-75 MB more RSS
 PREFETCH = 2
