@@ -1040,6 +1040,25 @@ def _one_by_one(arr: Any, out: Any, where: Any, one: Callable[[Any], Any], type_
 _SHORT_US = r"^-?[0-9]{1,16}(\.[0-9]{0,3})?$"
 
 
+def decimal_times(arr: Any, scale: int, bound: int | None = None) -> Any:
+    """Decimal text column (at most 3 nonzero fractional digits) times `scale`, as exact int64; None when any
+    value is not such a number, or (with `bound`) not below it in magnitude, or the product is not a whole
+    int64. Arrow's decimal parse is exact or raises (more decimals, past 19 integer digits, spaces, quotes,
+    `null`, NaN...), and so is the decimal -> int64 cast (a fraction left, an overflow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        dec = pc.cast(arr, pa.decimal128(22, 3))
+        if bound is not None:
+            mm = pc.min_max(dec).as_py()
+            if mm["min"] is None or mm["min"] <= -bound or mm["max"] >= bound:
+                return None
+        return pc.cast(pc.multiply(dec, pa.scalar(scale, pa.decimal128(4, 0))), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
 def ts_text_to_ns(arr: Any) -> Any:
     """µs text column -> exact int64 ns, vectorised. The 3-decimal form ('1736408883688177.930': drop the
     dot) is one cast; a column that mixes it with other short forms (a real level1 trace_view prints a counter
@@ -1052,15 +1071,12 @@ def ts_text_to_ns(arr: Any) -> Any:
 
     if arr.null_count == len(arr):
         return pa.nulls(len(arr), pa.int64())
-    try:
-        # Arrow's decimal parse is exact or raises (more than 3 decimals that are not zeros, past 19 integer
-        # digits, spaces, hex, NaN...), and what it takes ('1736408883688177.930', a whole µs, '+5', '.5',
-        # '1.5e3') is what us_to_ns takes, to the same value: 3 passes where the mixed forms below cost ~10
-        # (a 32k level1 batch: 3 ms against 14 ms, the regex alone 9)
-        dec = pc.cast(arr, pa.decimal128(22, 3))
-        return pc.cast(pc.multiply(dec, pa.scalar(1000, pa.decimal128(4, 0))), pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a batch with an odd value: value by value below
-        pass
+    # what Arrow's decimal parse takes ('1736408883688177.930', a whole µs, '+5', '.5', '1.5e3') is what us_to_ns
+    # takes, to the same value: 3 passes where the mixed forms below cost ~10 (a 32k level1 batch: 3 ms against
+    # 14 ms, the regex alone 9); a batch with an odd value goes on below
+    whole = decimal_times(arr, 1000)
+    if whole is not None:
+        return whole
     # find_substring counts bytes, so the length it is compared with is in bytes too
     dot = pc.find_substring(arr, ".")
     three = pc.equal(dot, pc.subtract(pc.binary_length(arr), 4))
