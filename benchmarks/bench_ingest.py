@@ -652,7 +652,7 @@ def _code_version() -> str:
 
     def git(*a: str) -> str:
         r = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False)
-        return r.stdout.strip()
+        return r.stdout.rstrip()  # not strip(): porcelain's first line starts with its status column
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = [ln[3:] for ln in git("status", "--porcelain", "--", "traceql").splitlines() if ln.strip()]
