@@ -166,6 +166,7 @@ def derive_rank(
 # split into the same per-rank files with Arrow. A rank with GROUP_BYTES of input or more is built alone.
 GROUP_BYTES = 32 << 20
 GROUP_RANKS = 64
+WRITE_THREADS = 4  # at most this many threads write one table's per-rank files (_write_by_rank)
 
 
 def input_bytes(by_rank: dict[int, dict[str, list[str]]]) -> dict[int, int]:
@@ -266,7 +267,7 @@ def _write_by_rank(
     from concurrent.futures import ThreadPoolExecutor
 
     # the Parquet encoding releases the GIL: a group's many small files are written side by side
-    with ThreadPoolExecutor(s.threads) as pool:
+    with ThreadPoolExecutor(min(s.threads, WRITE_THREADS)) as pool:
         return list(pool.map(write, ranks))
 
 
