@@ -112,3 +112,29 @@ def test_every_chart_at_1000_ranks_stays_in_the_row_budget(store1000: Path, name
     if name in ("hbm_timeline", "wait_steps"):
         title = json.dumps(spec.get("title"))
         assert "1000" in title.replace(",", ""), (name, title)  # says how it reduced 1,000 ranks
+
+
+def test_small_ranks_are_built_here_with_threads_and_equal_the_serial_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Groups of small ranks are built in this process (issue 18: a worker forked per group counted this
+    process's image again): no process pool is made, and with 2 threads (DuckDB's, and the per-rank files
+    written side by side) the tables equal the 1-thread build's."""
+    import concurrent.futures
+
+    write_torch_npu_dump(article_scenario(n_ranks=3, steps=2), tmp_path / "dump", aic_metrics="Memory")
+
+    class NoPool:
+        def __init__(self, *a: object, **k: object) -> None:
+            raise AssertionError("small ranks went to a process pool")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", NoPool)
+    stores = {}
+    for workers in (1, 2):
+        st = tmp_path / f"w{workers}"
+        info = ingest(tmp_path / "dump", store=st, workers=1)
+        assert derive.prepare(Store(st), [info["run_id"]], workers=workers) == []
+        stores[workers] = _tables(st)
+    for t in derived_tables.names():
+        assert stores[2][t] and stores[2][t] == stores[1][t], t
+        assert stores[2][t + ".types"] == stores[1][t + ".types"], t
