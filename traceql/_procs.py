@@ -85,7 +85,8 @@ _arenas_capped: list[bool] = []
 
 def cap_malloc_arenas(n: int = MALLOC_ARENAS) -> None:
     """At most `n` glibc malloc arenas in this process (and the workers it forks later), unless the user set
-    MALLOC_ARENA_MAX (glibc read it at start-up). Arenas made before the call stay: call it early."""
+    MALLOC_ARENA_MAX (glibc read it at start-up). Arenas made before the call stay: call it early. Only in
+    processes traceql owns (the CLI, its pool workers): a library caller's own process keeps its malloc."""
     if _arenas_capped or not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in os.environ:
         return
     _arenas_capped.append(True)

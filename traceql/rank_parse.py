@@ -19,11 +19,9 @@ def parse_unit(
     """Runs in a worker process: parse one unit into its own Parquet files. Returns rows/files/meta.
     slot/size: where this unit publishes its bytes read (traceql.progress)."""
     from ._arrow_helpers import use_parse_memory_pool
-    from ._procs import cap_malloc_arenas
     from .parsers import get
     from .progress import UnitProgress
 
-    cap_malloc_arenas()  # a Ray worker or a library caller did not start through the CLI
     use_parse_memory_pool()
     from .fs_errors import store_error
     from .parsers import _numtext

@@ -15,6 +15,7 @@ def _init(parent: int, slots: Any = None) -> None:
     from .. import _procs, progress
 
     _procs.worker_init(parent)  # a worker dies with its parent
+    _procs.cap_malloc_arenas()  # a library caller's pool: its workers are ours, its own process is not
     progress.init_worker(slots)  # where this worker's units publish their bytes read (None: nowhere)
 
 
