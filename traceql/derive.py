@@ -11,9 +11,9 @@ When: only when asked, through `prepare` (`traceql ingest --prepare`, or an anal
 session, traceql.analysis): a connection never writes. The build reads the run's Parquet (never the dump):
 level=run tables first (collectives matched across ranks), then everything else per rank (those tables
 partition by run and rank): big ranks in a process pool, small ones in groups in this process; each session
-with a memory limit. The manifest records each table's
-fingerprint; a stale one is never read (sessions fall back to its SELECT) and the next prepare rebuilds it. A
-store that cannot be written (read-only copy) is analysed from the SELECTs.
+with a memory limit. The manifest records each table's fingerprint; a stale one is never read (sessions fall
+back to its SELECT) and the next prepare rebuilds it. A store that cannot be written (read-only copy) is
+analysed from the SELECTs.
 """
 
 from __future__ import annotations
@@ -306,8 +306,8 @@ def derive_run(
 
 def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: int) -> dict[str, Any]:
     """Every derived table of one run: the run-level ones (all ranks at once), then the rest per rank (big ranks
-    in a process pool, small ones in groups here). files: the run's canonical files relative to run_dir (named r<rank>-<tag>.parquet by the
-    store). Returns {"version", "rows", "files"} with files relative to out_dir."""
+    in a process pool, small ones in groups here). files: the run's canonical files relative to run_dir (named
+    r<rank>-<tag>.parquet by the store). Returns {"version", "rows", "files"} with files relative to out_dir."""
     from .store import rank_of_file
 
     by_rank: dict[int, dict[str, list[str]]] = {}
