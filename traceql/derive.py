@@ -339,6 +339,12 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
         done.extend(_build_in_pool(out_dir, big, workers))
     for g in groups(small, 1, size):
         done.append(derive_ranks(str(out_dir), g, _merged([small[r] for r in g]), workers, memory_limit(1)))
+    out_files, rows = merge_results(done)
+    return {"fingerprints": derived_tables.fingerprints(), "rows": rows, "files": out_files}
+
+
+def merge_results(done: list[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """The files (sorted, per table) and row counts of several builds' results ({"files", "rows"})."""
     out_files: dict[str, list[str]] = {}
     rows: dict[str, int] = {}
     for d in done:
@@ -348,7 +354,7 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
             rows[t] = rows.get(t, 0) + n
     for fl in out_files.values():
         fl.sort()
-    return {"fingerprints": derived_tables.fingerprints(), "rows": rows, "files": out_files}
+    return out_files, rows
 
 
 def _build_in_pool(

@@ -300,13 +300,7 @@ def _derive(info: dict[str, Any], target: dict[str, Any], executor: Executor) ->
     done = [run_level] + [
         d for _i, d in executor.map(derive_rank_task, jobs, memory=[DERIVE_MEMORY] * len(jobs))
     ]
-    files_out: dict[str, list[str]] = {}
-    rows: dict[str, int] = {}
-    for d in done:
-        for t, fl in d["files"].items():
-            files_out.setdefault(t, []).extend(fl)
-        for t, n in d["rows"].items():
-            rows[t] = rows.get(t, 0) + n
+    files_out, rows = derive.merge_results(done)
     for t, fl in files_out.items():
-        info["files"][t] = sorted(fl)
+        info["files"][t] = fl
     info["derived"] = {"fingerprints": derived_tables.fingerprints(), "rows": rows}
