@@ -136,7 +136,7 @@ class RankWriter:
         # Arrow rows that can be split as they are are conformed per part, after the split: a reorder then moves
         # the parser's own column types (a kernels map's dictionary-encoded keys), not the canonical text
         raw = data if apart_by is not None and _splittable(data, apart_by) else None
-        t = raw if raw is not None else conform(table, data, self.run_id, self.rank)
+        t = raw if raw is not None else conform(table, data, self.run_id, self.rank, dictionary_keys=True)
         if t.num_rows == 0:
             return
         rel = self._rel(table, part)
@@ -146,7 +146,7 @@ class RankWriter:
             self._apart.add(rel)
             for value, rows in _split_by(t, apart_by):
                 if raw is not None:
-                    rows = conform(table, rows, self.run_id, self.rank)
+                    rows = conform(table, rows, self.run_id, self.rank, dictionary_keys=True)
                 key = (rel, value)
                 if key not in self._apart_parts:
                     n = len([k for k in self._apart_parts if k[0] == rel])
@@ -157,7 +157,9 @@ class RankWriter:
                 sub = self._apart_parts[key]
                 self._write_file(table, self._part_rel(table, part, sub), rows)
             return
-        self._write_file(table, rel, t if raw is None else conform(table, t, self.run_id, self.rank))
+        self._write_file(
+            table, rel, t if raw is None else conform(table, t, self.run_id, self.rank, dictionary_keys=True)
+        )
 
     def _rel(self, table: str, part: str) -> str:
         return f"{table}/r{self.rank}-{self.tag}{'-' + part if part else ''}.parquet"
@@ -167,23 +169,22 @@ class RankWriter:
         return self._rel(table, f"{part}-{sub}" if part else sub)
 
     def _write_file(self, table: str, rel: str, t: Any) -> None:
-        import pyarrow.parquet as pq
-
-        from ._arrow_helpers import parquet_options
+        from ._arrow_helpers import parquet_writer, plain_keys
 
         if rel in self._unsorted:  # to be sorted anyway: no Parquet encoding now, none to decode in the sort
-            self._spill(rel, t)
+            # the spill holds the canonical types the Parquet file reads back with (the sort reads both)
+            self._spill(rel, t.cast(plain_keys(t.schema)))
             self.rows[table] = self.rows.get(table, 0) + t.num_rows
             self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows
             return
         w = self._writers.get(rel)
         if w is None:
             (self.run_dir / table).mkdir(parents=True, exist_ok=True)
-            w = pq.ParquetWriter(
-                self.run_dir / rel, t.schema, compression="zstd", **parquet_options(t.schema)
-            )
+            w = parquet_writer(self.run_dir / rel, t.schema)
             self._writers[rel] = w
             self.files.setdefault(table, []).append(rel)
+        if not t.schema.equals(w.schema):
+            t = t.cast(w.schema)  # map keys dictionary-encoded in one batch and not in another: as the first
         w.write_table(t, row_group_size=ROW_GROUP)
         self.rows[table] = self.rows.get(table, 0) + t.num_rows
         self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows

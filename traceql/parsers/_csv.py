@@ -682,7 +682,7 @@ def _key_positions(k: int, rows: int) -> Any:
 
 def _build_maps(batch: Any, maps: dict[str, MapExpr]) -> Any:
     """Replace each list column of `maps` in `batch` by a MapArray of its non-null (key, value) pairs, its keys
-    dictionary-encoded (conform() casts them to the canonical text keys).
+    dictionary-encoded (RankWriter writes them so; the Parquet file reads back with text keys).
 
     The query gives, per map column NAME: NAME (the k values of each row, as a list of exactly k) and
     __n_NAME (non-null count per row). Each value's key index is its position in the list, 0..k-1 over and
@@ -705,8 +705,8 @@ def _build_maps(batch: Any, maps: dict[str, MapExpr]) -> Any:
             mask = pc.is_valid(flat)
             key_idx = pc.filter(_key_positions(k, len(col)), mask)
             # dictionary-encoded keys: a row reorder (RankWriter's split of interleaved streams) then moves int32
-            # indices, not text; the store's canonical cast turns them into text once, after it (500k interleaved
-            # kernels: two takes of 12.5M key strings became one)
+            # indices, not text, and the Parquet writer writes the indices as they are (_arrow_helpers.
+            # parquet_writer): 12.5M key strings for 500k kernels were made, copied and hashed, now never
             keys = pa.DictionaryArray.from_arrays(key_idx, pa.array(maps[name].keys, pa.string()))
             counts = batch.column("__n_" + name)
             offsets = pa.concat_arrays(
