@@ -13,6 +13,7 @@ death.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -87,6 +88,16 @@ class RayBoard:
             return []
 
 
+def worker_env() -> dict[str, Any]:
+    """The runtime_env of traceql's Ray tasks: the glibc malloc arena cap the local pool's workers get
+    (traceql._procs.cap_malloc_arenas, which says why), set in the worker's environment, which glibc reads when
+    the worker process starts; a task's runtime_env gives it workers of its own, so no other job's worker is
+    changed. A MALLOC_ARENA_MAX set where traceql runs is passed on instead."""
+    from .._procs import MALLOC_ARENAS
+
+    return {"env_vars": {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(MALLOC_ARENAS))}}
+
+
 def _ray() -> Any:
     try:
         import ray
@@ -135,7 +146,12 @@ class RayExecutor:
         cap = self._memory_cap() if memory else 0
         refs: dict[Any, int] = {}
         for i, job in enumerate(jobs):
-            opts: dict[str, Any] = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+            opts: dict[str, Any] = {
+                "num_cpus": 1,
+                "max_retries": self.max_retries,
+                "retry_exceptions": False,
+                "runtime_env": worker_env(),
+            }
             if memory and cap:
                 opts["memory"] = max(1, min(int(memory[i]), cap))
             board = self._board.actor if self._board is not None else None
