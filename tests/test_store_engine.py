@@ -149,6 +149,50 @@ def test_arrow_rows_are_split_before_they_are_conformed(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("run", [1, 3, 400])
+def test_streams_in_runs_split_like_streams_that_alternate(tmp_path: Path, run: int) -> None:
+    """Rows whose streams come in runs (400 rows: at least store.SPLIT_RUN_ROWS a run, so they are split by slicing)
+    or alternate (1, 3: split by one take) land in the same parts with the same rows, in file order. Expected
+    rows built here with plain lists: each stream's rows of the second batch, in input order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import traceql.store as store_mod
+
+    assert (run >= store_mod.SPLIT_RUN_ROWS) == (run == 400)
+    n = 2400
+    streams = [(i // run) % 3 for i in range(n)]  # streams 0, 1, 2 in runs of `run` rows
+    ts = [
+        10_000 + i // 3 if s == 0 else 5_000 + i for i, s in enumerate(streams)
+    ]  # stream 0 goes back in time
+    keys = pa.DictionaryArray.from_arrays(
+        pa.array([i % 2 for i in range(n)], pa.int32()), pa.array(["x", "y"])
+    )
+    metrics = pa.MapArray.from_arrays(
+        pa.array(range(n + 1), pa.int32()), keys, pa.array([float(i) for i in range(n)])
+    )
+    second = pa.RecordBatch.from_pydict(
+        {"name": [f"k{i}" for i in range(n)], "stream_id": pa.array(streams, pa.int64()),
+         "ts_ns": pa.array(ts, pa.int64()), "metrics": metrics}
+    )  # fmt: skip
+    w = RankWriter(tmp_path, "r", 0)
+    w.write("kernels", {"name": ["first"], "stream_id": [9], "ts_ns": [20_000]}, apart_by="stream_id")
+    w.write("kernels", second, apart_by="stream_id")  # before the first row's time: split into parts
+    w.close()
+    got = {
+        rel: pq.read_table(tmp_path / rel).select(["name", "ts_ns", "metrics"]).to_pylist()
+        for rel in w.files["kernels"]
+    }
+    want = {"kernels/r0-0.parquet": [{"name": "first", "ts_ns": 20_000, "metrics": None}]}
+    for s in (0, 1, 2):
+        want[f"kernels/r0-0-s{s}.parquet"] = [
+            {"name": f"k{i}", "ts_ns": ts[i], "metrics": [("x" if i % 2 == 0 else "y", float(i))]}
+            for i in range(n)
+            if streams[i] == s
+        ]
+    assert got == want
+
+
 def test_text_stream_values_name_their_parts_by_order_of_first_sight(tmp_path: Path) -> None:
     """A counter track's name may hold any character (`Stars Soc Info`, `a/b`): its part is numbered, not named
     after it. By hand: the second write goes back in time, so from there rows go to parts v0 ('a/b'), v1."""

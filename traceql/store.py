@@ -351,8 +351,19 @@ def _splittable(data: Any, col: str) -> bool:
     return col in names and "ts_ns" in names and data.schema.field("ts_ns").type == pa.int64()
 
 
+# Rows that come in runs of one value at least this long on average are split by slicing (see _split_by)
+SPLIT_RUN_ROWS = 256
+
+
 def _split_by(t: Any, col: str) -> list[tuple[Any, Any]]:
-    """(value, rows) for each distinct value of `col` in first-seen order; rows keep their order."""
+    """(value, rows) for each distinct value of `col` in first-seen order; rows keep their order.
+
+    Rows that come in runs of one value (a multi-stream kernel_details' streams, a trace_view's counter tracks:
+    blocks of hundreds to thousands of rows) are sliced, not copied: a value's rows are its runs' slices, as a
+    table of chunks, which the Parquet writer takes as they are (500k interleaved kernel_details rows: the
+    take of every column, two maps included, was 0.4 s of the main thread). Rows whose values alternate in
+    short runs are grouped with one take."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     keys = t.column(col)
@@ -362,15 +373,27 @@ def _split_by(t: Any, col: str) -> list[tuple[Any, Any]]:
     if len(uniq) == 1:
         return [(uniq[0].as_py(), t)]
     codes = pc.index_in(keys, value_set=uniq)  # NULL keys get the index of the NULL in uniq
+    n = len(codes)
+    change = pc.not_equal(codes.slice(1), codes.slice(0, n - 1))
+    runs = 1 + (pc.sum(change).as_py() or 0)
+    if runs * SPLIT_RUN_ROWS <= n:
+        table = pa.Table.from_batches([t]) if isinstance(t, pa.RecordBatch) else t
+        starts = [0, *(i + 1 for i in pc.indices_nonzero(change).to_pylist()), n]
+        parts: dict[int, list[Any]] = {}
+        for code, a, b in zip(
+            codes.take(pa.array(starts[:-1])).to_pylist(), starts, starts[1:], strict=False
+        ):
+            parts.setdefault(code, []).append(table.slice(a, b - a))
+        return [(uniq[c].as_py(), pa.concat_tables(parts[c])) for c in sorted(parts)]
     order = pc.sort_indices(codes)  # stable: each value's rows in file order
     grouped = t.take(order)
     counts = pc.value_counts(codes)
     by_code = {c["values"]: c["counts"] for c in counts.to_pylist()}
     out, start = [], 0
     for code in sorted(by_code):
-        n = by_code[code]
-        out.append((uniq[code].as_py(), grouped.slice(start, n)))
-        start += n
+        m = by_code[code]
+        out.append((uniq[code].as_py(), grouped.slice(start, m)))
+        start += m
     return out
 
 
