@@ -352,8 +352,10 @@ def test_truncated(kind: str, segment: int | None, tmp_path: Path, monkeypatch: 
 # ---- the text rules ----------------------------------------------------------------------------------
 
 
-def test_texts_match_cj_text(tmp_path: Path) -> None:
-    """JSON text as DuckDB prints it -> cj.text of the value ijson gives for the same written JSON."""
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_texts_match_cj_text(tmp_path: Path, repeats: int) -> None:
+    """JSON text as DuckDB prints it -> cj.text of the value ijson gives for the same written JSON; each text
+    once (texts() converts value by value) or three times (it converts each distinct text once)."""
     import duckdb
 
     written = ['"plain"', '"a\\"b"', '"\\u00e9\\t"', "12", "-3", "0.5", "68.0", "1e-05", "4.8e-05", "1.5e-07",
@@ -361,8 +363,9 @@ def test_texts_match_cj_text(tmp_path: Path) -> None:
                '["float", "Scalar"]', '["", "1.0e-05"]', "[1, 2.5]", '{"a": {"b": [true, null]}}', "[]", "{}",
                '["x\\ny"]', "18446744073709551615", "-9223372036854775808", '"a:NaN"', '"1.5"', '"[0.5]"',
                "[0.1, 1e-07]", "1e-07", "12345678901234567"]  # fmt: skip
-    # each text three times, interleaved: texts() tests each distinct text once and spreads the answer back
-    written = [w for _ in range(3) for w in written]
+    # each text `repeats` times, interleaved: with repeats, texts() converts each distinct text once and spreads
+    # the answer back
+    written = [w for _ in range(repeats) for w in written]
     src = "[" + ",".join(f'{{"v": {w}}}' for w in written) + "]"
     (tmp_path / "v.json").write_text(src)
     sql = f"SELECT v::VARCHAR FROM read_json('{tmp_path / 'v.json'}', format='array', columns={{v: 'JSON'}})"

@@ -420,14 +420,28 @@ def _inexact(v: Any) -> Any:
 
 
 def texts(j: Any) -> Any:
-    """cj.text of each value, from DuckDB's JSON text of it (null: absent or JSON null)."""
+    """cj.text of each value, from DuckDB's JSON text of it (null: absent or JSON null).
+
+    Computed once per distinct text where texts repeat (a host op's shapes, dtypes, flags: 250 MB of Kineto
+    ~1.1M values, ~15k distinct; HTA's real traces 20-45% distinct): one hash pass instead of the ~8 passes
+    over every value below."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if len(j) == 0 or j.null_count == len(j):
         return j
     if isinstance(j, pa.ChunkedArray):
         j = j.combine_chunks()
+    enc = j.dictionary_encode()  # a null value has a null index, and take gives it back as null
+    if 2 * len(enc.dictionary) <= len(j):
+        return _texts(enc.dictionary).take(enc.indices)
+    return _texts(j)
+
+
+def _texts(j: Any) -> Any:
+    """texts() of an Array, value by value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     is_str, cand = _candidates(j)
     out = pc.if_else(is_str, pc.utf8_slice_codeunits(j, 1, -1), j)
     out = pc.if_else(_mask(pc.equal(j, lit("null"))), pa.scalar(None, pa.string()), out)
