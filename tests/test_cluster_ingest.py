@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sys
 import threading
 import time
@@ -167,49 +166,18 @@ def test_ray_tasks_run_in_workers_with_the_malloc_arena_cap(
 ) -> None:
     """traceql's Ray tasks get the arena cap the local pool's workers get (traceql._procs), through their
     runtime_env; a plain Ray task on the same cluster shows the test can fail."""
+    import _arenas
+
     from traceql._procs import MALLOC_ARENAS
     from traceql.executors.ray import RayExecutor
 
-    def _malloc_heaps_with_8_allocating_threads() -> int:  # nested: Ray pickles it by value
-        """In this process: glibc's malloc heaps (arenas) once 8 threads have each allocated, from glibc's own
-        malloc_info() report (the probe of tests/test_malloc_arenas.py, run inside a Ray worker here)."""
-        import ctypes
-        import re
-        import tempfile
-        import threading
-
-        barrier = threading.Barrier(9)
-        keep: list[Any] = []
-
-        def work() -> None:
-            keep.append([bytearray(10000) for _ in range(50)])  # > 512 bytes: glibc malloc, not pymalloc
-            barrier.wait()  # every thread alive at once: none can hand its arena to the next
-            barrier.wait()
-
-        threads = [threading.Thread(target=work) for _ in range(8)]
-        for t in threads:
-            t.start()
-        barrier.wait()
-        libc = ctypes.CDLL(None)
-        libc.fopen.restype = ctypes.c_void_p
-        fd, path = tempfile.mkstemp()
-        os.close(fd)
-        fp = libc.fopen(path.encode(), b"w")
-        libc.malloc_info(0, ctypes.c_void_p(fp))
-        libc.fclose(ctypes.c_void_p(fp))
-        barrier.wait()
-        for t in threads:
-            t.join()
-        with open(path) as fh:
-            n = len(re.findall(r"<heap nr=", fh.read()))
-        os.unlink(path)
-        return n
-
+    ray_local.cloudpickle.register_pickle_by_value(_arenas)  # a Ray worker cannot import tests/_arenas.py
+    probe = _arenas.heaps_with_8_allocating_threads
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    plain = ray_local.get(ray_local.remote(_malloc_heaps_with_8_allocating_threads).remote(), timeout=120)
+    plain = ray_local.get(ray_local.remote(probe).remote(), timeout=120)
     if plain <= MALLOC_ARENAS:
         pytest.skip(f"a Ray worker made {plain} arenas for 8 threads without the cap: nothing to tell apart")
-    ((_, capped),) = list(RayExecutor().map(_malloc_heaps_with_8_allocating_threads, [()]))
+    ((_, capped),) = list(RayExecutor().map(probe, [()]))
     assert capped <= MALLOC_ARENAS < plain
 
 

@@ -1,7 +1,7 @@
 """traceql caps glibc's malloc arenas (traceql._procs.cap_malloc_arenas, issue 18): a parse worker's threads
 each took an arena of their own, and what they freed stayed there, so a worker's memory grew with the units it
-had parsed. The arena count is read from glibc's own malloc_info() report (not from traceql), in a fresh
-process whose threads each allocate; the same process without the cap shows the test can fail."""
+had parsed. The arena count is read from glibc's own malloc_info() report (not from traceql; tests/_arenas.py),
+in a fresh process whose threads each allocate; the same process without the cap shows the test can fail."""
 
 from __future__ import annotations
 
@@ -9,37 +9,19 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 _PROBE = textwrap.dedent(
-    """
-    import ctypes, os, re, sys, tempfile, threading
+    f"""
+    import sys
     if sys.argv[1] == "cap":
         from traceql._procs import cap_malloc_arenas
         cap_malloc_arenas()
-    barrier = threading.Barrier(9)
-    keep = []
-    def work():
-        keep.append([bytearray(10000) for _ in range(50)])  # > 512 bytes: glibc malloc, not pymalloc
-        barrier.wait()  # every thread alive at once: none can hand its arena to the next
-        barrier.wait()
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    libc = ctypes.CDLL(None)
-    libc.fopen.restype = ctypes.c_void_p
-    fd, path = tempfile.mkstemp()
-    os.close(fd)
-    fp = libc.fopen(path.encode(), b"w")
-    libc.malloc_info(0, ctypes.c_void_p(fp))
-    libc.fclose(ctypes.c_void_p(fp))
-    barrier.wait()
-    for t in threads:
-        t.join()
-    print(len(re.findall(r"<heap nr=", open(path).read())))
-    os.unlink(path)
+    sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+    from _arenas import heaps_with_8_allocating_threads
+    print(heaps_with_8_allocating_threads())
     """
 )
 
