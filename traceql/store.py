@@ -380,9 +380,8 @@ def _split_by(t: Any, col: str) -> list[tuple[Any, Any]]:
         table = pa.Table.from_batches([t]) if isinstance(t, pa.RecordBatch) else t
         starts = [0, *(i + 1 for i in pc.indices_nonzero(change).to_pylist()), n]
         parts: dict[int, list[Any]] = {}
-        for code, a, b in zip(
-            codes.take(pa.array(starts[:-1])).to_pylist(), starts, starts[1:], strict=False
-        ):
+        run_codes = codes.take(pa.array(starts[:-1])).to_pylist()
+        for code, a, b in zip(run_codes, starts[:-1], starts[1:], strict=True):
             parts.setdefault(code, []).append(table.slice(a, b - a))
         return [(uniq[c].as_py(), pa.concat_tables(parts[c])) for c in sorted(parts)]
     order = pc.sort_indices(codes)  # stable: each value's rows in file order
