@@ -652,12 +652,16 @@ class _Mapper:
         mem = pc.and_(pc.and_(_mask(pc.equal(ph, lit("i"))), _mask(pc.equal(b.column("name"), lit("[memory]")))),
                       _mask(pc.greater(pc.list_value_length(b.column("k")), lit(0))))  # fmt: skip
         other = pc.invert(pc.or_(pc.or_(is_x, flow), pc.or_(mc, mem)))
-        self._count_skipped(
-            pc.if_else(_mask(pc.equal(cat, lit(""))), lit("?"), pc.fill_null(cat, lit("?"))).filter(skip)
-        )
-        self._count_skipped(
-            pc.binary_join_element_wise(lit("ph="), pc.fill_null(ph, lit("None")), lit("")).filter(other)
-        )
+        # the few skipped events' labels, made for those rows only (not for every row, then filtered)
+        if pc.any(skip).as_py():
+            sc = cat.filter(skip)
+            self._count_skipped(
+                pc.if_else(_mask(pc.equal(sc, lit(""))), lit("?"), pc.fill_null(sc, lit("?")))
+            )
+        if pc.any(other).as_py():
+            self._count_skipped(
+                pc.binary_join_element_wise(lit("ph="), pc.fill_null(ph.filter(other), lit("None")), lit(""))
+            )
         t = b.append_column("pid_i", pid).append_column("ts_ns", ts_ns).append_column("dur_ns", dur_ns)
         t = t.append_column("lcat", lcat)
         for mask, fn in ((host, self._host), (dev, self._kernels), (rng, self._ranges), (flow, self._flows),
