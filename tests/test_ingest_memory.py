@@ -109,6 +109,51 @@ def test_external_path_is_taken_and_bounded(tmp_path: Path, monkeypatch: pytest.
     assert sum(sorted_rows) == table.num_rows
 
 
+@pytest.mark.parametrize("path", ["merge", "buckets"])
+def test_spilled_writes_merge_like_a_stable_sort(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """A RankWriter file whose rows go back in time after an in-order prefix: its later writes are spilled, each
+    sorted, and the sort merges them as runs (no bucket dealt) or, past MAX_RUNS, deals them into buckets as
+    before. Either way the file is Python's stable sort of the rows in the order they were written (equal
+    ts_ns in write order, NULLs last), compared row for row; the writes repeat timestamps across runs and hold
+    NULLs, and one write is NULLs only."""
+    from traceql.store import RankWriter
+
+    monkeypatch.setenv("TRACEQL_SORT_MEMORY", "1MB")  # the rows below are ~3.5 MB of Arrow
+    monkeypatch.setattr(_sort, "RUN_CHUNK_ROWS", 64)  # a run's record batches: 64 rows of ~300 bytes
+    if path == "buckets":
+        monkeypatch.setattr(_sort, "MAX_RUNS", 2)
+    dealt: list[int] = []
+    real_deal = _sort._deal
+
+    def deal(src, bounds, tmp, batch_rows):  # type: ignore[no-untyped-def]
+        dealt.append(len(bounds))
+        return real_deal(src, bounds, tmp, batch_rows)
+
+    monkeypatch.setattr(_sort, "_deal", deal)
+    rng = random.Random(11)
+    writes: list[list[int | None]] = [list(range(0, 30_000, 10))]  # the in-order prefix: 3000 rows
+    for k in range(6):  # then writes that go back in time, overlapping each other
+        lo = 20_000 + k * 3_000
+        writes.append(
+            [None if rng.random() < 0.05 else rng.randrange(lo, lo + 8_000) // 7 * 7 for _ in range(1500)]
+        )
+    writes.append([None] * 40)
+    w = RankWriter(tmp_path, "r", 0)
+    written = []
+    for i, ts in enumerate(writes):
+        names = [f"w{i}-{j}-" + "x" * 200 for j in range(len(ts))]
+        w.write("host_ops", {"name": names, "ts_ns": ts})
+        written += list(zip(names, ts, strict=True))
+    w.close()
+    got = pq.read_table(tmp_path / "host_ops/r0-0.parquet", columns=["name", "ts_ns"]).to_pylist()
+    expected = sorted(written, key=lambda r: (r[1] is None, r[1] or 0))  # stable: write order for ties
+    assert [(r["name"], r["ts_ns"]) for r in got] == expected
+    assert bool(dealt) == (path == "buckets")
+    assert not list(tmp_path.rglob("*.arrow")) and not list(tmp_path.rglob(".sort-*"))
+
+
 def _csv_kernels(path: Path) -> list[tuple[int, int, int, int, str]]:
     """(stream, task, ts_ns, dur_ns, name) per CSV row, read with the csv module; µs text -> ns exactly."""
     out = []

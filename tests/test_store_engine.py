@@ -274,19 +274,19 @@ def _names(path: Path) -> list[str]:
 
 
 def test_rows_after_a_file_goes_out_of_order_are_spilled_then_merged(tmp_path: Path) -> None:
-    """By hand: batch 2 goes back in time, so batch 3 is spilled (Arrow IPC beside the file, no Parquet row
-    group for it); close() sorts prefix and spill into the one file and deletes the spill."""
+    """By hand: batch 2 goes back in time, so it and batch 3 are spilled (Arrow IPC beside the file, no Parquet
+    row group for them); close() sorts prefix and spill into the one file and deletes the spill."""
     import pyarrow.parquet as pq
 
     w = RankWriter(tmp_path, "r", 0)
     w.write("host_ops", {"name": ["a", "d"], "ts_ns": [10, 40]})
-    w.write("host_ops", {"name": ["b"], "ts_ns": [20]})  # out of order: still written to the Parquet file
+    w.write("host_ops", {"name": ["b"], "ts_ns": [20]})  # out of order: spilled
     w.write("host_ops", {"name": ["c", "e"], "ts_ns": [30, 50]})  # spilled
     spill = tmp_path / "host_ops/r0-0.parquet.unsorted.arrow"
     assert spill.exists()
     w._writers["host_ops/r0-0.parquet"].close()
     del w._writers["host_ops/r0-0.parquet"]
-    assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").num_rows == 3  # the prefix only
+    assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").num_rows == 2  # the in-order prefix only
     w.close()
     assert _names(tmp_path / "host_ops/r0-0.parquet") == list("abcde")
     assert not spill.exists()
@@ -294,7 +294,8 @@ def test_rows_after_a_file_goes_out_of_order_are_spilled_then_merged(tmp_path: P
 
 
 def test_close_without_sort_appends_the_spill_as_written(tmp_path: Path) -> None:
-    """sort=False keeps the rows in the order written (by hand), the spilled ones after the prefix."""
+    """sort=False keeps the writes in the order written (by hand), the spilled ones after the prefix, each
+    spilled write in time order (RankWriter._spill sorts a write before storing it)."""
     import pyarrow.parquet as pq
 
     w = RankWriter(tmp_path, "r", 0)
@@ -305,8 +306,8 @@ def test_close_without_sort_appends_the_spill_as_written(tmp_path: Path) -> None
     assert pq.read_table(tmp_path / "host_ops/r0-0.parquet").column("name").to_pylist() == [
         "d",
         "b",
-        "c",
         "a",
+        "c",
     ]
     assert not (tmp_path / "host_ops/r0-0.parquet.unsorted.arrow").exists()
 

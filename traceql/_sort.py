@@ -13,6 +13,11 @@ How (a distribution sort, two passes over the file, memory bounded by `budget` b
    the output. Buckets are Arrow IPC files (lz4): written once and read once, where Parquet's encoders cost
    half the sort's time. A bucket that came out larger than planned (skewed times) is sorted the same way on its own;
    one holding a single timestamp is copied as it is (already in order).
+When the rows are already a few time-ordered runs one after another (a RankWriter's file: its in-order rows,
+then a spill whose every write was sorted; see RankWriter._spill) they are merged instead, in one pass: time
+slabs sized to the budget from a sample of ts_ns, each slab taking the next rows below its upper bound from every
+run (one small record batch a run in memory), sorted (unless they all came from one run: in order already) and
+appended. No bucket files are written or read back.
 NULL ts_ns rows go last, as `ORDER BY ts_ns NULLS LAST` put them. Temp files live in a private dir beside the
 file (inside the store's staging run dir: never the dump folder or the working directory) and are removed
 on every path.
@@ -34,6 +39,11 @@ from typing import Any
 # doubles it.
 DEFAULT_BUDGET = 64 << 20
 _SAMPLE = 64 * 1024  # ts_ns values sampled for the bucket boundaries
+# Rows per record batch of a RankWriter's sorted spill: what the merge holds of each run at a time
+RUN_CHUNK_ROWS = 2048
+# The merge is taken for at most this many runs (more: the distribution sort), and only while one record
+# batch of each stays within a quarter of the budget
+MAX_RUNS = 64
 
 
 def budget_bytes() -> int:
@@ -70,7 +80,11 @@ def sort_by_time(
         with pq.ParquetWriter(
             dst, source.schema, compression="zstd", **parquet_options(source.schema)
         ) as out:
-            _sort(source, out, row_group, budget, tmp, depth=0)
+            runs = _runs(source, budget)
+            if runs is None:
+                _write_parts(_parts(source, budget, tmp, depth=0), out, row_group)
+            else:
+                _write_parts(runs.parts(), out, row_group)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -119,8 +133,15 @@ class _File:
 
     def ts_chunks(self) -> Iterator[Any]:
         if self.ipc:
-            for b in self.chunks():
-                yield b.column("ts_ns")
+            import pyarrow as pa
+
+            # only the ts_ns buffers are read and decompressed, not the whole record batch
+            with pa.OSFile(str(self.path)) as f:
+                r = pa.ipc.open_file(
+                    f, options=pa.ipc.IpcReadOptions(included_fields=[self.schema.get_field_index("ts_ns")])
+                )
+                for i in range(r.num_record_batches):
+                    yield r.get_batch(i).column(0)
         else:
             for i in range(self._r.metadata.num_row_groups):
                 yield self._r.read_row_group(i, columns=["ts_ns"]).column("ts_ns").combine_chunks()
@@ -193,30 +214,36 @@ def _batch_rows(row_bytes: float, budget: int) -> int:
     return max(1024, int(budget / 4 / row_bytes))
 
 
-def _sort(src: _Source, out: Any, row_group: int, budget: int, tmp: Path, depth: int) -> None:
-    """Append src's rows to the open ParquetWriter `out` in ts_ns order.
+def _write_parts(parts: Iterator[tuple[str, Any]], out: Any, row_group: int) -> None:
+    """Append the parts (consecutive in time, see `_parts`) to the open ParquetWriter `out`.
 
-    The parts in time order (`_parts`) are read and sorted one ahead, in a helper thread, while this thread
-    writes the previous one (both are Arrow work that releases the GIL): the sort runs once a table is
-    complete, usually with the other core idle (a 1 GB trace_view's host ops, 1.4M rows in 11 buckets: the
-    writes were ~half of the buckets' time). One part ahead at most: memory stays within ~1.5x the budget."""
+    Each part is read and sorted one ahead, in a helper thread, while this thread writes the previous one (both
+    are Arrow work that releases the GIL): the sort runs once a table is complete, usually with the other core
+    idle (a 1 GB trace_view's host ops, 1.4M rows in 11 buckets: the writes were ~half of the buckets' time).
+    One part ahead at most: memory stays within ~1.5x the budget. The one helper thread runs the jobs in the
+    order they come, which the merge's jobs need (they read their runs one after another)."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
     with ThreadPoolExecutor(1, thread_name_prefix="traceql-sort-part") as pool:
         ahead: Future[Any] | None = None
-        for kind, job in _parts(src, budget, tmp, depth):
+        for kind, job in parts:
             if kind == "table":
                 nxt = pool.submit(job)
                 if ahead is not None:
-                    out.write_table(ahead.result(), row_group_size=row_group)
+                    _append(out, ahead.result(), row_group)
                 ahead = nxt
             else:  # "copy": streams its rows itself, after what came before it
                 if ahead is not None:
-                    out.write_table(ahead.result(), row_group_size=row_group)
+                    _append(out, ahead.result(), row_group)
                     ahead = None
                 job(out, row_group)
         if ahead is not None:
-            out.write_table(ahead.result(), row_group_size=row_group)
+            _append(out, ahead.result(), row_group)
+
+
+def _append(out: Any, table: Any, row_group: int) -> None:
+    if table.num_rows:  # a merge slab may be empty (a cut at the first time): no empty row group
+        out.write_table(table, row_group_size=row_group)
 
 
 def _parts(src: _Source, budget: int, tmp: Path, depth: int) -> Iterator[tuple[str, Any]]:
@@ -262,6 +289,142 @@ def _sorted(table: Any) -> Any:
     table = table.combine_chunks()
     idx = pc.sort_indices(table, sort_keys=[("ts_ns", "ascending", "at_end")])
     return table.take(idx)
+
+
+def sorted_by_time(rows: Any) -> Any:
+    """A Table of `rows` (Table or RecordBatch) ordered by ts_ns, NULLs last, rows of equal ts_ns in their order."""
+    import pyarrow as pa
+
+    return _sorted(pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows)
+
+
+class _Runs:
+    """Rows that are a few time-ordered runs, one after another in the files (see `_runs`), merged by slabs of
+    time: slab j takes, from every run in file order, its next rows with ts_ns < cuts[j] (runs are sorted, so
+    these are a prefix of what is left of it), then sorts them (stable: rows of equal ts_ns keep file order,
+    which is run order, then order within a run). The NULL ts_ns rows, last in every run, come last."""
+
+    def __init__(self, source: _Source, runs: list[list[tuple[int, int]]], cuts: list[int]) -> None:
+        self.source = source
+        self.runs = runs  # each run: its (file index, chunk index) in order
+        self.cuts = cuts
+        self._cursors: list[_RunCursor] = []
+
+    def parts(self) -> Iterator[tuple[str, Any]]:
+        for hi in [*self.cuts, None]:
+            yield "table", functools.partial(self._slab, hi)
+        yield "table", self._nulls
+
+    def _open(self) -> list[_RunCursor]:
+        if not self._cursors:
+            self._cursors = [_RunCursor(self.source, run) for run in self.runs]
+        return self._cursors
+
+    def _slab(self, hi: int | None) -> Any:
+        import pyarrow as pa
+
+        taken = [list(c.below(hi)) for c in self._open()]
+        table = pa.Table.from_batches([p for t in taken for p in t], schema=self.source.schema)
+        # rows of one run only are in order already (a trace_view's host ops: each spilled write sorted, and
+        # the writes one after another in time, so one run): no sort, no copy
+        return _sorted(table) if sum(1 for t in taken if t) > 1 else table
+
+    def _nulls(self) -> Any:
+        import pyarrow as pa
+
+        pieces = [p for c in self._open() for p in c.rest()]
+        return pa.Table.from_batches(pieces, schema=self.source.schema)
+
+
+class _RunCursor:
+    """One run's rows in order, a small record batch at a time (Parquet row groups are read in batches)."""
+
+    def __init__(self, source: _Source, run: list[tuple[int, int]]) -> None:
+        self._batches = self._read(source, run)
+        self._pending: Any = None
+
+    @staticmethod
+    def _read(source: _Source, run: list[tuple[int, int]]) -> Iterator[Any]:
+        for fi, ci in run:
+            f = source.files[fi]
+            if f.ipc:
+                yield f._r.get_batch(ci)
+            else:
+                yield from f._r.iter_batches(batch_size=RUN_CHUNK_ROWS, row_groups=[ci])
+
+    def _next(self) -> Any:
+        if self._pending is None:
+            self._pending = next(self._batches, None)
+        return self._pending
+
+    def below(self, hi: int | None) -> Iterator[Any]:
+        """Take the run's next rows with ts_ns < hi (hi None: every non-null ts_ns left)."""
+        import pyarrow.compute as pc
+
+        while (b := self._next()) is not None:
+            ts = b.column("ts_ns")
+            valid = len(ts) - ts.null_count  # NULLs are last in a run
+            n = valid if hi is None else int(pc.sum(pc.less(ts.slice(0, valid), hi)).as_py() or 0)
+            if n:
+                yield b.slice(0, n)
+            if n < len(b):
+                self._pending = b.slice(n)
+                return
+            self._pending = None
+
+    def rest(self) -> Iterator[Any]:
+        while (b := self._next()) is not None:
+            yield b
+            self._pending = None
+
+
+def _runs(source: _Source, budget: int) -> _Runs | None:
+    """The merge of `source`'s rows, when they are at most MAX_RUNS time-ordered runs one after another (a run:
+    consecutive chunks, each ordered by ts_ns with NULLs only at its end, each starting at or after the last
+    ts_ns before it, none after a chunk holding a NULL) and do not fit the budget as a whole; None otherwise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = source.num_rows
+    row_bytes = source.row_bytes()
+    if n * row_bytes <= budget or n <= 1:
+        return None  # sorted in memory at once
+    runs: list[list[tuple[int, int]]] = []
+    last: int | None = None
+    closed = True  # the current run ended (a NULL) or none started
+    stride = max(1, n // _SAMPLE)
+    samples = []
+    held = RUN_CHUNK_ROWS  # rows of a run in memory at once: Parquet is read RUN_CHUNK_ROWS at a time
+    for fi, f in enumerate(source.files):
+        for ci, ts in enumerate(f.ts_chunks()):
+            if len(ts) == 0:
+                continue
+            if f.ipc:
+                held = max(held, len(ts))  # an IPC chunk (record batch) is read whole
+            valid = len(ts) - ts.null_count
+            head = ts.slice(0, valid)
+            if head.null_count or (
+                valid > 1 and not pc.all(pc.greater_equal(head.slice(1), head.slice(0, valid - 1))).as_py()
+            ):
+                return None  # a chunk out of order: not runs
+            first = head[0].as_py() if valid else None
+            if closed or last is None or (first is not None and first < last):
+                runs.append([])
+                if len(runs) > MAX_RUNS:
+                    return None
+            runs[-1].append((fi, ci))
+            if valid:
+                last = head[valid - 1].as_py()
+                samples.append(head.take(pa.array(range(0, valid, stride), pa.int64())))
+            closed = valid < len(ts)
+    # what every run holds at once, besides the slab and its sorted copy
+    if not samples or len(runs) * held * row_bytes > budget / 4:
+        return None
+    every = pa.concat_arrays(samples)
+    ordered = every.take(pc.array_sort_indices(every))
+    k = max(1, math.ceil(2 * n * row_bytes / budget))
+    cuts = sorted({ordered[(j * len(ordered)) // k].as_py() for j in range(1, k)})
+    return _Runs(source, runs, cuts)
 
 
 def _boundaries(src: _Source, k: int) -> tuple[int | None, int | None, list[int]]:

@@ -44,7 +44,6 @@ from .errors import StoreError
 from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
 MANIFEST = "manifest.json"
@@ -171,32 +170,44 @@ class RankWriter:
     def _write_file(self, table: str, rel: str, t: Any) -> None:
         from ._arrow_helpers import parquet_writer, plain_keys
 
-        if rel in self._unsorted:  # to be sorted anyway: no Parquet encoding now, none to decode in the sort
-            # the spill holds the canonical types the Parquet file reads back with (the sort reads both)
-            self._spill(rel, t.cast(plain_keys(t.schema)))
-            self.rows[table] = self.rows.get(table, 0) + t.num_rows
-            self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows
-            return
         w = self._writers.get(rel)
-        if w is None:
+        if w is None:  # the first rows of this file (it may stay empty when they are already out of order)
             (self.run_dir / table).mkdir(parents=True, exist_ok=True)
             w = parquet_writer(self.run_dir / rel, t.schema)
             self._writers[rel] = w
             self.files.setdefault(table, []).append(rel)
+        self.rows[table] = self.rows.get(table, 0) + t.num_rows
+        self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows
+        if rel not in self._unsorted and "ts_ns" in t.schema.names:
+            ts = t.column("ts_ns")
+            if _ordered_after(self._last_ts.get(rel), ts):
+                last = _last_valid(ts)
+                if last is not None:
+                    self._last_ts[rel] = last
+            else:  # the first rows out of time order: they and all later rows go to the spill (see _spill)
+                self._unsorted.add(rel)
+        if rel in self._unsorted:  # to be sorted anyway: no Parquet encoding now, none to decode in the sort
+            # the spill holds the canonical types the Parquet file reads back with (the sort reads both)
+            self._spill(rel, t.cast(plain_keys(t.schema)))
+            return
         if not t.schema.equals(w.schema):
             t = t.cast(w.schema)  # map keys dictionary-encoded in one batch and not in another: as the first
         w.write_table(t, row_group_size=ROW_GROUP)
-        self.rows[table] = self.rows.get(table, 0) + t.num_rows
-        self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows
-        if "ts_ns" in t.schema.names and rel not in self._unsorted:
-            self._track_order(rel, t.column("ts_ns"))
 
     def _spill(self, rel: str, t: Any) -> None:
         """Append rows to `rel`'s spill: once a file is out of time order its later rows are only ever read back by
         its sort, so they are written as lz4 Arrow IPC instead of zstd Parquet, and the sort reads them back
         without decoding Parquet (a 1 GB trace_view's host ops come in end-time order: ~1.4M rows that were
-        encoded, decoded and encoded again)."""
+        encoded, decoded and encoded again).
+
+        Each write is sorted by time first (stable, NULLs last) and stored in small record batches, so the spill
+        is a few time-ordered runs after the Parquet file's own in-order rows, and the sort merges them in one
+        pass instead of dealing every row into time buckets and reading it back (traceql._sort). A trace_view's
+        host ops are out of order only within a write (a parent after its children): the real level1 file tiled
+        to 250 MB / 1 GB gives one run, to 4 GB 27."""
         import pyarrow as pa
+
+        from ._sort import RUN_CHUNK_ROWS, sorted_by_time
 
         w = self._spills.get(rel)
         if w is None:
@@ -204,7 +215,7 @@ class RankWriter:
                 str(self._spill_path(rel)), t.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")
             )
             self._spills[rel] = w
-        w.write_table(t)
+        w.write_table(sorted_by_time(t), max_chunksize=RUN_CHUNK_ROWS)
 
     def _spill_path(self, rel: str) -> Path:
         return self.run_dir / f"{rel}.unsorted.arrow"
@@ -274,17 +285,10 @@ class RankWriter:
             return rel not in self._unsorted
         return _ordered_after(self._last_ts.get(rel), t.column("ts_ns"))
 
-    def _track_order(self, rel: str, ts: pa.ChunkedArray) -> None:
-        if _ordered_after(self._last_ts.get(rel), ts):
-            last = _last_valid(ts)
-            if last is not None:
-                self._last_ts[rel] = last
-        else:
-            self._unsorted.add(rel)
-
     def close(self, sort: bool = True) -> None:
         """Close every file, wait for the background sorts, and sort the files still out of time order
-        (sort=False: leave them as written; a file's spilled rows are then appended to it in order)."""
+        (sort=False: leave them as written: a file's in-order rows, then its spilled writes in the order written, each
+        in its own time order, see _spill)."""
         writers, self._writers = list(self._writers.values()), {}
         for i, w in enumerate(writers):
             try:
