@@ -355,6 +355,34 @@ def test_scan_objects_across_chunk_boundaries_and_near_hits(
     ]
 
 
+@pytest.mark.parametrize("cut", [1, 6, 11])
+def test_scan_objects_finds_a_needle_cut_by_a_chunk_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int
+) -> None:
+    """Chunks larger than the scan's overlap, most of them without any hit (the scan then builds no context
+    buffer): an M event whose `process_name` is cut `cut` bytes from its start by each chunk boundary is still
+    found, once. Expected: the file's M events by json.loads of the whole file."""
+    import json
+
+    monkeypatch.setattr(cj, "CHUNK", 1 << 19)  # 512 KiB: above the 2 x ~320 KiB carried between chunks
+    filler = b'{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": "1.0", "dur": 2.0, "args": {}}'
+    out = bytearray(b"[" + filler)
+    for k, boundary in enumerate(range(1 << 19, 6 << 19, 1 << 19)):
+        while len(out) < boundary - 4096:
+            out += b", " + filler
+        ev = b'{"ph": "M", "name": "process_name", "pid": %d, "tid": 0, "args": {"name": "P%d"}}' % (k, k)
+        start = (
+            boundary - cut - ev.index(b"process_name")
+        )  # the needle starts `cut` bytes before the boundary
+        out += b" " * (start - len(out) - 2) + b", " + ev
+        assert out.index(b"process_name", start) == boundary - cut
+    out += b", " + filler + b"]"
+    p = _write(tmp_path, "cut.json", bytes(out))
+    expected = sorted(e["pid"] for e in json.loads(out) if e["ph"] == "M")
+    found = [o for o in cj.scan_objects(cj.sniff(p), b"process_name") if o.get("ph") == "M"]
+    assert sorted(o["pid"] for o in found) == expected == [0, 1, 2, 3, 4]
+
+
 # ---- vectorised args ---------------------------------------------------------------------------------
 
 

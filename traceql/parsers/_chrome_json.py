@@ -261,10 +261,14 @@ def scan_objects(
         nxt = next(chunks, None)
         if probe is not None:
             probe(pending)
-        buf = carry + pending
+        size = len(carry) + len(pending)
         last = nxt is None
-        safe_end = carry_start + len(buf) - (0 if last else overlap)  # hits before this have full context
-        i = buf.find(needle, max(0, seen_upto - carry_start))
+        safe_end = carry_start + size - (0 if last else overlap)  # hits before this have full context
+        start = max(0, seen_upto - carry_start)
+        # carry + pending is made only for a chunk with a hit: a new 8 MiB bytes a chunk is fresh memory,
+        # page-faulted in, and cost ~0.6 s per GB, twice the search itself (needles are rare: M events)
+        buf = carry + pending if _may_hold(carry, pending, needle, start) else b""
+        i = buf.find(needle, start) if buf else -1
         while i != -1 and carry_start + i < safe_end:
             obj = _object_at(buf, i)
             if obj is not None:
@@ -281,10 +285,20 @@ def scan_objects(
                     j = buf.find(nd, j + 1, hi)
             i = buf.find(needle, i + 1)
         seen_upto = max(seen_upto, safe_end)
-        keep = min(len(buf), 2 * overlap)
-        carry = buf[-keep:]
-        carry_start = carry_start + len(buf) - keep
+        keep = min(size, 2 * overlap)
+        carry = pending[-keep:] if len(pending) >= keep else (carry + pending)[-keep:]
+        carry_start = carry_start + size - keep
         pending = nxt
+
+
+def _may_hold(carry: bytes, pending: bytes, needle: bytes, start: int) -> bool:
+    """Might carry + pending hold `needle` at `start` or later (in carry, in pending, or across the two)?"""
+    edge = len(needle) - 1
+    return (
+        carry.find(needle, start) != -1
+        or pending.find(needle) != -1
+        or (carry[-edge:] + pending[:edge]).find(needle) != -1
+    )
 
 
 # ---- DuckDB fast path ------------------------------------------------------------------------------
