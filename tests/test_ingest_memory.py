@@ -109,20 +109,22 @@ def test_external_path_is_taken_and_bounded(tmp_path: Path, monkeypatch: pytest.
     assert sum(sorted_rows) == table.num_rows
 
 
-@pytest.mark.parametrize("path", ["merge", "buckets"])
+@pytest.mark.parametrize("shape", ["merge", "many_runs", "skewed", "mostly_null"])
 def test_spilled_writes_merge_like_a_stable_sort(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
 ) -> None:
     """A RankWriter file whose rows go back in time after an in-order prefix: its later writes are spilled, each
-    sorted, and the sort merges them as runs (no bucket dealt) or, past MAX_RUNS, deals them into buckets as
-    before. Either way the file is Python's stable sort of the rows in the order they were written (equal
-    ts_ns in write order, NULLs last), compared row for row; the writes repeat timestamps across runs and hold
-    NULLs, and one write is NULLs only."""
+    sorted, and the sort merges them as runs (no bucket dealt). Past MAX_RUNS (many_runs), or with most rows on
+    one timestamp (skewed: a slab would hold them all), it deals them into buckets as before. Either way the
+    file is Python's stable sort of the rows in the order they were written (equal ts_ns in write order, NULLs
+    last), compared row for row; the writes repeat timestamps across runs and hold NULLs, and one write is NULLs
+    only. mostly_null: the NULL rows (60%) are merged too, and written in pieces of at most a quarter of the
+    budget (read from the file's row groups), never held at once."""
     from traceql.store import RankWriter
 
     monkeypatch.setenv("TRACEQL_SORT_MEMORY", "1MB")  # the rows below are ~3.5 MB of Arrow
     monkeypatch.setattr(_sort, "RUN_CHUNK_ROWS", 64)  # a run's record batches: 64 rows of ~300 bytes
-    if path == "buckets":
+    if shape == "many_runs":
         monkeypatch.setattr(_sort, "MAX_RUNS", 2)
     dealt: list[int] = []
     real_deal = _sort._deal
@@ -133,12 +135,18 @@ def test_spilled_writes_merge_like_a_stable_sort(
 
     monkeypatch.setattr(_sort, "_deal", deal)
     rng = random.Random(11)
+    null_share = 0.6 if shape == "mostly_null" else 0.05
+
+    def stamp(lo: int) -> int | None:
+        if rng.random() < null_share:
+            return None
+        if shape == "skewed" and rng.random() < 0.8:
+            return 25_000
+        return rng.randrange(lo, lo + 8_000) // 7 * 7
+
     writes: list[list[int | None]] = [list(range(0, 30_000, 10))]  # the in-order prefix: 3000 rows
     for k in range(6):  # then writes that go back in time, overlapping each other
-        lo = 20_000 + k * 3_000
-        writes.append(
-            [None if rng.random() < 0.05 else rng.randrange(lo, lo + 8_000) // 7 * 7 for _ in range(1500)]
-        )
+        writes.append([stamp(20_000 + k * 3_000) for _ in range(1500)])
     writes.append([None] * 40)
     w = RankWriter(tmp_path, "r", 0)
     written = []
@@ -147,11 +155,23 @@ def test_spilled_writes_merge_like_a_stable_sort(
         w.write("host_ops", {"name": names, "ts_ns": ts})
         written += list(zip(names, ts, strict=True))
     w.close()
-    got = pq.read_table(tmp_path / "host_ops/r0-0.parquet", columns=["name", "ts_ns"]).to_pylist()
+    out = tmp_path / "host_ops/r0-0.parquet"
+    got = pq.read_table(out, columns=["name", "ts_ns"]).to_pylist()
     expected = sorted(written, key=lambda r: (r[1] is None, r[1] or 0))  # stable: write order for ties
     assert [(r["name"], r["ts_ns"]) for r in got] == expected
-    assert bool(dealt) == (path == "buckets")
+    assert bool(dealt) == (shape in ("many_runs", "skewed"))
     assert not list(tmp_path.rglob("*.arrow")) and not list(tmp_path.rglob(".sort-*"))
+    if shape == "mostly_null":
+        meta = pq.ParquetFile(out).metadata
+        ts_col = meta.schema.names.index("ts_ns")
+        null_groups = [
+            meta.row_group(g).num_rows
+            for g in range(meta.num_row_groups)
+            if meta.row_group(g).column(ts_col).statistics.null_count == meta.row_group(g).num_rows
+        ]
+        per_row = pq.read_table(out).nbytes / len(got)
+        assert sum(null_groups) == sum(1 for r in got if r["ts_ns"] is None) > 5000
+        assert len(null_groups) > 4 and max(null_groups) * per_row <= (1 << 20) / 4 + 64 * per_row
 
 
 def _csv_kernels(path: Path) -> list[tuple[int, int, int, int, str]]:

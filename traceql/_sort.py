@@ -25,6 +25,7 @@ on every path.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import os
@@ -304,16 +305,19 @@ class _Runs:
     these are a prefix of what is left of it), then sorts them (stable: rows of equal ts_ns keep file order,
     which is run order, then order within a run). The NULL ts_ns rows, last in every run, come last."""
 
-    def __init__(self, source: _Source, runs: list[list[tuple[int, int]]], cuts: list[int]) -> None:
+    def __init__(
+        self, source: _Source, runs: list[list[tuple[int, int]]], cuts: list[int], write_bytes: float
+    ) -> None:
         self.source = source
         self.runs = runs  # each run: its (file index, chunk index) in order
         self.cuts = cuts
+        self.write_bytes = write_bytes  # NULL rows are written in pieces of about this many bytes
         self._cursors: list[_RunCursor] = []
 
     def parts(self) -> Iterator[tuple[str, Any]]:
         for hi in [*self.cuts, None]:
             yield "table", functools.partial(self._slab, hi)
-        yield "table", self._nulls
+        yield "copy", self._write_nulls
 
     def _open(self) -> list[_RunCursor]:
         if not self._cursors:
@@ -329,11 +333,20 @@ class _Runs:
         # the writes one after another in time, so one run): no sort, no copy
         return _sorted(table) if sum(1 for t in taken if t) > 1 else table
 
-    def _nulls(self) -> Any:
+    def _write_nulls(self, out: Any, row_group: int) -> None:
+        """The NULL ts_ns rows, in run order, streamed: any number of them within the budget."""
         import pyarrow as pa
 
-        pieces = [p for c in self._open() for p in c.rest()]
-        return pa.Table.from_batches(pieces, schema=self.source.schema)
+        held: list[Any] = []
+        for b in (p for c in self._open() for p in c.rest()):
+            held.append(b)
+            if sum(x.num_rows for x in held) >= row_group or sum(x.nbytes for x in held) >= self.write_bytes:
+                out.write_table(
+                    pa.Table.from_batches(held, schema=self.source.schema), row_group_size=row_group
+                )
+                held = []
+        if held:
+            out.write_table(pa.Table.from_batches(held, schema=self.source.schema), row_group_size=row_group)
 
 
 class _RunCursor:
@@ -381,7 +394,8 @@ class _RunCursor:
 def _runs(source: _Source, budget: int) -> _Runs | None:
     """The merge of `source`'s rows, when they are at most MAX_RUNS time-ordered runs one after another (a run:
     consecutive chunks, each ordered by ts_ns with NULLs only at its end, each starting at or after the last
-    ts_ns before it, none after a chunk holding a NULL) and do not fit the budget as a whole; None otherwise."""
+    ts_ns before it; after a chunk holding a NULL only chunks of NULLs) and do not fit the budget as a whole
+    (nor crowd a slab: see below); None otherwise."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -395,6 +409,7 @@ def _runs(source: _Source, budget: int) -> _Runs | None:
     stride = max(1, n // _SAMPLE)
     samples = []
     held = RUN_CHUNK_ROWS  # rows of a run in memory at once: Parquet is read RUN_CHUNK_ROWS at a time
+    timed = 0  # rows with a ts_ns (the slabs'; the NULL rows are streamed after them)
     for fi, f in enumerate(source.files):
         for ci, ts in enumerate(f.ts_chunks()):
             if len(ts) == 0:
@@ -402,13 +417,16 @@ def _runs(source: _Source, budget: int) -> _Runs | None:
             if f.ipc:
                 held = max(held, len(ts))  # an IPC chunk (record batch) is read whole
             valid = len(ts) - ts.null_count
+            timed += valid
             head = ts.slice(0, valid)
             if head.null_count or (
                 valid > 1 and not pc.all(pc.greater_equal(head.slice(1), head.slice(0, valid - 1))).as_py()
             ):
                 return None  # a chunk out of order: not runs
             first = head[0].as_py() if valid else None
-            if closed or last is None or (first is not None and first < last):
+            if valid == 0 and runs:
+                pass  # NULLs only: the end of the current run (its NULLs may span chunks)
+            elif closed or last is None or (first is not None and first < last):
                 runs.append([])
                 if len(runs) > MAX_RUNS:
                     return None
@@ -421,10 +439,17 @@ def _runs(source: _Source, budget: int) -> _Runs | None:
     if not samples or len(runs) * held * row_bytes > budget / 4:
         return None
     every = pa.concat_arrays(samples)
-    ordered = every.take(pc.array_sort_indices(every))
-    k = max(1, math.ceil(2 * n * row_bytes / budget))
-    cuts = sorted({ordered[(j * len(ordered)) // k].as_py() for j in range(1, k)})
-    return _Runs(source, runs, cuts)
+    ordered = every.take(pc.array_sort_indices(every)).to_pylist()
+    k = max(1, math.ceil(2 * timed * row_bytes / budget))
+    cuts = sorted({ordered[(j * len(ordered)) // k] for j in range(1, k)})
+    # rows per slab, from the sample (a sampled value stands for ~timed / len(sample) rows): a slab is all the rows of
+    # its time range at once, so one timestamp held by many rows (skewed times) would overrun the budget; the
+    # distribution sort copies such a bucket in a stream instead
+    edges = [0, *(bisect.bisect_left(ordered, c) for c in cuts), len(ordered)]
+    widest = max(b - a for a, b in zip(edges, edges[1:], strict=False))
+    if widest * (timed / len(ordered)) * row_bytes > budget:
+        return None
+    return _Runs(source, runs, cuts, budget / 4)
 
 
 def _boundaries(src: _Source, k: int) -> tuple[int | None, int | None, list[int]]:
