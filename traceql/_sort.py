@@ -397,7 +397,6 @@ def _runs(source: _Source, budget: int) -> _Runs | None:
     ts_ns before it; after a chunk holding a NULL only chunks of NULLs) and do not fit the budget as a whole
     (nor crowd a slab: see below); None otherwise."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = source.num_rows
     row_bytes = source.row_bytes()
@@ -419,9 +418,7 @@ def _runs(source: _Source, budget: int) -> _Runs | None:
             valid = len(ts) - ts.null_count
             timed += valid
             head = ts.slice(0, valid)
-            if head.null_count or (
-                valid > 1 and not pc.all(pc.greater_equal(head.slice(1), head.slice(0, valid - 1))).as_py()
-            ):
+            if head.null_count or not nondecreasing(head):
                 return None  # a chunk out of order: not runs
             first = head[0].as_py() if valid else None
             if valid == 0 and runs:
@@ -438,10 +435,8 @@ def _runs(source: _Source, budget: int) -> _Runs | None:
     # what every run holds at once, besides the slab and its sorted copy
     if not samples or len(runs) * held * row_bytes > budget / 4:
         return None
-    every = pa.concat_arrays(samples)
-    ordered = every.take(pc.array_sort_indices(every)).to_pylist()
-    k = max(1, math.ceil(2 * timed * row_bytes / budget))
-    cuts = sorted({ordered[(j * len(ordered)) // k] for j in range(1, k)})
+    ordered = _sorted_sample(samples)
+    cuts = _cuts(ordered, max(1, math.ceil(2 * timed * row_bytes / budget)))
     # rows per slab, from the sample (a sampled value stands for ~timed / len(sample) rows): a slab is all the rows of
     # its time range at once, so one timestamp held by many rows (skewed times) would overrun the budget; the
     # distribution sort copies such a bucket in a stream instead
@@ -450,6 +445,28 @@ def _runs(source: _Source, budget: int) -> _Runs | None:
     if widest * (timed / len(ordered)) * row_bytes > budget:
         return None
     return _Runs(source, runs, cuts, budget / 4)
+
+
+def nondecreasing(ts: Any) -> bool:
+    """Are the values of `ts` (an int array without NULLs) in non-decreasing order?"""
+    import pyarrow.compute as pc
+
+    return len(ts) < 2 or bool(pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py())
+
+
+def _sorted_sample(samples: list[Any]) -> list[int]:
+    """The sampled ts_ns values (Arrow arrays), in order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    every = pa.concat_arrays(samples)
+    out: list[int] = every.take(pc.array_sort_indices(every)).to_pylist()
+    return out
+
+
+def _cuts(ordered: list[int], k: int) -> list[int]:
+    """Up to k-1 distinct cut points splitting the sorted sample `ordered` into k parts of about equal count."""
+    return sorted({ordered[(j * len(ordered)) // k] for j in range(1, k)})
 
 
 def _boundaries(src: _Source, k: int) -> tuple[int | None, int | None, list[int]]:
@@ -472,9 +489,7 @@ def _boundaries(src: _Source, k: int) -> tuple[int | None, int | None, list[int]
         samples.append(ts.take(pa.array(range(0, len(ts), stride), pa.int64())))
     if lo is None:
         return None, None, []
-    every = pa.concat_arrays(samples)
-    ordered = every.take(pc.array_sort_indices(every))
-    cuts = sorted({ordered[(j * len(ordered)) // k].as_py() for j in range(1, k)} - {lo})
+    cuts = [c for c in _cuts(_sorted_sample(samples), k) if c != lo]
     if (
         not cuts and hi is not None and lo < hi
     ):  # most rows share the minimum: split them (all equal, so in order) from the rest

@@ -330,11 +330,9 @@ def _ordered_after(last: int | None, ts: Any) -> bool:
         ts = ts.combine_chunks()
     if len(ts) == 0:
         return True
-    first = ts[0].as_py()
-    return bool(
-        first >= (first if last is None else last)
-        and (len(ts) < 2 or pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py())
-    )
+    from ._sort import nondecreasing
+
+    return (last is None or ts[0].as_py() >= last) and nondecreasing(ts)
 
 
 def _last_valid(ts: Any) -> int | None:
