@@ -12,7 +12,9 @@ Cases (comma separated; each row of a case is run --repeat times, rows alternati
   tv:<GB>        a traceql.synth trace_view.json (the usual mix):
                    traceql ingest;  the raw reader (read_json of the array -> X and C events to Parquet, as
                    bench_ingest's floor);  the same events rewritten as NDJSON (prepared untimed), read by DuckDB
-                   on every thread: count(*) (the issue's "316 MB/s") and X+C events -> Parquet
+                   on every thread: count(*) (the issue's "316 MB/s") and X+C events -> Parquet; and traceql's
+                   own DuckDB query (trace_view._fast_sql: args split into key/value lists) -> Parquet, over the
+                   array (one thread, as traceql's reader runs it) and over the NDJSON (every thread)
   kineto:<GB>    a traceql.synth Kineto trace: traceql ingest; its events as compact NDJSON (prepared untimed):
                    X events -> Parquet on every thread, with args as one JSON text and split into key/value
                    lists (the one-object raw reader is bench_ingest's kineto case)
@@ -145,7 +147,29 @@ def rows_tv(case: str, trace_view: Path, folder: Path, work: Path) -> list[Any]:
             nbytes,
             XC_TO_PARQUET.format(src=_read_json(nd, "newline_delimited"), phs=phs, out=work / "o.parquet"),
         ),
+        lambda: _duck(
+            case, "duckdb array, traceql's query -> Parquet", nbytes, _traceql_query(trace_view, work)
+        ),
+        lambda: _duck(
+            case,
+            "duckdb NDJSON, traceql's query -> Parquet",
+            nbytes,
+            _traceql_query(trace_view, work, nd),
+        ),
     ]
+
+
+def _traceql_query(trace_view: Path, work: Path, ndjson: Path | None = None) -> str:
+    """traceql's own DuckDB query over a trace_view (trace_view._fast_sql: the events it maps, args split into key
+    and value lists, every field as text), written to Parquet and nothing else: what its reader's producer costs.
+    With `ndjson`, the same query over the NDJSON copy, which DuckDB reads on every thread."""
+    from traceql.parsers import _chrome_json as cj
+    from traceql.parsers.trace_view import _fast_sql
+
+    sql = _fast_sql(cj.sniff(trace_view), ndjson)
+    if ndjson is not None:
+        sql = sql.replace("format='array'", "format='newline_delimited'")
+    return f"COPY ({sql}) TO '{work / 'o.parquet'}' (FORMAT parquet, COMPRESSION zstd)"
 
 
 def rows_kineto(case: str, trace: Path, work: Path) -> list[Any]:
