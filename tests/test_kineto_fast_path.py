@@ -310,6 +310,50 @@ def test_many_segments_and_trailing_keys(tmp_path: Path, monkeypatch: pytest.Mon
     assert meta["reader"] == "duckdb" and len(tables["kernels"]) == 45
 
 
+def test_segment_files_are_bounded_and_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feed writes the events array as segment files: at most Feed.OUTSTANDING exist at any time (a file is
+    deleted once its query is closed), whatever the number of segments. Counted on disk at each announcement."""
+    monkeypatch.setattr(kd, "SEGMENT", 1500)
+    on_disk: list[int] = []
+    announce = kd.Feed._announce
+
+    def counting(self: kd.Feed, seg: tuple[str, int]) -> None:
+        on_disk.append(len(list(Path(self.tmp).glob("events-*.json"))))
+        announce(self, seg)
+
+    monkeypatch.setattr(kd.Feed, "_announce", counting)
+    meta, tables = _both(_write(tmp_path / "seg.json", _events(_rel) * 30, base=BASE), tmp_path, monkeypatch)
+    assert meta["reader"] == "duckdb" and len(tables["kernels"]) == 90
+    assert len(on_disk) >= 10, on_disk
+    assert max(on_disk) <= kd.Feed.OUTSTANDING, on_disk
+
+
+def test_a_full_temp_folder_falls_back_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temp folder fills up after the feed's first writes (os.write raises ENOSPC, as on a full disk): the
+    DuckDB reader gives up, saying why, and the ijson reader, which writes no segments, stores the same tables."""
+    import errno
+    import os
+
+    monkeypatch.setattr(kd, "SEGMENT", 1500)
+    writes = [0]
+
+    class FullDisk:  # the feed's `os`, whose write() fails from the third call on
+        def __getattr__(self, name: str) -> Any:
+            return getattr(os, name)
+
+        def write(self, fd: int, data: Any) -> int:
+            writes[0] += 1
+            if writes[0] > 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return os.write(fd, data)
+
+    monkeypatch.setattr(kd, "os", FullDisk())
+    meta, tables = _both(_write(tmp_path / "full.json", _events(_rel) * 15, base=BASE), tmp_path, monkeypatch)
+    assert meta["reader"].startswith("ijson (DuckDB reader gave up: cannot write its temporary segments in ")
+    assert os.strerror(errno.ENOSPC) in meta["reader"]
+    assert writes[0] > 2 and len(tables["kernels"]) == 45
+
+
 @pytest.mark.parametrize("bad", ['"cbid": 2x11', '"cbid": NaN', '"cbid": [1, -Infinity]'])
 def test_malformed_json_reported_by_ijson(bad: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DuckDB accepts NaN/Infinity, ijson (and JSON) does not: the file must fail the same way."""

@@ -1,5 +1,6 @@
 """Cut a plain event-array JSON file (`[ {...}, {...} ]`) into byte ranges of whole events, and feed one range
-to DuckDB as a JSON array of its own, so that worker processes can parse the pieces of one big trace at once.
+to DuckDB as JSON arrays of their own (segment files), so that worker processes can parse the pieces of one big
+trace at once.
 
 Where a cut goes: after an event's closing brace followed by `, {` (the _kineto_duck.Feed rule). A cut that
 falls inside a string (a name holding `}, {`) cannot go unnoticed: the piece before it then ends inside an
@@ -46,7 +47,7 @@ def plan(path: Path, size: int, pieces: int) -> list[tuple[int, int]]:
 
 
 class RangeFeed(Feed):
-    """A Feed (FIFOs of at most SEGMENT bytes, each a JSON array of whole events, for DuckDB) over the byte
+    """A Feed (segment files of at most SEGMENT bytes, each a JSON array of whole events, for DuckDB) over the byte
     range [start, end) of a plain file: `[` is added before a range that does not open the file's array and
     `]` after one that does not close it."""
 

@@ -2,9 +2,9 @@
 
 How: DuckDB cannot start reading at a byte offset, and read_json over the whole `{"traceEvents": [...]}` object
 is very slow, so a producer thread (`Feed`) writes just the events array (`[` ... `]`, gzip decompressed on
-the way: zlib releases the GIL) into a FIFO that DuckDB reads with `read_json(format='array')`, in file order.
-DuckDB hands over JSON text per field and per arg; Arrow turns it into the canonical columns on this thread
-(`_Mapper`), a third thread encodes Parquet. The array goes out in 64 MiB segments, one query each, and the next
+the way: zlib releases the GIL) into temporary segment files that DuckDB reads with `read_json(format='array')`,
+in file order. DuckDB hands over JSON text per field and per arg; Arrow turns it into the canonical columns on this
+thread (`_Mapper`), a third thread encodes Parquet. The array goes out in 32 MiB segments, one query each, and the next
 segment's query runs while this one's batches are mapped (`_Segments`), so both cores stay busy on one file.
 The few events whose meaning depends on file order or that are rare (M/C events, cuda_profiler_range) go through
 the ijson reader's own per-event code.
@@ -34,12 +34,10 @@ a private RankWriter and adopts the files only when the read succeeded.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import json
 import os
 import re
-import select
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -52,10 +50,9 @@ from . import kineto as kn
 
 TAIL = 1 << 20  # bytes held back by the feed: the keys after the events array must fit in them
 CHUNK = 1 << 20  # read size of the feed
-# Bytes per FIFO / DuckDB query (see Feed). DuckDB holds what it reads of a FIFO until its query ends, and two
-# queries are open at a time (_Segments.AHEAD), so this sets much of the peak RSS and how much it swings with
-# timing: at 64 MiB a 0.25 GB trace peaked at 0.66-0.78 GB and a 4 GB one at 0.80-0.90 (max/min up to 1.36); at
-# 32 MiB 0.54 and 0.58-0.59 GB, at the same speed (measured 2026-12-04, two runs each).
+# Bytes per segment file / DuckDB query (see Feed). When segments were FIFOs, DuckDB held what it read of one until
+# its query ended, with two queries open (_Segments.AHEAD): at 64 MiB a 0.25 GB trace peaked at 0.66-0.78 GB and a
+# 4 GB one at 0.80-0.90 (max/min up to 1.36), at 32 MiB 0.54 and 0.58-0.59 GB, at the same speed (2026-12-04).
 SEGMENT = 32 << 20
 BATCH_ROWS = 32 * 1024  # events per DuckDB batch (see trace_view.BATCH_ROWS: memory stays flat)
 # batches queued per open segment (two are open, see _Segments): 4 ran at the same speed with 20-75 MB more RSS
@@ -151,23 +148,31 @@ def _closes_root(s: str, i: int, dec: json.JSONDecoder) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------
-# the feed: events array -> FIFO
+# the feed: events array -> segment files
 
 
 class Feed:
-    """Writes the trace's events array into FIFOs that DuckDB reads, from a background thread.
+    """Writes the trace's events array as segment files that DuckDB reads, from a background thread.
 
-    DuckDB keeps everything it reads from a pipe in memory (measured: RSS grew by the input size), so the array
-    goes out in SEGMENT-sized pieces, each a JSON array of whole events in a FIFO of its own (announced in
-    `segments`, None after the last), read by one query each. A piece is cut after an event's closing brace
-    followed by `, {`; a cut anywhere else would leave DuckDB a malformed array, which makes the file go to
-    the ijson reader (never wrong rows).
+    The array goes out in SEGMENT-sized pieces, each a JSON array of whole events in a file of its own, written
+    completely and then announced in `segments` (None after the last), read by one query each. A piece is cut
+    after an event's closing brace followed by `, {`; a cut anywhere else would leave DuckDB a malformed array,
+    which makes the file go to the ijson reader (never wrong rows).
 
-    Never blocks for good: a FIFO is opened non-blocking once DuckDB has opened its end, and every write waits
-    in select() with a timeout, checking for close(). DuckDB closing its end (an error, or the query stopped)
-    ends the feed quietly (EPIPE). A fault of the file itself (gzip cut off, JSON cut off) is kept in `error`
-    for the consumer.
+    Regular files, not FIFOs: DuckDB keeps everything it reads from a pipe in fresh memory until its query ends,
+    and reads a file through its own reused buffers. The same 256 MB of Kineto events in 32 MiB segments through
+    this query, one thread: FIFOs 3.1-3.5 s, 3.3-3.6 CPU-s, 220k page faults; files 2.5-2.6 s, 2.6-2.8 CPU-s, 153k
+    (measured 2026-12-05).
+
+    Bounded: at most OUTSTANDING segment files exist at a time (written or being read); the consumer calls
+    done(path) when its query on that file is closed, which deletes it and lets the feed write the next. Never
+    blocks for good: every wait checks for close(). A fault of the file itself (gzip cut off, JSON cut off) or of
+    the temp folder (full disk) is kept in `error` for the consumer, and a segment cut short by it is never
+    announced.
     """
+
+    # two segments being read (_Segments.AHEAD) and one being written
+    OUTSTANDING = 3
 
     def __init__(self, sn: cj.Sniff, start: int, tmp: str) -> None:
         import queue
@@ -176,7 +181,10 @@ class Feed:
         self.raw_read = 0  # bytes read from the file (compressed for gzip): progress
         self.error: BaseException | None = None
         self.segments: queue.Queue[str | None] = queue.Queue()
-        self._fifos: list[str] = []
+        self._written = 0  # segment files made, for their names
+        self._live: set[str] = set()  # segment files not yet done
+        self._lock = threading.Lock()
+        self._slots = threading.Semaphore(self.OUTSTANDING)
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, name="traceql-kineto-feed", daemon=True)
         self._t.start()
@@ -184,83 +192,93 @@ class Feed:
     def percent(self) -> float:
         return 100.0 * self.raw_read / max(1, self.sn.size)
 
+    def done(self, path: str) -> None:
+        """The consumer's query on segment `path` is closed: delete the file and free its slot."""
+        with self._lock:
+            if path not in self._live:
+                return
+            self._live.discard(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        self._slots.release()
+
     def close(self) -> None:
-        """Stop (if still running) and wait; then make sure DuckDB is not left waiting on a FIFO."""
+        """Stop (if still running) and wait; then delete every segment file left (announced or not)."""
         self._stop.set()
         self._t.join()
-        for fifo in self._fifos:
-            try:  # a reader blocked opening the FIFO gets a writer that closes at once (EOF); later opens fail
-                fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-                os.unlink(fifo)
-                os.close(fd)
-            except FileNotFoundError:
-                pass
+        with self._lock:
+            left, self._live = self._live, set()
+        for path in left:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
-    def _next(self) -> int | None:
-        fifo = os.path.join(self.tmp, f"events-{len(self._fifos)}.fifo")
-        os.mkfifo(fifo)
-        self._fifos.append(fifo)
-        self.segments.put(fifo)
-        return self._open(fifo)
+    def _next(self) -> tuple[str, int] | None:
+        """A new segment file (path, fd) once a slot is free; None once close() was called."""
+        while not self._slots.acquire(timeout=0.1):
+            if self._stop.is_set():
+                return None
+        if self._stop.is_set():
+            self._slots.release()
+            return None
+        path = os.path.join(self.tmp, f"events-{self._written}.json")
+        self._written += 1
+        with self._lock:
+            self._live.add(path)
+        try:
+            return path, os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600
+            )
+        except OSError as e:
+            self.done(path)
+            raise self._no_room(e) from None
+        except BaseException:
+            self.done(path)
+            raise
+
+    def _write(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as e:
+            raise self._no_room(e) from None
+
+    def _no_room(self, e: OSError) -> GiveUp:
+        """The temp folder refused a segment (full disk, quota): the ijson reader needs no segments."""
+        return GiveUp(f"cannot write its temporary segments in {self.tmp} ({e.strerror or e})")
 
     def _run(self) -> None:
-        fd = None
+        seg: tuple[str, int] | None = None
         try:
-            fd = self._next()
+            seg = self._next()
             size = 0
             for data in self._array():
-                while fd is not None:
+                if seg is None or self._stop.is_set():
+                    return
+                while seg is not None:
                     m = _CUT.search(data, max(0, SEGMENT - size)) if size + len(data) >= SEGMENT else None
                     if m is None:
                         size += len(data)
-                        if not self._write(fd, data):
-                            return
+                        self._write(seg[1], data)
                         break
-                    ok = self._write(fd, data[: m.start() + 1] + b"]")
-                    os.close(fd)
-                    fd = self._next() if ok else None
+                    self._write(seg[1], data[: m.start() + 1] + b"]")
+                    self._announce(seg)
+                    seg = self._next()
                     data, size = b"[" + data[m.end() - 1 :], 0
-                if fd is None:
-                    return
+            if seg is not None:
+                self._announce(seg)
+                seg = None
         except BaseException as e:  # noqa: BLE001 - handed to the consumer
             self.error = e
         finally:
-            if fd is not None:
-                os.close(fd)
+            if seg is not None:  # cut short: never read
+                os.close(seg[1])
+                self.done(seg[0])
             self.segments.put(None)
 
-    def _open(self, fifo: str) -> int | None:
-        while not self._stop.is_set():
-            try:
-                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as e:
-                if e.errno != errno.ENXIO:  # ENXIO: DuckDB has not opened its end yet
-                    raise
-                self._stop.wait(0.002)
-                continue
-            try:  # fewer, larger writes (Linux only; the default 64 KiB works too)
-                import fcntl
-
-                fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)
-            except OSError:
-                pass
-            return fd
-        return None
-
-    def _write(self, fd: int, data: bytes) -> bool:
-        view = memoryview(data)
-        while view:
-            if self._stop.is_set():
-                return False
-            if not select.select([], [fd], [], 0.1)[1]:
-                continue
-            try:
-                view = view[os.write(fd, view) :]
-            except BlockingIOError:
-                continue
-            except BrokenPipeError:
-                return False
-        return True
+    def _announce(self, seg: tuple[str, int]) -> None:
+        os.close(seg[1])
+        self.segments.put(seg[0])
 
     def _chunks(self) -> Any:
         """Decompressed bytes of the file, BOM stripped."""
@@ -529,7 +547,7 @@ def ns(j: Any, scale: int, offset: int = 0) -> Any:
 # DuckDB batches -> canonical tables
 
 
-def _sql(fifo: str) -> str:
+def _sql(segment: str) -> str:
     columns = {
         "ph": "VARCHAR", "name": "VARCHAR", "cat": "VARCHAR", "pid": "JSON", "tid": "JSON", "ts": "JSON",
         "dur": "JSON", "id": "JSON", "args": "JSON",
@@ -538,7 +556,7 @@ def _sql(fifo: str) -> str:
     return f"""
     SELECT ph, name, cat, pid, tid, ts, dur, id, CASE WHEN {obj} THEN json_keys(args) END AS k,
            CASE WHEN {obj} THEN json_extract(args, '$.*')::VARCHAR[] END AS v
-    FROM {cj.duck_source(Path(fifo), columns)}"""
+    FROM {cj.duck_source(Path(segment), columns)}"""
 
 
 def _extra(kv: cj.ArgsKV, canonical: tuple[str, ...]) -> Any:
@@ -779,10 +797,11 @@ class _Mapper:
 class _Segments:
     """The DuckDB streams of the feed's segments, in order, each opened as soon as the feed announces it.
 
-    Segment i+1's query starts while segment i's batches are still being mapped: DuckDB's JSON read of a FIFO
-    runs on one thread and the mapping on this one, so opening the next query only after the last batch of
-    the previous one was mapped left one core idle at every segment boundary (and the feed waiting for the
-    reader of its next FIFO). At most AHEAD streams are open at a time (memory: AHEAD x prefetch batches).
+    Segment i+1's query starts while segment i's batches are still being mapped: DuckDB's JSON read of a
+    segment runs on one thread and the mapping on this one, so opening the next query only after the last batch
+    of the previous one was mapped left one core idle at every segment boundary. At most AHEAD streams are open
+    at a time (memory: AHEAD x prefetch batches); each segment's file is handed back to the feed (done) when
+    its stream is closed.
     """
 
     AHEAD = 2
@@ -800,15 +819,16 @@ class _Segments:
 
     def _open_all(self) -> None:
         try:
-            for fifo in iter(self.feed.segments.get, None):
+            for segment in iter(self.feed.segments.get, None):
                 while not self._slots.acquire(timeout=0.1):
                     if self._stop.is_set():
                         return
                 if self._stop.is_set():
                     return
-                self._q.put(
-                    cj.DuckStream(self.con.cursor(), self.path, _sql(fifo), BATCH_ROWS, prefetch=PREFETCH)
+                stream = cj.DuckStream(
+                    self.con.cursor(), self.path, _sql(segment), BATCH_ROWS, prefetch=PREFETCH
                 )
+                self._q.put((segment, stream))
         except BaseException as e:  # noqa: BLE001 - raised where the streams are consumed
             self._q.put(e)
         finally:
@@ -818,11 +838,13 @@ class _Segments:
         while (item := self._q.get()) is not None:
             if isinstance(item, BaseException):
                 raise item
-            self._current = item
+            segment, stream = item
+            self._current = stream
             try:
-                yield item
+                yield stream
             finally:
-                item.close()
+                stream.close()
+                self.feed.done(segment)
                 self._current = None
                 self._slots.release()
 
@@ -840,8 +862,8 @@ class _Segments:
                 item = self._q.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(item, cj.DuckStream):
-                item.close()
+            if isinstance(item, tuple):
+                item[1].close()  # its file: removed by feed.close() above
 
 
 def read(sn: cj.Sniff, header: dict[str, Any], out: Any, tmp: str) -> kn.Tally:

@@ -937,9 +937,10 @@ def _use_pieces(sn: cj.Sniff) -> bool:
 
     # A pool worker parsing one unit of several already shares the cores with the other units. On 2 cores the
     # serial reader already keeps both busy (DuckDB's parse thread, the Arrow mapping, the Parquet writer):
-    # measured on a 250 MB device-task trace_view, serial 5.9 CPU-s vs 2 pieces 7.7-8.3 CPU-s (each piece feeds
-    # DuckDB through FIFOs and starts its own pipeline), so pieces are the default from 3 CPUs on only;
-    # TRACEQL_PARSE_WORKERS=N asks for N pieces anywhere.
+    # measured on a 250 MB device-task trace_view, serial 5.9 CPU-s vs 2 pieces 7.7-8.3 CPU-s (each piece then fed
+    # DuckDB through FIFOs and starts its own pipeline); with segment files instead of FIFOs (2026-12-05) 2 pieces
+    # still lose on the real level1 trace_view tiled (1 GB: 11.2 s vs 9.6-10.3 serial), so pieces are the default
+    # from 3 CPUs on only; TRACEQL_PARSE_WORKERS=N asks for N pieces anywhere.
     forced = os.environ.get("TRACEQL_PARSE_WORKERS", "").strip().isdigit()
     return (
         sn.fast_path
@@ -1046,18 +1047,21 @@ def _piece(
     bg = cj.BackgroundWriter(writer)
     feed = RangeFeed(sn, start, end, str(ptmp))
     wanted = set(dests)
+    con = cj.duck_connection(1)
     try:
         em = _Emitter(bg, tr, sn.path.name, str(ptmp))  # type: ignore[arg-type]
-        for fifo in iter(feed.segments.get, None):
+        for segment in iter(feed.segments.get, None):
             stream = cj.DuckStream(
-                cj.duck_connection(1), Path(fifo), _fast_sql(sn, Path(fifo)), BATCH_ROWS, prefetch=PREFETCH
+                con.cursor(), Path(segment), _fast_sql(sn, Path(segment)), BATCH_ROWS, prefetch=PREFETCH
             )
             try:
                 for b in stream:
                     em.batch(_typed(b, sn.path), wanted)
             finally:
                 stream.close()
+                feed.done(segment)
         feed.close()
+        con.close()
         if feed.error is not None:
             raise feed.error
         state = em.piece_state()
@@ -1065,6 +1069,7 @@ def _piece(
         writer.close()
     except Exception as e:  # noqa: BLE001 - the parent reads the file serially, which reports real faults
         feed.close()
+        con.close()
         with contextlib.suppress(BaseException):
             bg.close()
         writer.abort()
