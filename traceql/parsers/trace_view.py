@@ -1045,9 +1045,9 @@ def _piece(
     ptmp = Path(tmp) / f"piece{i}"
     ptmp.mkdir()
     bg = cj.BackgroundWriter(writer)
+    con = cj.duck_connection(1)  # one per piece, a cursor per segment
     feed = RangeFeed(sn, start, end, str(ptmp))
     wanted = set(dests)
-    con = cj.duck_connection(1)
     try:
         em = _Emitter(bg, tr, sn.path.name, str(ptmp))  # type: ignore[arg-type]
         for segment in iter(feed.segments.get, None):
