@@ -46,19 +46,15 @@ TV_COLUMNS = (
     "{'ph': 'VARCHAR', 'name': 'VARCHAR', 'cat': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', "
     "'ts': 'VARCHAR', 'dur': 'VARCHAR', 'id': 'VARCHAR', 'args': 'JSON'}"
 )
-# the events' fields as bench_ingest's floor reads them, then written out as X+C events to Parquet
+# the events' fields as bench_ingest's floor reads them, then written out as X+C events to Parquet ({args}: the args
+# as one JSON text, or ARGS_SPLIT)
 XC_TO_PARQUET = (
-    "COPY (SELECT ph, name, cat, pid, tid, TRY_CAST(replace(ts, '.', '') AS BIGINT) AS ts_ns, dur, args "
+    "COPY (SELECT ph, name, cat, pid, tid, TRY_CAST(replace(ts, '.', '') AS BIGINT) AS ts_ns, dur, {args} "
     "FROM {src} WHERE ph IN {phs}) TO '{out}' (FORMAT parquet, COMPRESSION zstd)"
 )
-
-# the same, with each event's args split into key and value-text lists: the least a reader does to fill the store's
-# `extra` MAP and the canonical args (traceql's Kineto query reads exactly these lists, then maps them in Arrow)
-X_ARGS_SPLIT_TO_PARQUET = (
-    "COPY (SELECT ph, name, cat, pid, tid, TRY_CAST(replace(ts, '.', '') AS BIGINT) AS ts_ns, dur, "
-    "json_keys(args) AS k, json_extract(args, '$.*')::VARCHAR[] AS v "
-    "FROM {src} WHERE ph = 'X') TO '{out}' (FORMAT parquet, COMPRESSION zstd)"
-)
+# each event's args split into key and value-text lists: the least a reader does to fill the store's `extra` MAP and
+# the canonical args (traceql's Kineto query reads exactly these lists, then maps them in Arrow)
+ARGS_SPLIT = "json_keys(args) AS k, json_extract(args, '$.*')::VARCHAR[] AS v"
 
 DUCK = r"""
 import sys, duckdb
@@ -133,7 +129,9 @@ def rows_tv(case: str, trace_view: Path, folder: Path, work: Path) -> list[Any]:
             case,
             "duckdb raw reader (array, X+C)",
             nbytes,
-            XC_TO_PARQUET.format(src=_read_json(trace_view, "array"), phs=phs, out=work / "o.parquet"),
+            XC_TO_PARQUET.format(
+                src=_read_json(trace_view, "array"), phs=phs, args="args", out=work / "o.parquet"
+            ),
         ),
         lambda: _duck(
             case,
@@ -145,7 +143,9 @@ def rows_tv(case: str, trace_view: Path, folder: Path, work: Path) -> list[Any]:
             case,
             "duckdb NDJSON, X+C -> Parquet",
             nbytes,
-            XC_TO_PARQUET.format(src=_read_json(nd, "newline_delimited"), phs=phs, out=work / "o.parquet"),
+            XC_TO_PARQUET.format(
+                src=_read_json(nd, "newline_delimited"), phs=phs, args="args", out=work / "o.parquet"
+            ),
         ),
         lambda: _duck(
             case, "duckdb array, traceql's query -> Parquet", nbytes, _traceql_query(trace_view, work)
@@ -186,14 +186,16 @@ def rows_kineto(case: str, trace: Path, work: Path) -> list[Any]:
             "duckdb NDJSON, X -> Parquet",
             nbytes,
             XC_TO_PARQUET.format(
-                src=_read_json(nd, "newline_delimited"), phs="('X')", out=work / "o.parquet"
+                src=_read_json(nd, "newline_delimited"), phs="('X')", args="args", out=work / "o.parquet"
             ),
         ),
         lambda: _duck(
             case,
             "duckdb NDJSON, X, args split -> Parquet",
             nbytes,
-            X_ARGS_SPLIT_TO_PARQUET.format(src=_read_json(nd, "newline_delimited"), out=work / "o.parquet"),
+            XC_TO_PARQUET.format(
+                src=_read_json(nd, "newline_delimited"), phs="('X')", args=ARGS_SPLIT, out=work / "o.parquet"
+            ),
         ),
     ]
 
