@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .gate import Gate, memory_gate
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis import Analysis
     from .rules import Rule
@@ -67,13 +69,34 @@ class Context:
         bb = rules["rules"]["bandwidth_bound"]
         self.sat: float = float(bb["saturated"])
         self.not_bound: float = float(bb["not_bound"])
-        self.gate_open: bool | None = None  # set by the bandwidth check
-        self.gate_values: dict[str, Any] = {}
+        # the facts every check may read, computed once by settle() before any check runs (no check writes them)
+        self._gate: Gate | None = None
         self.device_kind = session.device_kind  # ascend | gpu | cpu: whose advice applies
         r = rules["rules"]
         self.n_ops: int = max(
             int(r["top_hbm_ops"].get("params", {}).get("top_n", 10)), int(r["ub_reuse"]["op_rows"])
         )
+
+    # shared facts -------------------------------------------------------------------------------------------
+    def settle(self) -> None:
+        """Compute the facts the checks share (the memory gate) from the prefetched reads. Called once, after
+        the planner's prefetch and before the first check: a check only reads them."""
+        self._gate = memory_gate(self)
+
+    @property
+    def gate(self) -> Gate:
+        if self._gate is None:
+            self.settle()
+        assert self._gate is not None
+        return self._gate
+
+    @property
+    def gate_open(self) -> bool | None:
+        return self.gate.open
+
+    @property
+    def gate_values(self) -> dict[str, Any]:
+        return self.gate.values
 
     # queries ------------------------------------------------------------------------------------------------
     def _run(
@@ -109,7 +132,7 @@ class Context:
             k = r.key(self)
             if k not in self._cache:
                 todo.setdefault(k, (r.query, r.params(self)))
-        jobs = list(todo.items())
+        jobs = sorted(todo.items())  # sorted: the metadata kept below does not depend on the checks' order
         if workers <= 1:
             results = [self._run(n, p) for _k, (n, p) in jobs]
         else:

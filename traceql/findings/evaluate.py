@@ -58,6 +58,7 @@ def evaluate_session(
     base_ns = session.mean_step_ns(session.baseline) if session.baseline else None
     ctx = Context(session, rules_data, base_ns)
     ctx.prefetch(plan(), workers if workers is not None else min(4, os.cpu_count() or 1))
+    ctx.settle()
     findings: list[Finding] = []
     order = sorted(rules_data["rules"].items(), key=lambda kv: int(kv[1]["step"]))
     for rule_id, rdata in order:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import gate as gate_mod
 from ..base import bound_share_of, make_finding, op_bytes_rows, saving_of, template_values, to_ms
 from ..context import OP_BYTES
 from ..model import Finding
@@ -19,190 +21,143 @@ def check_bandwidth_bound(ctx: Context, rule: Rule) -> Finding:
     """The article's checklist step 1 on the strongest evidence the dump has (traceql.grades): measured busy
     utilisation against the 80% / 70% lines; sampled counters against them only as far as the sampling period
     resolves (the whole-step mean can prove saturation, its upper bound while computing can rule it out, and in
-    between the answer is 'cannot tell'); a modeled lower bound never."""
-    from ... import grades
-
-    ranks = ctx.hbm_ranks()
-    utils = {
-        r: row["busy_utilization"] for r, row in ranks.items() if row.get("busy_utilization") is not None
-    }
-    peak = ctx.peak()
-    w = ctx.wait_run()
-    bound = str((w or {}).get("verdict") or "unknown").removesuffix("-bound")
-    bound_share = bound_share_of(w)
-    qp = {"sat_threshold": rule["saturated"], "low_threshold": rule["not_bound"]}
-    ev: dict[str, Any] = {
-        "peak_hbm_bps": peak,
-        "busy_utilization_by_rank": {str(k): v for k, v in sorted(utils.items())},
-        "bound": bound,
-    }
-    capture = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
-    base = {
-        "bound": bound,
-        "bound_share": bound_share if bound_share is not None else 0.0,
-        "capture": capture,
-    }
-    ctx.gate_open = None
-    ctx.gate_values = {"gate_util": 0.0, "gate_line": ctx.not_bound, "bound": bound}
-    if peak is None:
+    between the answer is 'cannot tell'); a modeled lower bound never. The evidence case is the run's memory
+    gate (findings.gate), computed before any check; this check only reports it."""
+    gate = ctx.gate
+    b = _Base.of(ctx, rule)
+    if gate.case == gate_mod.NO_PEAK:
         note = ctx.meta.get(b"traceql.peaks_note", b"").decode()
+        return b.finding(False, "no_peak", template_values(rule, ctx, note=note, **b.base))
+    if gate.case == gate_mod.MEASURED:
+        return _measured(ctx, rule, b, gate)
+    if gate.case in (gate_mod.SAMPLED_SATURATED, gate_mod.SAMPLED_NOT_BOUND, gate_mod.SAMPLED_UNRESOLVED):
+        return _sampled(ctx, rule, b, gate)
+    if gate.case == gate_mod.LOWER_BOUND:
+        lower = max(
+            float(row["modeled_utilization_lower"])
+            for row in ctx.hbm_ranks().values()
+            if row.get("modeled_utilization_lower")
+        )
+        b.ev.update(modeled_lower_bound_utilization=lower)
+        grade = {"grade": "insufficient", "detail": "tensor sizes only: a lower bound", "capture": b.capture}
+        return b.finding(False, "lower_bound", template_values(rule, ctx, lower=lower, **b.base), grade=grade)
+    grade = {"grade": "insufficient", "detail": "no HBM bytes", "capture": b.capture}
+    return b.finding(False, "no_data", template_values(rule, ctx, **b.base), grade=grade)
+
+
+@dataclass
+class _Base:
+    """What every outcome of the bandwidth check carries: its evidence, the bound and the query it cites."""
+
+    ctx: Context
+    rule: Rule
+    ev: dict[str, Any]
+    base: dict[str, Any]
+    capture: str
+
+    @classmethod
+    def of(cls, ctx: Context, rule: Rule) -> _Base:
+        from ... import grades
+
+        w = ctx.wait_run()
+        bound = str((w or {}).get("verdict") or "unknown").removesuffix("-bound")
+        bound_share = bound_share_of(w)
+        capture = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
+        ev: dict[str, Any] = {
+            "peak_hbm_bps": ctx.peak(),
+            "busy_utilization_by_rank": {str(k): v for k, v in sorted(ctx.gate.utils.items())},
+            "bound": bound,
+        }
+        base = {
+            "bound": bound,
+            "bound_share": bound_share if bound_share is not None else 0.0,
+            "capture": capture,
+        }
+        return cls(ctx, rule, ev, base, capture)
+
+    def finding(
+        self,
+        fired: bool,
+        variant: str,
+        values: dict[str, Any],
+        grade: dict[str, Any] | None = None,
+    ) -> Finding:
+        rule = self.rule
+        qp = {"sat_threshold": rule["saturated"], "low_threshold": rule["not_bound"]}
         return make_finding(
-            ctx,
+            self.ctx,
             rule,
-            fired=False,
-            variant="no_peak",
-            values=template_values(rule, ctx, note=note, **base),
-            evidence=ev,
+            fired=fired,
+            variant=variant,
+            values=values,
+            evidence=self.ev,
             query_params=qp,
-        )
-    if utils:  # measured, or sampled with a period that resolves the kernels
-        top_rank = max(utils, key=lambda r: utils[r])
-        util = float(utils[top_rank])
-        row = ranks[top_rank]
-        sat_ranks = sorted(r for r, u in utils.items() if u >= rule["saturated"])
-        ev.update(
-            max_utilization=util,
-            max_rank=top_rank,
-            saturated_ranks=sat_ranks,
-            frac_busy_saturated=row.get("frac_busy_saturated"),
-            busy_bw_bps=row.get("busy_bw_bps"),
-            hbm_bytes_source=row.get("hbm_bytes_source"),
-        )
-        ctx.gate_open = util >= rule["not_bound"]
-        ctx.gate_values = {"gate_util": util, "gate_line": float(rule["not_bound"]), "bound": bound}
-        vals = template_values(
-            rule,
-            ctx,
-            util=util,
-            rank=top_rank,
-            ranks=", ".join(map(str, sat_ranks)) or str(top_rank),
-            frac_saturated=row.get("frac_busy_saturated") or 0.0,
-            busy_gbps=(row.get("busy_bw_bps") or 0) / 1e9,
-            source=row.get("hbm_bytes_source") or "unknown",
-            **base,
-        )
-        grade = grades.hbm_grade(row, ctx.device_kind)
-        if util >= rule["saturated"]:
-            return make_finding(
-                ctx,
-                rule,
-                fired=True,
-                variant="fired",
-                values=vals,
-                evidence=ev,
-                query_params=qp,
-                saving=saving_of(None, str(rule["saving_method"]), None),
-                grade=grade,
-            )
-        variant = "borderline" if util >= rule["not_bound"] else "not_bound"
-        return make_finding(
-            ctx, rule, fired=False, variant=variant, values=vals, evidence=ev, query_params=qp, grade=grade
-        )
-    sampled = {
-        r: row
-        for r, row in ranks.items()
-        if row.get("evidence") == "sampled" and row.get("utilization") is not None
-    }
-    if sampled:
-        # the rank whose compute could be the busiest: highest upper bound (then highest mean)
-        top_rank = max(
-            sampled, key=lambda r: (sampled[r].get("busy_utilization_max") or 0.0, sampled[r]["utilization"])
-        )
-        row = sampled[top_rank]
-        mean, umax = float(row["utilization"]), row.get("busy_utilization_max")
-        period_ms = (row.get("sample_period_ns") or 0) / 1e6
-        ev.update(
-            sampled_mean_utilization=mean,
-            busy_utilization_bound=min(umax, 1.0) if umax is not None else None,
-            max_sample_utilization=row.get("max_utilization"),
-            sample_period_ns=row.get("sample_period_ns"),
-            max_rank=top_rank,
-            resolved_share=row.get("resolved_share"),
-        )
-        vals = template_values(
-            rule,
-            ctx,
-            rank=top_rank,
-            mean_util=mean,
-            max_sample=row.get("max_utilization") or 0.0,
-            period_ms=period_ms,
-            util_max=min(umax or 0.0, 1.0),
-            util_max_text="100%" if umax is None or umax >= 1 else f"{umax:.0%}",
-            **base,
-        )
-        grade = grades.hbm_grade(row, ctx.device_kind)
-        if any(float(r["utilization"]) >= rule["saturated"] for r in sampled.values()):
-            ctx.gate_open = True
-            return make_finding(
-                ctx,
-                rule,
-                fired=True,
-                variant="fired_sampled",
-                values=vals,
-                evidence=ev,
-                query_params=qp,
-                saving=saving_of(None, str(rule["saving_method"]), None),
-                grade=grade,
-            )
-        if all(
-            r.get("busy_utilization_max") is not None and r["busy_utilization_max"] < rule["not_bound"]
-            for r in sampled.values()
-        ):
-            ctx.gate_open = False
-            ctx.gate_values = {
-                "gate_util": min(umax or 0.0, 1.0),
-                "gate_line": float(rule["not_bound"]),
-                "bound": bound,
-            }
-            return make_finding(
-                ctx,
-                rule,
-                fired=False,
-                variant="not_bound_sampled",
-                values=vals,
-                evidence=ev,
-                query_params=qp,
-                grade=grade,
-            )
-        grade = {**grade, "grade": "insufficient", "capture": capture}
-        return make_finding(
-            ctx,
-            rule,
-            fired=False,
-            variant="unresolved",
-            values=vals,
-            evidence=ev,
-            query_params=qp,
+            saving=saving_of(None, str(rule["saving_method"]), None) if fired else None,
             grade=grade,
         )
-    lower = [
-        float(row["modeled_utilization_lower"])
-        for row in ranks.values()
-        if row.get("modeled_utilization_lower")
-    ]
-    if lower:
-        ev.update(modeled_lower_bound_utilization=max(lower))
-        vals = template_values(rule, ctx, lower=max(lower), **base)
-        return make_finding(
-            ctx,
-            rule,
-            fired=False,
-            variant="lower_bound",
-            values=vals,
-            evidence=ev,
-            query_params=qp,
-            grade={"grade": "insufficient", "detail": "tensor sizes only: a lower bound", "capture": capture},
-        )
-    return make_finding(
-        ctx,
-        rule,
-        fired=False,
-        variant="no_data",
-        values=template_values(rule, ctx, **base),
-        evidence=ev,
-        query_params=qp,
-        grade={"grade": "insufficient", "detail": "no HBM bytes", "capture": capture},
+
+
+def _measured(ctx: Context, rule: Rule, b: _Base, gate: gate_mod.Gate) -> Finding:
+    from ... import grades
+
+    utils, top_rank, row = gate.utils, gate.rank, gate.row
+    util = utils[top_rank] if top_rank is not None else 0.0
+    sat_ranks = sorted(r for r, u in utils.items() if u >= rule["saturated"])
+    b.ev.update(
+        max_utilization=util,
+        max_rank=top_rank,
+        saturated_ranks=sat_ranks,
+        frac_busy_saturated=row.get("frac_busy_saturated"),
+        busy_bw_bps=row.get("busy_bw_bps"),
+        hbm_bytes_source=row.get("hbm_bytes_source"),
     )
+    vals = template_values(
+        rule,
+        ctx,
+        util=util,
+        rank=top_rank,
+        ranks=", ".join(map(str, sat_ranks)) or str(top_rank),
+        frac_saturated=row.get("frac_busy_saturated") or 0.0,
+        busy_gbps=(row.get("busy_bw_bps") or 0) / 1e9,
+        source=row.get("hbm_bytes_source") or "unknown",
+        **b.base,
+    )
+    grade = grades.hbm_grade(row, ctx.device_kind)
+    if util >= rule["saturated"]:
+        return b.finding(True, "fired", vals, grade)
+    return b.finding(False, "borderline" if util >= rule["not_bound"] else "not_bound", vals, grade)
+
+
+def _sampled(ctx: Context, rule: Rule, b: _Base, gate: gate_mod.Gate) -> Finding:
+    from ... import grades
+
+    row, top_rank = gate.row, gate.rank
+    mean, umax = float(row["utilization"]), row.get("busy_utilization_max")
+    b.ev.update(
+        sampled_mean_utilization=mean,
+        busy_utilization_bound=min(umax, 1.0) if umax is not None else None,
+        max_sample_utilization=row.get("max_utilization"),
+        sample_period_ns=row.get("sample_period_ns"),
+        max_rank=top_rank,
+        resolved_share=row.get("resolved_share"),
+    )
+    vals = template_values(
+        rule,
+        ctx,
+        rank=top_rank,
+        mean_util=mean,
+        max_sample=row.get("max_utilization") or 0.0,
+        period_ms=(row.get("sample_period_ns") or 0) / 1e6,
+        util_max=min(umax or 0.0, 1.0),
+        util_max_text="100%" if umax is None or umax >= 1 else f"{umax:.0%}",
+        **b.base,
+    )
+    grade = grades.hbm_grade(row, ctx.device_kind)
+    if gate.case == gate_mod.SAMPLED_SATURATED:
+        return b.finding(True, "fired_sampled", vals, grade)
+    if gate.case == gate_mod.SAMPLED_NOT_BOUND:
+        return b.finding(False, "not_bound_sampled", vals, grade)
+    return b.finding(False, "unresolved", vals, {**grade, "grade": "insufficient", "capture": b.capture})
 
 
 @check("top_hbm_ops", OP_BYTES)
