@@ -180,6 +180,22 @@ FROM w JOIN p ON p.run_id = w.run_id AND p.rank = w.rank;
 
 -- Operators that only write their output (a fill or a fresh allocation): in the byte model they read nothing,
 -- whatever input tensor the profiler lists (ZerosLike lists the tensor whose shape it copies).
+-- Index-style operators move only the rows they touch, not their whole source tensor, so their tensor-size
+-- bytes are not a model at all (a gather from a 2.49 GB table counted as 2.49 GB read): gather (rows read into
+-- the output), scatter (updates written into a large destination), slice (a window of the input). kernel_bytes
+-- models them from the index count and row size the shapes give (see there), else leaves them unresolved.
+CREATE OR REPLACE MACRO _index_kind(op) AS (
+    CASE WHEN regexp_matches(lower(coalesce(op, '')),
+              '^(aten::)?(gather|gatherv2|gather_v2|gatherelements|gathernd|gatherv3|embedding|embeddinglookup|index|index_select|indexselect|indexbyindex|take|takealongaxis|batchgather|embedding_bag|embeddingbag)$')
+              THEN 'gather'
+         WHEN regexp_matches(lower(coalesce(op, '')),
+              '^(aten::)?(scatter|scatter_|scatterelements|scatternd|scatterndupdate|scatterupdate|scatteradd|scatter_add|scatter_add_|scatterlist|indexput|indexputv2|index_put|index_put_|inplaceindexadd|indexadd|index_add|index_add_|embeddingdensegrad|embeddingdensebackward|unsortedsegmentsum)$')
+              THEN 'scatter'
+         WHEN regexp_matches(lower(coalesce(op, '')),
+              '^(aten::)?(slice|slicev2|stridedslice|stridedslicev2|strided_slice|narrow|select|as_strided)$')
+              THEN 'slice' END
+);
+
 CREATE OR REPLACE MACRO _is_write_only(op) AS (
     regexp_matches(lower(coalesce(op, '')),
                    '^(aten::)?(zeroslike|zeros_like|zeros|zero_|oneslike|ones_like|ones|fill|fill_|fills|fillv2|fill_v2|empty|emptylike|empty_like|empty_strided|memset|memsetzero|new_zeros|new_ones|new_empty|full|full_like)$')

@@ -32,15 +32,21 @@
 -- column: task_id BIGINT -- kernels.task_id
 -- column: mac_ratio DOUBLE -- kernels.mac_ratio
 -- column: block_dim BIGINT -- kernels.block_dim
+-- column: vec_ratio DOUBLE -- kernels.vec_ratio
+-- column: scalar_ratio DOUBLE -- kernels.scalar_ratio
+-- column: mte2_ratio DOUBLE -- kernels.mte2_ratio
+-- column: mte3_ratio DOUBLE -- kernels.mte3_ratio
+-- column: mte1_ratio DOUBLE -- kernels.metrics['aic_mte1_ratio'] (L1 -> L0A/L0B, on-chip; PipeUtilization)
+-- column: fixpipe_ratio DOUBLE -- kernels.metrics['aic_fixpipe_ratio'] (L0C -> GM/L1; PipeUtilization)
 -- column: first_out_shape VARCHAR -- the first output's shape ('' when none)
 -- column: first_out_dtype VARCHAR -- the first output's dtype ('' when none)
--- column: modeled_read BIGINT -- input tensor bytes from shapes x dtype sizes (0 for write-only ops)
--- column: modeled_write BIGINT -- output tensor bytes from shapes x dtype sizes
+-- column: modeled_read BIGINT -- input tensor bytes from shapes x dtype sizes (0 for write-only ops; index-style ops: the rows touched, see below; null when unresolved)
+-- column: modeled_write BIGINT -- output tensor bytes from shapes x dtype sizes (index-style ops: the rows touched; null when unresolved)
 -- column: sampled_read BIGINT -- read bytes apportioned from the HBM counter samples (null unless counter_coverage is resolved)
 -- column: sampled_write BIGINT -- write bytes apportioned from the HBM counter samples
 -- column: sample_period_ns BIGINT -- the rank's HBM counter sampling period, ns (null: no counters)
 -- column: counter_coverage VARCHAR -- resolved | unresolved (period > 2 x duration) | outside (the counters' span) | null (no counters)
--- column: hbm_bytes_source VARCHAR -- the source chosen: pmu | sampled | modeled | null (none)
+-- column: hbm_bytes_source VARCHAR -- the source chosen: pmu | sampled | modeled | null (none: unresolved)
 -- column: compute_seq BIGINT -- position among the rank's compute kernels on the same stream, in time order (null for communication)
 -- column: prev_op VARCHAR -- _op_name of the compute kernel just before on the stream
 -- column: prev_end_ns BIGINT -- its end, ns
@@ -59,6 +65,12 @@
 -- (prev_op = _op_name(op_type, name), prev_end_ns, prev_out_shape / prev_out_dtype,
 -- prev2_out_shape / prev2_out_dtype; null when there is none): producer -> consumer queries read neighbours
 -- from these columns instead of joining the kernels to themselves.
+--
+-- Modeled bytes of index-style operators (_index_kind): tensor sizes would count a whole source table for a
+-- gather of a few rows. gather: the output holds index count x row size, so read = output + every input but
+-- the largest (the indices; the largest input is the table), write = output; scatter / index_put: read = every
+-- input but the largest (indices and updates), write = the largest of those (the updates); slice: read = write =
+-- output. Without at least two inputs (gather, scatter) or an output (slice) they stay unresolved (null).
 WITH k0 AS MATERIALIZED (
     SELECT row_number() OVER () AS kid, run_id, rank, step, name, op_type, task_type,
            _is_comm(is_comm, task_type, name) AS is_comm,
@@ -66,7 +78,9 @@ WITH k0 AS MATERIALIZED (
            hbm_read_bytes AS pmu_read, hbm_write_bytes AS pmu_write,
            input_shapes, input_dtypes, input_formats, output_shapes, output_dtypes, output_formats,
            flops, ub_read_bytes, ub_write_bytes, l2_read_bytes, l2_write_bytes, l2_hit_rate, stream_id, task_id,
-           mac_ratio, block_dim,
+           mac_ratio, block_dim, vec_ratio, scalar_ratio, mte2_ratio, mte3_ratio,
+           map_extract_value(metrics, 'aic_mte1_ratio')::DOUBLE AS mte1_ratio,
+           map_extract_value(metrics, 'aic_fixpipe_ratio')::DOUBLE AS fixpipe_ratio,
            trim(string_split(coalesce(output_shapes, ''), ';')[1]) AS first_out_shape,
            trim(string_split(coalesce(output_dtypes, ''), ';')[1]) AS first_out_dtype
     FROM kernels
@@ -96,7 +110,12 @@ WITH k0 AS MATERIALIZED (
     FROM dims GROUP BY shapes, dtypes, i
 ), modeled AS (
     -- null when any tensor is unknown: a partial sum never passes for the whole
-    SELECT shapes, dtypes, CASE WHEN count(b) = count(*) THEN round(sum(b))::BIGINT END AS total
+    SELECT shapes, dtypes, CASE WHEN count(b) = count(*) THEN round(sum(b))::BIGINT END AS total,
+           count(*) AS n_tensors,
+           -- the index-style model's parts: all tensors but the largest, and the largest of those
+           CASE WHEN count(b) = count(*) THEN round(sum(b) - max(b))::BIGINT END AS but_largest,
+           CASE WHEN count(b) = count(*) AND count(*) >= 2
+                THEN round(list_sort(list(b), 'DESC')[2])::BIGINT END AS second_largest
     FROM tb GROUP BY shapes, dtypes
 ), w AS MATERIALIZED (
     SELECT * FROM _hbm_windows()
@@ -147,14 +166,26 @@ WITH k0 AS MATERIALIZED (
     LEFT JOIN _hbm_sampling() sp ON sp.run_id = k0.run_id AND sp.rank = k0.rank
 ), b AS (
     SELECT k0.*,
-           CASE WHEN _is_write_only(_op_name(k0.op_type, k0.name)) AND mi.total IS NOT NULL THEN 0 ELSE mi.total END
-               AS modeled_read,
-           mo.total AS modeled_write, s.sampled_read, s.sampled_write, c.sample_period_ns, c.counter_coverage,
+           CASE ix.kind
+                WHEN 'gather' THEN CASE WHEN mi.n_tensors >= 2 THEN mo.total + mi.but_largest END
+                WHEN 'scatter' THEN CASE WHEN mi.n_tensors >= 2 THEN mi.but_largest END
+                WHEN 'slice' THEN mo.total
+                ELSE CASE WHEN _is_write_only(ix.op) AND mi.total IS NOT NULL THEN 0 ELSE mi.total END
+           END AS modeled_read,
+           CASE ix.kind
+                WHEN 'gather' THEN CASE WHEN mi.n_tensors >= 2 THEN mo.total END
+                WHEN 'scatter' THEN CASE WHEN mi.n_tensors >= 2 THEN mi.second_largest END
+                ELSE mo.total
+           END AS modeled_write,
+           s.sampled_read, s.sampled_write, c.sample_period_ns, c.counter_coverage,
            CASE WHEN k0.pmu_read IS NOT NULL OR k0.pmu_write IS NOT NULL THEN 'pmu'
                 WHEN s.sampled_read IS NOT NULL AND c.counter_coverage = 'resolved' AND NOT k0.is_comm THEN 'sampled'
+                WHEN ix.kind IS NOT NULL AND modeled_read IS NULL AND modeled_write IS NULL THEN NULL
                 WHEN mi.total IS NOT NULL OR mo.total IS NOT NULL THEN 'modeled' END AS hbm_bytes_source,
            q.compute_seq, q.prev_op, q.prev_end_ns, q.prev_out_shape, q.prev_out_dtype, q.prev2_out_shape, q.prev2_out_dtype
     FROM k0
+    CROSS JOIN LATERAL (SELECT _op_name(k0.op_type, k0.name) AS op,
+                               _index_kind(_op_name(k0.op_type, k0.name)) AS kind) ix
     LEFT JOIN modeled mi ON mi.shapes = k0.input_shapes AND mi.dtypes = k0.input_dtypes
     LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
     LEFT JOIN sampled s ON s.kid = k0.kid
