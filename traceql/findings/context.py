@@ -48,6 +48,7 @@ TRANSPORT = Read("comm_transport", _rule_params("slow_link"))
 EXEC_MODES = Read("op_exec_modes", _rule_params("aicpu_ops"))
 COVERAGE = Read("capture_coverage")
 AICORE_FREQ = Read("aicore_freq", _rule_params("aicore_freq"))
+BOUNDS = Read("bound_shares")
 # every finding's grade and per-step shares read these (make_finding, Context.share)
 COMMON_READS = (WAIT, HBM)
 
@@ -218,6 +219,13 @@ class Context:
     def hbm_run_row(self) -> dict[str, Any] | None:
         rows = self.read(HBM)
         return next((r for r in rows if r["scope"] == "run"), None)
+
+    def bounds_run(self) -> dict[str, Any] | None:
+        """bound_shares' run row: the compute time's split into memory-, compute- and latency-bound tasks."""
+        return next((r for r in self.read(BOUNDS) if r["scope"] == "run"), None)
+
+    def bounds_by_rank(self) -> dict[int, dict[str, Any]]:
+        return {r["rank"]: r for r in self.read(BOUNDS) if r["scope"] == "rank"}
 
     def store_run_info(self) -> dict[str, Any]:
         return self.session.info

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryError
 from . import checks as _register_checks  # noqa: F401 - importing registers every check
-from .context import COVERAGE, HBM, WAIT, Context, Read
+from .context import BOUNDS, COVERAGE, HBM, WAIT, Context, Read
 from .model import Finding, Report
 from .registry import CHECKS
 from .rules import Rule, load_rules
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..analysis import Analysis
 
 # what the verdict reads besides the checks' findings
-VERDICT_READS = (WAIT, HBM, COVERAGE)
+VERDICT_READS = (WAIT, HBM, COVERAGE, BOUNDS)
 
 
 def plan() -> list[Read]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .base import num_text, pct_text, scaling_of, scaling_text, to_ms
+from .bounds import run_split, split_text
 from .model import Finding
 from .text import render
 
@@ -106,6 +107,7 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         "compute_fraction": (w or {}).get("compute_fraction"),
         "capture": capture,
         "device_kind": ctx.device_kind,
+        "compute_bounds": run_split(ctx),
     }
     if ctx.device_kind == "cpu":
         host_ops = int((ctx.store_run_info().get("rows") or {}).get("host_ops") or 0)
@@ -195,6 +197,13 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
             variant = "communication_no_peak"
         elif not hs["below_line"]:
             variant = "communication_hbm_unknown"
+    elif bound == "compute" and common["compute_bounds"]:
+        # per-task pipes (or PMU bytes) say what bounds the compute time, at each task's own resolution: finer
+        # than a step-wide HBM figure, which can only say whether HBM saturates on average
+        split = common["compute_bounds"]
+        bound = split["bound"]
+        variant = f"pipe_{bound}"
+        vals.update(_split_values(split, ctx))
     elif bound == "compute" and not graded:
         variant = "compute_no_peak" if ctx.peak() is None else "compute_ungraded"
         confidence = "cannot tell"
@@ -210,6 +219,8 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     if util is None and variant in ("memory", "compute") and ctx.peak() is None:
         variant += "_no_peak"
     headline = render(tmpl[variant], vals, f"verdict.{variant}")
+    if common["compute_bounds"] and not variant.startswith("pipe_"):
+        headline += "; " + split_text(common["compute_bounds"])
     missing_ns = w.get("comm_wait_missing_ranks_ns") or 0
     if capture["complete"] is False:
         n_missing = int(capture["job_ranks"] or 0) - int(capture["ranks_captured"] or 0)
@@ -248,4 +259,19 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         "mean_step_ms": to_ms(w["mean_step_ns"]),
         "ranks": len(ctx.wait_by_rank()),
         "steps": w["steps"],
+    }
+
+
+def _split_values(split: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The pipe verdicts' template values (rules.toml [verdict] pipe_*)."""
+    cause = split.get("top_cause_text") or "no single cause"
+    return {
+        "mem_pct": split["memory_share"],
+        "comp_pct": split["compute_share"],
+        "lat_pct": split["latency_share"],
+        "graded_pct": split["graded_share"],
+        "cause_text": cause,
+        "split_text": split_text(split),
+        "mem_line": 0.8,
+        "compute_line": 0.8,
     }

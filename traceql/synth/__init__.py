@@ -65,10 +65,12 @@ from .model import (
     Step,
     derive_hbm_counters,
 )
-from .scenarios import article_scenario, dense_scenario
+from .scenarios import PIPE_BOUND_OPS, article_scenario, dense_scenario, pipe_bounds_scenario
 from .torch_npu_writer import WriteOptions, write_torch_npu_dump
 
 __all__ = [
+    "PIPE_BOUND_OPS",
+    "pipe_bounds_scenario",
     "BASE_NS",
     "KiB",
     "MiB",

@@ -283,3 +283,52 @@ def dense_scenario(
             )
             i += 1
     return sc
+
+
+# (name, op_type, task_type, dur_ns, block_dim, pipe ratios): one planted operator per class of
+# queries/_bounds.sql's rule; the expected class of each is in its name (tests compute it again from the CSV)
+PIPE_BOUND_OPS: tuple[tuple[str, str, str, int, int, dict[str, float]], ...] = (
+    ("memory_Add", "Add", "AI_VECTOR_CORE", 400_000, 48, {"vec": 0.2, "scalar": 0.05, "mte2": 0.93, "mte3": 0.6}),
+    ("memory_store_ZerosLike", "ZerosLike", "AI_VECTOR_CORE", 100_000, 48,
+     {"vec": 0.02, "scalar": 0.02, "mte2": 0.0, "mte3": 0.97}),
+    ("compute_MatMulV2", "MatMulV2", "AI_CORE", 600_000, 24,
+     {"mac": 0.91, "scalar": 0.1, "mte1": 0.6, "mte2": 0.45, "fixpipe": 0.1}),
+    ("latency_scalar_TopK", "TopK", "AI_VECTOR_CORE", 200_000, 48,
+     {"vec": 0.1, "scalar": 0.72, "mte2": 0.2, "mte3": 0.1}),
+    ("latency_few_blocks_Mul", "Mul", "AI_VECTOR_CORE", 150_000, 4,
+     {"vec": 0.3, "scalar": 0.1, "mte2": 0.5, "mte3": 0.3}),
+    ("latency_short_Cast", "Cast", "AI_VECTOR_CORE", 6_000, 48,
+     {"vec": 0.3, "scalar": 0.1, "mte2": 0.4, "mte3": 0.3}),
+    ("latency_overlap_ReduceSum", "ReduceSum", "AI_VECTOR_CORE", 300_000, 48,
+     {"vec": 0.45, "scalar": 0.2, "mte2": 0.5, "mte3": 0.2}),
+)  # fmt: skip
+
+
+def pipe_bounds_scenario(steps: int = 2, calls: int = 3, step_ns: int = 10_000_000) -> Scenario:
+    """One rank, `steps` ProfilerSteps, each running every PIPE_BOUND_OPS operator `calls` times: a
+    PipeUtilization dump (write it with aic_metrics="PipeUtilization") whose operators' bounds are known by
+    construction: memory (MTE2 / MTE3 >= 0.8), compute (cube >= 0.8), latency with each cause."""
+    sc = Scenario(n_ranks=1, hbm_period_ns=20_000_000)
+    rt = sc.rank(0)
+    for k in range(steps):
+        s0 = 1_000_000 + k * step_ns
+        rt.add_step(k + 1, start_ns=s0, dur_ns=step_ns)
+        rt._cursor[2] = s0 + 100_000
+        for _ in range(calls):
+            for name, op_type, task_type, dur, blocks, pipe in PIPE_BOUND_OPS:
+                rt.add_op(
+                    name,
+                    op_type,
+                    dur_ns=dur,
+                    task_type=task_type,
+                    block_dim=blocks,
+                    pipe=dict(pipe),
+                    input_shapes=("1024,1024",),
+                    input_dtypes=("FLOAT16",),
+                    input_formats=("ND",),
+                    output_shapes=("1024,1024",),
+                    output_dtypes=("FLOAT16",),
+                    output_formats=("ND",),
+                    host_op=f"aclnn{op_type}",
+                )
+    return sc

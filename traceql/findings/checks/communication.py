@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..base import (
     decide,
@@ -19,7 +19,7 @@ from ..base import (
     to_gb,
     to_ms,
 )
-from ..context import RANK_SUMMARY, TRANSPORT
+from ..context import BOUNDS, RANK_SUMMARY, TRANSPORT
 from ..model import Finding
 from ..registry import check
 from ..text import render
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..rules import Rule
 
 
-@check("comm_waits_on_memory", RANK_SUMMARY)
+@check("comm_waits_on_memory", RANK_SUMMARY, BOUNDS)
 def check_comm_waits_on_memory(ctx: Context, rule: Rule) -> Finding:
     """Ranks waiting in collectives for a late peer that is in HBM-saturated compute. Every number is
     wait_attribution's: the wait is the waiting rank's exposed peer wait (comm_wait_peer_hbm +
@@ -109,6 +109,9 @@ def check_comm_waits_on_memory(ctx: Context, rule: Rule) -> Finding:
             ctx, rule, fired=False, variant="small_wait", values=vals, evidence=ev, query_params=qp
         )
     if hbm_g["grade"] not in ("measured", "sampled") or late_util is None:
+        piped = _pipe_memory_wait(ctx, rule, late, waiter, wait, vals, ev)
+        if piped is not None:
+            return piped
         return make_finding(
             ctx,
             rule,
@@ -155,6 +158,53 @@ def check_comm_waits_on_memory(ctx: Context, rule: Rule) -> Finding:
             }
             for r in sorted(rs)
         ],
+    )
+
+
+def _pipe_memory_wait(
+    ctx: Context,
+    rule: Rule,
+    late: int,
+    waiter: int,
+    wait: float,
+    vals: dict[str, Any],
+    ev: dict[str, Any],
+) -> Finding | None:
+    """The article's story from pipe evidence alone (no HBM bytes): the late rank spends more time per step in
+    memory-bound tasks (MTE2/MTE3 busy >= the line, bound_shares) than the waiting rank, enough to cover the
+    wait. None when either rank's per-task evidence is too thin to say."""
+    from ..bounds import rank_memory_ns
+
+    wr = ctx.wait_by_rank()
+    late_mem, wait_mem = rank_memory_ns(ctx, late), rank_memory_ns(ctx, waiter)
+    if late_mem is None or wait_mem is None or wait <= 0:
+        return None
+    d_mem = late_mem / (wr.get(late, {}).get("steps") or 1) - wait_mem / (
+        wr.get(waiter, {}).get("steps") or 1
+    )
+    covered = min(max(d_mem / wait, 0.0), 1.0)
+    ev = {**ev, "late_extra_memory_bound_ns_per_step": d_mem, "wait_covered_by_memory_bound_share": covered}
+    vals = {**vals, "d_mem_ms": to_ms(d_mem), "covered": covered}
+    grade = {
+        "grade": "pipe",
+        "detail": "memory-bound tasks by per-task pipe utilisation (MTE2/MTE3 busy >= 80%), no HBM bytes",
+    }
+    if covered < rule["min_explained"]:
+        return make_finding(
+            ctx, rule, fired=False, variant="not_memory_pipe", values=vals, evidence=ev, grade=grade
+        )
+    saving_ns = min(wait, max(d_mem, 0.0))
+    share = ctx.share(saving_ns)
+    return make_finding(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired_pipe",
+        values=vals,
+        evidence=ev,
+        share=share,
+        saving=saving_of(to_ms(saving_ns), str(rule["saving_method"]), share),
+        grade=grade,
     )
 
 
