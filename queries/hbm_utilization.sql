@@ -25,7 +25,7 @@
 -- column: evidence VARCHAR             -- the grade of the bandwidth figures: measured (per-task PMU) | sampled (HBM counters, see sample_period_ns) | modeled (tensor sizes: lower bound only) | mixed | none
 -- column: sample_period_ns BIGINT      -- sampled: the counters' sampling period (median gap between samples of one series)
 -- column: resolved_share DOUBLE        -- sampled: share of compute-kernel time in kernels the sampling resolves (period <= 2 x duration), 0..1
--- column: modeled_bytes BIGINT         -- modeled lower bound of the HBM bytes of the kernels in the windows (input + output tensors)
+-- column: modeled_bytes BIGINT         -- modeled lower bound of the HBM bytes of the kernels in the windows (input + output tensors; kernels whose modeled bytes would exceed the peak left out)
 -- column: modeled_utilization_lower DOUBLE -- modeled_bytes / window / peak: a lower bound, never tested against the lines
 -- column: verdict VARCHAR              -- hbm-bound | borderline | not bandwidth-bound | unresolved (sampled counters too coarse to tell) | lower bound only (modeled); null without a peak
 --
@@ -49,7 +49,11 @@ WITH seg AS MATERIALIZED (
     -- per rank and step: modeled bytes of the kernels in the windows, and how much compute time the counter
     -- sampling resolves
     SELECT w.run_id, w.rank, w.step,
-           sum(coalesce(k.modeled_read, 0) + coalesce(k.modeled_write, 0)) AS modeled_bytes,
+           -- a kernel whose modeled bytes exceed the peak over its duration cannot be right: its bytes would
+           -- make the "lower bound" no bound at all, so they are left out (traceql check: modeled_above_peak)
+           sum(coalesce(k.modeled_read, 0) + coalesce(k.modeled_write, 0)) FILTER (
+               WHERE NOT coalesce(k.dur_ns > 0 AND (coalesce(k.modeled_read, 0) + coalesce(k.modeled_write, 0)) * 1e9
+                                  / k.dur_ns > $peak_hbm_bps::DOUBLE, false)) AS modeled_bytes,
            sum(k.dur_ns) FILTER (WHERE NOT k.is_comm AND k.counter_coverage = 'resolved') AS resolved_ns,
            sum(k.dur_ns) FILTER (WHERE NOT k.is_comm AND k.counter_coverage IS NOT NULL) AS covered_ns,
            any_value(k.sample_period_ns) AS sample_period_ns

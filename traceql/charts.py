@@ -490,6 +490,7 @@ def roofline_chart(roof: pa.Table) -> ChartT:
             "bw_utilization",
             "flops_utilization",
             "bound",
+            "bound_grade",
         ],
     )
     tooltip = [
@@ -502,6 +503,7 @@ def roofline_chart(roof: pa.Table) -> ChartT:
         alt.Tooltip("bw_utilization:Q", title="achieved / peak BW", format=".0%"),
         alt.Tooltip("flops_utilization:Q", title="achieved / peak FLOP/s", format=".0%"),
         alt.Tooltip("bound:N"),
+        alt.Tooltip("bound_grade:N", title="bound from"),
         alt.Tooltip("flops_source:N", title="FLOPs from"),
         alt.Tooltip("hbm_bytes_source:N", title="bytes from"),
     ]
@@ -520,7 +522,10 @@ def roofline_chart(roof: pa.Table) -> ChartT:
             color=alt.Color(
                 "bound:N",
                 title="bound by",
-                scale=alt.Scale(domain=["memory", "compute"], range=["#d62728", "#2ca02c"]),
+                # three classes (queries/roofline.sql): latency = neither roof reached
+                scale=alt.Scale(
+                    domain=["memory", "compute", "latency"], range=["#d62728", "#2ca02c", "#7f7f7f"]
+                ),
             ),
             tooltip=tooltip,
         )

@@ -107,6 +107,21 @@ def _device_peak_hbm_bps(device: str | None) -> float | None:
     return None
 
 
+def _run_peaks(con: Any, run_id: str) -> dict[str, float | None]:
+    """The run's peaks (queries.resolve_peaks), or {} when its tables cannot be read yet."""
+    import duckdb
+
+    from . import queries
+
+    cur = con.cursor()
+    try:
+        return dict(queries.resolve_peaks(cur, run_id=run_id).peaks)
+    except duckdb.Error:
+        return {}
+    finally:
+        cur.close()
+
+
 def _jsonable(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None if math.isnan(v) else str(v)
@@ -161,8 +176,15 @@ def run_checks(
         spill_dir = _owned.TempDir("checks")
         con.execute(f"SET memory_limit='{CHECKS_MEMORY_LIMIT}'")
         con.execute("SET temp_directory=$d", {"d": spill_dir.name})
-    limit, limit_source = hbm_limit_bps(info.get("device"))
-    peak = _device_peak_hbm_bps(info.get("device"))
+    # the run's peaks resolved as every query resolves them (queries.resolve_peaks: the dump's names, then the
+    # inferred family, then CANN's ini), so `check` and op_hbm_bytes judge a kernel against the same peak
+    run_peaks = _run_peaks(con, run_id)
+    peak = run_peaks.get("peak_hbm_bps")
+    limit, limit_source = (
+        (PEAK_FACTOR * peak, f"10 x the run's peak {peak / 1e12:.2f} TB/s")
+        if peak
+        else hbm_limit_bps(info.get("device"))
+    )
     helpers_loaded: str | None = None  # None: not tried; "": loaded; else why not
     results: list[dict[str, Any]] = []
     try:
@@ -185,7 +207,7 @@ def run_checks(
                     "peak_l2_bps",
                     "peak_ub_bps",
                 ):  # the preset's, or null (the check skips that level)
-                    values[p] = _device_peak(info.get("device"), p)
+                    values[p] = run_peaks.get(p) or _device_peak(info.get("device"), p)
                 elif default is not None:
                     values[p] = default
                 else:

@@ -192,14 +192,19 @@ def _pick_run(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> str:
 
 
 def _with_platform_peaks(
-    cur: duckdb.DuckDBPyConnection, choice: devices.PeakChoice, overrides: dict[str, Any]
+    cur: duckdb.DuckDBPyConnection,
+    choice: devices.PeakChoice,
+    overrides: dict[str, Any],
+    run_id: str | None = None,
 ) -> devices.PeakChoice:
     """The choice with the peaks a run's platform_config ini gives (devices.platform_peaks), labelled; explicit
     overrides still win. Unchanged when the run carries no ini."""
     from . import devices
 
+    where = "run_id = $r AND " if run_id is not None else ""
     rows = cur.execute(
-        "SELECT key, any_value(value) FROM run_meta WHERE key LIKE 'platform_config.%' GROUP BY 1"
+        f"SELECT key, any_value(value) FROM run_meta WHERE {where}key LIKE 'platform_config.%' GROUP BY 1",
+        {"r": run_id} if run_id is not None else {},
     )
     got = devices.platform_peaks({str(k): str(v) for k, v in rows.fetchall()})
     if got is None:
@@ -212,29 +217,58 @@ def _with_platform_peaks(
     return devices.PeakChoice(choice.device, merged, f"{choice.note}; {note}")
 
 
-def detected_device_names(cur: duckdb.DuckDBPyConnection) -> list[str]:
+def detected_device_names(cur: duckdb.DuckDBPyConnection, run_id: str | None = None) -> list[str]:
     """Device names the (scoped) run carries: runs.device, then run_meta values that name a device, then (last
     resort, labelled as such) the Ascend 910B family when the kernels ran on separate vector cores: only the
-    A2/A3 chips (910B, 910_93) have AI_VECTOR_CORE / MIX tasks and aiv_ PMU columns (formats.md section 2.2)."""
-    names = [r[0] for r in cur.execute("SELECT device FROM runs WHERE device IS NOT NULL").fetchall()]
+    A2/A3 chips (910B, 910_93) have AI_VECTOR_CORE / MIX tasks and aiv_ PMU columns (formats.md section 2.2).
+    run_id: read that run only (on a connection whose views are not scoped to it)."""
+    where = "run_id = $r AND " if run_id is not None else ""
+    p = {"r": run_id} if run_id is not None else {}
+    names = [
+        r[0] for r in cur.execute(f"SELECT device FROM runs WHERE {where}device IS NOT NULL", p).fetchall()
+    ]
     names += [
         r[0]
         for r in cur.execute(
-            "SELECT DISTINCT value FROM run_meta WHERE (key ILIKE '%device%' OR key ILIKE '%npu%' OR key ILIKE '%name%')"
+            f"SELECT DISTINCT value FROM run_meta WHERE {where}(key ILIKE '%device%' OR key ILIKE '%npu%' OR key ILIKE '%name%')"
             " AND (value ILIKE 'ascend%' OR value ILIKE 'nvidia%' OR value ILIKE '%a100%' OR value ILIKE '%h100%'"
-            " OR value ILIKE '%h200%') AND length(value) < 64 ORDER BY 1 LIMIT 8"
+            " OR value ILIKE '%h200%') AND length(value) < 64 ORDER BY 1 LIMIT 8",
+            p,
         ).fetchall()
     ]
     if not names:
         vector = cur.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM kernels WHERE task_type IN ('AI_VECTOR_CORE', 'MIX_AIV', 'MIX_AIC')"
-            " OR aiv_time_ns IS NOT NULL LIMIT 1)"
+            f"SELECT count(*) FROM (SELECT 1 FROM kernels WHERE {where}(task_type IN ('AI_VECTOR_CORE', 'MIX_AIV', 'MIX_AIC')"
+            " OR aiv_time_ns IS NOT NULL) LIMIT 1)",
+            p,
         ).fetchall()[0]  # fetchall: a fetchone leaves DuckDB 2's streaming result open on the cursor
         if vector and vector[0]:
             names.append(
                 "Ascend910B (inferred: the dump names no device, but its AI_VECTOR_CORE tasks exist only on 910B-class chips)"
             )
     return names
+
+
+def resolve_peaks(
+    cur: duckdb.DuckDBPyConnection,
+    *,
+    run_id: str | None = None,
+    device: str | None = None,
+    peaks: Any = None,
+) -> devices.PeakChoice:
+    """The run's device and peaks, resolved one way for every consumer (queries, findings, checks, report,
+    compare): an explicit preset or Device, else the names the dump carries (then the inferred family), then
+    CANN's platform_config ini where the dump has one, then per-peak overrides."""
+    from . import devices
+
+    if isinstance(peaks, devices.Device):
+        return devices.PeakChoice(peaks, peaks.peaks(), f"device preset {peaks.key}")
+    choice = devices.resolve(
+        device=device, detected=detected_device_names(cur, run_id), overrides=dict(peaks or {})
+    )
+    if not device:  # a dump carrying CANN's platform_config ini: its peaks win over the preset's
+        choice = _with_platform_peaks(cur, choice, dict(peaks or {}), run_id)
+    return choice
 
 
 def run(
@@ -280,14 +314,7 @@ def run(
     try:
         rid = _pick_run(cur, run_id)
         scope(cur, rid, rank if spec.rank_filter == "input" else None, for_sql=spec.sql)
-        if isinstance(peaks, devices.Device):
-            choice = devices.PeakChoice(peaks, peaks.peaks(), f"device preset {peaks.key}")
-        else:
-            choice = devices.resolve(
-                device=device, detected=detected_device_names(cur), overrides=dict(peaks or {})
-            )
-            if not device:  # a dump carrying CANN's platform_config ini: its peaks win over the preset's
-                choice = _with_platform_peaks(cur, choice, dict(peaks or {}))
+        choice = resolve_peaks(cur, device=device, peaks=peaks)
         bound = bind_params(spec, params, fill=choice.peaks)
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))
