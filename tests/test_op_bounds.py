@@ -156,3 +156,26 @@ def test_real_level1_unambiguous_operators_match_the_raw_ratios(tmp_path: Path) 
 def test_op_bounds_is_documented() -> None:
     spec = queries.get("op_bounds")
     assert {c.name for c in spec.columns} >= {"bound", "cause", "grade", "memory_share", "latency_share"}
+
+
+def test_memory_candidates_ranked_by_pipe_time_without_bytes(planted: tuple[Path, Path]) -> None:
+    """No measured bytes: top_hbm_ops ranks the operators by memory-bound time from the pipes. By construction
+    per step: memory_Add 3 x 400 us = 1.2 ms, memory_store_ZerosLike 3 x 100 us = 0.3 ms, nothing else."""
+    _dump, store = planted
+    rep = json.loads(evaluate(store, "pipes", device=DEVICE).to_json())
+    f = next(x for x in rep["findings"] if x["id"] == "top_hbm_ops")
+    assert f["evidence"]["outcome"] == "fired_pipe" and f["grade"]["grade"] == "pipe"
+    assert [t["name"] for t in f["top_ops"]] == ["memory_Add", "memory_store_ZerosLike"]
+    assert [t["memory_ms_per_step"] for t in f["top_ops"]] == pytest.approx([1.2, 0.3])
+
+
+def test_no_bytes_no_pipes_still_cannot_tell(tmp_path: Path) -> None:
+    """The same planted operators written with an aic-metrics group that has neither bytes nor pipes
+    (ArithmeticUtilization): no compute split, no pipe verdict, top_hbm_ops not ranked by pipes."""
+    write_torch_npu_dump(pipe_bounds_scenario(), tmp_path / "d", aic_metrics="ArithmeticUtilization")
+    ingest(tmp_path / "d", tmp_path / "s", name="nop", workers=1)
+    rep = json.loads(evaluate(tmp_path / "s", "nop", device=DEVICE).to_json())
+    assert rep["verdict"]["compute_bounds"] is None
+    assert "pipe utilisation" not in rep["verdict"]["headline"]
+    f = next(x for x in rep["findings"] if x["id"] == "top_hbm_ops")
+    assert f["evidence"]["outcome"] != "fired_pipe"

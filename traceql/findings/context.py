@@ -49,6 +49,7 @@ EXEC_MODES = Read("op_exec_modes", _rule_params("aicpu_ops"))
 COVERAGE = Read("capture_coverage")
 AICORE_FREQ = Read("aicore_freq", _rule_params("aicore_freq"))
 BOUNDS = Read("bound_shares")
+OP_BOUNDS = Read("op_bounds", lambda ctx: {"top_n": 200})
 # every finding's grade and per-step shares read these (make_finding, Context.share)
 COMMON_READS = (WAIT, HBM)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import gate as gate_mod
 from ..base import bound_share_of, make_finding, op_bytes_rows, saving_of, template_values, to_ms
-from ..context import OP_BYTES
+from ..context import OP_BOUNDS, OP_BYTES
 from ..model import Finding
 from ..registry import check
 
@@ -160,10 +160,14 @@ def _sampled(ctx: Context, rule: Rule, b: _Base, gate: gate_mod.Gate) -> Finding
     return b.finding(False, "unresolved", vals, {**grade, "grade": "insufficient", "capture": b.capture})
 
 
-@check("top_hbm_ops", OP_BYTES)
+@check("top_hbm_ops", OP_BYTES, OP_BOUNDS)
 def check_top_hbm_ops(ctx: Context, rule: Rule) -> Finding:
     rows = op_bytes_rows(ctx)[: int(rule.params.get("top_n", 10))]
     rows = [r for r in rows if r.get("hbm_bytes")]
+    if not any(r.get("hbm_bytes_source") in ("pmu", "sampled", "mixed") for r in rows):
+        piped = _pipe_candidates(ctx, rule)  # tensor sizes at best: rank by memory-bound time instead
+        if piped is not None:
+            return piped
     if not rows:
         return make_finding(ctx, rule, fired=False, variant="no_data", values=template_values(rule, ctx))
     total = (
@@ -205,4 +209,61 @@ def check_top_hbm_ops(ctx: Context, rule: Rule) -> Finding:
         values=vals,
         top_ops=top,
         evidence={"total_hbm_bytes": total, "top_share": top_share, "sources": sources},
+    )
+
+
+def _pipe_candidates(ctx: Context, rule: Rule) -> Finding | None:
+    """Without measured or sampled bytes, the operators spending the most time memory-bound by per-task pipe
+    utilisation (op_bounds, grade pipe) are the memory checklist's candidates; None without pipe evidence."""
+    n = int(rule.params.get("top_n", 10))
+    ops = [
+        r
+        for r in ctx.read(OP_BOUNDS)
+        if r.get("grade") in ("pipe", "measured") and (r.get("memory_share") or 0) > 0
+    ]
+    if not ops:
+        return None
+    ops.sort(key=lambda r: (-(r["dur_ns"] or 0) * (r["memory_share"] or 0), r["name"]))
+    top = ops[:n]
+    per_step = [ctx.per_step((r["dur_ns"] or 0) * (r["memory_share"] or 0)) or 0.0 for r in top]
+    compute = ctx.compute_ns()
+    mem_ns = sum((r["dur_ns"] or 0) * (r["memory_share"] or 0) for r in top)
+    first = top[0]
+    vals = template_values(
+        rule,
+        ctx,
+        n=len(top),
+        mem_ms=to_ms(sum(per_step)) or 0.0,
+        mem_share=mem_ns / compute if compute else 0.0,
+        op1=first["op_type"] or first["name"],
+        op1_ms=to_ms(per_step[0]) or 0.0,
+    )
+    rows = [
+        {
+            "name": r["name"],
+            "op_type": r["op_type"],
+            "calls": r["calls"],
+            "dur_ms": to_ms(r["dur_ns"]),
+            "memory_share": r["memory_share"],
+            "memory_ms_per_step": to_ms(ps),
+            "mem_pipe": r["mem_pipe"],
+            "bound": r["bound"],
+            "grade": r["grade"],
+        }
+        for r, ps in zip(top, per_step, strict=True)
+    ]
+    return make_finding(
+        ctx,
+        rule,
+        fired=True,
+        variant="fired_pipe",
+        values=vals,
+        top_ops=rows,
+        evidence={"ranked_by": "memory-bound time (op_bounds, per-task pipe utilisation)"},
+        query="op_bounds",
+        query_params={"top_n": 200},
+        grade={
+            "grade": "pipe",
+            "detail": "operators ranked by memory-bound time from per-task pipe utilisation",
+        },
     )
