@@ -225,7 +225,7 @@ def run_checks(
                 row["bound"] = limit_source
             if "peak_hbm_bps" in chk.params:
                 row["bound"] = (
-                    f"{info.get('device')} peak {peak / 1e12:.2f} TB/s"
+                    f"the run's peak {peak / 1e12:.2f} TB/s"
                     if peak
                     else f"{FALLBACK_HBM_LIMIT_BPS / 1e12:.0f} TB/s (device peak unknown)"
                 )

@@ -249,6 +249,33 @@ def detected_device_names(cur: duckdb.DuckDBPyConnection, run_id: str | None = N
     return names
 
 
+def run_devices(store: Any, run_ids: list[str]) -> dict[str, devices.PeakChoice]:
+    """Each run's resolved device (resolve_peaks), for listings: `traceql runs` shows what every analysis of the
+    run will use and where it came from. A run whose tables cannot be read is left out."""
+    import duckdb
+
+    from . import engine
+    from .store import Store
+
+    st = store if isinstance(store, Store) else Store(store)
+    if not run_ids:
+        return {}
+    out: dict[str, devices.PeakChoice] = {}
+    con = engine.connect(st, runs=run_ids)
+    try:
+        for rid in run_ids:
+            cur = con.cursor()
+            try:
+                out[rid] = resolve_peaks(cur, run_id=rid)
+            except duckdb.Error:
+                pass
+            finally:
+                cur.close()
+    finally:
+        con.close()
+    return out
+
+
 def resolve_peaks(
     cur: duckdb.DuckDBPyConnection,
     *,

@@ -151,14 +151,24 @@ def runs_cmd(
 
     Example:  traceql runs --format json
     """
+    from ..queries import run_devices
     from ..store import Store
     from . import _console
     from ._output import write_json
 
     st = Store(store)
     runs = st.runs() if st.exists() else {}
+    # the device and peaks every analysis of the run uses, and where they came from (queries.resolve_peaks)
+    resolved = run_devices(st, sorted(runs))
     if fmt == ListFormat.json:
-        write_json({k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()})
+        out = {k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()}
+        for k, ch in resolved.items():
+            out[k]["device_resolved"] = {
+                "preset": ch.device.key if ch.device else None,
+                "peaks": ch.peaks,
+                "source": ch.note,
+            }
+        write_json(out)
         return
     rows = [
         (
@@ -166,13 +176,27 @@ def runs_cmd(
             info.get("format"),
             info.get("ranks_count"),
             info.get("device"),
+            _preset_text(resolved.get(rid)),
             sum(info.get("rows", {}).values()),
             info.get("ingested_at"),
             info.get("source"),
         )
         for rid, info in sorted(runs.items())
     ]
-    _console.print_table(["run", "format", "ranks", "device", "rows", "ingested", "source"], rows)
+    _console.print_table(
+        ["run", "format", "ranks", "device", "peaks from", "rows", "ingested", "source"], rows
+    )
+
+
+def _preset_text(choice: Any) -> str:
+    """'ascend910b (inferred ...)': the preset analyses use and how it was chosen, short."""
+    if choice is None:
+        return "unknown"
+    key = choice.device.key if choice.device else "none"
+    how = "--device" if "(--device)" in choice.note else "inferred" if "inferred" in choice.note else "dump"
+    if choice.device is None:
+        how = "no preset"
+    return f"{key} ({how})"
 
 
 def rm_cmd(
