@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LEVEL1, real
+from conftest import DB_LEVEL1, LEVEL1, real
 
 from traceql import queries
 from traceql.analysis import Analysis
@@ -179,3 +179,48 @@ def test_no_bytes_no_pipes_still_cannot_tell(tmp_path: Path) -> None:
     assert "pipe utilisation" not in rep["verdict"]["headline"]
     f = next(x for x in rep["findings"] if x["id"] == "top_hbm_ops")
     assert f["evidence"]["outcome"] != "fired_pipe"
+
+
+@pytest.mark.real
+def test_real_db_export_shares_equal_sqlite(tmp_path: Path) -> None:
+    """The db export of the same job: TASK_PMU_INFO's ratios (name ids through STRING_IDS) and TASK's times,
+    read with sqlite3 and classified here by the rule, give bound_shares' memory / compute / latency shares per
+    rank (tasks without any pipe ratio count as unknown)."""
+    import sqlite3
+
+    dump = real(DB_LEVEL1)
+    ingest(dump, tmp_path / "s", name="db", workers=1)
+    with Analysis(tmp_path / "s", "db", device=DEVICE) as s:
+        got = {r["rank"]: r for r in s.query("bound_shares").to_pylist() if r["scope"] == "rank"}
+    for rank in (0, 1):
+        db = dump / f"rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_{rank}.db"
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        names = dict(con.execute("SELECT id, value FROM STRING_IDS"))
+        pmu: dict[int, dict[str, Decimal]] = defaultdict(dict)
+        for tid, nid, value in con.execute("SELECT globalTaskId, name, value FROM TASK_PMU_INFO"):
+            pmu[tid][names[nid]] = Decimal(str(value))
+        durs = dict(
+            con.execute(
+                "SELECT c.globalTaskId, t.endNs - t.startNs FROM COMPUTE_TASK_INFO c "
+                "JOIN TASK t ON t.globalTaskId = c.globalTaskId"
+            )
+        )
+        by: dict[str, Decimal] = defaultdict(Decimal)
+        for tid, dur in durs.items():
+            p = pmu.get(tid, {})
+            keys = ("aic_mte2_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aic_mac_ratio", "aiv_vec_ratio")
+            if not any(k in p for k in keys):
+                by["unknown"] += dur
+                continue
+            mem = max(p.get(k, Decimal(0)) for k in keys[:3])
+            comp = max(p.get(k, Decimal(0)) for k in keys[3:])
+            line = Decimal("0.8")
+            cls = (
+                "compute" if comp >= line and comp >= mem
+                else "memory" if mem >= line
+                else "latency"
+            )  # fmt: skip
+            by[cls] += Decimal(dur)
+        total = sum(by.values())
+        for cls in ("memory", "compute", "latency", "unknown"):
+            assert got[rank][f"{cls}_share"] == pytest.approx(float(by[cls] / total), abs=1e-9), (rank, cls)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base import (
@@ -82,12 +83,7 @@ def check_comm_waits_on_memory(ctx: Context, rule: Rule) -> Finding:
         "wait_covered_by_extra_saturated_share": covered,
         "late_rank_hbm_utilization": late_util,
         "waiting_rank_transit_ns_per_step": transit,
-        "scaling_efficiency": scaling if method != "compute_fraction" else None,
-        "compute_fraction": (ctx.wait_run() or {}).get("compute_fraction"),
-        "related_queries": [
-            ctx.command("comm_skew", {"sat_threshold": ctx.sat, "top_n": 50}),
-            ctx.command("rank_summary"),
-        ],
+        **_scaling_evidence(ctx),
     }
     vals = template_values(
         rule,
@@ -146,19 +142,42 @@ def check_comm_waits_on_memory(ctx: Context, rule: Rule) -> Finding:
         share=share,
         saving=saving_of(to_ms(saving_ns), str(rule["saving_method"]), share),
         grade=hbm_g,
-        top_ops=[
-            {
-                "rank": r,
-                "lateness_ms_per_step": to_ms(per_step_rank(rs[r], "lateness_ns")),
-                "peer_wait_ms_per_step": to_ms(peer_wait(r)),
-                "hbm_saturated_compute_ms_per_step": to_ms(
-                    per_step_rank(wr.get(r, {}), "compute_hbm_saturated_ns")
-                ),
-                "hbm_utilization": (hbm.get(r) or {}).get("busy_utilization"),
-            }
-            for r in sorted(rs)
-        ],
+        top_ops=_rank_rows(ctx, rs, wr, peer_wait),
     )
+
+
+def _scaling_evidence(ctx: Context) -> dict[str, Any]:
+    scaling, method = scaling_of(ctx)
+    return {
+        "scaling_efficiency": scaling if method != "compute_fraction" else None,
+        "compute_fraction": (ctx.wait_run() or {}).get("compute_fraction"),
+        "related_queries": [
+            ctx.command("comm_skew", {"sat_threshold": ctx.sat, "top_n": 50}),
+            ctx.command("rank_summary"),
+        ],
+    }
+
+
+def _rank_rows(
+    ctx: Context,
+    rs: dict[int, dict[str, Any]],
+    wr: dict[int, dict[str, Any]],
+    peer_wait: Callable[[int], float],
+) -> list[dict[str, Any]]:
+    """One row per rank: its lateness, its wait for peers and its HBM-saturated compute, per step."""
+    hbm = ctx.hbm_ranks()
+    return [
+        {
+            "rank": r,
+            "lateness_ms_per_step": to_ms(per_step_rank(rs[r], "lateness_ns")),
+            "peer_wait_ms_per_step": to_ms(peer_wait(r)),
+            "hbm_saturated_compute_ms_per_step": to_ms(
+                per_step_rank(wr.get(r, {}), "compute_hbm_saturated_ns")
+            ),
+            "hbm_utilization": (hbm.get(r) or {}).get("busy_utilization"),
+        }
+        for r in sorted(rs)
+    ]
 
 
 def _pipe_memory_wait(

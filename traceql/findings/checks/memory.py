@@ -102,34 +102,9 @@ def check_operator_fusion(ctx: Context, rule: Rule) -> Finding:
 
 @check("ub_reuse", REPEATED_READS, UB_L2, OP_BYTES)
 def check_ub_reuse(ctx: Context, rule: Rule) -> Finding:
-    ops = op_bytes_rows(ctx)
-    qp = {"top_n": int(rule["op_rows"])}
-    ratio_min = float(rule["reread_ratio"])
-    rereads = []
-    for r in ops:
-        ratio = r.get("measured_over_modeled")
-        if (
-            ratio is None
-            or ratio < ratio_min
-            or not r.get("hbm_bytes")
-            or (r.get("share") or 0) < rule["min_op_share"]
-        ):
-            continue
-        extra_frac = 1 - 1 / ratio
-        rereads.append(
-            {
-                "name": r["name"],
-                "op_type": r["op_type"],
-                "measured_over_modeled": ratio,
-                "extra_bytes": r["hbm_bytes"] * extra_frac,
-                "extra_ns": (r["dur_ns"] or 0) * extra_frac,
-                "hbm_gb": r["hbm_gb"],
-                "share": r["share"],
-            }
-        )
+    rereads = _rereads(ctx, rule)
     rr = ctx.read(REPEATED_READS)
     rr_run = next((r for r in rr if r["scope"] == "run"), {})
-    rr_top = [r for r in rr if r["scope"] == "tensor"][:5]
     ub = next((r for r in ctx.read(UB_L2) if r["scope"] == "overall"), {})
     ub_util = ub.get("ub_utilization")
     total_ns = sum(x["extra_ns"] for x in rereads) + float(rr_run.get("extra_ns") or 0)
@@ -145,6 +120,73 @@ def check_ub_reuse(ctx: Context, rule: Rule) -> Finding:
         "saved_ns_per_step": per_step,
         "related_queries": [ctx.command("repeated_reads", rule.params), ctx.command("ub_l2_rates")],
     }
+    tops = _ub_reuse_tops(rereads, [r for r in rr if r["scope"] == "tensor"][:5])
+    ub_text = f"UB utilisation {pct_text(ub_util)}" if ub_util is not None else "no UB metrics in the dump"
+    vals = template_values(
+        rule,
+        ctx,
+        ops=len(rereads),
+        bursts=rr_run.get("bursts", 0),
+        what=_ub_reuse_what(tops[0] if tops else {}),
+        ub_text=ub_text,
+        saving_ms=to_ms(per_step) or 0.0,
+        saving_share=share or 0.0,
+        extra=size_text(ev["reread_extra_bytes"] + float(rr_run.get("extra_bytes") or 0)),
+    )
+    low_ub = ub_util is not None and ub_util < rule["ub_low"]
+    fired = share is not None and share >= rule["min_saving_share"]
+    variant = (
+        "gated"
+        if gated_out(ctx, rule)
+        else "fired"
+        if fired
+        else "low_ub"
+        if low_ub and ctx.gate_open
+        else "below"
+    )
+    return make_finding(
+        ctx,
+        rule,
+        fired=variant in ("fired", "low_ub"),
+        variant=variant,
+        values=vals,
+        evidence=ev,
+        top_ops=tops,
+        saving=saving_of(to_ms(per_step), str(rule["saving_method"]), share),
+        share=share if variant in ("fired", "low_ub") else None,
+        query_params={"top_n": int(rule["op_rows"])},
+    )
+
+
+def _rereads(ctx: Context, rule: Rule) -> list[dict[str, Any]]:
+    """Operators whose measured bytes exceed their tensors' bytes by the re-read ratio (op_hbm_bytes)."""
+    ratio_min = float(rule["reread_ratio"])
+    out = []
+    for r in op_bytes_rows(ctx):
+        ratio = r.get("measured_over_modeled")
+        if (
+            ratio is None
+            or ratio < ratio_min
+            or not r.get("hbm_bytes")
+            or (r.get("share") or 0) < rule["min_op_share"]
+        ):
+            continue
+        extra_frac = 1 - 1 / ratio
+        out.append(
+            {
+                "name": r["name"],
+                "op_type": r["op_type"],
+                "measured_over_modeled": ratio,
+                "extra_bytes": r["hbm_bytes"] * extra_frac,
+                "extra_ns": (r["dur_ns"] or 0) * extra_frac,
+                "hbm_gb": r["hbm_gb"],
+                "share": r["share"],
+            }
+        )
+    return out
+
+
+def _ub_reuse_tops(rereads: list[dict[str, Any]], tensors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     tops = [
         {"kind": "re-read", **x, "extra_gb": to_gb(x["extra_bytes"]), "extra_ms": to_ms(x["extra_ns"])}
         for x in rereads[:5]
@@ -159,79 +201,17 @@ def check_ub_reuse(ctx: Context, rule: Rule) -> Finding:
             "extra_gb": to_gb(r["extra_bytes"]),
             "extra_ms": to_ms(r["extra_ns"]),
         }
-        for r in rr_top
+        for r in tensors
     ]
-    first = tops[0] if tops else {}
-    what = (
-        f"{first.get('op_type')} moves {first.get('measured_over_modeled', 0):.1f}x its tensors' bytes"
-        if first.get("kind") == "re-read"
-        else f"a {first.get('tensor_dtype')} [{first.get('tensor_shape')}] tensor is read by {first.get('readers')}"
-        if first
-        else "nothing"
-    )
-    ub_text = f"UB utilisation {pct_text(ub_util)}" if ub_util is not None else "no UB metrics in the dump"
-    vals = template_values(
-        rule,
-        ctx,
-        ops=len(rereads),
-        bursts=rr_run.get("bursts", 0),
-        what=what,
-        ub_text=ub_text,
-        saving_ms=to_ms(per_step) or 0.0,
-        saving_share=share or 0.0,
-        extra=size_text(ev["reread_extra_bytes"] + float(rr_run.get("extra_bytes") or 0)),
-    )
-    saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share)
-    low_ub = ub_util is not None and ub_util < rule["ub_low"]
-    if gated_out(ctx, rule):
-        return make_finding(
-            ctx,
-            rule,
-            fired=False,
-            variant="gated",
-            values=vals,
-            evidence=ev,
-            top_ops=tops,
-            saving=saving,
-            query_params=qp,
-        )
-    if share is not None and share >= rule["min_saving_share"]:
-        return make_finding(
-            ctx,
-            rule,
-            fired=True,
-            variant="fired",
-            values=vals,
-            evidence=ev,
-            top_ops=tops,
-            saving=saving,
-            share=share,
-            query_params=qp,
-        )
-    if low_ub and ctx.gate_open:
-        return make_finding(
-            ctx,
-            rule,
-            fired=True,
-            variant="low_ub",
-            values=vals,
-            evidence=ev,
-            top_ops=tops,
-            saving=saving,
-            share=share,
-            query_params=qp,
-        )
-    return make_finding(
-        ctx,
-        rule,
-        fired=False,
-        variant="below",
-        values=vals,
-        evidence=ev,
-        top_ops=tops,
-        saving=saving,
-        query_params=qp,
-    )
+    return tops
+
+
+def _ub_reuse_what(first: dict[str, Any]) -> str:
+    if first.get("kind") == "re-read":
+        return f"{first.get('op_type')} moves {first.get('measured_over_modeled', 0):.1f}x its tensors' bytes"
+    if first:
+        return f"a {first.get('tensor_dtype')} [{first.get('tensor_shape')}] tensor is read by {first.get('readers')}"
+    return "nothing"
 
 
 @check("memory_layout", LAYOUTS, UB_L2, LAYOUT_FORCERS, RANK_SUMMARY)
