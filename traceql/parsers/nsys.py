@@ -204,7 +204,7 @@ def _write_kernels(db: SqliteDb, clock: Clock, gpid: int | None, out: RankWriter
     short = _string(db, "t.shortName") if db.has(KERNEL, "shortName") else "NULL"
     sql = (
         f"SELECT {_col(db, KERNEL, 'deviceId')}, {name}, {short}, {_col(db, KERNEL, 'streamId')}, "
-        f"{_col(db, KERNEL, 'correlationId')}, {clock.sql('t.start')}, t.\"end\" - t.start"
+        f'{_col(db, KERNEL, "correlationId")}, {clock.sql("t.start")}, t."end" - t.start'
         + "".join(f", t.{q(c)}" for c in extra_cols)
         + f" FROM {KERNEL} t WHERE 1=1{_pid_filter(db, KERNEL, gpid)} ORDER BY t.start"
     )
@@ -310,7 +310,7 @@ def _write_runtime(db: SqliteDb, clock: Clock, gpid: int | None, out: RankWriter
         return 0
     sql = (
         f"SELECT {_string(db, 't.nameId')}, {_col(db, RUNTIME, 'globalTid')}, {clock.sql('t.start')}, "
-        f"t.\"end\" - t.start, {_col(db, RUNTIME, 'correlationId')}, {_col(db, RUNTIME, 'returnValue')} "
+        f't."end" - t.start, {_col(db, RUNTIME, "correlationId")}, {_col(db, RUNTIME, "returnValue")} '
         f"FROM {RUNTIME} t WHERE 1=1{_pid_filter(db, RUNTIME, gpid, 'globalTid')} ORDER BY t.start"
     )
     n = 0
@@ -330,8 +330,8 @@ def _write_nvtx(db: SqliteDb, clock: Clock, gpid: int | None, out: RankWriter) -
         text = f"coalesce({text}, {_string(db, 't.textId')})"
     types = ", ".join(str(t) for t in NVTX_RANGE_TYPES)
     sql = (
-        f"SELECT {text}, {_col(db, NVTX, 'globalTid')}, {clock.sql('t.start')}, t.\"end\" - t.start, NULL, "
-        f"{_col(db, NVTX, 'domainId')} FROM {NVTX} t WHERE t.eventType IN ({types}) AND t.\"end\" IS NOT NULL"
+        f'SELECT {text}, {_col(db, NVTX, "globalTid")}, {clock.sql("t.start")}, t."end" - t.start, NULL, '
+        f'{_col(db, NVTX, "domainId")} FROM {NVTX} t WHERE t.eventType IN ({types}) AND t."end" IS NOT NULL'
         f"{_pid_filter(db, NVTX, gpid, 'globalTid')} ORDER BY t.start"
     )
     n = 0
@@ -381,7 +381,9 @@ def _write_gpu_metrics(
     if not db.has("GPU_METRICS", "timestamp", "typeId", "metricId", "value"):
         return 0
     if not db.has("TARGET_INFO_GPU_METRICS", "typeId", "metricId", "metricName"):
-        warnings.append(f"{db.path.name}: GPU_METRICS without TARGET_INFO_GPU_METRICS: metric names unknown, not read")
+        warnings.append(
+            f"{db.path.name}: GPU_METRICS without TARGET_INFO_GPU_METRICS: metric names unknown, not read"
+        )
         return 0
     # GPU_METRICS.typeId's low byte is the GPU id of TARGET_INFO_GPU (nsys docs); cuDevice maps it to CUDA's
     by_gpu_id = {int(g["id"]): dev for dev, g in gpus.items() if g.get("id") is not None}
@@ -397,7 +399,9 @@ def _write_gpu_metrics(
     n = 0
     no_peak: set[int] = set()
     for batch in _chunks(db, sql):
-        cols: dict[str, list[Any]] = {k: [] for k in ("track", "channel", "metric", "unit", "name", "ts_ns", "value")}
+        cols: dict[str, list[Any]] = {
+            k: [] for k in ("track", "channel", "metric", "unit", "name", "ts_ns", "value")
+        }
         for gid, name, ts, value in batch:
             um = _METRIC_UNIT.match(name or "")
             _counter(cols, "GPU_METRICS", str(gid), um.group(1) if um else name, um.group(2) if um else "raw",
@@ -426,11 +430,16 @@ def _counter(cols: dict[str, list[Any]], *values: Any) -> None:
         cols[k].append(v)
 
 
+_META_SKIP = {"EXPORT_HOST", "EXPORT_USER", "EXPORT_PRODUCT_NAME"}
+
+
 def _run_meta(db: SqliteDb, gpus: dict[int, dict[str, Any]], clock: Clock) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = [("nsys.time_rule", clock.rule)]
     if db.has("META_DATA_EXPORT", "name", "value"):
         for k, v in db.rows("SELECT name, value FROM META_DATA_EXPORT"):
-            if k and not str(k).startswith("EXPORT_PARAM_") and k not in ("EXPORT_HOST", "EXPORT_USER"):
+            # EXPORT_PARAM_* are paths on the exporting host; EXPORT_PRODUCT_NAME ('NVIDIA Nsight Systems') would
+            # read as a device name to queries.detected_device_names
+            if k and not str(k).startswith("EXPORT_PARAM_") and k not in _META_SKIP:
                 rows.append((f"nsys.export.{k}", "" if v is None else str(v)))
     for dev, g in sorted(gpus.items()):
         rows.extend((f"nsys.gpu.{dev}.{k}", str(v)) for k, v in g.items() if v is not None)
