@@ -1,0 +1,122 @@
+"""msprof db tables documented since 2026-03 (parsers._db_system): MEMCPY_INFO -> copies, NETDEV_STATS and the
+host usage tables -> counters, SAMPLE_PMU_SUMMARY -> pmu_summary.
+
+Expected values are the synthetic db's own numbers, worked out by hand in the comments (the writer,
+traceql.synth.msprof_db_writer, stores exactly what the test gives it; usage is percent in the db, a ratio in
+traceql).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from traceql.synth.msprof_db_writer import T0, MsprofDb2026, write_msprof_db
+
+
+def _ingest(path: Path, store: Path) -> dict[str, Any]:
+    from traceql.ingest import ingest
+
+    return ingest(path, store, name="r", workers=1)
+
+
+def _q(store: Path, sql: str) -> list[tuple[Any, ...]]:
+    from traceql.engine import connect
+    from traceql.store import Store
+
+    return connect(Store(store)).execute(sql).fetchall()
+
+
+def _db(tmp_path: Path, enum_table: bool = True) -> Path:
+    db = MsprofDb2026(enum_table=enum_table)
+    db.memcpy(start_ns=T0 + 2_000, dur_ns=500, size=4096, operation=1, task_id=7)
+    db.memcpy(start_ns=T0 + 5_000, dur_ns=250, size=1 << 20, operation=3, task_id=8)
+    db.netdev += [
+        {"deviceId": 0, "timestampNs": T0, "macTxPfcPkt": 0, "macRxPfcPkt": 12, "macRxBandwidth": 2.5e10},
+        {
+            "deviceId": 0,
+            "timestampNs": T0 + 20_000_000,
+            "macTxPfcPkt": 3,
+            "macRxPfcPkt": 40,
+            "macRxBandwidth": 1.0e10,
+        },
+    ]
+    db.pmu_summary += [(0, "aic_mac_ratio", 0.25, 0, "AIC"), (0, "aiv_vec_ratio", 0.5, 1, "AIV")]
+    db.cpu_usage += [(T0, 0, 37.5), (T0, 1, 100.0)]
+    db.mem_usage += [(T0, 62.5)]
+    db.disk_usage += [(T0, 1000.0, 2000.0, 12.5)]
+    db.net_usage += [(T0, 50.0, 125_000_000.0)]
+    return write_msprof_db(db, tmp_path / "PROF_1" / "msprof_20260301000000.db")
+
+
+def test_memcpy_info_gives_copies_with_bytes_and_direction(tmp_path: Path, store: Path) -> None:
+    _ingest(_db(tmp_path), store)
+    assert _q(
+        store,
+        "SELECT device_id, stream_id, task_id, ts_ns, dur_ns, bytes, direction, source FROM copies ORDER BY ts_ns",
+    ) == [
+        (0, 5, 7, T0 + 2_000, 500, 4096, "host to device", "db:MEMCPY_INFO"),
+        (0, 5, 8, T0 + 5_000, 250, 1_048_576, "device to device", "db:MEMCPY_INFO"),
+    ]
+    # the copies are no kernels: kernels holds the one AI_CORE task, as kernel_details.csv would
+    assert _q(store, "SELECT count(*) FROM kernels") == [(1,)]
+
+
+def test_memcpy_direction_without_the_enum_table(tmp_path: Path, store: Path) -> None:
+    _ingest(_db(tmp_path, enum_table=False), store)  # documented ids: 1 host to device, 3 device to device
+    assert _q(store, "SELECT direction FROM copies ORDER BY ts_ns") == [
+        ("host to device",),
+        ("device to device",),
+    ]
+
+
+def test_netdev_stats_counters(tmp_path: Path, store: Path) -> None:
+    _ingest(_db(tmp_path), store)
+    got = _q(store, "SELECT metric, unit, name, ts_ns, value FROM counters WHERE track = 'NETDEV' AND value IS NOT NULL "
+                    "ORDER BY metric, ts_ns")  # fmt: skip
+    assert got == [
+        ("mac_rx_bandwidth", "bytes/s", "NETDEV/macRxBandwidth", T0, 2.5e10),
+        ("mac_rx_bandwidth", "bytes/s", "NETDEV/macRxBandwidth", T0 + 20_000_000, 1.0e10),
+        ("mac_rx_pfc_pkt", "count", "NETDEV/macRxPfcPkt", T0, 12.0),
+        ("mac_rx_pfc_pkt", "count", "NETDEV/macRxPfcPkt", T0 + 20_000_000, 40.0),
+        ("mac_tx_pfc_pkt", "count", "NETDEV/macTxPfcPkt", T0, 0.0),
+        ("mac_tx_pfc_pkt", "count", "NETDEV/macTxPfcPkt", T0 + 20_000_000, 3.0),
+    ]
+    # no other track carries the table (the generic fallback would have used 'NETDEV_STATS')
+    assert _q(store, "SELECT count(*) FROM counters WHERE track = 'NETDEV_STATS'") == [(0,)]
+
+
+def test_host_usage_counters_are_ratios(tmp_path: Path, store: Path) -> None:
+    _ingest(_db(tmp_path), store)
+    got = _q(store, "SELECT track, channel, metric, unit, value FROM counters WHERE track LIKE 'Host %' "
+                    "ORDER BY track, channel, metric")  # fmt: skip
+    # hand: 37.5 % -> 0.375, 100 % -> 1.0, 62.5 % -> 0.625, 12.5 % -> 0.125, 50 % -> 0.5
+    assert got == [
+        ("Host CPU", "0", "usage", "ratio", 0.375),
+        ("Host CPU", "1", "usage", "ratio", 1.0),
+        ("Host Disk", "", "read_bw", "bytes/s", 1000.0),
+        ("Host Disk", "", "usage", "ratio", 0.125),
+        ("Host Disk", "", "write_bw", "bytes/s", 2000.0),
+        ("Host Memory", "", "usage", "ratio", 0.625),
+        ("Host Network", "", "throughput", "bytes/s", 125_000_000.0),
+        ("Host Network", "", "usage", "ratio", 0.5),
+    ]
+
+
+def test_sample_pmu_summary(tmp_path: Path, store: Path) -> None:
+    _ingest(_db(tmp_path), store)
+    assert _q(
+        store, "SELECT device_id, core_type, core_id, metric, value FROM pmu_summary ORDER BY core_id"
+    ) == [
+        (0, "AIC", 0, "aic_mac_ratio", 0.25),
+        (0, "AIV", 1, "aiv_vec_ratio", 0.5),
+    ]
+
+
+def test_new_tables_in_traceql_schema(cli: Any) -> None:
+    r = cli("schema")
+    assert r.code == 0, r
+    for table in ("copies", "pmu_summary"):
+        assert table in r.out
+    r = cli("schema", "counters")
+    assert r.code == 0 and "NETDEV" in r.out and "Host CPU" in r.out, r
