@@ -120,3 +120,28 @@ def test_new_tables_in_traceql_schema(cli: Any) -> None:
         assert table in r.out
     r = cli("schema", "counters")
     assert r.code == 0 and "NETDEV" in r.out and "Host CPU" in r.out, r
+
+
+def test_torch_npu_text_export_says_what_it_leaves_unread(tmp_path: Path, store: Path) -> None:
+    """torch_npu 2.10 Level2 listing (vipshop/cache-dit PR #1093): data_preprocess.csv and
+    ascend_pytorch_profiler.db beside the text files; the text is read, the rest is named, not guessed at."""
+    import json
+    import sqlite3
+
+    from traceql.synth import Scenario, write_torch_npu_dump
+
+    sc = Scenario(n_ranks=1)
+    r0 = sc.rank(0)
+    r0.add_step(1, start_ns=0, dur_ns=1_000_000)
+    r0.add_op("Add_1", "Add", start_ns=100_000, dur_ns=10_000)
+    write_torch_npu_dump(sc, tmp_path / "d")
+    out = tmp_path / "d" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    (out / "data_preprocess.csv").write_text("Timestamp(us),Duration(us)\n", encoding="utf-8")
+    sqlite3.connect(out / "ascend_pytorch_profiler.db").execute(
+        "CREATE TABLE META_DATA (name TEXT, value TEXT)"
+    )
+    info = _ingest(tmp_path / "d" / "rank0_ascend_pt", store)
+    text = json.dumps(info, default=str)
+    assert "data_preprocess.csv: not read" in text
+    assert "ascend_pytorch_profiler.db beside the text export: not read" in text
+    assert _q(store, "SELECT count(*) FROM kernels") == [(1,)]
