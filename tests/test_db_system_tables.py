@@ -145,3 +145,61 @@ def test_torch_npu_text_export_says_what_it_leaves_unread(tmp_path: Path, store:
     assert "data_preprocess.csv: not read" in text
     assert "ascend_pytorch_profiler.db beside the text export: not read" in text
     assert _q(store, "SELECT count(*) FROM kernels") == [(1,)]
+
+
+def _run(store: Path, query: str) -> list[dict[str, Any]]:
+    from traceql import queries
+
+    return list(queries.run(query, store, run_id="r").to_pylist())
+
+
+def test_copy_traffic_query(tmp_path: Path, store: Path) -> None:
+    _ingest(_db(tmp_path), store)
+    # hand: 1 MiB in 250 ns = 4.194304e15 B/s; 4096 B in 500 ns = 8.192e12 B/s
+    assert _run(store, "copy_traffic") == [
+        {"run_id": "r", "rank": 0, "direction": "device to device", "copies": 1, "bytes": 1_048_576, "dur_ns": 250,
+         "bw_bps": 1_048_576 * 1e9 / 250},
+        {"run_id": "r", "rank": 0, "direction": "host to device", "copies": 1, "bytes": 4096, "dur_ns": 500,
+         "bw_bps": 4096 * 1e9 / 500},
+    ]  # fmt: skip
+
+
+def test_link_congestion_query(tmp_path: Path, store: Path) -> None:
+    db = MsprofDb2026()
+    # one allreduce [T0 + 10 ms, T0 + 30 ms); samples at T0 (PFC, outside), T0 + 20 ms (PFC, inside), T0 + 40 ms (none)
+    db.comm_ops.append((T0 + 10_000_000, T0 + 30_000_000))
+    db.netdev += [
+        {"deviceId": 0, "timestampNs": T0, "macTxPfcPkt": 0, "macRxPfcPkt": 5, "macRxBandwidth": 1e9},
+        {
+            "deviceId": 0,
+            "timestampNs": T0 + 20_000_000,
+            "macTxPfcPkt": 2,
+            "macRxPfcPkt": 9,
+            "macRxBandwidth": 3e9,
+        },
+        {
+            "deviceId": 0,
+            "timestampNs": T0 + 40_000_000,
+            "macTxPfcPkt": 0,
+            "macRxPfcPkt": 0,
+            "macRxBandwidth": 2e9,
+        },
+    ]
+    _ingest(write_msprof_db(db, tmp_path / "PROF_1" / "msprof_1.db"), store)
+    (row,) = _run(store, "link_congestion")
+    assert row == {"run_id": "r", "rank": 0, "samples": 3, "comm_ns": 20_000_000, "pfc_tx_max": 2.0,
+                   "pfc_rx_max": 9.0, "pfc_samples": 2, "pfc_samples_in_comm": 1, "rx_bw_max_bps": 3e9,
+                   "tx_bw_max_bps": None, "congestion_seen": True}  # fmt: skip
+
+
+def test_host_usage_query(tmp_path: Path, store: Path) -> None:
+    db = MsprofDb2026()
+    db.cpu_usage += [(T0, 0, 10.0), (T0, 1, 100.0), (T0 + 1_000, 0, 30.0), (T0 + 1_000, 1, 90.0)]
+    db.mem_usage += [(T0, 40.0), (T0 + 1_000, 60.0)]
+    _ingest(write_msprof_db(db, tmp_path / "PROF_1" / "msprof_1.db"), store)
+    got = {r["resource"]: r for r in _run(store, "host_usage")}
+    # hand: CPU mean (0.1 + 1 + 0.3 + 0.9) / 4 = 0.575, cpu 1 mean 0.95; memory mean 0.5, max 0.6
+    cpu, mem = got["Host CPU"], got["Host Memory"]
+    assert (cpu["samples"], cpu["max_usage"], cpu["busiest_channel"]) == (4, 1.0, "1")
+    assert abs(cpu["mean_usage"] - 0.575) < 1e-12 and abs(cpu["busiest_mean"] - 0.95) < 1e-12
+    assert (mem["samples"], mem["mean_usage"], mem["max_usage"]) == (2, 0.5, 0.6)

@@ -53,6 +53,7 @@ class MsprofDb2026:
         default_factory=list
     )  # (ts, readRate, writeRate, usage %)
     net_usage: list[tuple[int, float, float]] = field(default_factory=list)  # (ts, usage %, speed)
+    comm_ops: list[tuple[int, int]] = field(default_factory=list)  # (startNs, endNs) of hcom_allReduce_ ops
     enum_table: bool = True  # write ENUM_MEMCPY_OPERATION (else the parser falls back to the documented ids)
 
     def __post_init__(self) -> None:
@@ -72,7 +73,8 @@ def write_msprof_db(db: MsprofDb2026, path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.unlink(missing_ok=True)
-    strings = {"MatMul_1": 1, "AI_CORE": 2, "MEMCPY_ASYNC": 3, "MatMul": 4}
+    strings = {"MatMul_1": 1, "AI_CORE": 2, "MEMCPY_ASYNC": 3, "MatMul": 4, "hcom_allReduce__1_0_1": 5,
+               "group0": 6, "hcom_allReduce_": 7}  # fmt: skip
     for _, metric, _, _, core_type in db.pmu_summary:
         strings.setdefault(metric, len(strings) + 1)
         strings.setdefault(core_type, len(strings) + 1)
@@ -99,6 +101,12 @@ def write_msprof_db(db: MsprofDb2026, path: str | Path) -> Path:
         for row in db.netdev:
             con.execute(f"INSERT INTO NETDEV_STATS ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                         list(row.values()))  # fmt: skip
+        # COMMUNICATION_OP as MSPROF-DB-DOC lists it (dataType 4 = FP32, count elements)
+        con.execute("CREATE TABLE COMMUNICATION_OP (opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, "
+                    "groupName INTEGER, opId INTEGER, relay INTEGER, retry INTEGER, dataType INTEGER, algType INTEGER, "
+                    "count NUMERIC, opType INTEGER, deviceId INTEGER)")  # fmt: skip
+        con.executemany("INSERT INTO COMMUNICATION_OP VALUES (5, ?, ?, 900, 6, ?, 0, 0, 4, 0, 1024, 7, ?)",
+                        [(a, b, i, db.device_id) for i, (a, b) in enumerate(db.comm_ops)])  # fmt: skip
         con.execute(
             "CREATE TABLE SAMPLE_PMU_SUMMARY (deviceId INTEGER, metric INTEGER, value NUMERIC, coreId INTEGER, coreType INTEGER)"
         )
