@@ -230,3 +230,10 @@ def test_damaged_export_one_line_error(tmp_path: Path, cli: Any, bad: bytes) -> 
     p.write_bytes(bad)
     r = cli("ingest", str(p), "--store", str(tmp_path / "s"))
     assert r.code == 1 and "report.sqlite" in r.err and "Traceback" not in r.err
+
+
+def test_real_export_findings_give_gpu_advice(store: Path, cli: Any) -> None:
+    _ingest(real(NSYS), store, "nsys")
+    r = cli("findings", "--store", str(store), "--run", "nsys", "--device", "h100-sxm")
+    assert r.code == 0, r
+    assert "Nsight Compute" in r.out and "torch_npu" not in r.out  # the GPU capture advice, not Ascend's
