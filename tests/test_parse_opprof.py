@@ -129,3 +129,12 @@ def test_not_an_opprof_folder_is_not_claimed(tmp_path: Path) -> None:
 
     (tmp_path / "OPPROF_x").mkdir()
     assert OpprofParser().claim(tmp_path / "OPPROF_x") is None
+
+
+def test_bad_duration_is_one_line_naming_the_file(tmp_path: Path, cli: Any) -> None:
+    root = write_opprof(tmp_path, "Add_1", [OpprofLaunch("abc", read_kb=["1"], write_kb=["1"])])
+    r = cli("ingest", str(root), "--store", str(tmp_path / "s"))
+    assert (
+        r.code == 1 and "OpBasicInfo_" in r.err and "Task Duration(us)" in r.err and "Traceback" not in r.err
+    )
+    assert not any(p.name.startswith(".") for p in root.rglob("*"))  # nothing written into the dump

@@ -61,11 +61,13 @@ _METRIC_UNIT = re.compile(r"^(.*?)\s*\[([^\]]*)\]$")
 def looks_like_nsys(path: Path) -> bool:
     """An SQLite file with nsys's export bookkeeping and a CUDA or NVTX table (cheap: sqlite_master only)."""
     import sqlite3
+    import urllib.parse
 
     if not path.is_file() or path.suffix.lower() not in (".sqlite", ".db") or not looks_like_sqlite(path):
         return False
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:  # immutable: a sniff never creates a -shm/-wal file beside the user's export
+        uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
+        conn = sqlite3.connect(uri, uri=True)
         try:
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         finally:
