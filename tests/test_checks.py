@@ -163,6 +163,7 @@ def test_each_planted_defect_is_found_once(store: Path) -> None:
         # for no time (a series' last sample ends it), so it forms no bandwidth window: the 10x check has it
         "bandwidth_above_peak": 1,
         "modeled_above_peak": 0,  # no kernel here lists tensor shapes
+        "byte_model_vs_measured": 0,  # nor here: no model to hold the PMU bytes against
         "unparsed_numbers": 0,  # written at ingest from CSV cells; tests/test_hostile_inputs.py plants them
         # kernel hot's PMU 2e13 B/s is 2x the 1e13 default HBM peak: the preset cannot be this device's
         "observed_ceiling_above_preset": 1,

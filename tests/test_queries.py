@@ -133,6 +133,29 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "ts_ns": 0,
                     "value": 1800.0,
                 }
+            ]
+            # NETDEV_STATS and host usage (msprof db, parsers._db_system): link_congestion.sql, host_usage.sql
+            + [
+                {
+                    "track": "NETDEV",
+                    "channel": "",
+                    "metric": "mac_rx_pfc_pkt",
+                    "unit": "count",
+                    "ts_ns": 4 * MS,
+                    "value": 3.0,
+                },
+                {
+                    "track": "Host CPU",
+                    "channel": "0",
+                    "metric": "usage",
+                    "unit": "ratio",
+                    "ts_ns": 0,
+                    "value": 0.5,
+                },
+            ],
+            # MEMCPY_INFO (msprof db): copy_traffic.sql
+            "copies": [
+                {"ts_ns": MS, "dur_ns": 1000, "bytes": 4096, "direction": "host to device", "source": "t"}
             ],
             "l2_cache": [{"stream_id": 1, "task_id": 2, "op_name": "MatMul", "hit_rate": 0.7}],
             # a FLOPs range as torch_npu's _flops_hook writes it (mstx domain mfu_flops): for queries/mfu.sql

@@ -94,9 +94,9 @@ class Analysis:
 
     @property
     def device_kind(self) -> str:
-        """ascend (torch_npu / msprof dumps), gpu (a Kineto trace with device kernels) or cpu (no device
-        timeline): the advice and the capture settings differ."""
-        if self.format.startswith("kineto"):
+        """ascend (torch_npu / msprof dumps), gpu (a Kineto trace or an Nsight Systems export with device
+        kernels) or cpu (no device timeline): the advice and the capture settings differ."""
+        if self.format.startswith(("kineto", "nsys")):
             return "gpu" if (self.info.get("rows") or {}).get("kernels") else "cpu"
         return "ascend"
 

@@ -34,7 +34,8 @@ CAPTURE_ADVICE = {
         "measure per-kernel DRAM bytes with Nsight Compute (ncu --metrics dram__bytes_read.sum,"
         "dram__bytes_write.sum) or CUPTI range profiling (torch.profiler _ExperimentalConfig(profiler_metrics="
         "['dram__bytes_read.sum', 'dram__bytes_write.sum'], profiler_measure_per_kernel=True)); a Kineto trace "
-        "alone carries tensor shapes only"
+        "alone carries tensor shapes only; Nsight Systems samples device DRAM throughput with nsys profile "
+        "--gpu-metrics-devices=all (sampled, not per kernel)"
     ),
 }
 

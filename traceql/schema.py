@@ -174,7 +174,9 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
         ],
     ),
     "counters": (
-        "Sampled time series: HBM/LLC/DDR bandwidth, NPU memory, AI Core frequency, QoS, Acc PMU, PCIe/HCCS...",
+        "Sampled time series: HBM/LLC/DDR bandwidth, NPU memory, AI Core frequency, QoS, Acc PMU, PCIe/HCCS, NIC/RoCE "
+        "port statistics (track NETDEV: PFC pause frames, MAC/NIC bandwidth), host CPU/memory/disk/network usage "
+        "(tracks Host CPU, Host Memory, Host Disk, Host Network), GPU metrics (nsys GPU_METRICS)...",
         _KEYS
         + [
             _c(
@@ -361,6 +363,37 @@ TABLES: dict[str, tuple[str, list[Column]]] = {
             _c("max_ns", "BIGINT", "max time, ns"),
             _c("ratio", "DOUBLE", "share 0..1 (`Ratio(%)`/100)"),
             _c("extra", "MAP(VARCHAR, VARCHAR)", "remaining columns, verbatim"),
+        ],
+    ),
+    "copies": (
+        "Device memory copies with their exact size and direction (msprof/torch_npu db MEMCPY_INFO joined to TASK: the MEMCPY_ASYNC tasks).",
+        _KEYS
+        + [
+            _c("device_id", "INTEGER", "device id (TASK.deviceId)"),
+            _c("stream_id", "BIGINT", "stream id"),
+            _c("task_id", "BIGINT", "task id"),
+            _c("connection_id", "BIGINT", "id joining the copy to its host API call (TASK.connectionId)"),
+            _c("ts_ns", "BIGINT", "copy start, ns since Unix epoch"),
+            _c("dur_ns", "BIGINT", "copy duration, ns"),
+            _c("bytes", "BIGINT", "bytes copied (MEMCPY_INFO.size)"),
+            _c(
+                "direction",
+                "VARCHAR",
+                "ENUM_MEMCPY_OPERATION name: host to device, device to host, device to device, host to host...",
+            ),
+            _c("source", "VARCHAR", "which table the row came from (db:MEMCPY_INFO)"),
+        ],
+    ),
+    "pmu_summary": (
+        "Sample-mode AI Core PMU totals per core (msprof/torch_npu db SAMPLE_PMU_SUMMARY, --aic-mode=sample-based): no per-task split.",
+        _KEYS
+        + [
+            _c("device_id", "INTEGER", "device id"),
+            _c("core_type", "VARCHAR", "AIC or AIV (coreType)"),
+            _c("core_id", "BIGINT", "core id"),
+            _c("metric", "VARCHAR", "PMU metric name as the profiler wrote it (STRING_IDS(metric))"),
+            _c("value", "DOUBLE", "its value, as written"),
+            _c("source", "VARCHAR", "which table the row came from (db:SAMPLE_PMU_SUMMARY)"),
         ],
     ),
     "run_meta": (

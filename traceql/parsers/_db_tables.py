@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from .. import _owned
 from ..errors import BadTraceError
 from ._db_pmu import load_pmu
+from ._db_system import TRACKS as SYSTEM_TRACKS
+from ._db_system import system_counter_specs, write_copies, write_pmu_summary
 from ._db_version import check_version
 from ._sqlite import SqliteDb, lit, q
 
@@ -638,11 +640,12 @@ def _counter_specs(x: DbExport) -> list[tuple[str, dict[str, str], str, list[tup
             (lit(f"{d}_{c.lower()}_bw"), q(f"{d}{c}"), "bytes/s", f"\"name\" || {lit(f'/{d.upper()} {c}')}")
             for d in ("rx", "tx") for c in ("Req", "Rsp", "Snp", "Dat")
         ]),
+        *system_counter_specs(x),  # 2026 NETDEV_STATS and host usage tables (parsers._db_system)
     ]  # fmt: skip
 
 
 TRACK_NAMES = {"UB": "UB (UnifiedBus)", "AICORE_FREQ": "AI Core Freq", "ACC_PMU": "Acc PMU", "SOC_BANDWIDTH_LEVEL": "Stars Soc Info", "QOS": "QoS",
-               "NPU_MEM": "NPU MEM", "ROCE": "RoCE", "SAMPLE_PMU_TIMELINE": "AI Core PMU"}  # fmt: skip
+               "NPU_MEM": "NPU MEM", "ROCE": "RoCE", "SAMPLE_PMU_TIMELINE": "AI Core PMU", **SYSTEM_TRACKS}  # fmt: skip
 # tables with timestampNs that are not counters (memory events) or are handled above
 NOT_COUNTERS = {
     "NPU_OP_MEM",
@@ -985,6 +988,8 @@ def write_common(
         write_memory(x, out, flavor)
         write_comm_from_db(x, out, ops=comm_ops, matrix=comm_matrix, bandwidth=comm_bandwidth)
         write_overlap(x, out)
+        write_copies(x, out)
+        write_pmu_summary(x, out)
         note_unmapped(x)
         rows, meta = run_meta(x)
     if schema_version:

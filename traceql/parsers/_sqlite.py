@@ -43,6 +43,9 @@ DOC_ENUMS: dict[str, dict[int, str]] = {
     "ENUM_HCCL_RDMA_TYPE": {0: "RDMA_SEND_NOTIFY", 1: "RDMA_SEND_PAYLOAD"},
     "ENUM_HCCL_DATA_TYPE": {0: "INT8", 1: "INT16", 2: "INT32", 3: "FP16", 4: "FP32", 5: "INT64", 6: "UINT64",
                             7: "UINT8", 8: "UINT16", 9: "UINT32", 10: "FP64", 11: "BFP16", 12: "INT128"},
+    "ENUM_MEMCPY_OPERATION": {0: "host to host", 1: "host to device", 2: "device to host", 3: "device to device",
+                              4: "managed memory", 5: "addr device to device", 6: "host to device ex",
+                              7: "device to host ex", 65535: "other"},
     "ENUM_MEMORY": {0: "app", 1: "device", 3: "read", 4: "write", 5: "allocate", 6: "release"},
 }  # fmt: skip
 for _name, _e in DOC_ENUMS.items():

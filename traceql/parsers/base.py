@@ -46,6 +46,8 @@ _MODULES = [
     "traceql.parsers.torch_npu_db",  # ascend_pytorch_profiler_*.db / analysis.db
     "traceql.parsers.msprof",  # PROF_* text output, msprof_*.json, op_summary CSV
     "traceql.parsers.msprof_db",  # msprof_*.db
+    "traceql.parsers.nsys",  # Nsight Systems SQLite export (*.sqlite / *.db with META_DATA_EXPORT)
+    "traceql.parsers.opprof",  # msprof op OPPROF_* folders (or one launch folder with OpBasicInfo_*.csv)
     "traceql.parsers.trace_view",  # a trace_view.json / msprof_*.json given on its own
     "traceql.parsers.kineto",  # torch.profiler / Kineto chrome traces (.json/.json.gz)
     "traceql.parsers.cluster",  # msprof-analyze cluster_analysis_output

@@ -575,6 +575,7 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter, light: bool = False
         warnings.append(
             f"{sp}: not read: its column layout (msprof soc_pmu) is not documented in the sources traceql was built from"
         )
+    warnings += unread_beside_text(outdir)
 
     windows: dict[int, tuple[int, int]] = {}
     tv = f("trace_view.json")
@@ -647,3 +648,23 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter, light: bool = False
 PARSERS = [TorchNpuTextParser()]
 
 __all__ = ["NAME", "PARSERS", "TorchNpuTextParser"]
+
+
+def unread_beside_text(outdir: Path) -> list[str]:
+    """What a torch_npu 2.8+ text export holds that this parser does not read, said once each (issue 50).
+
+    - data_preprocess.csv (Level2, host data-loader timings): not a device or step table traceql maps yet;
+    - ascend_pytorch_profiler[_N].db / analysis.db beside the text files (export_type=[text, db], and the
+      2.10 Level2 listing in vipshop/cache-dit PR #1093): the same collection; the text files are read, the db
+      is not read a second time (ingest the db on its own to use its 2026 tables: copies, NETDEV...)."""
+    notes = []
+    dp = outdir / "data_preprocess.csv"
+    if dp.is_file():
+        notes.append(f"{dp}: not read: data-loader timings (Level2) have no canonical table yet")
+    dbs = sorted(p.name for p in outdir.glob("*.db") if p.is_file())
+    if dbs:
+        notes.append(
+            f"{outdir}: {', '.join(dbs)} beside the text export: not read (the same collection; the text files "
+            "are); ingest the .db file on its own for the db-only tables (copies, NETDEV_STATS, host usage)"
+        )
+    return notes
