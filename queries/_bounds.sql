@@ -34,7 +34,7 @@
 CREATE OR REPLACE MACRO _task_bounds(peak_hbm_bps, peak_flops, mem_line, compute_line, scalar_line, short_ns,
                                      few_blocks) AS TABLE
 WITH t AS (
-    SELECT run_id, rank, kid, step, name, op_type, task_type, ts_ns, dur_ns, block_dim, hbm_bytes_source,
+    SELECT run_id, rank, kid, step, name, op_type, task_type, ts_ns, dur_ns, block_dim, hbm_bytes_source, hbm_bytes,
            flops, mac_ratio, vec_ratio, scalar_ratio, mte1_ratio, fixpipe_ratio,
            greatest(mte2_ratio, mte3_ratio) AS mem_pipe,
            greatest(mac_ratio, vec_ratio) AS compute_pipe,

@@ -23,10 +23,10 @@
 -- column: bound VARCHAR                 -- memory | compute | latency | unknown: the class holding most of its time
 -- column: cause VARCHAR                 -- latency-bound operators: scalar | fixpipe | few_blocks | short_task | poor_overlap (the cause holding most latency time)
 -- column: grade VARCHAR                 -- measured | pipe | sampled | modeled | insufficient: the evidence behind most of its time
--- column: mem_pipe DOUBLE               -- time-weighted busiest memory pipe ratio (MTE2/MTE3), 0..1; null without pipes
+-- column: mem_pipe DOUBLE               -- time-weighted busiest memory pipe ratio (MTE2/MTE3), 0..1 (to 1e-6); null without pipes
 -- column: compute_pipe DOUBLE           -- time-weighted busiest compute pipe ratio (cube/vector), 0..1
 -- column: scalar_pipe DOUBLE            -- time-weighted scalar pipe ratio, 0..1
--- column: bw_utilization DOUBLE         -- HBM bytes (kernel_bytes' chosen source) / time / peak over its tasks whose figure is within the peak, 0..1
+-- column: bw_utilization DOUBLE         -- HBM bytes (kernel_bytes' chosen source) / time / peak over its tasks whose own figure is within the peak, 0..1
 --
 -- Definitions: the per-task rule and the meaning of each pipe are in queries/_bounds.sql (_task_bounds). An
 -- operator's shares are time-weighted over its tasks; its bound is the class with the largest share (ties:
@@ -36,7 +36,7 @@ WITH t AS (
                                $scalar_line::DOUBLE, $short_ns::BIGINT, $few_blocks::DOUBLE)
 ), k AS (
     SELECT run_id, CASE WHEN $per_rank::BOOLEAN THEN rank END AS rank, name, op_type, dur_ns, bound, cause, grade,
-           mem_pipe, compute_pipe, scalar_ratio, bw_util
+           mem_pipe, compute_pipe, scalar_ratio, bw_util, hbm_bytes
     FROM t
 ), c AS (
     SELECT run_id, rank, name, op_type, cause, sum(dur_ns) AS ns FROM k WHERE bound = 'latency'
@@ -49,11 +49,16 @@ WITH t AS (
            sum(dur_ns) FILTER (WHERE bound = 'compute') AS comp_ns,
            sum(dur_ns) FILTER (WHERE bound = 'latency') AS lat_ns,
            sum(dur_ns) FILTER (WHERE bound = 'unknown') AS unk_ns,
-           sum(mem_pipe * dur_ns) / nullif(sum(dur_ns) FILTER (WHERE mem_pipe IS NOT NULL), 0) AS mem_pipe,
-           sum(compute_pipe * dur_ns) / nullif(sum(dur_ns) FILTER (WHERE compute_pipe IS NOT NULL), 0) AS compute_pipe,
-           sum(scalar_ratio * dur_ns) / nullif(sum(dur_ns) FILTER (WHERE scalar_ratio IS NOT NULL), 0) AS scalar_pipe,
-           sum(bw_util * dur_ns) FILTER (WHERE bw_util <= 1) / nullif(sum(dur_ns) FILTER (WHERE bw_util <= 1), 0)
-               AS bw_utilization
+           -- weighted means as integer sums (ratios in millionths x ns): exact, so the same whatever order
+           -- DuckDB's threads add them in (a float sum's last bits are not)
+           sum(round(mem_pipe * 1e6)::BIGINT * dur_ns) / 1e6
+               / nullif(sum(dur_ns) FILTER (WHERE mem_pipe IS NOT NULL), 0) AS mem_pipe,
+           sum(round(compute_pipe * 1e6)::BIGINT * dur_ns) / 1e6
+               / nullif(sum(dur_ns) FILTER (WHERE compute_pipe IS NOT NULL), 0) AS compute_pipe,
+           sum(round(scalar_ratio * 1e6)::BIGINT * dur_ns) / 1e6
+               / nullif(sum(dur_ns) FILTER (WHERE scalar_ratio IS NOT NULL), 0) AS scalar_pipe,
+           sum(hbm_bytes) FILTER (WHERE bw_util <= 1) * 1e9
+               / nullif(sum(dur_ns) FILTER (WHERE bw_util <= 1), 0) / $peak_hbm_bps::DOUBLE AS bw_utilization
     FROM k GROUP BY ALL
 ), s AS (
     SELECT o.*,

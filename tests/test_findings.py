@@ -364,6 +364,7 @@ JSON_SHAPE: dict[str, Any] = {
         "compute_fraction": (float, type(None)),
         "capture": dict,
         "device_kind": str,
+        "compute_bounds": (dict, type(None)),
         "shares": dict,
         "mean_step_ms": (float, type(None)),
         "ranks": int,
@@ -470,6 +471,8 @@ def test_every_message_variant_is_reached(
         ("comm_waits_on_memory", "ungraded"),
         ("slow_rank", "no_steps"),
     }
+    # reached (and asserted) by tests/test_op_bounds.py's PipeUtilization dumps of the article's story
+    honest |= {("comm_waits_on_memory", "fired_pipe"), ("comm_waits_on_memory", "not_memory_pipe")}
     # reached (and asserted) by tests/test_formats_2026.py's AI Core frequency dumps
     honest |= {("aicore_freq", "fired"), ("aicore_freq", "ok")}
     missing = defined - seen - nowhere - honest - (real_only if "level1" not in real_reports else set())

@@ -37,6 +37,12 @@ def _canon(rep: Any) -> dict[str, Any]:
     return {"verdict": d["verdict"], "findings": by_id, "device": d.get("device")}
 
 
+def _diff(a: Any, b: Any, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b), key=str) for d in _diff(a.get(k), b.get(k), f"{path}.{k}")]
+    return [] if a == b else [f"{path}: {str(a)[:300]} != {str(b)[:300]}"]
+
+
 def _permuted_rules(base: dict[str, Any], seed: int) -> dict[str, Any]:
     rnd = random.Random(seed)
     rules = copy.deepcopy(base)
@@ -67,7 +73,7 @@ def _assert_order_free(store: Path, run: str) -> None:
             reg.CHECKS.update(_permuted_checks(saved, seed))
             with Analysis(store, run, device=DEVICE) as session:  # a fresh query cache each time
                 got = _canon(evaluate_session(session, rules=_permuted_rules(base_rules, seed), workers=1))
-            assert got == want, f"{run}: findings depend on the order (seed {seed})"
+            assert got == want, f"{run}: findings depend on the order (seed {seed}): {_diff(want, got)}"
         # the case of the issue: the bandwidth check last
         late = copy.deepcopy(base_rules)
         late["rules"]["bandwidth_bound"]["step"] = 99

@@ -224,3 +224,19 @@ def test_real_db_export_shares_equal_sqlite(tmp_path: Path) -> None:
         total = sum(by.values())
         for cls in ("memory", "compute", "latency", "unknown"):
             assert got[rank][f"{cls}_share"] == pytest.approx(float(by[cls] / total), abs=1e-9), (rank, cls)
+
+
+def test_late_rank_not_memory_bound_by_pipes(tmp_path: Path) -> None:
+    """The same story with the slow rank's elementwise chain latency-bound (MTE2 0.3, MTE3 0.2, vector 0.3):
+    the wait is real, but the pipes do not blame memory (not_memory_pipe, not fired)."""
+    sc = article_scenario(n_ranks=2, steps=3, slow_ranks=(1,), hbm_period_ns=20_000_000)
+    for rt in sc.ranks:
+        for op in rt.ops:
+            if op.pipe.get("mte2", 0) >= 0.8:
+                op.pipe.update(mte2=0.3, mte3=0.2, vec=0.3)
+    write_torch_npu_dump(sc, tmp_path / "dump", aic_metrics="PipeUtilization")
+    ingest(tmp_path / "dump", tmp_path / "s", name="art", workers=1)
+    rep = json.loads(evaluate(tmp_path / "s", "art", device=DEVICE).to_json())
+    f = next(x for x in rep["findings"] if x["id"] == "comm_waits_on_memory")
+    assert not f["fired"] and f["evidence"]["outcome"] == "not_memory_pipe", f["message"]
+    assert f["grade"]["grade"] == "pipe"

@@ -46,6 +46,10 @@ capture coverage and confidence were added, and scaling_efficiency is null witho
         "capture": {"ranks_captured": 2, "job_ranks": 8, "job_ranks_source": "communication_matrix",
                     "missing_ranks": "2,3,4,5,6,7", "complete": false, "kernel_coverage": 1.0},
         "device_kind": "ascend",             # ascend | gpu | cpu (no device timeline): whose advice applies
+        "compute_bounds": {"bound": "latency", "memory_share": 0.41, "compute_share": 0.04,  # compute time split
+                           "latency_share": 0.55, "unknown_share": 0.0, "top_cause": "few_blocks",  # by per-task
+                           "top_cause_text": "...", "top_cause_share": 0.24, "grade": "pipe",  # evidence
+                           "graded_share": 1.0},     # (docs/bounds.md); null when pipes/PMU cover < half of it
         "shares": {"memory": 0.0, "communication": 0.64, "compute": 0.06, "idle_host": 0.30},
         "mean_step_ms": 154.9, "ranks": 2, "steps": 2
       },
