@@ -86,10 +86,17 @@ def _clip_strings(v: Any, limit: int) -> tuple[Any, int]:
     return v, 0
 
 
-def fit(answer: dict[str, Any], cap: int, shrink: tuple[str, ...] = (), more: str = "") -> str:
+def fit(
+    answer: dict[str, Any],
+    cap: int,
+    shrink: tuple[str, ...] = (),
+    more: str = "",
+    counts: dict[str, str] | None = None,
+) -> str:
     """The answer's JSON text, at most `cap` characters. Over the cap: long strings clipped, then the last
     items of the top-level lists named in `shrink` dropped (first named first), then shorter strings; the
-    answer's `truncated` says what went and `more` says how to get it."""
+    answer's `truncated` says what went and `more` says how to get it. counts: list key -> the answer's field
+    holding that list's length (rows -> returned_rows), kept true as items go."""
     text = dumps(answer)
     if len(text) <= cap:
         return text
@@ -114,6 +121,8 @@ def fit(answer: dict[str, Any], cap: int, shrink: tuple[str, ...] = (), more: st
             k = min(len(items), max(1, over // per))
             del items[len(items) - k :]
             dropped[key] = dropped.get(key, 0) + k
+            if counts and key in counts:
+                work[counts[key]] = len(items)
             text = render()
     for limit in (200, 80, 30):
         if len(text) <= cap:

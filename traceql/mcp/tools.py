@@ -115,6 +115,7 @@ class Tools:
             ("not_fired", "findings"),
             f"findings(run, limit=...) with a smaller limit, or `traceql findings --run {doc['run_id']} "
             "--format markdown` for every field",
+            {"findings": "shown"},
         )
 
     # ---- rows ---------------------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ class Tools:
             f"library's tables; all rows: `traceql query {name} --run {rid} --format csv`"
         )
         ans["how_to_get_more"] = more if ans["total_rows"] > len(ans["rows"]) else None
-        return fit(ans, self.cap, ("rows",), more)
+        return fit(ans, self.cap, ("rows",), more, {"rows": "returned_rows"})
 
     def sql(self, statement: str, run: str | None = None, limit: int = DEFAULT_ROWS) -> str:
         from .sandboxed import run_sql
@@ -152,7 +153,7 @@ class Tools:
         ans = rows_answer("sql", table, lim, run=rid, total=total)
         more = "sql(..., limit=N) up to 500, or aggregate (GROUP BY) / filter (WHERE) in the statement"
         ans["how_to_get_more"] = more if ans["total_rows"] > len(ans["rows"]) else None
-        return fit(ans, self.cap, ("rows",), more)
+        return fit(ans, self.cap, ("rows",), more, {"rows": "returned_rows"})
 
     # ---- compare and explain ------------------------------------------------------------------------------
     def compare(self, base: str, cand: str) -> str:
