@@ -138,7 +138,7 @@ def test_verdict_is_the_findings_documents(talk: dict[str, Any]) -> None:
 
 def test_findings_ranked_by_saving_each_graded(talk: dict[str, Any]) -> None:
     f = _answer(talk["findings"])
-    assert f["shown"] == len(f["findings"]) == min(3, f["fired"])
+    assert f["returned_findings"] == len(f["findings"]) == min(3, f["fired"])
     shares = [x["saving"]["share_of_step"] or 0.0 for x in f["findings"]]
     assert shares == sorted(shares, reverse=True)
     for x in f["findings"]:
@@ -232,7 +232,7 @@ def test_in_memory_cap_truncates_and_says_so(npu_store: Path) -> None:
     assert s["total_rows"] == 120 and s["truncated"]["how_to_get_more"]
     assert len(_text(e)) <= small
     f = _answer(g, small)
-    assert f["truncated"] and f["shown"] == len(f["findings"]) < f["fired"] + 1
+    assert f["truncated"] and f["returned_findings"] == len(f["findings"]) < f["fired"] + 1
 
 
 def test_in_memory_timeout_stops_a_query(npu_store: Path) -> None:

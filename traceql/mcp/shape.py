@@ -61,7 +61,7 @@ def _caveats(v: dict[str, Any], hbm_grade: str, device_note: str) -> list[str]:
 def verdict_answer(doc: dict[str, Any]) -> dict[str, Any]:
     v = doc.get("verdict") or {}
     ev = v.get("hbm_evidence") or {}
-    g, gd = str(ev.get("grade") or "insufficient"), str(ev.get("detail") or "")
+    g, gd = _grade(ev.get("grade")), str(ev.get("detail") or "")
     shares = v.get("shares") or {}
     nums = [
         number("hbm_utilization", v.get("hbm_utilization"), "%", g, gd, rank=v.get("hbm_utilization_rank")),
@@ -139,7 +139,7 @@ def _saving_key(f: dict[str, Any]) -> tuple[float, float]:
 def _finding(f: dict[str, Any]) -> dict[str, Any]:
     s = f.get("saving") or {}
     gr = f.get("grade") or {}
-    g = str(gr.get("grade") or "insufficient")
+    g = _grade(gr.get("grade"))
     unit = str(s.get("unit") or "")
     value = clean_number(s.get("value"))
     shown = None if value is None else f"{value:.3g} {unit}".strip()
@@ -182,7 +182,7 @@ def findings_answer(doc: dict[str, Any], limit: int) -> dict[str, Any]:
         {
             "id": f.get("id"),
             "outcome": (f.get("evidence") or {}).get("outcome"),
-            "grade": (f.get("grade") or {}).get("grade"),
+            "grade": _grade((f.get("grade") or {}).get("grade")),
         }
         for f in fs
         if not f.get("fired")
@@ -196,7 +196,7 @@ def findings_answer(doc: dict[str, Any], limit: int) -> dict[str, Any]:
         headline=v.get("headline"),
         checks=len(fs),
         fired=len(fired),
-        shown=min(limit, len(fired)),
+        returned_findings=min(limit, len(fired)),
         ranked_by="saving.share_of_step, then saving.value; findings with no saving estimate last",
         findings=[_finding(f) for f in fired[:limit]],
         not_fired=quiet,
@@ -241,7 +241,7 @@ def compare_answer(doc: dict[str, Any]) -> dict[str, Any]:
     v = doc.get("verdict") or {}
     step = doc.get("step") or {}
     traffic = ((doc.get("traffic") or {}).get("totals") or {}).get("all") or {}
-    hbm = _weakest([str((traffic.get(s) or {}).get("grade") or "insufficient") for s in ("base", "cand")])
+    hbm = _weakest([_grade((traffic.get(s) or {}).get("grade")) for s in ("base", "cand")])
     parts = [
         {
             "part": k,
@@ -277,7 +277,7 @@ def compare_answer(doc: dict[str, Any]) -> dict[str, Any]:
                     "hbm_bytes_per_step",
                     (traffic.get(side) or {}).get("hbm_bytes_per_step"),
                     "bytes",
-                    str((traffic.get(side) or {}).get("grade") or "insufficient"),
+                    _grade((traffic.get(side) or {}).get("grade")),
                 ),
             }
             for side in ("base", "cand")
@@ -291,6 +291,16 @@ def compare_answer(doc: dict[str, Any]) -> dict[str, Any]:
         findings_persisting=[f.get("id") for f in fd.get("persisting") or []],
         source_format=doc.get("format"),
     )
+
+
+def _grade(g: Any) -> str:
+    """A document's grade word as a grade: traceql.compare says "none" where a run has no HBM bytes (the dump
+    cannot tell: insufficient) and "mixed" where measured and modeled rows meet (grades.weakest: modeled)."""
+    from ..grades import GRADES
+
+    if g in GRADES:
+        return str(g)
+    return "modeled" if g == "mixed" else "insufficient"
 
 
 def _weakest(grades: list[str]) -> str:

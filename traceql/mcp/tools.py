@@ -115,7 +115,7 @@ class Tools:
             ("not_fired", "findings"),
             f"findings(run, limit=...) with a smaller limit, or `traceql findings --run {doc['run_id']} "
             "--format markdown` for every field",
-            {"findings": "shown"},
+            {"findings": "returned_findings"},
         )
 
     # ---- rows ---------------------------------------------------------------------------------------------
