@@ -101,7 +101,7 @@ def verdict_answer(doc: dict[str, Any]) -> dict[str, Any]:
     return envelope(
         "verdict",
         run=doc.get("run_id"),
-        source_format=doc.get("format"),
+        source_document=doc.get("format"),
         bound=v.get("bound"),
         confidence=v.get("confidence"),
         headline=v.get("headline"),
@@ -200,7 +200,7 @@ def findings_answer(doc: dict[str, Any], limit: int) -> dict[str, Any]:
         ranked_by="saving.share_of_step, then saving.value; findings with no saving estimate last",
         findings=[_finding(f) for f in fired[:limit]],
         not_fired=quiet,
-        source_format=doc.get("format"),
+        source_document=doc.get("format"),
     )
 
 
@@ -289,7 +289,7 @@ def compare_answer(doc: dict[str, Any]) -> dict[str, Any]:
         findings_resolved=[f.get("id") for f in fd.get("resolved") or []],
         findings_new=[f.get("id") for f in fd.get("new") or []],
         findings_persisting=[f.get("id") for f in fd.get("persisting") or []],
-        source_format=doc.get("format"),
+        source_document=doc.get("format"),
     )
 
 
