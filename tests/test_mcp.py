@@ -270,3 +270,26 @@ def test_cli_help_has_an_example(cli: Any) -> None:
     assert r.code == 0 and "traceql mcp --store" in r.out
     r = cli("mcp", "--max-chars", "10")
     assert r.code == 2
+
+
+def test_library_query_is_interrupted_at_its_limit(npu_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query tool's limit stops the DuckDB statement itself (the cursor queries.run opens is interrupted),
+    not only the wait: a library query stood in for by one that would run for minutes."""
+    import time
+
+    from traceql import queries
+    from traceql.analysis import Analysis
+    from traceql.errors import QueryError
+    from traceql.mcp.sandboxed import run_library_query
+
+    def slow(name: str, store: Any, *, con: Any, **kw: Any) -> Any:
+        cur = con.cursor()
+        return cur.sql("SELECT count(*) FROM range(100000000000) a, range(10) b").arrow()
+
+    monkeypatch.setattr(queries, "run", slow)
+    with Analysis(npu_store, "npu") as session:
+        t0 = time.monotonic()
+        with pytest.raises(QueryError, match="stopped after the 0.5 s limit"):
+            run_library_query(session, "op_hbm_bytes", {}, 0.5)
+        # interrupted, not abandoned: without interrupt() the join after the limit waits its full 10 s
+        assert time.monotonic() - t0 < 5

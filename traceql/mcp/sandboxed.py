@@ -64,3 +64,55 @@ def _capped(con: Any, statement: str, limit: int, timeout_s: float) -> tuple[Any
 
         return pa.table({}), 0
     return table.slice(0, limit), table.num_rows
+
+
+class _Cursors:
+    """A connection that remembers the cursors it hands out, so a library query (traceql.queries.run opens
+    its own cursor) can be interrupted from outside when its time is up."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+        self.open: list[Any] = []
+
+    def cursor(self) -> Any:
+        c = self.con.cursor()
+        self.open.append(c)
+        return c
+
+
+def run_library_query(session: Any, name: str, params: dict[str, Any], timeout_s: float) -> Any:
+    """The Arrow table of library query `name` over the session's run, interrupted after `timeout_s` (0: no
+    limit). The library's SQL is traceql's own and the params are bound, not spliced: the time limit is
+    the one guard it needs."""
+    import threading
+
+    from .. import queries
+
+    con = _Cursors(session.con)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["table"] = queries.run(
+                name,
+                session.store,
+                run_id=session.run_id,
+                params=params,
+                con=con,  # type: ignore[arg-type]
+            )
+        except BaseException as e:  # noqa: BLE001  # handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="traceql-mcp-query", daemon=True)
+    t.start()
+    t.join(timeout_s if timeout_s > 0 else None)
+    if t.is_alive():
+        for c in con.open:
+            c.interrupt()
+        t.join(10)
+        raise QueryError(
+            f"query {name} stopped after the {timeout_s:g} s limit (traceql mcp --timeout SECONDS)"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["table"]

@@ -24,7 +24,7 @@ MAX_ROWS = 500
 class Tools:
     store: str | None = None
     cap: int = answers.DEFAULT_CAP
-    timeout_s: float = 60.0  # a SQL or query statement's limit (sql_sandbox.run)
+    timeout_s: float = 60.0  # a sql statement's or a library query's time limit (0: none)
     memory_limit: str | None = None
 
     def _store(self) -> Any:
@@ -128,12 +128,14 @@ class Tools:
     ) -> str:
         from .. import queries
         from ..analysis import Analysis
+        from .sandboxed import run_library_query
         from .shape import rows_answer
 
         spec = queries.get(name)  # QueryError naming the known queries
         rid = self._run(run)
-        with Analysis(self.store, rid) as session:
-            table = session.query(name, {str(k): v for k, v in (params or {}).items()})
+        with Analysis(self.store, rid) as session:  # derived tables prepared, one connection
+            given = {str(k): v for k, v in (params or {}).items()}
+            table = run_library_query(session, name, given, self.timeout_s)
         lim = _limit(limit)
         ans = rows_answer("query", table, lim, run=rid, query=name, description=spec.description)
         more = (
