@@ -293,3 +293,24 @@ def test_library_query_is_interrupted_at_its_limit(npu_store: Path, monkeypatch:
             run_library_query(session, "op_hbm_bytes", {}, 0.5)
         # interrupted, not abandoned: without interrupt() the join after the limit waits its full 10 s
         assert time.monotonic() - t0 < 5
+
+
+def test_in_memory_compare_passes_the_comparisons_verdict(npu_store: Path) -> None:
+    import jsonschema
+
+    from traceql.compare import compare
+    from traceql.mcp.schema import answer_schema
+
+    (r,) = _memory(npu_store, [("compare", {"base": "npu", "cand": "npu"})])
+    a = _answer(r)
+    jsonschema.validate(a, answer_schema())
+    doc = compare(npu_store, "npu", "npu").to_dict()
+    # the comparison's own verdict, not a second judgement: a run against itself is neutral
+    assert (a["verdict"], a["why"], a["comparable"]) == (
+        doc["verdict"]["verdict"],
+        doc["verdict"]["why"],
+        True,
+    )
+    assert a["verdict"] == "neutral"
+    assert all(n["grade"] for n in a["step"]) and all(p["grade"] for p in a["step_parts"])
+    assert all(p["delta"] == 0 for p in a["step_parts"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .answers import clean_number, envelope, number
+from .answers import clean_number, envelope, number, readable
 
 _TIMESTAMPS = ("measured", "profiler timestamps")
 #: a finding's message or a caveat longer than this is clipped (the CLI's markdown has it whole)
@@ -285,12 +285,47 @@ def compare_answer(doc: dict[str, Any]) -> dict[str, Any]:
         step_parts=parts,
         differences=comp.get("differences"),
         operators_counts=ops.get("counts"),
-        operators_changed=(ops.get("changed") or [])[:20],
+        operators_changed=_changed_ops(ops.get("changed") or [])[:10],
         findings_resolved=[f.get("id") for f in fd.get("resolved") or []],
         findings_new=[f.get("id") for f in fd.get("new") or []],
         findings_persisting=[f.get("id") for f in fd.get("persisting") or []],
         source_document=doc.get("format"),
     )
+
+
+def _changed_ops(changed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The changed operators, most device time moved first, each figure with its grade (device time:
+    timestamps; HBM bytes: the weaker of the two runs' grades)."""
+
+    def pair(op: dict[str, Any], key: str, unit: str, grade: str) -> dict[str, Any]:
+        b, c = (op.get("base") or {}).get(key), (op.get("cand") or {}).get(key)
+        d = (op.get("delta") or {}).get(key)
+        ok = isinstance(b, (int, float)) and isinstance(c, (int, float))
+        shown = f"{readable(b, unit)} -> {readable(c, unit)}" if ok else None
+        return {
+            "base": clean_number(b),
+            "cand": clean_number(c),
+            "delta": clean_number(d),
+            "shown": shown,
+            "grade": grade,
+        }
+
+    out: list[dict[str, Any]] = []
+    for op in changed:
+        hbm = _weakest([_grade((op.get(s) or {}).get("grade")) for s in ("base", "cand")])
+        out.append(
+            {
+                "op_type": op.get("op_type"),
+                "shapes": op.get("shapes"),
+                "dtypes": op.get("dtypes"),
+                "is_comm": op.get("is_comm"),
+                "calls_per_step": [(op.get(s) or {}).get("calls_per_step") for s in ("base", "cand")],
+                "dur_per_step": pair(op, "dur_ns_per_step", "ns", "measured"),
+                "hbm_bytes_per_step": pair(op, "hbm_bytes_per_step", "bytes", hbm),
+            }
+        )
+    out.sort(key=lambda o: -abs(o["dur_per_step"]["delta"] or 0.0))
+    return out
 
 
 def _grade(g: Any) -> str:
@@ -311,8 +346,6 @@ def _weakest(grades: list[str]) -> str:
 
 
 def _delta_text(base: Any, cand: Any) -> str | None:
-    from .answers import readable
-
     if not isinstance(base, (int, float)) or not isinstance(cand, (int, float)):
         return None
     return f"{readable(base, 'ns')} -> {readable(cand, 'ns')} ({readable(cand - base, 'ns')})"
