@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, int]] = [
     ("traceql.export", 5),
     ("traceql.charts", 5),
     ("traceql.capture", 5),
+    ("traceql.mcp", 5),  # the MCP server's tools: consumers of findings, compare, the library and the sandbox
     ("traceql.findings", 5),
     ("traceql.analysis", 4),
     ("traceql.post_ingest", 4),

@@ -22,7 +22,18 @@ app = typer.Typer(
 )
 
 # One small module per command group; each exposes register(app).
-_COMMAND_MODULES = ["ingest", "sql", "query", "findings", "chart", "capture", "check", "compare", "export"]
+_COMMAND_MODULES = [
+    "ingest",
+    "sql",
+    "query",
+    "findings",
+    "chart",
+    "capture",
+    "check",
+    "compare",
+    "export",
+    "mcp",
+]
 
 
 def _register() -> None:

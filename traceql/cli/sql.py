@@ -9,57 +9,6 @@ import typer
 
 from ._options import DocFormat, StoreOpt, TableFormat, format_opt, output_opt
 
-# What `traceql sql` runs without --write: queries, plain EXPLAIN, and metadata pragmas. Everything else is
-# refused, SET and most PRAGMAs included: DuckDB can write files through them (query logs, profiler output,
-# IMPORT DATABASE running a folder's SQL), and EXPLAIN ANALYZE executes its statement.
-_READ_ONLY_PRAGMAS = {
-    "table_info",
-    "show_tables",
-    "show_tables_expanded",
-    "show",
-    "database_size",
-    "version",
-    "storage_info",
-}
-
-
-def _check_read_only(sql: str) -> None:
-    import re
-
-    import duckdb
-
-    from ..errors import QueryError
-
-    try:
-        stmts = duckdb.extract_statements(sql)
-    except duckdb.Error as e:
-        raise QueryError(f"SQL error: {str(e).splitlines()[0]}") from e
-    for s in stmts:
-        text = s.query.strip()
-        try:
-            kind = str(s.type).split(".")[-1]
-        except ValueError:
-            # a statement type newer than DuckDB's Python enum (UPDATE EXTENSIONS in 2.0: ValueError "29 is not
-            # a valid StatementType"): unknown means refused, not an internal error
-            first = " ".join(text.split()[:2])[:40]
-            raise QueryError(
-                f"statement {first!r} is of a type traceql does not know, refused: traceql sql runs SELECT, "
-                "EXPLAIN and metadata PRAGMAs (pass --write to allow others)"
-            ) from None
-        if kind == "SELECT":
-            continue
-        if kind == "EXPLAIN" and not re.match(r"(?is)^explain\s+analy[sz]e\b", text):
-            inner = re.sub(r"(?is)^explain\s+", "", text)
-            _check_read_only(inner)
-            continue
-        if kind == "PRAGMA":
-            m = re.match(r"(?is)^pragma\s+([a-z_]+)", text)
-            if m and m.group(1).lower() in _READ_ONLY_PRAGMAS:
-                continue
-        raise QueryError(
-            f"{kind} statements are refused: traceql sql is read-only over the store (pass --write to allow)"
-        )
-
 
 def sql_cmd(
     query: Annotated[
@@ -120,7 +69,7 @@ def sql_cmd(
     if query == "-":
         query = sys.stdin.read()
     if not write:
-        _check_read_only(query)
+        sql_sandbox.check_read_only(query)
     limit_s = sql_sandbox.timeout_from_env(timeout)
     st = Store(store)
     con = engine.connect(st)
