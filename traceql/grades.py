@@ -2,6 +2,9 @@
 
     measured      per-task PMU counters (torch_npu/msprof Memory or MemoryAccess aic-metrics: bytes per task),
                   or, for times, the profiler's own timestamps
+    pipe          per-task pipe utilisation (PipeUtilization: the share of each task's cycles its MTE2/MTE3, cube,
+                  vector and scalar pipes are busy): says what bounds each task at the task's own resolution, not
+                  how many bytes it moved (docs/bounds.md)
     sampled       device counters sampled at a period (HBM bandwidth every 20 ms by default): resolved in time
                   only to that period; `period_ns` says which
     modeled       tensor sizes from shapes x dtypes: a lower bound (no re-reads, no workspace), never compared
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-GRADES = ("measured", "sampled", "modeled", "insufficient")
+GRADES = ("measured", "pipe", "sampled", "modeled", "insufficient")
 # kernel_bytes.hbm_bytes_source / hbm_utilization.evidence -> grade
 _SOURCE_GRADE = {"pmu": "measured", "measured": "measured", "sampled": "sampled", "modeled": "modeled"}
 

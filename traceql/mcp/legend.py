@@ -33,6 +33,10 @@ GRADE_TERMS: dict[str, str] = {
 OTHER_TERMS: dict[str, str] = {
     "memory": "bound: the step's time goes mostly to compute that runs with HBM bandwidth near its peak.",
     "compute": "bound: the step's time goes mostly to compute that is not limited by HBM bandwidth.",
+    "latency": (
+        "bound: the compute time goes mostly to tasks where no pipe is near its roof (per-task pipe "
+        "utilisation): neither HBM nor the compute units saturate; compute_bounds.top_cause names why."
+    ),
     "communication": "bound: the step's time goes mostly to collectives (transfer or waiting for peers).",
     "host/idle": "bound: the device is mostly idle: host code, data loading or launch gaps.",
     "judged": "confidence: the evidence and the capture decide the bound.",

@@ -93,6 +93,7 @@ def verdict_answer(doc: dict[str, Any]) -> dict[str, Any]:
             method=v.get("scaling_method"),
         ),
         number("mean_step", _ms_to_ns(v.get("mean_step_ms")), "ns", *_TIMESTAMPS),
+        *_compute_bounds_numbers(v.get("compute_bounds")),
     ]
     nums = [n for n in nums if n["value"] is not None]
     dev = doc.get("device") or {}
@@ -120,6 +121,18 @@ def verdict_answer(doc: dict[str, Any]) -> dict[str, Any]:
         fired=(doc.get("summary") or {}).get("fired"),
         next=f"findings(run={doc.get('run_id')!r}) for what to do, ranked by saving",
     )
+
+
+def _compute_bounds_numbers(cb: Any) -> list[dict[str, Any]]:
+    """The compute time's split by per-task evidence (verdict.compute_bounds, docs/bounds.md), graded by it."""
+    if not isinstance(cb, dict):
+        return []
+    g = _grade(cb.get("grade"))
+    detail = "share of compute time in tasks of this class (per-task pipe utilisation or PMU bytes)"
+    return [
+        number(f"compute_{k}_bound_share", cb.get(f"{k}_share"), "%", g, detail)
+        for k in ("memory", "compute", "latency")
+    ]
 
 
 def _ms_to_ns(ms: Any) -> float | None:
