@@ -17,7 +17,8 @@
 -- column: steps_reported BIGINT        -- rank-steps with the profiler's step breakdown (step_trace_time Computing)
 -- column: step_computing_ns BIGINT     -- the profiler's own Computing time over those rank-steps, ns
 -- column: counters BIGINT              -- counter samples (HBM, frequency, ...)
--- column: comm_ops BIGINT              -- communication ops (communication.json / comm tables) plus communication tasks in the task list
+-- column: comm_ops BIGINT              -- communication ops recorded as such (communication.json, the db's communication tables, Kineto collectives)
+-- column: comm_tasks BIGINT            -- communication tasks in the task list (hcom_* / HCCL, NCCL kernels): a task list's excerpt of them, no op records
 -- column: host_ops BIGINT              -- host (framework) operators
 -- column: kernel_coverage DOUBLE       -- the task list's compute time in the reported steps / the profiler's Computing time there, 0..1; null without a step breakdown
 -- column: kernel_span_coverage DOUBLE  -- first kernel start to last kernel end per reported step / the step's device time (computing + communication not overlapped + free), 0..1: the span, shown beside kernel_coverage only
@@ -70,7 +71,8 @@ WITH cov AS (
     SELECT rk.run_id, rk.rank, coalesce(kn.kernels, 0) AS kernels, coalesce(kn.kernels, 0) > 0 AS kernel_list,
            kn.compute_ns, coalesce(sn.steps, 0) AS steps, coalesce(kc.steps_reported, 0) AS steps_reported,
            kc.step_computing_ns, coalesce(cn.counters, 0) AS counters,
-           coalesce(co.comm_ops, 0) + coalesce(kn.comm_tasks, 0) AS comm_ops, coalesce(ho.host_ops, 0) AS host_ops,
+           coalesce(co.comm_ops, 0) AS comm_ops, coalesce(kn.comm_tasks, 0) AS comm_tasks,
+           coalesce(ho.host_ops, 0) AS host_ops,
            kc.kernel_ns, kc.span_ns, kc.device_ns
     FROM rk
     LEFT JOIN kn ON kn.run_id = rk.run_id AND kn.rank = rk.rank
@@ -81,11 +83,11 @@ WITH cov AS (
     LEFT JOIN ho ON ho.run_id = rk.run_id AND ho.rank = rk.rank
 ), scoped AS (
     SELECT run_id, 'rank' AS scope, rank, kernels, kernel_list, compute_ns, steps, steps_reported,
-           step_computing_ns, counters, comm_ops, host_ops, kernel_ns, span_ns, device_ns
+           step_computing_ns, counters, comm_ops, comm_tasks, host_ops, kernel_ns, span_ns, device_ns
     FROM inv
     UNION ALL
     SELECT run_id, 'run', NULL, sum(kernels), bool_or(kernel_list), sum(compute_ns), sum(steps), sum(steps_reported),
-           sum(step_computing_ns), sum(counters), sum(comm_ops), sum(host_ops), sum(kernel_ns), sum(span_ns),
+           sum(step_computing_ns), sum(counters), sum(comm_ops), sum(comm_tasks), sum(host_ops), sum(kernel_ns), sum(span_ns),
            sum(device_ns)
     FROM inv GROUP BY run_id
 )
@@ -101,14 +103,16 @@ SELECT s.run_id, s.scope, s.rank::INTEGER AS rank,
        CASE WHEN s.kernel_list THEN s.compute_ns END::BIGINT AS compute_ns,
        s.steps::BIGINT AS steps, s.steps_reported::BIGINT AS steps_reported,
        s.step_computing_ns::BIGINT AS step_computing_ns, s.counters::BIGINT AS counters,
-       s.comm_ops::BIGINT AS comm_ops, s.host_ops::BIGINT AS host_ops,
+       s.comm_ops::BIGINT AS comm_ops, s.comm_tasks::BIGINT AS comm_tasks, s.host_ops::BIGINT AS host_ops,
        s.kernel_ns / nullif(s.step_computing_ns, 0) AS kernel_coverage,
        s.span_ns / nullif(s.device_ns, 0) AS kernel_span_coverage,
        concat_ws('; ',
            CASE WHEN s.kernel_list THEN printf('task list (%d tasks)', s.kernels) ELSE 'task list not recorded' END,
            CASE WHEN s.steps > 0 THEN printf('%d steps', s.steps) ELSE 'no step markers' END,
            CASE WHEN s.counters > 0 THEN printf('%d counter samples', s.counters) ELSE 'no counters' END,
-           CASE WHEN s.comm_ops > 0 THEN printf('%d communication ops', s.comm_ops) ELSE 'no communication' END,
+           CASE WHEN s.comm_ops > 0 THEN printf('%d communication ops', s.comm_ops)
+                WHEN s.comm_tasks > 0 THEN printf('no communication records (%d communication tasks in the task list)', s.comm_tasks)
+                ELSE 'no communication' END,
            CASE WHEN s.host_ops > 0 THEN printf('%d host ops', s.host_ops) ELSE 'no host ops' END) AS evidence
 FROM scoped s LEFT JOIN cov ON cov.run_id = s.run_id
 ORDER BY s.run_id, s.scope = 'rank', s.rank;

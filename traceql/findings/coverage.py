@@ -30,7 +30,8 @@ def inventory(ctx: Context) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def is_fragment(run: dict[str, Any]) -> bool:
-    """No step markers and no communication: the shares are of a capture window, not of a step of a job."""
+    """No step markers and no communication records (a task list's own hcom / NCCL tasks are an excerpt, not a
+    record of the collectives): the shares are of a capture window, not of a step of a job."""
     return bool(run) and not run.get("steps") and not run.get("comm_ops")
 
 
@@ -125,7 +126,16 @@ def amend_verdict(ctx: Context, v: dict[str, Any]) -> dict[str, Any]:
         ranks=[
             {
                 k: r.get(k)
-                for k in ("rank", "kernel_list", "compute_ns", "steps", "counters", "comm_ops", "evidence")
+                for k in (
+                    "rank",
+                    "kernel_list",
+                    "compute_ns",
+                    "steps",
+                    "counters",
+                    "comm_ops",
+                    "comm_tasks",
+                    "evidence",
+                )
             }
             for r in ranks
         ],
@@ -133,6 +143,12 @@ def amend_verdict(ctx: Context, v: dict[str, Any]) -> dict[str, Any]:
     if not run or v.get("bound") is None:
         return v
     h = ctx.rules["honesty"]
+    if cap.get("job_ranks") is None and ((run.get("ranks_captured") or 0) > 1 or run.get("comm_ops")):
+        vals = {"captured": run.get("ranks_captured") or 0}
+        v["headline"] = render(str(h["job_unknown"]), vals, "honesty.job_unknown") + "; " + v["headline"]
+        if v["bound"] == "communication":
+            # exposed communication may be waiting for ranks the dump does not name
+            v["confidence"] = "cannot tell"
     if is_fragment(run):
         advice = h["fragment_capture_gpu" if ctx.device_kind == "gpu" else "fragment_capture_ascend"]
         vals = {"evidence": run.get("evidence") or "", "local": v["headline"], "capture": advice}
@@ -163,12 +179,6 @@ def amend_verdict(ctx: Context, v: dict[str, Any]) -> dict[str, Any]:
         }
         v["headline"] += render(str(h["no_task_list"]), vals, "honesty.no_task_list")
         v["confidence"] = "cannot tell"
-    if cap.get("job_ranks") is None and ((run.get("ranks_captured") or 0) > 1 or run.get("comm_ops")):
-        vals = {"captured": run.get("ranks_captured") or 0}
-        v["headline"] = render(str(h["job_unknown"]), vals, "honesty.job_unknown") + "; " + v["headline"]
-        if v["bound"] == "communication":
-            # exposed communication may be waiting for ranks the dump does not name
-            v["confidence"] = "cannot tell"
     return v
 
 
