@@ -297,3 +297,24 @@ def test_compare_uses_the_resolved_device(gpt3_store: Path) -> None:
     with Analysis(gpt3_store, "gpt3") as a:
         info = run_info(a)
     assert info.device == info.device_preset == "ascend910b"
+
+
+def test_two_stage_job_has_no_slow_rank(tmp_path: Path) -> None:
+    """Ranks 0 and 1 as the two stages of one pipeline (profiler_metadata pp group [0, 1], set by hand): rank 1
+    arrives late by construction (the article's slow rank), but that is a different stage's work."""
+    dump = tmp_path / "dump"
+    write_torch_npu_dump(article_scenario(n_ranks=2), dump, aic_metrics="Memory", with_trace_view=False)
+    for r in range(2):
+        p = dump / f"rank{r}_ascend_pt/profiler_metadata.json"
+        md = json.loads(p.read_text())
+        md["parallel_group_info"] = {
+            "g_world": {"group_name": "default_group", "group_rank": r, "global_ranks": [0, 1]},
+            "g_pp": {"group_name": "pp", "group_rank": r, "global_ranks": [0, 1]},
+        }
+        p.write_text(json.dumps(md))
+    st = tmp_path / "store"
+    ingest(dump, st, name="pp2")
+    f = findings.evaluate(st, "pp2", device="ascend910b").finding("slow_rank")
+    assert not f.fired and f.evidence["outcome"] == "pp_stages"
+    assert "ranks 0,1 are different pipeline stages (profiler_metadata pp group)" in f.message
+    assert "by design" in f.message and "unexplained" not in f.message
