@@ -66,7 +66,7 @@ WITH cov AS (
 ), rk AS (
     SELECT run_id, rank FROM (
         SELECT run_id, rank FROM kn UNION SELECT run_id, rank FROM sn UNION SELECT run_id, rank FROM cn
-        UNION SELECT run_id, rank FROM co UNION SELECT run_id, rank FROM ho) WHERE rank IS NOT NULL
+        UNION SELECT run_id, rank FROM co UNION SELECT run_id, rank FROM ho) WHERE rank >= 0
 ), inv AS (
     SELECT rk.run_id, rk.rank, coalesce(kn.kernels, 0) AS kernels, coalesce(kn.kernels, 0) > 0 AS kernel_list,
            kn.compute_ns, coalesce(sn.steps, 0) AS steps, coalesce(kc.steps_reported, 0) AS steps_reported,

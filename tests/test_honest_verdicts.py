@@ -318,3 +318,28 @@ def test_two_stage_job_has_no_slow_rank(tmp_path: Path) -> None:
     assert not f.fired and f.evidence["outcome"] == "pp_stages"
     assert "ranks 0,1 are different pipeline stages (profiler_metadata pp group)" in f.message
     assert "by design" in f.message and "unexplained" not in f.message
+
+
+def test_db_link_tasks_bound_the_job_size(tmp_path: Path) -> None:
+    """msinsight's full_db msprof_0.db: its COMMUNICATION_TASK_INFO names ranks the timed link tasks (those with a
+    TASK row) do not; the bound is the highest id any link task names + 1, read here with sqlite3."""
+    import sqlite3
+
+    db = MSI / "server/src/test/test_data/full_db/msprof_0.db"
+    _need(db)
+    con = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+    try:
+        ids = {
+            r
+            for row in con.execute('SELECT "srcRank", "dstRank" FROM "COMMUNICATION_TASK_INFO"').fetchall()
+            for r in row
+            if r is not None and r != 4294967295  # UINT32 "n/a"
+        }
+    finally:
+        con.close()
+    assert max(ids) == 7
+    st = tmp_path / "store"
+    ingest(db, st, name="fulldb")
+    cov, _ = _coverage(st, "fulldb")
+    assert (cov["job_ranks"], cov["job_ranks_exact"]) == (max(ids) + 1, False)
+    assert cov["job_ranks_source"] == "communication tasks"
