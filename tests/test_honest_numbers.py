@@ -125,7 +125,7 @@ def test_level1_verdict_names_the_missing_ranks(level1_store: Path) -> None:
     assert v["capture"]["job_ranks_exact"] is False
     assert v["capture"]["missing_ranks"] == "2,3,4,5,6,7"
     assert v["headline"].startswith(
-        "2 of at least 8 ranks captured (the communication_matrix names ranks up to 7"
+        "2 of at least 8 ranks captured (rank ids up to 7 named in the communication_matrix"
     )
     assert "outside the dump" in v["headline"]
     assert "cannot be judged from these ranks alone" in v["headline"] and v["confidence"] == "cannot tell"

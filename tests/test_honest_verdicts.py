@@ -124,7 +124,7 @@ def test_excerpt_job_size_is_a_lower_bound(gpt3_store: Path) -> None:
     assert cov["job_ranks_source"] == "communication_matrix"
     v = findings.evaluate(gpt3_store, "gpt3", device="ascend910b").verdict
     assert v["headline"].startswith(
-        "1 of at least 9 ranks captured (the communication_matrix names ranks up to 8"
+        "1 of at least 9 ranks captured (rank ids up to 8 named in the communication_matrix"
     )
     assert not re.search(r"\b1 of 9\b", v["headline"])
     wa = [

@@ -32,7 +32,7 @@ capture coverage and confidence were added, and scaling_efficiency is null witho
       "verdict": {
         "bound": "communication",            # memory | communication | compute | host/idle | null (no device time)
         "confidence": "cannot tell",          # judged | cannot tell (the evidence or the capture cannot decide)
-        "headline": "2 of at least 8 ranks captured (the communication_matrix names ranks up to 7; ...): ... the job's bound cannot be judged from these ranks alone ...",
+        "headline": "2 of at least 8 ranks captured (rank ids up to 7 named in the communication_matrix; ...): ... the job's bound cannot be judged from these ranks alone ...",
         "hbm_utilization": null,             # busiest rank's HBM utilisation while computing, 0..1: measured, or
                                              # sampled at a period that resolves the kernels; else null
         "hbm_utilization_rank": 0,

@@ -51,8 +51,8 @@ def job_text(capture: dict[str, Any]) -> str:
 
 
 def job_evidence(capture: dict[str, Any]) -> str:
-    """What the job size rests on, in words: 'world size recorded', 'the communication_matrix names ranks up to
-    8', 'job size not recorded'."""
+    """What the job size rests on, in words: 'world size recorded', 'rank ids up to 8 named in the
+    communication_matrix', 'job size not recorded'."""
     n, src = capture.get("job_ranks"), capture.get("job_ranks_source") or ""
     if n is None:
         return "job size not recorded"
@@ -60,7 +60,7 @@ def job_evidence(capture: dict[str, Any]) -> str:
         return "world size recorded"
     if capture.get("job_ranks_exact"):
         return f"every rank 0-{int(n) - 1} in the dump"
-    return f"the {src} names ranks up to {int(n) - 1}"
+    return f"rank ids up to {int(n) - 1} named in the {src}"
 
 
 def stages(ctx: Context) -> dict[int, dict[str, Any]]:
