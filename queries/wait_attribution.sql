@@ -61,7 +61,7 @@
 --   efficiency); only with a baseline run is there a scaling efficiency: scaling_vs_baseline = baseline mean
 --   step time / this run's mean step time (the article's 0.58).
 WITH cov AS (
-    SELECT run_id, ranks_captured, job_ranks FROM _capture_coverage()
+    SELECT run_id, ranks_captured, job_ranks, job_ranks_exact FROM _capture_coverage()
 ), parts AS (
     -- each timeline segment split into its parts (_helpers.sql _timeline_parts)
     SELECT p.*, coalesce(cov.ranks_captured >= cov.job_ranks, true) AS complete
@@ -126,7 +126,9 @@ SELECT s.run_id, scope, rank, step, steps, wall_ns, compute_hbm_saturated_ns, co
                  WHEN hbm_evidence IN ('modeled', 'none') THEN '; no measured or sampled HBM bandwidth, so no compute counts as saturated'
                  ELSE '' END,
             CASE WHEN cov.ranks_captured < cov.job_ranks
-                 THEN printf('; %d of %d ranks captured', cov.ranks_captured, cov.job_ranks) ELSE '' END)
+                 THEN printf('; %d of %s%d ranks captured', cov.ranks_captured,
+                             CASE WHEN cov.job_ranks_exact THEN '' ELSE 'at least ' END, cov.job_ranks)
+                 ELSE '' END)
        END AS verdict_reason
 FROM shares s LEFT JOIN cov ON cov.run_id = s.run_id
 ORDER BY s.run_id, rank NULLS FIRST, step NULLS FIRST, scope = 'step';

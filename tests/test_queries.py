@@ -160,6 +160,11 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "l2_cache": [{"stream_id": 1, "task_id": 2, "op_name": "MatMul", "hit_rate": 0.7}],
             # a FLOPs range as torch_npu's _flops_hook writes it (mstx domain mfu_flops): for queries/mfu.sql
             "host_ops": [{"name": "1000000-aten::mm", "cat": "mstx", "ts_ns": MS, "dur_ns": MS}],
+            # a pipeline group as profiler_metadata.json names it: for queries/pipeline_stages.sql
+            "run_meta": [
+                {"key": "parallel_group_info.g_pp.group_name", "value": "pp"},
+                {"key": "parallel_group_info.g_pp.global_ranks", "value": "[0, 1]"},
+            ],
             # the profiler's own split (db OVERLAP_ANALYSIS): for queries/overlap_check.sql
             "overlap": [{"step": 1, "type": "Computing", "ts_ns": 0, "dur_ns": 3 * MS, "source": "t"}],
         }

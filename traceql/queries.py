@@ -360,6 +360,8 @@ def run(
         b"traceql.run_id": rid.encode(),
         b"traceql.peaks": json.dumps({k: bound.get(k, v) for k, v in choice.peaks.items()}).encode(),
         b"traceql.peaks_note": choice.note.encode(),
+        # the preset the peaks came from (what findings and compare call the run's device), '' when none
+        b"traceql.device": (choice.device.key if choice.device else "").encode(),
         b"traceql.params": json.dumps(bound, default=str).encode(),
     }
     return table.replace_schema_metadata(meta)

@@ -45,12 +45,15 @@ def _rows(table: Any) -> list[dict[str, Any]]:
 
 def run_info(session: Analysis) -> RunInfo:
 
-    rows = _rows(session.query("compare_run_info"))
-    r = rows[0]
+    t = session.query("compare_run_info")
+    r = _rows(t)[0]
+    # the device findings use for this run (--device, the dump's name, or the 910B inference), one resolution
+    resolved = (t.schema.metadata or {}).get(b"traceql.device", b"").decode() or None
     return RunInfo(
         run_id=session.run_id,
         format=str(r["format"] or ""),
-        device=r["device"],
+        device=resolved if session.device else (r["device"] or resolved),
+        device_preset=resolved,
         ranks=int(r["ranks"] or 0),
         profiler_level=r["profiler_level"],
         aic_metrics=r["aic_metrics"],

@@ -56,12 +56,16 @@ class RunInfo:
     steps_max: int
     rows: dict[str, int]
     grade_calls: dict[str, int] = field(default_factory=dict)  # measured/sampled/modeled -> kernels
+    device_preset: str | None = (
+        None  # the preset findings resolve for the run (devices.resolve), None when none
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "format": self.format,
             "device": self.device,
+            "device_preset": self.device_preset,
             "ranks": self.ranks,
             "profiler_level": self.profiler_level,
             "aic_metrics": self.aic_metrics,

@@ -130,6 +130,9 @@ def comparability(
             "same profiler family, different export: the same events, read from other files",
         )
     db_, dc = _norm_device(bi.device), _norm_device(ci.device)
+    if bi.device_preset and ci.device_preset:
+        # both resolve to a preset: the presets decide (a dump's 'Ascend910B3' and an inferred 910B are one card)
+        db_, dc = bi.device_preset, ci.device_preset
     if db_ and dc and db_ != dc:
         diff(
             "device",

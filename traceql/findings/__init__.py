@@ -32,7 +32,7 @@ capture coverage and confidence were added, and scaling_efficiency is null witho
       "verdict": {
         "bound": "communication",            # memory | communication | compute | host/idle | null (no device time)
         "confidence": "cannot tell",          # judged | cannot tell (the evidence or the capture cannot decide)
-        "headline": "2 of 8 ranks captured ...: ... the job's bound cannot be judged from these ranks alone ...",
+        "headline": "2 of at least 8 ranks captured (rank ids up to 7 named in the communication_matrix; ...): ... the job's bound cannot be judged from these ranks alone ...",
         "hbm_utilization": null,             # busiest rank's HBM utilisation while computing, 0..1: measured, or
                                              # sampled at a period that resolves the kernels; else null
         "hbm_utilization_rank": 0,
@@ -44,7 +44,13 @@ capture coverage and confidence were added, and scaling_efficiency is null witho
         "scaling_method": "compute_fraction",  # or "baseline:<run>"
         "compute_fraction": 0.06,            # compute time / step time (not a scaling efficiency)
         "capture": {"ranks_captured": 2, "job_ranks": 8, "job_ranks_source": "communication_matrix",
-                    "missing_ranks": "2,3,4,5,6,7", "complete": false, "kernel_coverage": 1.0},
+                    "job_ranks_exact": false,   # false: "at least 8"; job_ranks null: job size not recorded
+                    "missing_ranks": "2,3,4,5,6,7", "complete": false,
+                    "kernel_coverage": 1.0,      # task-list compute time / step_trace Computing (null without it)
+                    "kernel_span_coverage": 1.0, # first-to-last task span / the step's device time, beside it
+                    "evidence": "task list (382 tasks); 2 steps; ...", "ranks_without_kernel_list": [],
+                    "ranks": [{"rank": 0, "kernel_list": true, "compute_ns": ..., "steps": 1, "counters": ...,
+                               "comm_ops": 8, "comm_tasks": ..., "evidence": "..."}, ...]},  # capture_coverage
         "device_kind": "ascend",             # ascend | gpu | cpu (no device timeline): whose advice applies
         "compute_bounds": {"bound": "latency", "memory_share": 0.41, "compute_share": 0.04,  # compute time split
                            "latency_share": 0.55, "unknown_share": 0.0, "top_cause": "few_blocks",  # by per-task

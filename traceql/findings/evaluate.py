@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import QueryError
 from . import checks as _register_checks  # noqa: F401 - importing registers every check
 from .context import BOUNDS, COVERAGE, HBM, WAIT, Context, Read
+from .coverage import PIPELINE, amend_verdict, hold_findings
 from .model import Finding, Report
 from .registry import CHECKS
 from .rules import Rule, load_rules
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..analysis import Analysis
 
 # what the verdict reads besides the checks' findings
-VERDICT_READS = (WAIT, HBM, COVERAGE, BOUNDS)
+VERDICT_READS = (WAIT, HBM, COVERAGE, BOUNDS, PIPELINE)
 
 
 def plan() -> list[Read]:
@@ -82,7 +83,9 @@ def evaluate_session(
                     str(rdata.get("suggestion", "")),
                 )
             )
-    verdict = verdict_of(ctx, findings)
+    # held to what the dump can carry: severities and the verdict's confidence follow its evidence inventory
+    hold_findings(ctx, findings)
+    verdict = amend_verdict(ctx, verdict_of(ctx, findings))
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,

@@ -73,7 +73,10 @@ def hbm_summary(ctx: Context) -> dict[str, Any]:
             lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)"
         )
     else:
-        out["text"] = "no HBM bytes in the dump"
+        from .coverage import hbm_without_peak
+
+        # counter samples without a peak: bytes and GB/s, never "no HBM bytes"
+        out["text"] = hbm_without_peak(ctx) or "no HBM bytes in the dump"
     return out
 
 
@@ -225,9 +228,12 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     if capture["complete"] is False:
         n_missing = int(capture["job_ranks"] or 0) - int(capture["ranks_captured"] or 0)
         ids = capture["missing_ranks"]
-        missing = f"{n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
+        from .coverage import job_evidence, job_text
+
+        missing = f"{job_evidence(capture)}; {n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
+
         # a job size read from rank ids is a lower bound (ranks above the highest id named may exist)
-        job = capture["job_ranks"] if capture.get("job_ranks_exact") else f"at least {capture['job_ranks']}"
+        job = job_text(capture)
         if missing_ns / wall >= 0.05:
             headline = render(
                 tmpl["partial"],
@@ -243,13 +249,6 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
             confidence = "cannot tell"
         else:
             headline = f"{capture['ranks_captured']} of {job} ranks captured ({missing}); {headline}"
-    kc = capture.get("kernel_coverage")
-    if kc is not None and kc < 0.9:
-        # a partial task list (data_simplification, a capture cut short) under-counts every device share
-        headline += (
-            f"; note: the device task list covers only {kc:.0%} of the device time step_trace_time "
-            "reports, so the shares above rest on part of each step"
-        )
     return {
         "bound": bound,
         "confidence": confidence,

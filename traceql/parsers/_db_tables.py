@@ -940,6 +940,16 @@ def run_meta(x: DbExport) -> tuple[list[tuple[str, str]], dict[str, Any]]:
         if names:
             meta["device"] = names[0]
             rows.append(("device", names[0]))
+    if db.has("COMMUNICATION_TASK_INFO", "srcRank", "dstRank"):
+        # every rank id the link tasks name, timed or not: evidence of the job's size (capture_coverage), kept
+        # even where a task has no TASK row to time it and so never reaches comm_matrix
+        ids = db.rows(
+            'SELECT DISTINCT r FROM (SELECT "srcRank" AS r FROM "COMMUNICATION_TASK_INFO" UNION ALL '
+            'SELECT "dstRank" FROM "COMMUNICATION_TASK_INFO") WHERE r IS NOT NULL AND r >= 0 AND r <> '
+            f"{UINT32_NONE} ORDER BY r"
+        )
+        if ids:
+            rows.append(("COMMUNICATION_TASK_INFO.ranks", json.dumps([int(r) for (r,) in ids])))
     for table in ("HOST_INFO", "SESSION_TIME_INFO", "RANK_DEVICE_MAP"):
         if table in db.schema:
             cols = db.cols(table)

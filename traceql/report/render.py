@@ -236,10 +236,7 @@ def build_context(
             else ("unresolved" if v.get("hbm_mean_utilization") is not None else "not known"),
         ),
         ("HBM evidence", str((v.get("hbm_evidence") or {}).get("grade") or "–")),
-        (
-            "ranks captured",
-            f"{(v.get('capture') or {}).get('ranks_captured') or '–'} of {(v.get('capture') or {}).get('job_ranks') or '–'}",
-        ),
+        ("ranks captured", _ranks_tile(v.get("capture") or {})),
         # a scaling efficiency needs a baseline run; without one the tile is the compute fraction, named so
         (
             (
@@ -353,3 +350,13 @@ def write_report(path: str | Path, store: Any = None, run_id: str | None = None,
     except OSError as e:
         raise TraceQLError(f"{p}: cannot write the report ({e.strerror or e})") from None
     return p
+
+
+def _ranks_tile(cap: dict[str, Any]) -> str:
+    """'2 of 8', '2 of at least 8' or '2 (job size not recorded)': the job size as the dump records it."""
+    from ..findings.coverage import job_text
+
+    n = cap.get("ranks_captured") or "–"
+    if cap.get("job_ranks") is None:
+        return f"{n} (job size not recorded)"
+    return f"{n} of {job_text(cap)}"

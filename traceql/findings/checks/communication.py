@@ -21,6 +21,7 @@ from ..base import (
     to_ms,
 )
 from ..context import BOUNDS, RANK_SUMMARY, TRANSPORT
+from ..coverage import PIPELINE, stage_peers
 from ..model import Finding
 from ..registry import check
 from ..text import render
@@ -227,7 +228,7 @@ def _pipe_memory_wait(
     )
 
 
-@check("slow_rank", RANK_SUMMARY)
+@check("slow_rank", RANK_SUMMARY, PIPELINE)
 def check_slow_rank(ctx: Context, rule: Rule) -> Finding:
     rs, wr = rank_skew(ctx)
     if len(rs) < 2 or not any(r["collectives"] for r in rs.values()):
@@ -239,9 +240,29 @@ def check_slow_rank(ctx: Context, rule: Rule) -> Finding:
             values=template_values(rule, ctx, ranks=len(rs)),
             evidence={"ranks": len(rs)},
         )
-    slow = max(rs, key=lambda r: per_step_rank(rs[r], "lateness_ns"))
-    fast = min(rs, key=lambda r: per_step_rank(rs[r], "lateness_ns"))
-    late = per_step_rank(rs[slow], "lateness_ns")
+    # pipeline stages do different work by design: lateness is compared within a stage only
+    peers, stage_note = stage_peers(ctx, list(rs))
+    peers = [p for p in peers if len(p) > 1]
+    if not peers:
+        return make_finding(
+            ctx,
+            rule,
+            fired=False,
+            variant="pp_stages",
+            values=template_values(rule, ctx, ranks=len(rs), stage_note=stage_note),
+            evidence={"ranks": len(rs), "pipeline_stages": stage_note},
+        )
+
+    def spread(p: list[int]) -> float:
+        lates = [per_step_rank(rs[r], "lateness_ns") for r in p]
+        return max(lates) - min(lates)
+
+    group = max(peers, key=spread)
+    slow = max(group, key=lambda r: per_step_rank(rs[r], "lateness_ns"))
+    fast = min(group, key=lambda r: per_step_rank(rs[r], "lateness_ns"))
+    late = per_step_rank(rs[slow], "lateness_ns") - (
+        per_step_rank(rs[fast], "lateness_ns") if stage_note else 0.0
+    )
     # a share needs a step to be a share of: a cluster summary without step times has none
     step_ns = ctx.mean_step_ns
     late_share = late / step_ns if step_ns else None
@@ -252,6 +273,10 @@ def check_slow_rank(ctx: Context, rule: Rule) -> Finding:
     cause = max(causes, key=lambda k: causes[k])
     if late <= 0 or causes[cause] < rule["min_explained"] * late:
         cause = "unexplained"
+    no_list = [r for r in (slow, fast) if rs[r].get("kernel_list") is False]
+    if no_list:
+        # a rank without a task list is not idle: its compute is not recorded, so the lateness cannot be split
+        cause = "not_recorded"
     hbm = ctx.hbm_ranks()
     vals = template_values(
         rule,
@@ -267,8 +292,12 @@ def check_slow_rank(ctx: Context, rule: Rule) -> Finding:
         slow_util=pct_text((hbm.get(slow) or {}).get("busy_utilization")),
         fast_util=pct_text((hbm.get(fast) or {}).get("busy_utilization")),
         advisor_ms=to_ms(per_step_rank(rs[fast], "peer_wait_ns")),
+        no_list=", ".join(str(r) for r in no_list),
+        stage_note=stage_note,
     )
     vals["cause_text"] = render(str(rule["causes"][cause]), vals, f"rules.slow_rank.causes.{cause}")
+    if stage_note:
+        vals["cause_text"] += f" ({stage_note})"
     ev = {
         "slow_rank": slow,
         "fast_rank": fast,
@@ -280,6 +309,8 @@ def check_slow_rank(ctx: Context, rule: Rule) -> Finding:
         "extra_host_idle_ns_per_step": d_host,
         "extra_kernels_per_step": d_kernels,
         "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.slow_rank.advisor_says"),
+        "compared_ranks": group,
+        "pipeline_stages": stage_note or None,
         "related_queries": [ctx.command("wait_attribution", ctx.wait_params())],
     }
     tops = [
