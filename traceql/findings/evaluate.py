@@ -81,6 +81,9 @@ def evaluate_session(
                     str(rdata.get("suggestion", "")),
                 )
             )
+    from . import graph_capture
+
+    findings = graph_capture.screen(graph_capture.detect(ctx), findings)  # no "idle" from unrecorded kernels
     verdict = verdict_of(ctx, findings)
     meta = ctx.meta
     dev: dict[str, Any] = {
