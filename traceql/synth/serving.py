@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BASE_US = 1_700_000_000_000_000.0  # an epoch-like start, microseconds
+BASE_NS = (
+    1_700_000_000_000_000_000  # baseTimeNanoseconds: event ts are microseconds after it, as Kineto writes
+)
+BASE_US = 1000.0  # the first event's ts (us after BASE_NS)
 PID, TID, DEV = 1000, 1000, 0
 
 
@@ -108,10 +111,10 @@ def write_serving_trace(
                 "tokens": ph.tokens,
                 "context": ph.context,
                 "generation": ph.generation,
-                "host_start_ns": round(host_start * 1000),
-                "host_end_ns": round(host_end * 1000),
-                "device_start_ns": round((first_k or host_start) * 1000),
-                "device_end_ns": round(last_k * 1000),
+                "host_start_ns": _ns(host_start),
+                "host_end_ns": _ns(host_end),
+                "device_start_ns": _ns(first_k or host_start),
+                "device_end_ns": _ns(last_k),
                 "kernel_ns": round(ph.kernels * ph.kernel_us * 1000),
             }
         )
@@ -167,6 +170,10 @@ def write_replay_trace(path: str | Path, *, replays: int = 5) -> Truth:
     return truth
 
 
+def _ns(ts_us: float) -> int:
+    return BASE_NS + round(ts_us * 1000)
+
+
 def _write(path: str | Path, events: list[dict[str, Any]], device_name: str) -> None:
     doc = {
         "schemaVersion": 1,
@@ -181,6 +188,7 @@ def _write(path: str | Path, events: list[dict[str, Any]], device_name: str) -> 
                 "numSms": 132,
             }
         ],  # fmt: skip
+        "baseTimeNanoseconds": BASE_NS,
         "traceEvents": events,
         "traceName": str(path),
         "displayTimeUnit": "ms",

@@ -1,0 +1,99 @@
+"""Steps and phases from any marker (queries/phases.sql).
+
+Synthetic serving traces come from traceql.synth.serving with their truth (each step's marker, kind, batch,
+tokens, window and kernel time, set by the writer); the shared SGLang trace is checked against a json pass over
+the raw .json.gz written here (markers by name, kernels launched inside the marker by correlation).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TRACELENS
+
+import traceql
+from traceql import queries
+from traceql.synth import serving
+from traceql.synth.serving import Phase, sglang_marker, vllm_marker
+
+SGLANG = TRACELENS / "inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz"
+
+
+def _phases(trace: Path, store: Path, **params: Any) -> list[dict[str, Any]]:
+    traceql.ingest(trace, store=store, name="r", workers=1)
+    return queries.run("phases", store, run_id="r", params=params).to_pylist()
+
+
+def test_sglang_and_vllm_markers_give_labelled_windows(tmp_path: Path) -> None:
+    steps = [
+        Phase(sglang_marker("prefill", 4, 4096), "prefill", kernels=6, kernel_us=80, batch=4, tokens=4096),
+        Phase(sglang_marker("decode", 4, 4), "decode", kernels=3, kernel_us=20, batch=4, tokens=4),
+        Phase(vllm_marker(520, 2, 8), "mixed", kernels=5, batch=10, tokens=520, context=2, generation=8),
+        Phase(vllm_marker(16, 0, 16), "decode", kernels=2, batch=16, tokens=16, context=0, generation=16),
+        Phase("execute_model", "unknown", kernels=2),
+    ]
+    truth = serving.write_serving_trace(tmp_path / "t.json", steps)
+    rows = _phases(tmp_path / "t.json", tmp_path / "s")
+    assert len(rows) == len(truth.phases)
+    for got, want in zip(rows, truth.phases, strict=True):
+        assert got["marker"] == want["marker"] and got["kind"] == want["kind"]
+        assert (got["batch_size"], got["tokens"]) == (want["batch"], want["tokens"])
+        assert (got["context_reqs"], got["generation_reqs"]) == (want["context"], want["generation"])
+        assert got["win_start"] == want["host_start_ns"]
+        # the device runs behind the host: the window reaches the end of the work launched inside the marker
+        assert got["win_end"] == max(want["host_end_ns"], want["device_end_ns"])
+        assert got["kernel_ns"] == want["kernel_ns"]
+    assert [r["source"] for r in rows] == ["sglang", "sglang"] + ["execute_context_generation"] * 2 + [
+        "vllm_execute_model"
+    ]
+
+
+def test_no_marker_is_one_window_labelled_so(tmp_path: Path) -> None:
+    truth = serving.write_serving_trace(tmp_path / "t.json", [Phase(None, "unknown", kernels=5)] * 3)
+    rows = _phases(tmp_path / "t.json", tmp_path / "s")
+    assert len(rows) == 1 and rows[0]["source"] == "none" and rows[0]["marker"] is None
+    assert rows[0]["kernels"] == truth.kernels and rows[0]["kernel_ns"] == truth.kernel_ns
+    assert rows[0]["win_start"] == truth.phases[0]["device_start_ns"]
+    assert rows[0]["win_end"] == truth.phases[-1]["device_end_ns"]
+
+
+def test_a_user_regex_replaces_the_built_in_markers(tmp_path: Path) -> None:
+    steps = [
+        Phase("my_step_1", "unknown"),
+        Phase(sglang_marker("decode", 2, 2), "decode"),
+        Phase("my_step_2", "unknown"),
+    ]
+    truth = serving.write_serving_trace(tmp_path / "t.json", steps)
+    rows = _phases(tmp_path / "t.json", tmp_path / "s", step_marker=r"^my_step_\d+$")
+    assert [r["marker"] for r in rows] == ["my_step_1", "my_step_2"]
+    assert all(r["source"] == "step_marker" for r in rows)
+    assert [r["kernel_ns"] for r in rows] == [truth.phases[0]["kernel_ns"], truth.phases[2]["kernel_ns"]]
+
+
+def test_the_shared_sglang_trace_is_one_prefill_window(tmp_path: Path) -> None:
+    if not SGLANG.exists():
+        pytest.skip(f"shared trace absent: {SGLANG}")
+    with gzip.open(SGLANG, "rt") as fh:
+        ev = json.load(fh)["traceEvents"]
+    marks = [e for e in ev if e.get("ph") == "X" and str(e.get("name", "")).startswith(("step[", "execute_"))]
+    outer = max(marks, key=lambda e: e["dur"])
+    # launches inside the outer marker (host ts in its range), and the kernels with their correlation
+    lo, hi = outer["ts"], outer["ts"] + outer["dur"]
+    corr = {e["args"]["correlation"] for e in ev if e.get("cat") == "cuda_runtime" and lo <= e["ts"] < hi
+            and "correlation" in e.get("args", {})}  # fmt: skip
+    ks = [
+        e
+        for e in ev
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"].get("correlation") in corr
+    ]
+    rows = _phases(SGLANG, tmp_path / "s")
+    assert len(rows) == 1
+    r = rows[0]
+    assert r["kind"] == "prefill" and r["batch_size"] == 15 and r["tokens"] == 15360
+    assert r["marker"] == outer["name"] and "step[EXTEND bs=15 toks=15360]" in r["inner_markers"]
+    assert r["kernels"] == len(ks)
+    assert r["kernel_ns"] == pytest.approx(sum(e["dur"] for e in ks) * 1000, abs=len(ks))
