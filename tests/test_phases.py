@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TRACELENS
+from conftest import SHARED, TRACELENS
 
 import traceql
 from traceql import queries
@@ -97,3 +98,32 @@ def test_the_shared_sglang_trace_is_one_prefill_window(tmp_path: Path) -> None:
     assert r["marker"] == outer["name"] and "step[EXTEND bs=15 toks=15360]" in r["inner_markers"]
     assert r["kernels"] == len(ks)
     assert r["kernel_ns"] == pytest.approx(sum(e["dur"] for e in ks) * 1000, abs=len(ks))
+
+
+# every shared Kineto trace (HTA's test data and TraceLens'); those without a step marker must never print
+# "per step" (or "/step") anywhere in the findings, as a table or markdown
+KINETO = sorted(
+    p
+    for d in ("facebookresearch__HolisticTraceAnalysis/tests/data", "AMD-AGI__TraceLens/tests/traces")
+    for p in (SHARED / d).rglob("*.json.gz")
+)
+PER_STEP = re.compile(r"per step|/step\b|per rank-step", re.IGNORECASE)
+
+
+def _has_profiler_step(path: Path) -> bool:
+    with gzip.open(path, "rt") as fh:
+        return any(str(e.get("name", "")).startswith("ProfilerStep#") for e in json.load(fh)["traceEvents"])
+
+
+@pytest.mark.parametrize("trace", KINETO, ids=lambda p: p.name[:40])
+def test_no_step_marker_never_says_per_step(cli, tmp_path: Path, trace: Path) -> None:  # type: ignore[no-untyped-def]
+    if _has_profiler_step(trace):
+        pytest.skip("has ProfilerStep markers: per-step numbers are real steps there")
+    store = tmp_path / "s"
+    r = cli("ingest", str(trace), "--store", store, "--name", "r", "-q", "-j", "1", "--no-check")
+    assert r.code == 0, r
+    for fmt in ("table", "markdown"):
+        r = cli("findings", "--run", "r", "--store", store, "--all", "--format", fmt)
+        assert r.code == 0, r
+        hits = PER_STEP.findall(r.out + r.err)
+        assert not hits, (fmt, hits, [ln for ln in (r.out + r.err).splitlines() if PER_STEP.search(ln)][:3])

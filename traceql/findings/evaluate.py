@@ -85,6 +85,9 @@ def evaluate_session(
 
     findings = graph_capture.screen(graph_capture.detect(ctx), findings)  # no "idle" from unrecorded kernels
     verdict = verdict_of(ctx, findings)
+    from . import windows
+
+    findings, verdict = windows.apply(ctx, findings, verdict)  # no step marker: never "per step"
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,
