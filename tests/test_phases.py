@@ -127,3 +127,32 @@ def test_no_step_marker_never_says_per_step(cli, tmp_path: Path, trace: Path) ->
         assert r.code == 0, r
         hits = PER_STEP.findall(r.out + r.err)
         assert not hits, (fmt, hits, [ln for ln in (r.out + r.err).splitlines() if PER_STEP.search(ln)][:3])
+
+
+def test_per_phase_verdicts_from_known_phases(tmp_path: Path) -> None:
+    """Prefill steps keep the device busy (long kernels back to back), decode steps leave it mostly idle (short
+    kernels far apart): each kind gets its own call, with the numbers the writer's truth gives."""
+    from traceql.findings import evaluate
+
+    pre = Phase(
+        sglang_marker("prefill", 8, 8192), "prefill", kernels=8, kernel_us=400, gap_us=1, batch=8, tokens=8192
+    )
+    dec = Phase(
+        sglang_marker("decode", 8, 8), "decode", kernels=3, kernel_us=10, gap_us=150, batch=8, tokens=8
+    )
+    truth = serving.write_serving_trace(tmp_path / "t.json", [pre, dec, dec, pre, dec])
+    traceql.ingest(tmp_path / "t.json", store=tmp_path / "s", name="r", workers=1)
+    v = evaluate(tmp_path / "s", "r").verdict
+    kinds = {k["kind"]: k for k in v["phases"]}
+    assert set(kinds) == {"prefill", "decode"}
+    for kind, n in (("prefill", 2), ("decode", 3)):
+        ph = [p for p in truth.phases if p["kind"] == kind]
+        window = sum(max(p["host_end_ns"], p["device_end_ns"]) - p["host_start_ns"] for p in ph)
+        busy = sum(p["kernel_ns"] for p in ph)  # one stream, no overlap: busy = kernel time
+        k = kinds[kind]
+        assert k["windows"] == n and k["batch_size"] == 8
+        assert k["busy_share"] == pytest.approx(busy / window)
+        assert k["mean_window_ms"] == pytest.approx(window / n / 1e6)
+    assert kinds["decode"]["call"].startswith("host/idle") and kinds["decode"]["busy_share"] < 0.5
+    assert kinds["prefill"]["busy_share"] > 0.5 and "no measured HBM bytes" in kinds["prefill"]["call"]
+    assert "per phase: prefill (2 window(s), batch 8, tokens 8192" in v["headline"]

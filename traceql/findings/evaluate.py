@@ -88,6 +88,9 @@ def evaluate_session(
     from . import windows
 
     findings, verdict = windows.apply(ctx, findings, verdict)  # no step marker: never "per step"
+    from . import phase_verdicts
+
+    verdict = phase_verdicts.attach(ctx, verdict)  # prefill / decode ... each judged on its own windows
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,
