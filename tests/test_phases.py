@@ -156,3 +156,20 @@ def test_per_phase_verdicts_from_known_phases(tmp_path: Path) -> None:
     assert kinds["decode"]["call"].startswith("host/idle") and kinds["decode"]["busy_share"] < 0.5
     assert kinds["prefill"]["busy_share"] > 0.5 and "no measured HBM bytes" in kinds["prefill"]["call"]
     assert "per phase: prefill (2 window(s), batch 8, tokens 8192" in v["headline"]
+
+
+def test_cli_step_marker_option(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    steps = [Phase("my_step_1", "unknown", kernels=3), Phase("my_step_2", "unknown", kernels=3)]
+    serving.write_serving_trace(tmp_path / "t.json", steps)
+    store = tmp_path / "s"
+    assert (
+        cli("ingest", str(tmp_path / "t.json"), "--store", store, "--name", "r", "-q", "--no-check").code == 0
+    )
+    r = cli("findings", "--run", "r", "--store", store, "--format", "json", "--step-marker", r"^my_step_\d+$")
+    assert r.code == 0, r
+    v = json.loads(r.out)["verdict"]
+    assert [k["windows"] for k in v["phases"]] == [2] and "per phase: unknown (2 window(s)" in v["headline"]
+    r = cli("findings", "--run", "r", "--store", store, "--format", "json")  # built-in markers: none here
+    assert r.code == 0 and "phases" not in json.loads(r.out)["verdict"]
+    r = cli("findings", "--run", "r", "--store", store, "--step-marker", "(")
+    assert r.code == 1 and len(r.err.strip().splitlines()) == 1 and "phases" in r.err

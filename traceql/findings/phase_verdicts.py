@@ -51,9 +51,12 @@ ORDER BY w.rank, w.phase
 
 def per_window(ctx: Context) -> list[dict[str, Any]]:
     """One row per phase window with its busy time and measured bytes."""
-    phase_rows = ctx.session.query("phases")
+    phase_rows = ctx.session.query("phases", {"step_marker": ctx.session.step_marker})
+    from .. import queries
+
     cur = ctx.session.con.cursor()
     try:
+        queries.scope(cur, ctx.run_id, for_sql=SQL)  # kernel_bytes is derived: defined on a scoped cursor
         cur.register("phase_rows", phase_rows)
         res = cur.execute(SQL, {"r": ctx.run_id})
         cols = [d[0] for d in res.description]
@@ -118,7 +121,9 @@ def text(kinds: list[dict[str, Any]]) -> str:
 def of(ctx: Context) -> list[dict[str, Any]] | None:
     """The per-phase summary when the run has engine-marker windows (prefill / decode ... from SGLang, vLLM,
     mstx or a --step-marker regex); None for ProfilerStep-only or unmarked runs (the run verdict is theirs)."""
-    sources = set(ctx.session.query("phases").column("source").to_pylist())
+    sources = set(
+        ctx.session.query("phases", {"step_marker": ctx.session.step_marker}).column("source").to_pylist()
+    )
     if not sources - {"none", "ProfilerStep"}:
         return None
     rows = per_window(ctx)

@@ -54,10 +54,15 @@ def reword(text: str) -> str:
 
 def has_steps(ctx: Context) -> bool:
     """Whether any rank of the run has step windows from a step marker (not one window over the kernels)."""
-    row = ctx.session.con.execute(
-        "SELECT count(*) FROM step_windows WHERE run_id = $r AND step IS NOT NULL", {"r": ctx.run_id}
-    ).fetchall()[0]
-    return bool(row[0])
+    from .. import queries
+
+    sql = "SELECT count(*) FROM step_windows WHERE run_id = $r AND step IS NOT NULL"
+    cur = ctx.session.con.cursor()
+    try:
+        queries.scope(cur, ctx.run_id, for_sql=sql)  # step_windows is derived: defined on a scoped cursor
+        return bool(cur.execute(sql, {"r": ctx.run_id}).fetchall()[0][0])
+    finally:
+        cur.close()
 
 
 def _finding(f: Finding) -> Finding:
@@ -87,5 +92,5 @@ def apply(
 
 def marker_windows(ctx: Context) -> int:
     """How many engine-marker windows (queries/phases.sql, source other than none) the run has."""
-    t = ctx.session.query("phases")
+    t = ctx.session.query("phases", {"step_marker": ctx.session.step_marker})
     return sum(1 for s in t.column("source").to_pylist() if s != "none")
