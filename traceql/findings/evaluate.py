@@ -94,6 +94,9 @@ def evaluate_session(
     from . import phase_verdicts
 
     verdict = phase_verdicts.attach(ctx, verdict)  # prefill / decode ... each judged on its own windows
+    from . import roles
+
+    verdict = roles.attach(ctx, verdict)  # RL: one folder per role (actor, rollout ...), each described alone
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,
