@@ -173,3 +173,31 @@ def test_cli_step_marker_option(cli, tmp_path: Path) -> None:  # type: ignore[no
     assert r.code == 0 and "phases" not in json.loads(r.out)["verdict"]
     r = cli("findings", "--run", "r", "--store", store, "--step-marker", "(")
     assert r.code == 1 and len(r.err.strip().splitlines()) == 1 and "phases" in r.err
+
+
+DB = SHARED / "Ascend__msinsight/server/src/test/test_data/full_db/msprof_0.db"
+
+
+def test_torch_npu_mstx_ranges_mark_the_phases(tmp_path: Path) -> None:
+    """vLLM-Ascend-style mstx ranges written into a copy of the real msprof DB export (its own MSTX_EVENTS rows
+    carry no step names): each range becomes a window with source mstx and its phase from the message."""
+    if not DB.exists():
+        pytest.skip(f"shared DB absent: {DB}")
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "msprof_0.db"
+    shutil.copy(DB, db)
+    with sqlite3.connect(db) as con:
+        lo, hi = con.execute("SELECT min(startNs), max(endNs) FROM TASK").fetchone()
+    mid = (lo + hi) // 2
+    ranges = [(vllm_marker(2048, 2, 0), lo - 1_000_000, mid), (vllm_marker(32, 0, 32), mid + 1, hi + 1)]
+    serving.add_mstx_ranges(db, ranges)
+    rows = _phases(db, tmp_path / "s")
+    assert [r["source"] for r in rows] == ["mstx", "mstx"]
+    assert [(r["kind"], r["batch_size"], r["tokens"]) for r in rows] == [
+        ("prefill", 2, 2048),
+        ("decode", 32, 32),
+    ]
+    assert [r["win_start"] for r in rows] == [lo - 1_000_000, mid + 1]
+    assert all(r["win_end"] >= e for r, (_, _, e) in zip(rows, ranges, strict=True))

@@ -200,3 +200,31 @@ def _write(path: str | Path, events: list[dict[str, Any]], device_name: str) -> 
             fh.write(text)
     else:
         p.write_text(text)
+
+
+def add_mstx_ranges(db_path: str | Path, ranges: list[tuple[str, int, int]], global_tid: int = 0) -> None:
+    """Add torch_npu mstx ranges (`mstx.range_start(msg)` ... `range_end`) to an Ascend profiler DB export, as
+    the profiler writes them: MSTX_EVENTS rows (eventType 2 = start/end range, startNs/endNs, message = an id
+    into STRING_IDS, globalTid = pid << 32 | tid), the table created in the real export's column layout when
+    the DB has none. `ranges`: (message, start_ns, end_ns)."""
+    import sqlite3
+
+    con = sqlite3.connect(str(db_path))
+    try:
+        con.execute(
+            'CREATE TABLE IF NOT EXISTS "MSTX_EVENTS" ("startNs" INTEGER, "endNs" INTEGER, "eventType" INTEGER, '
+            '"rangeId" INTEGER, "category" INTEGER, "message" INTEGER, "globalTid" INTEGER, "endGlobalTid" INTEGER, '
+            '"domainId" INTEGER, "connectionId" INTEGER, "depth" integer)'
+        )
+        con.execute("CREATE TABLE IF NOT EXISTS STRING_IDS (id INTEGER PRIMARY KEY,value TEXT)")
+        next_id = (con.execute("SELECT max(id) FROM STRING_IDS").fetchone()[0] or 0) + 1
+        for i, (msg, start, end) in enumerate(ranges):
+            sid = next_id + i
+            con.execute("INSERT INTO STRING_IDS VALUES (?, ?)", (sid, msg))
+            con.execute(
+                'INSERT INTO "MSTX_EVENTS" VALUES (?, ?, 2, ?, 4294967295, ?, ?, ?, 0, ?, NULL)',
+                (start, end, i + 1, sid, global_tid, global_tid, 4_100_000_000 + i),
+            )
+        con.commit()
+    finally:
+        con.close()
