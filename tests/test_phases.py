@@ -201,3 +201,13 @@ def test_torch_npu_mstx_ranges_mark_the_phases(tmp_path: Path) -> None:
     ]
     assert [r["win_start"] for r in rows] == [lo - 1_000_000, mid + 1]
     assert all(r["win_end"] >= e for r, (_, _, e) in zip(rows, ranges, strict=True))
+
+
+def test_report_without_step_marker_never_says_per_step(tmp_path: Path) -> None:
+    """The HTML report of a trace without step markers: no "per step" in its text or its charts' titles."""
+    from traceql.report.render import write_report
+
+    serving.write_serving_trace(tmp_path / "t.json", [Phase(None, "unknown", kernels=5, gap_us=300)] * 2)
+    traceql.ingest(tmp_path / "t.json", store=tmp_path / "s", name="r", workers=1)
+    html = write_report(tmp_path / "r.html", tmp_path / "s", "r").read_text()
+    assert not re.findall(r"per step|of a step|ms/step", html, re.IGNORECASE)

@@ -38,6 +38,7 @@ _REWORD: list[tuple[re.Pattern[str], str]] = [
         (r"\bper (rank-)?step( of one rank)?\b", "over " + WINDOW),
         (r"\b(of|in|during) (each|every|the) step\b", r"\1 " + WINDOW),
         (r"\beach step\b", WINDOW),
+        (r"\bof a step\b", "of the window"),
         (r"\bthe step (begins|starts|ends)\b", r"the window \1"),
         (r"\bstep windows?\b", WINDOW),
         (r"\bstep time\b", "window time"),
@@ -50,6 +51,18 @@ def reword(text: str) -> str:
     for pat, rep in _REWORD:
         text = pat.sub(rep, text)
     return text
+
+
+def reword_spec(node: Any) -> Any:
+    """A chart spec (Vega-Lite JSON) with its titles, subtitles and texts reworded; data and fields unchanged."""
+    if isinstance(node, dict):
+        return {
+            k: (reword(v) if k in ("title", "subtitle", "text") and isinstance(v, str) else reword_spec(v))
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [reword_spec(x) for x in node]
+    return node
 
 
 def has_steps(ctx: Context) -> bool:

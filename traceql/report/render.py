@@ -114,7 +114,9 @@ def _finding_view(f: Any) -> dict[str, Any]:
     if sv.get("value") is not None:
         saving = f"{sv['value']:,.3g} {sv.get('unit') or ''}".strip()
         if sv.get("share_of_step") is not None:
-            saving += f" ({100 * sv['share_of_step']:.1f}% of a step)"
+            # a unit said of the window (no step marker: findings.windows) makes the share one of the window too
+            of = "of the window" if "window" in str(sv.get("unit") or "") else "of a step"
+            saving += f" ({100 * sv['share_of_step']:.1f}% {of})"
     return {
         "id": f.id,
         "title": f.title,
@@ -165,6 +167,12 @@ def build_context(
         silent = gpu_panels.silent(kind, [_finding_view(f) for f in rep.findings if not f.fired])
         rank_charts = [ch.place(n) for n in RANK_CHARTS]
         op_charts = [ch.place(n) for n in gpu_panels.charts(kind, OPERATOR_CHARTS)]
+        if str(rep.verdict.get("step_windows", "")).startswith(
+            "none"
+        ):  # no step marker: no "per step" titles
+            from ..findings.windows import reword_spec
+
+            ch.specs = {k: reword_spec(v) for k, v in ch.specs.items()}
         wait = ch.table("wait_attribution", {})
         util = ch.table("hbm_utilization", {})
     finally:
