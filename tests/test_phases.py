@@ -211,3 +211,17 @@ def test_report_without_step_marker_never_says_per_step(tmp_path: Path) -> None:
     traceql.ingest(tmp_path / "t.json", store=tmp_path / "s", name="r", workers=1)
     html = write_report(tmp_path / "r.html", tmp_path / "s", "r").read_text()
     assert not re.findall(r"per step|of a step|ms/step", html, re.IGNORECASE)
+
+
+def test_compare_without_step_markers_never_says_per_step(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    for name, gap in (("a", 300.0), ("b", 100.0)):
+        serving.write_serving_trace(
+            tmp_path / f"{name}.json", [Phase(None, "unknown", kernels=5, gap_us=gap)] * 2
+        )
+        assert cli("ingest", str(tmp_path / f"{name}.json"), "--store", store, "--name", name, "-q").code == 0
+    for fmt in ("text", "markdown"):
+        r = cli("compare", "a", "b", "--store", store, "--format", fmt)
+        assert r.code in (0, 1), r
+        assert not PER_STEP.findall(r.out), [ln for ln in r.out.splitlines() if PER_STEP.search(ln)][:3]
+        assert "neither run has a step marker" in r.out

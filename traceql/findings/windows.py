@@ -67,13 +67,18 @@ def reword_spec(node: Any) -> Any:
 
 def has_steps(ctx: Context) -> bool:
     """Whether any rank of the run has step windows from a step marker (not one window over the kernels)."""
+    return session_has_steps(ctx.session)
+
+
+def session_has_steps(session: Any) -> bool:
+    """has_steps for an analysis session (traceql.analysis.Analysis), as compare uses it."""
     from .. import queries
 
     sql = "SELECT count(*) FROM step_windows WHERE run_id = $r AND step IS NOT NULL"
-    cur = ctx.session.con.cursor()
+    cur = session.con.cursor()
     try:
-        queries.scope(cur, ctx.run_id, for_sql=sql)  # step_windows is derived: defined on a scoped cursor
-        return bool(cur.execute(sql, {"r": ctx.run_id}).fetchall()[0][0])
+        queries.scope(cur, session.run_id, for_sql=sql)  # step_windows is derived: defined on a scoped cursor
+        return bool(cur.execute(sql, {"r": session.run_id}).fetchall()[0][0])
     finally:
         cur.close()
 
