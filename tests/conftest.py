@@ -82,3 +82,6 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  #
         return CliResult(code, cap.out, cap.err)
 
     return run
+
+
+TRACELENS = SHARED / "AMD-AGI__TraceLens/tests/traces"

@@ -407,7 +407,8 @@ def test_cli_show_sql(cli) -> None:  # type: ignore[no-untyped-def]
         ("NVIDIA H100 PCIe", "h100-pcie"),
         ("NVIDIA H200", "h200"),
         ("Tesla V100-SXM2-16GB", None),
-        ("Ascend910_9391", None),
+        ("Ascend910_9391", "ascend910c"),
+        ("AMD Instinct MI250X/MI250", None),
         ("", None),
     ],
 )

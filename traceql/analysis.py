@@ -79,6 +79,9 @@ class Analysis:
         self._cache: dict[tuple[str, str, int | None, str], pa.Table] = {}
         self._lock = threading.Lock()
         self.queries_run = 0  # how many queries actually ran (the rest came from the cache)
+        self.step_marker = (
+            ""  # a regex over host range names that marks steps (queries/phases.sql), '' = built-in
+        )
 
     # the run ---------------------------------------------------------------------------------------------------
     @property

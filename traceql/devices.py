@@ -15,184 +15,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .device_table import NO_UB_L2_SOURCE, PRESETS, Device
 from .errors import QueryError
 
-GB = 10**9
-TB = 10**12
-GiB = 1 << 30
-MiB = 1 << 20
-
-
-# Searched for the 910B-class presets (Dec 2026, search tool: hiascend.com docs, Ascend/msprof, Ascend/pytorch,
-# CANN platform code, public spec pages): no published chip-level UB or L2 bandwidth. CANN describes them per
-# core and cycle in its platform_config/<SoC>.ini (AICoreMemoryRates), which platform_peaks() reads when a
-# dump carries it; the presets do not invent one, so UB/L2 utilisation stays null for 910B dumps without it.
-NO_UB_L2_SOURCE = "UB and L2 peak: no source found (pass a dump with CANN's platform_config/<SoC>.ini for L2)"
-
-
-@dataclass(frozen=True)
-class Device:
-    key: str  # preset name for --device
-    name: str  # human name
-    peak_hbm_bps: float  # read + write, bytes/s
-    hbm_bytes: int | None
-    peak_flops: float | None = None  # dense fp16/bf16 FLOP/s
-    peak_l2_bps: float | None = None
-    l2_bytes: int | None = None
-    peak_ub_bps: float | None = None  # Unified Buffer (Ascend on-chip), all cores together
-    ub_bytes: int | None = None
-    match: str = ""  # regex over the normalised detected name (lower case, no spaces, '-', '_')
-    source: str = ""
-
-    def peaks(self) -> dict[str, float | None]:
-        return {
-            "peak_hbm_bps": self.peak_hbm_bps,
-            "peak_ub_bps": self.peak_ub_bps,
-            "peak_l2_bps": self.peak_l2_bps,
-            "peak_flops": self.peak_flops,
-        }
-
+__all__ = [
+    "NO_UB_L2_SOURCE",
+    "PEAK_PARAMS",
+    "PRESETS",
+    "Device",
+    "detect",
+    "from_properties",
+    "preset",
+    "resolve",
+]
 
 PEAK_PARAMS = ("peak_hbm_bps", "peak_ub_bps", "peak_l2_bps", "peak_flops")
-
-# Order matters for detection: specific names before family names.
-PRESETS: list[Device] = [
-    Device(
-        # The source article's table (seed-article.md, "Memory hierarchy (Ascend 910)"): UB 2 MB 16 TB/s,
-        # L2 8 MB 1.2 TB/s, HBM 64 GB 1.23 TB/s. 256 TFLOPS fp16: Huawei's Ascend 910 launch figures (2019).
-        key="ascend910",
-        name="Ascend 910 (the article's figures)",
-        peak_hbm_bps=1.23 * TB,
-        hbm_bytes=64 * GiB,
-        peak_flops=256 * TB,
-        peak_l2_bps=1.2 * TB,
-        l2_bytes=8 * MiB,
-        peak_ub_bps=16 * TB,
-        ub_bytes=2 * MiB,
-        match=r"^ascend910(a|prob|proa|premiuma)?$",
-        source="seed article (CANN memory optimisation in practice); Huawei Ascend 910 launch (2019) for FLOP/s",
-    ),
-    Device(
-        # 910B4: 32 GB HBM2e; bandwidth approximate (publicly reported ~0.8 TB/s). No public UB/L2 bandwidth.
-        key="ascend910b4",
-        name="Ascend 910B4",
-        peak_hbm_bps=0.8 * TB,
-        hbm_bytes=32 * GiB,
-        peak_flops=None,
-        match=r"^ascend910b4",
-        source="approximate: publicly reported 910B4 figures (32 GB HBM2e, ~0.8 TB/s); no vendor datasheet cited. "
-        + NO_UB_L2_SOURCE,
-    ),
-    Device(
-        key="ascend910b3",
-        name="Ascend 910B3",
-        peak_hbm_bps=1.6 * TB,
-        hbm_bytes=64 * GiB,
-        peak_flops=313 * TB,
-        match=r"^ascend910b3",
-        source="approximate: publicly reported 910B (Atlas A2) figures: 64 GB HBM2e, ~1.6 TB/s, ~313 TFLOPS fp16 "
-        + NO_UB_L2_SOURCE,
-    ),
-    Device(
-        key="ascend910b2",
-        name="Ascend 910B2",
-        peak_hbm_bps=1.6 * TB,
-        hbm_bytes=64 * GiB,
-        peak_flops=376 * TB,
-        match=r"^ascend910b2",
-        source="approximate: publicly reported 910B2 figures: 64 GB HBM2e, ~1.6 TB/s, ~376 TFLOPS fp16 "
-        + NO_UB_L2_SOURCE,
-    ),
-    Device(
-        key="ascend910b1",
-        name="Ascend 910B1",
-        peak_hbm_bps=1.6 * TB,
-        hbm_bytes=64 * GiB,
-        peak_flops=None,
-        match=r"^ascend910b1",
-        source="approximate: publicly reported 910B family figures: 64 GB HBM2e, ~1.6 TB/s "
-        + NO_UB_L2_SOURCE,
-    ),
-    Device(
-        # The profiler writes plain "Ascend910B" for the family; use the B3 figures (the common training part).
-        key="ascend910b",
-        name="Ascend 910B (family; B3 figures)",
-        peak_hbm_bps=1.6 * TB,
-        hbm_bytes=64 * GiB,
-        peak_flops=313 * TB,
-        match=r"^ascend910b",
-        source="approximate: publicly reported 910B (Atlas A2) figures: 64 GB HBM2e, ~1.6 TB/s, ~313 TFLOPS fp16 "
-        + NO_UB_L2_SOURCE,
-    ),
-    Device(
-        key="a100-40gb",
-        name="NVIDIA A100 40GB (SXM4/PCIe)",
-        peak_hbm_bps=1555 * GB,
-        hbm_bytes=40 * GiB,
-        peak_flops=312 * TB,
-        l2_bytes=40 * MiB,
-        # PG509-200 is the A100 SXM4 40 GB board's part number (HTA's sample trace: totalGlobalMem 42505273344 B)
-        match=r"a100.*40gb|^a100$|a100pg509200",
-        source="NVIDIA A100 Tensor Core GPU datasheet: 40 GB HBM2 1,555 GB/s; 312 TFLOPS fp16/bf16 dense",
-    ),
-    Device(
-        key="a100-80gb-pcie",
-        name="NVIDIA A100 80GB PCIe",
-        peak_hbm_bps=1935 * GB,
-        hbm_bytes=80 * GiB,
-        peak_flops=312 * TB,
-        l2_bytes=40 * MiB,
-        match=r"a100.*80gb.*pcie|a100.*pcie.*80gb",
-        source="NVIDIA A100 datasheet: 80 GB HBM2e PCIe 1,935 GB/s",
-    ),
-    Device(
-        key="a100-80gb",
-        name="NVIDIA A100 80GB SXM4",
-        peak_hbm_bps=2039 * GB,
-        hbm_bytes=80 * GiB,
-        peak_flops=312 * TB,
-        l2_bytes=40 * MiB,
-        match=r"a100.*80gb",
-        source="NVIDIA A100 datasheet: 80 GB HBM2e SXM 2,039 GB/s; 312 TFLOPS fp16/bf16 dense",
-    ),
-    Device(
-        key="h100-pcie",
-        name="NVIDIA H100 PCIe",
-        peak_hbm_bps=2.0 * TB,
-        hbm_bytes=80 * GiB,
-        peak_flops=756 * TB,
-        l2_bytes=50 * MiB,
-        match=r"h100.*pcie",
-        source="NVIDIA H100 Tensor Core GPU datasheet: PCIe 80 GB HBM2e 2 TB/s; 756 TFLOPS bf16 dense",
-    ),
-    Device(
-        key="h100-sxm",
-        name="NVIDIA H100 SXM5 80GB",
-        peak_hbm_bps=3.35 * TB,
-        hbm_bytes=80 * GiB,
-        peak_flops=989 * TB,
-        l2_bytes=50 * MiB,
-        match=r"h100",
-        source="NVIDIA H100 Tensor Core GPU datasheet: SXM 80 GB HBM3 3.35 TB/s; 989 TFLOPS bf16 dense",
-    ),
-    Device(
-        key="h200",
-        name="NVIDIA H200 SXM 141GB",
-        peak_hbm_bps=4.8 * TB,
-        hbm_bytes=141 * GB,
-        peak_flops=989 * TB,
-        l2_bytes=50 * MiB,
-        match=r"h200",
-        source="NVIDIA H200 Tensor Core GPU datasheet: 141 GB HBM3e 4.8 TB/s; 989 TFLOPS bf16 dense (as H100)",
-    ),
-]
 
 _BY_KEY = {d.key: d for d in PRESETS}
 
 
 def _norm(text: str) -> str:
     t = text.strip().lower()
-    t = re.sub(r"^(nvidia|huawei)\s+", "", t)
+    t = re.sub(r"^(nvidia|huawei|amd)\s+", "", t)
     return re.sub(r"[\s_\-]+", "", t)
 
 
@@ -214,6 +58,53 @@ def detect(name: str | None) -> Device | None:
     for d in PRESETS:
         if d.match and re.search(d.match, n):
             return d
+    return None
+
+
+# ---- a device with no name: Kineto's deviceProperties (ROCm often writes "name": "") ---------------------------
+# (warpSize, computeMajor, computeMinor, numSms, GiB low, GiB high) -> preset key. Only signatures that one
+# part alone has: an A100 80GB SXM and PCIe (108 SMs, 80 GB) look alike, so they are not here and stay unknown.
+# Sources: the presets' datasheets (memory) and the SM / CU counts NVIDIA's and AMD's whitepapers give
+# (H100 SXM/NVL 132 SMs, H100 PCIe 114, H20 78; MI300X and MI325X 304 CUs, gfx942 = compute 9.4 on ROCm).
+_SIGNATURES: list[tuple[int, int, int, int, float, float, str]] = [
+    (64, 9, 4, 304, 180.0, 200.0, "mi300x"),
+    (64, 9, 4, 304, 240.0, 260.0, "mi325x"),
+    (32, 9, 0, 132, 75.0, 81.0, "h100-sxm"),
+    (32, 9, 0, 132, 85.0, 95.0, "h100-nvl"),
+    (32, 9, 0, 114, 75.0, 81.0, "h100-pcie"),
+    (32, 9, 0, 132, 125.0, 145.0, "h200"),
+    (32, 9, 0, 78, 85.0, 100.0, "h20"),
+]
+_PROP_KEY = re.compile(r"^deviceProperties\.(\d+)\.(\w+)$")
+
+
+def _prop_rows(meta: dict[str, str]) -> dict[int, dict[str, str]]:
+    rows: dict[int, dict[str, str]] = {}
+    for k, v in meta.items():
+        m = _PROP_KEY.match(k)
+        if m:
+            rows.setdefault(int(m.group(1)), {})[m.group(2)] = v
+    return rows
+
+
+def from_properties(meta: dict[str, str]) -> tuple[Device, str] | None:
+    """The preset that a Kineto deviceProperties entry (run_meta `deviceProperties.<i>.*`) identifies when it
+    carries no usable name, with the evidence quoted; None when no entry matches exactly one signature."""
+    for i, p in sorted(_prop_rows(meta).items()):
+        try:
+            warp, major, minor = int(p["warpSize"]), int(p["computeMajor"]), int(p["computeMinor"])
+            sms, gib = int(p["numSms"]), int(p["totalGlobalMem"]) / (1 << 30)
+        except (KeyError, ValueError):
+            continue
+        keys = [s[6] for s in _SIGNATURES if s[:4] == (warp, major, minor, sms) and s[4] <= gib <= s[5]]
+        if len(keys) == 1:
+            d = _BY_KEY[keys[0]]
+            unit = "CUs" if warp == 64 else "SMs"
+            why = (
+                f"{d.name} (inferred from deviceProperties[{i}], which names no device: warpSize {warp}, compute "
+                f"{major}.{minor}, {sms} {unit}, {gib:.1f} GiB)"
+            )
+            return d, why
     return None
 
 

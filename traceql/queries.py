@@ -222,6 +222,8 @@ def detected_device_names(cur: duckdb.DuckDBPyConnection, run_id: str | None = N
     resort, labelled as such) the Ascend 910B family when the kernels ran on separate vector cores: only the
     A2/A3 chips (910B, 910_93) have AI_VECTOR_CORE / MIX tasks and aiv_ PMU columns (formats.md section 2.2).
     run_id: read that run only (on a connection whose views are not scoped to it)."""
+    from . import devices
+
     where = "run_id = $r AND " if run_id is not None else ""
     p = {"r": run_id} if run_id is not None else {}
     names = [
@@ -230,12 +232,21 @@ def detected_device_names(cur: duckdb.DuckDBPyConnection, run_id: str | None = N
     names += [
         r[0]
         for r in cur.execute(
-            f"SELECT DISTINCT value FROM run_meta WHERE {where}(key ILIKE '%device%' OR key ILIKE '%npu%' OR key ILIKE '%name%')"
-            " AND (value ILIKE 'ascend%' OR value ILIKE 'nvidia%' OR value ILIKE '%a100%' OR value ILIKE '%h100%'"
-            " OR value ILIKE '%h200%') AND length(value) < 64 ORDER BY 1 LIMIT 8",
+            f"SELECT DISTINCT value FROM run_meta WHERE {where}(key ILIKE '%device%' OR key ILIKE '%npu%' OR key ILIKE '%name%'"
+            " OR key ILIKE '%gpu%') AND regexp_matches(lower(value), "
+            "'^(ascend|nvidia|amd|instinct)|a100|h100|h200|h20|b200|l40s|mi[0-9]{3}') AND length(value) < 64"
+            " ORDER BY 1 LIMIT 8",
             p,
         ).fetchall()
     ]
+    if not any(devices.detect(n) for n in names):
+        # a GPU whose deviceProperties carry no name (ROCm writes ""), known by its SM count and memory
+        props = cur.execute(
+            f"SELECT key, value FROM run_meta WHERE {where}key LIKE 'deviceProperties.%'", p
+        ).fetchall()
+        got = devices.from_properties({str(k): str(v) for k, v in props})
+        if got:
+            names.append(got[1])
     if not names:
         vector = cur.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM kernels WHERE {where}(task_type IN ('AI_VECTOR_CORE', 'MIX_AIV', 'MIX_AIC')"

@@ -43,6 +43,15 @@ def findings_cmd(
         bool, typer.Option("--all", help="Also show the checks that did not fire, with why.")
     ] = False,
     output: Annotated[Optional[Path], output_opt("Write the report to FILE instead of stdout.")] = None,
+    step_marker: Annotated[
+        str,
+        typer.Option(
+            "--step-marker",
+            metavar="REGEX",
+            help="Host ranges (NVTX / mstx / annotations) whose names match REGEX mark the steps for the "
+            "per-phase verdicts, instead of the built-in markers (ProfilerStep, SGLang step[...], vLLM execute_*).",
+        ),
+    ] = "",
 ) -> None:
     """Walk the seed article's checklist over a run: is it bandwidth-bound, which operators move the HBM bytes,
     and which of the six optimisations (fusion, UB reuse, layout, prefetch, mixed precision, checkpointing)
@@ -56,6 +65,7 @@ def findings_cmd(
       traceql findings --run resnet-8card --device ascend910b
       traceql findings --all --format markdown -o findings.md
       traceql findings --format json --fail-on high      # CI gate
+      traceql findings --run vllm-serve --step-marker '^my_step_[0-9]+$'
     """
     from .. import findings
     from ..errors import TraceQLError
@@ -68,7 +78,9 @@ def findings_cmd(
     run_id = resolve_run(store, run)
     if baseline is not None:
         resolve_run(store, baseline)
-    rep = findings.evaluate(store, run_id, device=device, peaks=peaks(peak_hbm_gbps), baseline=baseline)
+    rep = findings.evaluate(
+        store, run_id, device=device, peaks=peaks(peak_hbm_gbps), baseline=baseline, step_marker=step_marker
+    )
     note = rep.device.get("note") or ""
     if note:
         (_console.warn if rep.device.get("peaks", {}).get("peak_hbm_bps") is None else _console.info)(

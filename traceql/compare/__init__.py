@@ -86,10 +86,14 @@ def compare(
     # findings): DuckDB already spreads each query over its threads, and gathering both runs at once measured
     # slower on 2 cores (8 x 1 GB: 45 s vs 38 s wall) at twice the peak memory (4.2 vs 2.3 GB)
     kw: dict[str, Any] = {"with_findings": with_findings, "cross": cross, "with_chains": with_chains}
+    from ..findings.windows import session_has_steps
+
     with Analysis(store, base, device=device, peaks=peaks) as session:
         b = gather(session, **kw)
+        steps = session_has_steps(session)
     with Analysis(store, cand, device=device, peaks=peaks) as session:
         c = gather(session, **kw)
+        steps = steps or session_has_steps(session)
     diff.harmonize(b, c)
     refusals, differences, hidden = verdict.comparability(b, c, mode)
     hidden += b.notes + c.notes
@@ -113,4 +117,5 @@ def compare(
         findings=diff.findings_diff(b, c),
         framework=diff.framework_diff(b, c),
         gate=verdict.gate(v, gate) if gate is not None else None,
+        windows_only=not steps,
     )

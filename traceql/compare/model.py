@@ -184,6 +184,7 @@ class Comparison:
     findings: dict[str, Any] | None
     framework: dict[str, Any] | None
     gate: dict[str, Any] | None = None
+    windows_only: bool = False  # neither run has a step marker: "per step" means the one profiled window
 
     def to_dict(self) -> dict[str, Any]:
         from ..version import __version__
@@ -209,6 +210,7 @@ class Comparison:
                 "operators": self.operators,
                 "findings": self.findings,
                 "framework": self.framework,
+                "windows_only": self.windows_only,
             }
         )
         return out

@@ -238,7 +238,18 @@ def to_markdown(c: Comparison | dict[str, Any]) -> str:
         if not any(f[k] for k in ("resolved", "new", "persisting")):
             L.append("No check fired on either run.")
         L.append("")
-    return "\n".join(L) + "\n"
+    text = "\n".join(L) + "\n"
+    if d.get("windows_only"):  # no step marker on either side: every number is over the profiled window
+        from ..findings.windows import reword
+
+        text = reword(text).replace("\n\n", f"\n\nNote: {WINDOWS_NOTE}\n\n", 1)
+    return text
+
+
+WINDOWS_NOTE = (
+    "neither run has a step marker (no ProfilerStep, no engine step annotation): each side is one profiled "
+    "window per rank, so the times and bytes below are totals over that window"
+)
 
 
 def to_text(c: Comparison | dict[str, Any]) -> str:

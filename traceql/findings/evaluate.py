@@ -37,17 +37,20 @@ def evaluate(
     baseline: str | None = None,
     rules: str | Path | None = None,
     workers: int | None = None,
+    step_marker: str = "",
 ) -> Report:
     """Run every check of the rules file over one run (default: the most recently ingested) and return a Report.
 
     device: a preset name (traceql.devices) instead of the one detected in the dump; peaks: a devices.Device or
     a mapping of peak params ({"peak_hbm_bps": 1.6e12}); baseline: a run (e.g. 1 card) whose mean step time
     gives the scaling efficiency. rules: another rules file (tests, site policies). workers: threads running the
-    metric queries (default: up to 4)."""
+    metric queries (default: up to 4). step_marker: a regex over host range names that marks the steps for the
+    phases (queries/phases.sql) instead of the built-in markers."""
     from ..analysis import Analysis
 
     rules_data = load_rules(rules)  # a bad rules file is refused before the store is touched
     with Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline) as session:
+        session.step_marker = step_marker
         return evaluate_session(session, rules=rules_data, workers=workers)
 
 
@@ -83,9 +86,15 @@ def evaluate_session(
                     str(rdata.get("suggestion", "")),
                 )
             )
+    from . import graph_capture, phase_verdicts, roles, windows
+
+    findings = graph_capture.screen(graph_capture.detect(ctx), findings)  # no "idle" from unrecorded kernels
     # held to what the dump can carry: severities and the verdict's confidence follow its evidence inventory
     hold_findings(ctx, findings)
     verdict = amend_verdict(ctx, verdict_of(ctx, findings))
+    findings, verdict = windows.apply(ctx, findings, verdict)  # no step marker: never "per step"
+    verdict = phase_verdicts.attach(ctx, verdict)  # prefill / decode ... each judged on its own windows
+    verdict = roles.attach(ctx, verdict)  # RL: one folder per role (actor, rollout ...), each described alone
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,

@@ -124,6 +124,11 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
             "ranks": len(ctx.hbm_ranks()),
             "steps": 0,
         }
+    from . import graph_capture
+
+    gc = graph_capture.detect(ctx)
+    if gc is not None:  # the device work is not in the trace: gaps are not idle time
+        return graph_capture.verdict(ctx, gc, common)
     if not w or not w.get("verdict"):
         info = ctx.store_run_info()
         k = ctx.session.con.execute(

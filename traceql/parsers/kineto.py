@@ -31,6 +31,7 @@ first `ts` exceeds 1e17 is taken to be in ns already (1e17 µs would be the year
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import tempfile
@@ -313,7 +314,7 @@ def _flatten(prefix: str, v: Any, out: list[tuple[str, str]]) -> None:
 
 def _header(sn: cj.Sniff) -> dict[str, Any]:
     h = cj.read_header(sn)
-    if "baseTimeNanoseconds" not in h or "distributedInfo" not in h:
+    if "baseTimeNanoseconds" not in h or "distributedInfo" not in h or "deviceProperties" not in h:
         # some writers put these after traceEvents; look at the end (gzip: decompresses to the end, C speed)
         tail = cj.tail_bytes(sn)
         m = re.search(rb'"baseTimeNanoseconds"\s*:\s*(\d+)', tail)
@@ -322,7 +323,27 @@ def _header(sn: cj.Sniff) -> dict[str, Any]:
         m = _DIST_RANK.search(tail)
         if m and "distributedInfo" not in h:
             h["distributedInfo"] = {"rank": int(m.group(1))}
+        if "deviceProperties" not in h:
+            props = _tail_value(tail, b"deviceProperties")
+            if isinstance(props, list):  # the GPU's name and memory (traces written by a harness put it last)
+                h["deviceProperties"] = props
     return h
+
+
+def _tail_value(tail: bytes, key: bytes) -> Any:
+    """The JSON value of a top-level `key` written after traceEvents, decoded from the file's last bytes; None
+    when the key is absent or its value is cut by the start of the tail."""
+    at = tail.rfind(b'"' + key + b'"')
+    if at < 0:
+        return None
+    m = re.compile(rb"\s*:\s*").match(tail, at + len(key) + 2)
+    if m is None:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(tail[m.end() :].decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return value
 
 
 def _reader() -> str:

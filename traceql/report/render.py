@@ -22,6 +22,7 @@ from typing import Any
 
 from ..commandline import command
 from ..errors import QueryError, TraceQLError
+from . import gpu_panels
 from .page import bundle_versions, fmt_value, render_page, script_json
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -113,7 +114,9 @@ def _finding_view(f: Any) -> dict[str, Any]:
     if sv.get("value") is not None:
         saving = f"{sv['value']:,.3g} {sv.get('unit') or ''}".strip()
         if sv.get("share_of_step") is not None:
-            saving += f" ({100 * sv['share_of_step']:.1f}% of a step)"
+            # a unit said of the window (no step marker: findings.windows) makes the share one of the window too
+            of = "of the window" if "window" in str(sv.get("unit") or "") else "of a step"
+            saving += f" ({100 * sv['share_of_step']:.1f}% {of})"
     return {
         "id": f.id,
         "title": f.title,
@@ -152,6 +155,8 @@ def build_context(
         rid = rep.run_id
         info = session.info
         ch = _Charts(session)
+        kind = session.device_kind
+        gpu_panels.stub_hbm_charts(kind, session, ch.specs)  # a GPU without DRAM bytes: say so, no empty axes
         verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
         fired = sorted(rep.fired, key=lambda f: (f.checklist_step, -_sev(f.severity)))
         finding_views = []
@@ -159,9 +164,15 @@ def build_context(
             v = _finding_view(f)
             v["charts"] = [ch.place(n) for n in FINDING_CHARTS.get(f.id, [])]
             finding_views.append(v)
-        silent = [_finding_view(f) for f in rep.findings if not f.fired]
+        silent = gpu_panels.silent(kind, [_finding_view(f) for f in rep.findings if not f.fired])
         rank_charts = [ch.place(n) for n in RANK_CHARTS]
-        op_charts = [ch.place(n) for n in OPERATOR_CHARTS]
+        op_charts = [ch.place(n) for n in gpu_panels.charts(kind, OPERATOR_CHARTS)]
+        if str(rep.verdict.get("step_windows", "")).startswith(
+            "none"
+        ):  # no step marker: no "per step" titles
+            from ..findings.windows import reword_spec
+
+            ch.specs = {k: reword_spec(v) for k, v in ch.specs.items()}
         wait = ch.table("wait_attribution", {})
         util = ch.table("hbm_utilization", {})
     finally:
@@ -222,7 +233,7 @@ def build_context(
                 ),
                 "queries": charts.reproduce(n, rid, store=store, device=device, peak_hbm_gbps=hbm_gbps),
             }
-            for n in charts.CHARTS
+            for n in gpu_panels.charts(kind, list(charts.CHARTS))
         ],
     }
     v = rep.verdict
@@ -276,6 +287,7 @@ def build_context(
         ("generated at", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()),
         ("chart libraries (inlined)", ", ".join(f"{k} {x}" for k, x in bundle_versions().items())),
     ]
+    meta = gpu_panels.meta(kind, meta)
     warnings = [str(w) for w in info.get("warnings", [])][:50]
     what_changed = _what_changed(store, baseline, rid, device, peaks, ch)
     return {
