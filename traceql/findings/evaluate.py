@@ -98,7 +98,11 @@ def evaluate_session(
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,
-        "peaks": json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}"),
+        # floats whichever query's metadata came first (a preset's int peak and a bound DOUBLE param are equal)
+        "peaks": {
+            k: float(v) if isinstance(v, (int, float)) else v
+            for k, v in json.loads(meta.get(b"traceql.peaks", b"{}") or b"{}").items()
+        },
         "note": meta.get(b"traceql.peaks_note", b"").decode(),
     }
     # a measured bandwidth above the preset's peak says the preset is wrong for this device
