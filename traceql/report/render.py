@@ -347,9 +347,8 @@ def write_report(path: str | Path, store: Any = None, run_id: str | None = None,
     p = Path(path)
     if p.suffix.lower() not in (".html", ".htm"):
         raise TraceQLError(f"{p}: the report is an HTML file; give a path ending in .html")
-    html = render_report(store, run_id, **kw)
-    try:
-        p.write_text(html, encoding="utf-8")
-    except OSError as e:
-        raise TraceQLError(f"{p}: cannot write the report ({e.strerror or e})") from None
+    from ..out_file import check, write_text
+
+    check(p)  # a directory at the path: refused before the report is built
+    write_text(p, render_report(store, run_id, **kw))  # temp + rename: an interrupt leaves no half report
     return p
