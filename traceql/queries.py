@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import derived_tables, schema
-from ._duck import sql_str
+from ._duck import reraise_interrupt, sql_str
 from .errors import QueryError, StoreError
 from .sqlfiles import TYPES, Column, Param, convert, helper_texts, library_dir, parse_header
 
@@ -292,6 +292,7 @@ def run(
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))
         except duckdb.Error as e:
+            reraise_interrupt(e)  # Ctrl-C is not a failed query
             raise QueryError(f"{name}: {_duck_error(e)}") from e
     finally:
         cur.close()

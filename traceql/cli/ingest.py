@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._options import ListFormat, StoreOpt, format_opt
+from ._options import ListFormat, StoreOpt, format_opt, in_range
 
 
 def ingest_cmd(
@@ -22,7 +22,13 @@ def ingest_cmd(
     store: StoreOpt = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")] = False,
     workers: Annotated[
-        Optional[int], typer.Option("--workers", "-j", help="Parallel parser processes (default: CPU count).")
+        Optional[int],
+        typer.Option(
+            "--workers",
+            "-j",
+            help="Parallel parser processes (default: CPU count).",
+            callback=in_range(1, 4096),
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     check: Annotated[

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._duck import reraise_interrupt
 from ..commandline import command
 from ..errors import QueryError, TraceQLError
 from .page import bundle_versions, fmt_value, render_page, script_json
@@ -71,6 +72,7 @@ class _Charts:
             args = {s.arg: self.table(s.query, s.params_for(ranks)) for s in cdef.sources}
             self.specs[name] = charts.to_spec(cdef.builder(**args))
         except Exception as e:  # noqa: BLE001  # one failing chart must not lose the rest of the report
+            reraise_interrupt(e)  # ...but Ctrl-C during a chart's query ends the report (exit 130)
             why = (
                 str(e)
                 if isinstance(e, QueryError)
