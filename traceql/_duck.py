@@ -13,12 +13,15 @@ _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*$", re.
 
 def interrupted(e: BaseException | None) -> bool:
     """Whether `e`, or an exception it was raised from, is DuckDB's report of a Ctrl-C (or a SIGTERM) during a
-    query: DuckDB raises it as InterruptException, an ordinary duckdb.Error, so every `except duckdb.Error` /
-    `except Exception` on its way up would take it for a failed query (issue 47: a report exited 0 with
-    "This chart could not be drawn: ... Query interrupted")."""
+    query. DuckDB 2.0's Python client consumes the pending KeyboardInterrupt and raises a plain
+    RuntimeError("Query interrupted") (con.interrupt() gives InterruptException, a duckdb.Error), so every
+    `except Exception` on the way up would take it for a failed query (issue 47: a report exited 0 with
+    "This chart could not be drawn: RuntimeError: Query interrupted")."""
     seen: set[int] = set()
     while e is not None and id(e) not in seen:
-        if type(e).__name__ == "InterruptException":
+        if type(e).__name__ == "InterruptException" or isinstance(e, KeyboardInterrupt):
+            return True  # (a KeyboardInterrupt in the chain: an error of the cleanup after Ctrl-C)
+        if type(e) is RuntimeError and str(e).startswith("Query interrupted"):
             return True
         seen.add(id(e))
         e = e.__cause__ or e.__context__

@@ -291,8 +291,10 @@ def run(
         bound = bind_params(spec, params, fill=choice.peaks)
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))
-        except duckdb.Error as e:
-            reraise_interrupt(e)  # Ctrl-C is not a failed query
+        except (duckdb.Error, RuntimeError) as e:
+            reraise_interrupt(e)  # Ctrl-C is not a failed query: exit 130, whoever catches errors above
+            if not isinstance(e, duckdb.Error):
+                raise
             raise QueryError(f"{name}: {_duck_error(e)}") from e
     finally:
         cur.close()

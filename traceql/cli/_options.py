@@ -142,7 +142,17 @@ def format_opt(help: str) -> Any:
 
 
 def output_opt(help: str = "Write the result to FILE.") -> Any:
-    return typer.Option("--output", "-o", help=help)
+    """`--output/-o`: a directory, socket, block device or missing folder there is refused while the options
+    are parsed, before any work (traceql.out_file.check: one line naming the path, exit 1)."""
+    return typer.Option("--output", "-o", help=help, callback=_check_output)
+
+
+def _check_output(value: Any) -> Any:
+    if value is not None:
+        from ..out_file import check
+
+        check(value)
+    return value
 
 
 def baseline_opt(help: str = "Baseline run (e.g. 1 card) for the scaling efficiency.") -> Any:

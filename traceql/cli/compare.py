@@ -164,10 +164,6 @@ def compare_cmd(
     if name_map is not None and mode != Mode.cross:
         raise typer.BadParameter("--name-map applies to --mode cross", param_hint="--name-map")
     rename = load_name_map(name_map) if name_map is not None else None
-    if output is not None:
-        from ..out_file import check
-
-        check(output)  # refused before both runs are read
     b = resolve_side(store, base, quiet=False)
     c = resolve_side(store, cand, quiet=False)
     res = compare(
