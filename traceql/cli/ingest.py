@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._options import ListFormat, StoreOpt, format_opt, in_range
+from ._options import MAX_SECONDS, ListFormat, StoreOpt, format_opt, in_range
 
 
 def ingest_cmd(
@@ -69,6 +69,16 @@ def ingest_cmd(
             help="Ray cluster address (ray://head:10001, auto); default $RAY_ADDRESS, else a local Ray.",
         ),
     ] = None,
+    ray_timeout: Annotated[
+        Optional[float],
+        typer.Option(
+            "--ray-timeout",
+            help="Seconds to wait for a Ray cluster that does not answer (connecting, or no live node while "
+            "ranks are pending) before giving up in one line; default 60 or $TRACEQL_RAY_TIMEOUT.",
+            metavar="SECONDS",
+            callback=in_range(0, MAX_SECONDS, lo_open=True),
+        ),
+    ] = None,
 ) -> None:
     """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel).
 
@@ -125,7 +135,8 @@ def ingest_cmd(
     if executor != "local" or address:
         from ..executors import get
 
-        ex = get(executor, workers=workers, address=address)  # --- hook: traceql.executors
+        # --- hook: traceql.executors
+        ex = get(executor, workers=workers, address=address, timeout_s=ray_timeout)
     with progress:
         info = ingest(
             path,
