@@ -314,9 +314,10 @@ def _steps_run(store: Path, run: str, ranks: dict[int, list[int] | None], n: int
 
 
 def test_compare_refuses_a_rank_without_steps(cli: Any, tmp_path: Path) -> None:
-    """break 3: base's 2 ranks both have 3 steps of 3 kernels; cand's rank 1 has no step ids, so its whole
-    trace (2.5 ms) would be one 'step' against 3 ns steps and kernels per step would read 6 -> 5.25 (by hand:
-    base 18 kernels / 6 rank-steps = 3, cand (9 + 6) / 4 = 3.75): refused, naming the run and the rank."""
+    """break 3: base's 2 ranks both have 3 steps of 3 kernels (each step 2.1 us: first start to last end);
+    cand's rank 1 has 6 kernels and no step ids, so its whole trace (2.5 ms) would be one 'step' against 2.1 us
+    ones, and kernels per step would read 3 -> 3.75 (by hand: base 18 kernels / 6 rank-steps, cand 15 / 4):
+    refused, naming the run and the rank (before: exit 0 with a verdict)."""
     store = tmp_path / "store"
     _steps_run(store, "base", {0: [1, 2, 3], 1: [1, 2, 3]})
     _steps_run(store, "cand", {0: [1, 2, 3], 1: None})
