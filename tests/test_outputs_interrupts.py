@@ -451,3 +451,25 @@ def test_sql_timeout_env_out_of_range(cli: Any, st: Path, monkeypatch: pytest.Mo
 def test_largest_timeout_still_runs(cli: Any, st: Path) -> None:
     r = cli("sql", "SELECT 41 + 1 AS x", "--store", st, "--timeout", "2592000", "--format", "csv")
     assert r.code == 0 and r.out.splitlines() == ['"x"', "42"], r
+
+
+# ---- found by the nightly-size fuzz run ------------------------------------------------------------------------
+def test_stray_carriage_return_in_a_csv_is_one_line(cli: Any, tmp_path: Path) -> None:
+    """A CR inside the header of msprof's hbm CSV (a flipped byte in the nightly fuzz run) made the csv
+    module raise csv.Error, which is no ValueError: `internal error`. Now one line naming the dump, exit 1."""
+    import shutil
+
+    from tests.conftest import SAMPLES
+
+    src = next((SAMPLES / "msprof").glob("PROF_*"), None)
+    if src is None:
+        pytest.skip("sample_traces/msprof missing")
+    dump = tmp_path / src.name
+    shutil.copytree(src, dump)
+    hbm = next(dump.glob("mindstudio_profiler_output/hbm_*.csv"))
+    raw = hbm.read_bytes()
+    hbm.write_bytes(raw.replace(b"Device_id,Metric", b"Device_id,\rMetric", 1))  # as the fuzz input had it
+    r = cli("ingest", dump, "--store", tmp_path / "store", "-q", "-j", "1", "--no-check")
+    assert r.code == 1, r
+    errors = [ln for ln in r.err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and str(dump) in errors[0] and "internal error" not in r.err, r

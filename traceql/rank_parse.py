@@ -43,8 +43,11 @@ def parse_unit(
         # a memory budget, the address space or the thread limit ran out: not a bug, not a bad dump (issues 18, 47)
         if resource_exhausted(e):
             raise TraceQLError(oom_message(str(unit.path), e)) from None
+        import csv
+
+        # csv.Error: the csv module's own (a stray CR in an unquoted field), not a ValueError (issue 47 fuzz)
         if not isinstance(
-            e, (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError)
+            e, (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError, csv.Error)
         ):
             raise
         # the store's disk (full, read-only...) is not the dump's fault: say which and what to do
