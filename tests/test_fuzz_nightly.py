@@ -47,7 +47,8 @@ REPORT = os.environ.get("TRACEQL_FUZZ_REPORT")
 FAMILIES: dict[str, tuple[str, ...]] = {
     "ascend_text": ("level1/", "level0/", "rank2023/", "cluster/", "kd2023_arith", "tv_timeline",
                     "sample/torch_npu_2rank/"),
-    "ascend_db": ("db_level1/", "msprof_db", "sample/msprof/"),
+    "ascend_db": ("db_level1/", "msprof_db"),
+    "msprof_text": ("sample/msprof/",),
     "kineto": ("kineto_cupti", "kineto_rank0", "sample/kineto_cpu/"),
 }  # fmt: skip
 

@@ -473,3 +473,24 @@ def test_stray_carriage_return_in_a_csv_is_one_line(cli: Any, tmp_path: Path) ->
     assert r.code == 1, r
     errors = [ln for ln in r.err.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and str(dump) in errors[0] and "internal error" not in r.err, r
+
+
+def test_corrupt_deflate_stream_in_a_gz_trace_is_one_line(cli: Any, tmp_path: Path) -> None:
+    """Flipped bytes inside a Kineto .json.gz's deflate stream raise zlib.error (neither ValueError nor OSError):
+    `internal error: Error -3 while decompressing data` in the nightly fuzz run. Now one line naming it."""
+    from tests.conftest import SAMPLES
+
+    src = next(iter(sorted((SAMPLES / "kineto_cpu").rglob("*.json"))), None)
+    if src is None:
+        pytest.skip("sample_traces/kineto_cpu missing")
+    import gzip
+
+    data = bytearray(gzip.compress(src.read_bytes(), mtime=0))
+    for i in range(len(data) // 2, len(data) // 2 + 64):  # the middle of the deflate stream, past the header
+        data[i] ^= 0x5A
+    bad = tmp_path / "trace.json.gz"
+    bad.write_bytes(bytes(data))
+    r = cli("ingest", bad, "--store", tmp_path / "store", "-q", "-j", "1", "--no-check")
+    assert r.code == 1, r
+    errors = [ln for ln in r.err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and str(bad) in errors[0] and "internal error" not in r.err, r
