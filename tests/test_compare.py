@@ -374,10 +374,14 @@ def test_cross_mode_matches_operators_through_the_framework_op(
         "json",
         "--no-findings",
     )
-    assert r.code == 0, r
+    # the AlexNet trace has no step markers (step_windows: one window, step NULL): its whole trace is no step
+    # to time against the NPU's steps, so no verdict (issue 47); the operators are still matched and written
+    assert r.code == 1, r
     d = json.loads(r.out)
-    assert d["mode"] == "cross" and d["comparability"]["comparable"]
+    assert d["mode"] == "cross" and not d["comparability"]["comparable"]
     assert not any(x["refused"] for x in d["comparability"]["differences"])
+    refusals = d["comparability"]["refusals"]
+    assert len(refusals) == 1 and "base run 'gpu' has no step windows on any rank" in refusals[0], refusals
     ops = d["operators"]
     assert ops["matched_by"].startswith("framework operator")
     both = {x["op_type"] for x in ops["changed"]}

@@ -11,6 +11,30 @@ MEMORY_ENV = "TRACEQL_INGEST_MEMORY"
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*$", re.IGNORECASE)
 
 
+def interrupted(e: BaseException | None) -> bool:
+    """Whether `e`, or an exception it was raised from, is DuckDB's report of a Ctrl-C (or a SIGTERM) during a
+    query. DuckDB 2.0's Python client consumes the pending KeyboardInterrupt and raises a plain
+    RuntimeError("Query interrupted") (con.interrupt() gives InterruptException, a duckdb.Error), so every
+    `except Exception` on the way up would take it for a failed query (issue 47: a report exited 0 with
+    "This chart could not be drawn: RuntimeError: Query interrupted")."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        if type(e).__name__ == "InterruptException" or isinstance(e, KeyboardInterrupt):
+            return True  # (a KeyboardInterrupt in the chain: an error of the cleanup after Ctrl-C)
+        if type(e) is RuntimeError and str(e).startswith("Query interrupted"):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def reraise_interrupt(e: BaseException) -> None:
+    """Raise KeyboardInterrupt from `e` when it is an interrupt (see `interrupted`), so no handler of errors
+    can swallow it and the CLI ends with exit 130; otherwise return."""
+    if interrupted(e):
+        raise KeyboardInterrupt("query interrupted") from e
+
+
 def arrow_reader(result: Any, batch_rows: int = 256 * 1024) -> Any:
     """A pyarrow RecordBatchReader over a DuckDB result (connection.execute(...) or relation)."""
     if hasattr(result, "to_arrow_reader"):
@@ -51,6 +75,38 @@ def ingest_memory(default: str) -> str:
     the step's own default. The out-of-memory message (ingest_oom_message) tells users to raise it."""
     raw = os.environ.get(MEMORY_ENV, "")
     return raw.strip() if _SIZE.match(raw) else default
+
+
+_EXHAUSTED_TEXT = ("can't start new thread", "std::bad_alloc", "cannot allocate memory", "out of memory")
+
+
+def resource_exhausted(e: BaseException) -> bool:
+    """Whether `e` says the process ran out of memory, address space or threads: Python's MemoryError, a
+    thread that could not start (RuntimeError "can't start new thread", an address-space cap on its stack), a
+    C++ std::bad_alloc surfacing through DuckDB or Arrow, ENOMEM, or DuckDB's own OutOfMemoryException.
+    None of these is a bad dump or a bug: the user raises a limit (issue 47)."""
+    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryException":
+        return True
+    if isinstance(e, OSError) and e.errno == 12:  # ENOMEM
+        return True
+    from_lib = type(e).__module__.startswith(("duckdb", "_duckdb", "pyarrow"))
+    if not (isinstance(e, (RuntimeError, OSError)) or from_lib):
+        return False
+    text = str(e).lower()
+    return any(t in text for t in _EXHAUSTED_TEXT)
+
+
+def oom_message(where: str, err: BaseException) -> str:
+    """The documented out-of-memory line for any exhaustion (resource_exhausted): DuckDB's budget gets
+    ingest_oom_message; memory, address space or threads say which limit to raise."""
+    if type(err).__name__ == "OutOfMemoryException":
+        return ingest_oom_message(where, err)
+    first = (str(err).strip().splitlines() or [""])[0][:200] or type(err).__name__
+    return (
+        f"{where}: ran out of memory ({type(err).__name__}: {first}); free memory or raise the process's "
+        f"limits (ulimit -v address space, ulimit -u threads, the container's memory), or use fewer workers "
+        f"(-j 1) and a smaller budget, e.g. {MEMORY_ENV}=1GB traceql ingest ..."
+    )
 
 
 def ingest_oom_message(where: str, err: BaseException) -> str:

@@ -1161,14 +1161,17 @@ def save(chart: Any, path: str | Path, *, scale: float = 2.0) -> Path:
         raise TraceQLError(
             f"{p}: unknown chart format {p.suffix or '(none)'!r}; use one of {', '.join(FORMATS)}"
         )
+    from .out_file import check, write_bytes, write_text
+
+    check(p)  # a directory or socket at the path: refused before the chart is rendered
     spec = to_spec(chart)
     if suffix == ".json":
-        p.write_text(json.dumps(spec, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+        write_text(p, json.dumps(spec, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     elif suffix == ".html":
         from .report.page import chart_html
 
         title = _spec_title(spec)
-        p.write_text(chart_html(spec, title), encoding="utf-8")
+        write_text(p, chart_html(spec, title))
     else:
         import vl_convert as vlc
 
@@ -1176,13 +1179,14 @@ def save(chart: Any, path: str | Path, *, scale: float = 2.0) -> Path:
 
         try:
             if suffix == ".svg":
-                p.write_text(vlc.vegalite_to_svg(spec, vl_version=vl_version()), encoding="utf-8")
+                data = vlc.vegalite_to_svg(spec, vl_version=vl_version()).encode("utf-8")
             else:
-                p.write_bytes(vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=scale))
+                data = vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=scale)
         except ValueError as e:  # vl-convert reports Vega errors as ValueError
             raise TraceQLError(
                 f"{p}: could not render the chart ({str(e).splitlines()[0] if str(e) else e})"
             ) from None
+        write_bytes(p, data)
     return p
 
 

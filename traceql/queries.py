@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import derived_tables, schema
-from ._duck import sql_str
+from ._duck import reraise_interrupt, sql_str
 from .errors import QueryError, StoreError
 from .sqlfiles import TYPES, Column, Param, convert, helper_texts, library_dir, parse_header
 
@@ -356,7 +356,10 @@ def run(
         bound = bind_params(spec, params, fill=choice.peaks)
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))
-        except duckdb.Error as e:
+        except (duckdb.Error, RuntimeError) as e:
+            reraise_interrupt(e)  # Ctrl-C is not a failed query: exit 130, whoever catches errors above
+            if not isinstance(e, duckdb.Error):
+                raise
             raise QueryError(f"{name}: {_duck_error(e)}") from e
     finally:
         cur.close()

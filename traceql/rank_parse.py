@@ -40,12 +40,20 @@ def parse_unit(
         raise
     except Exception as e:
         writer.abort()
-        if type(e).__name__ == "OutOfMemoryException":  # duckdb's: a memory budget, not a bug (issue 18)
-            from ._duck import ingest_oom_message
+        from ._duck import oom_message, resource_exhausted
 
-            raise TraceQLError(ingest_oom_message(str(unit.path), e)) from None
+        # a memory budget, the address space or the thread limit ran out: not a bug, not a bad dump (issues 18, 47)
+        if resource_exhausted(e):
+            raise TraceQLError(oom_message(str(unit.path), e)) from None
+        import csv
+        import zlib
+
+        # csv.Error (a stray CR in an unquoted field) and zlib.error (a corrupt .gz's deflate stream) are
+        # neither ValueError nor OSError: both came out as `internal error` in the nightly fuzz run (issue 47)
         if not isinstance(
-            e, (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError)
+            e,
+            (ValueError, KeyError, IndexError, TypeError, OSError, RecursionError, MemoryError, csv.Error)
+            + (zlib.error,),
         ):
             raise
         # the store's disk (full, read-only...) is not the dump's fault: say which and what to do

@@ -13,6 +13,7 @@ Ctrl-C arrives (a query blocked inside DuckDB otherwise holds the signal until i
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
 
 #: seconds a `traceql sql` query may run before it is interrupted (0: no limit); $TRACEQL_SQL_TIMEOUT
+MAX_TIMEOUT_S = 30 * 86400.0  # as the CLI's --timeout (traceql.cli._options.MAX_SECONDS)
 DEFAULT_TIMEOUT_S = 300.0
 
 
@@ -96,9 +98,15 @@ def timeout_from_env(given: float | None) -> float:
         return given
     raw = os.environ.get("TRACEQL_SQL_TIMEOUT", "")
     try:
-        return float(raw) if raw else DEFAULT_TIMEOUT_S
+        v = float(raw) if raw else DEFAULT_TIMEOUT_S
     except ValueError as e:
         raise QueryError(f"TRACEQL_SQL_TIMEOUT={raw!r}: expected seconds (0 for no limit)") from e
+    # 1e308 or inf would overflow the thread join's timeout; nan would never time out nor fail
+    if not math.isfinite(v) or not 0 <= v <= MAX_TIMEOUT_S:
+        raise QueryError(
+            f"TRACEQL_SQL_TIMEOUT={raw!r}: expected seconds from 0 (no limit) to {MAX_TIMEOUT_S:g}"
+        )
+    return v
 
 
 def run(con: duckdb.DuckDBPyConnection, query: str, timeout_s: float) -> Any:

@@ -96,6 +96,13 @@ def main() -> None:
             sys.exit(code)
         if type(e).__name__ == "Abort":
             sys.exit(1)
+        from .._duck import interrupted, oom_message, resource_exhausted
+
+        if interrupted(e):  # DuckDB's InterruptException: Ctrl-C during a query, never a failure to report
+            from ._console import error
+
+            error("interrupted; the store is unchanged")
+            sys.exit(130)
         if os.environ.get("TRACEQL_DEBUG"):
             raise
         from ._console import error
@@ -109,10 +116,8 @@ def main() -> None:
                 error(str(se))
                 sys.exit(1)
 
-        if type(e).__name__ == "OutOfMemoryException":  # DuckDB's memory budget: what to do, not a bug
-            from .._duck import ingest_oom_message
-
-            error(ingest_oom_message("traceql", e))
+        if resource_exhausted(e):  # memory, address space, threads, DuckDB's budget: what to raise, not a bug
+            error(oom_message("traceql", e))
             sys.exit(1)
         error(f"internal error: {type(e).__name__}: {e} (re-run with --debug for the traceback)")
         sys.exit(1)

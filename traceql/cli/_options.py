@@ -8,6 +8,7 @@ stay the same everywhere."""
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import Annotated, Any, Optional
 
@@ -67,6 +68,35 @@ class Severity(Choice):
     critical = "critical"
 
 
+# ---- numbers ------------------------------------------------------------------------------------------------
+# Click parses `1e308`, `inf` and `nan` as floats and checks no range: every numeric option goes through
+# `in_range`, so a value no run could mean is a usage error (exit 2) naming the option, never an
+# OverflowError deep in a thread join (issue 47).
+
+MAX_SECONDS = 30 * 86400.0  # 30 days: longer than any query or cluster wait; threading's limit is ~292 years
+MAX_RANK = 2**31 - 1  # the store's rank column is INTEGER
+MAX_GBPS = 1e6  # 1 PB/s: beyond any device's memory bandwidth, so a typo in units is caught
+
+
+def in_range(lo: float, hi: float, *, lo_open: bool = False) -> Any:
+    """A Click callback: the value (or each value of a repeatable option) is finite and within [lo, hi]
+    ((lo, hi] with lo_open); None passes (the option was not given)."""
+
+    def check(value: Any) -> Any:
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if v is None:
+                continue
+            bad = not math.isfinite(v) or v > hi or (v <= lo if lo_open else v < lo)
+            if bad:
+                bound = f"> {lo:g}" if lo_open else f">= {lo:g}"
+                raise typer.BadParameter(
+                    f"{v!r} is out of range: expected a finite number {bound} and <= {hi:.10g}"
+                )
+        return value
+
+    return check
+
+
 # ---- options ------------------------------------------------------------------------------------------------
 
 StoreOpt = Annotated[
@@ -81,8 +111,13 @@ StoreOpt = Annotated[
 RunOpt = Annotated[
     Optional[str], typer.Option("--run", "-r", help="Run name (default: the only/most recent run).")
 ]
-RankOpt = Annotated[Optional[int], typer.Option("--rank", help="Only this rank.")]
-RanksOpt = Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank (repeatable).")]
+RankOpt = Annotated[
+    Optional[int], typer.Option("--rank", help="Only this rank.", callback=in_range(0, MAX_RANK))
+]
+RanksOpt = Annotated[
+    Optional[list[int]],
+    typer.Option("--rank", help="Only this rank (repeatable).", callback=in_range(0, MAX_RANK)),
+]
 DeviceOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -93,7 +128,11 @@ DeviceOpt = Annotated[
 ]
 PeakHbmOpt = Annotated[
     Optional[float],
-    typer.Option("--peak-hbm-gbps", help="Override the HBM peak, GB/s (1 GB = 1e9 bytes)."),
+    typer.Option(
+        "--peak-hbm-gbps",
+        help="Override the HBM peak, GB/s (1 GB = 1e9 bytes).",
+        callback=in_range(0, MAX_GBPS, lo_open=True),
+    ),
 ]
 
 
@@ -103,7 +142,17 @@ def format_opt(help: str) -> Any:
 
 
 def output_opt(help: str = "Write the result to FILE.") -> Any:
-    return typer.Option("--output", "-o", help=help)
+    """`--output/-o`: a directory, socket, block device or missing folder there is refused while the options
+    are parsed, before any work (traceql.out_file.check: one line naming the path, exit 1)."""
+    return typer.Option("--output", "-o", help=help, callback=_check_output)
+
+
+def _check_output(value: Any) -> Any:
+    if value is not None:
+        from ..out_file import check
+
+        check(value)
+    return value
 
 
 def baseline_opt(help: str = "Baseline run (e.g. 1 card) for the scaling efficiency.") -> Any:

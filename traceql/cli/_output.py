@@ -42,8 +42,10 @@ def _jsonable(v: Any) -> Any:
 
 def write_text(text: str, output: Path | None = None) -> None:
     """Machine-format text to FILE (exact) or stdout (exact to a pipe; control characters escaped on a terminal)."""
-    if output is not None:
-        Path(output).write_text(text, encoding="utf-8")
+    if output is not None and str(output) != "-":
+        from ..out_file import write_text as write_file
+
+        write_file(output, text)  # temp + rename; a FIFO/device written through; errors name the path
         return
     if sys.stdout.isatty():
         from ._console import safe
@@ -67,7 +69,10 @@ def emit(table: Any, fmt: str, output: Path | None = None, max_rows: int = 200) 
             raise TraceQLError("--format parquet needs --output FILE")
         import pyarrow.parquet as pq
 
-        pq.write_table(table, output)
+        from ..out_file import open_output
+
+        with open_output(output, binary=True) as fh:
+            pq.write_table(table, fh)
         return
     if fmt == "csv":
         import pyarrow.csv as pcsv
@@ -87,8 +92,11 @@ def emit(table: Any, fmt: str, output: Path | None = None, max_rows: int = 200) 
         import pyarrow as pa
 
         t = pa.Table.from_arrays(cols, names=table.column_names)
-        if output:
-            pcsv.write_csv(t, output)
+        if output and str(output) != "-":
+            from ..out_file import open_output
+
+            with open_output(output, binary=True) as fh:
+                pcsv.write_csv(t, fh)
         else:
             sink = pa.BufferOutputStream()
             pcsv.write_csv(t, sink)

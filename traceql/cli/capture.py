@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._options import StoreOpt
+from ._options import MAX_SECONDS, StoreOpt, in_range
 
 _HELP = """Run a workload under the right profiler (torch_npu on an Ascend NPU, torch.profiler on CUDA/CPU) with the
 memory counters on, and write a dump traceql ingests (plus capture_meta.json beside it).
@@ -54,13 +54,24 @@ def capture_cmd(
             "--device", help="auto | npu | cuda | cpu (auto: NPU if torch_npu sees one, else CUDA, else CPU)."
         ),
     ] = "auto",
-    wait: Annotated[int, typer.Option("--wait", help="Schedule: steps skipped first.")] = 1,
-    warmup: Annotated[int, typer.Option("--warmup", help="Schedule: warm-up steps (traced, discarded).")] = 1,
-    active: Annotated[int, typer.Option("--active", help="Schedule: steps recorded.")] = 2,
+    wait: Annotated[
+        int, typer.Option("--wait", help="Schedule: steps skipped first.", callback=in_range(0, 1e6))
+    ] = 1,
+    warmup: Annotated[
+        int,
+        typer.Option(
+            "--warmup", help="Schedule: warm-up steps (traced, discarded).", callback=in_range(0, 1e6)
+        ),
+    ] = 1,
+    active: Annotated[
+        int, typer.Option("--active", help="Schedule: steps recorded.", callback=in_range(1, 1e6))
+    ] = 2,
     window: Annotated[
         Optional[float],
         typer.Option(
-            "--window", help="Scripts: record the first SECONDS instead of stepping on optimizer.step()."
+            "--window",
+            help="Scripts: record the first SECONDS instead of stepping on optimizer.step().",
+            callback=in_range(0, MAX_SECONDS, lo_open=True),
         ),
     ] = None,
     ingest: Annotated[
@@ -92,7 +103,11 @@ def capture_cmd(
     ] = "memory",
     npu_level: Annotated[
         int,
-        typer.Option("--npu-level", help="NPU: profiler_level 1 or 2 (Level0 collects no AI Core metrics)."),
+        typer.Option(
+            "--npu-level",
+            help="NPU: profiler_level 1 or 2 (Level0 collects no AI Core metrics).",
+            callback=in_range(0, 2),
+        ),
     ] = 1,
     export: Annotated[str, typer.Option("--export", help="NPU: text | db | both.")] = "text",
     l2_cache: Annotated[

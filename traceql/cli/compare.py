@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._options import CompareFormat, StoreOpt, format_opt, output_opt, peaks
+from ._options import MAX_GBPS, CompareFormat, StoreOpt, format_opt, in_range, output_opt, peaks
 
 GATE_EXIT = 3  # --gate tripped (1 = error, incl. not comparable; 2 = usage error)
 
@@ -111,7 +111,12 @@ def compare_cmd(
         ),
     ] = None,
     peak_hbm_gbps: Annotated[
-        Optional[float], typer.Option("--peak-hbm-gbps", help="Override the HBM peak of both runs, GB/s.")
+        Optional[float],
+        typer.Option(
+            "--peak-hbm-gbps",
+            help="Override the HBM peak of both runs, GB/s.",
+            callback=in_range(0, MAX_GBPS, lo_open=True),
+        ),
     ] = None,
     name_map: Annotated[
         Optional[Path],

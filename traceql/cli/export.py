@@ -90,8 +90,10 @@ def export_cmd(
             raise TraceQLError(
                 "refusing to write a binary Perfetto trace to a terminal: pass -o FILE, or pipe it"
             )
-    if not to_stdout and output.parent != Path("") and not output.parent.is_dir():
-        raise TraceQLError(f"{output}: no such directory {output.parent}")
+    if not to_stdout:
+        from ..out_file import check
+
+        check(output)  # a directory, socket or missing folder at -o: one line naming it, before any work
     summary = export.export(
         store,
         run_id,

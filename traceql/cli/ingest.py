@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ._options import ListFormat, StoreOpt, format_opt
+from ._options import MAX_SECONDS, ListFormat, StoreOpt, format_opt, in_range
 
 
 def ingest_cmd(
@@ -22,7 +22,13 @@ def ingest_cmd(
     store: StoreOpt = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")] = False,
     workers: Annotated[
-        Optional[int], typer.Option("--workers", "-j", help="Parallel parser processes (default: CPU count).")
+        Optional[int],
+        typer.Option(
+            "--workers",
+            "-j",
+            help="Parallel parser processes (default: CPU count).",
+            callback=in_range(1, 4096),
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     check: Annotated[
@@ -61,6 +67,16 @@ def ingest_cmd(
         typer.Option(
             "--address",
             help="Ray cluster address (ray://head:10001, auto); default $RAY_ADDRESS, else a local Ray.",
+        ),
+    ] = None,
+    ray_timeout: Annotated[
+        Optional[float],
+        typer.Option(
+            "--ray-timeout",
+            help="Seconds to wait for a Ray cluster that does not answer (connecting, or no live node while "
+            "ranks are pending) before giving up in one line; default 60 or $TRACEQL_RAY_TIMEOUT.",
+            metavar="SECONDS",
+            callback=in_range(0, MAX_SECONDS, lo_open=True),
         ),
     ] = None,
 ) -> None:
@@ -119,7 +135,8 @@ def ingest_cmd(
     if executor != "local" or address:
         from ..executors import get
 
-        ex = get(executor, workers=workers, address=address)  # --- hook: traceql.executors
+        # --- hook: traceql.executors
+        ex = get(executor, workers=workers, address=address, timeout_s=ray_timeout)
     with progress:
         info = ingest(
             path,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._options import DocFormat, StoreOpt, TableFormat, format_opt, output_opt
+from ._options import MAX_SECONDS, DocFormat, StoreOpt, TableFormat, format_opt, in_range, output_opt
 
 
 def sql_cmd(
@@ -42,6 +42,7 @@ def sql_cmd(
             "--timeout",
             help="Stop the query after SECONDS (default 300 or $TRACEQL_SQL_TIMEOUT; 0 = no limit).",
             metavar="SECONDS",
+            callback=in_range(0, MAX_SECONDS),
         ),
     ] = None,
     memory_limit: Annotated[

@@ -156,6 +156,8 @@ def comparability(
     for side, r in (("base", b), ("cand", c)):
         if not r.steps:
             refusals.append(f"steps: {side} run {r.info.run_id!r} has no step or kernel to time")
+        elif no_step := stepless_ranks(r):
+            refusals.append(f"steps: {side} run {r.info.run_id!r} {_stepless_why(no_step, r)}")
     for aspect, bv, cv in (
         ("profiler level", bi.profiler_level, ci.profiler_level),
         ("PMU metric group", bi.aic_metrics, ci.aic_metrics),
@@ -240,6 +242,27 @@ def hidden_by_difference(b: RunNumbers, c: RunNumbers) -> list[str]:
                 "ratios, so its HBM traffic is sampled or modeled"
             )
     return out
+
+
+def stepless_ranks(r: RunNumbers) -> list[int]:
+    """The ranks whose only window is the whole dump (step_windows' step NULL: no step markers and no step ids
+    on the kernels). Their one 'step' is the whole trace: timed against real steps it reads as a +91% or
+    +1914% regression, and every per-step count (kernels, bytes) divides by a wrong number (issue 47)."""
+    return sorted({s.rank for s in r.steps if s.step is None})
+
+
+def _stepless_why(ranks: list[int], r: RunNumbers) -> str:
+    every = len(ranks) == len({s.rank for s in r.steps})
+    who = "has no step windows on any rank" if every else f"has no step windows on rank(s) {_ranks(ranks)}"
+    return (
+        f"{who}: its whole trace would count as one step, so step times and per-step counts would not "
+        "compare like with like; profile with step markers (torch profiler schedule / ProfilerStep, msprof "
+        "step_trace)" + ("" if every else ", or ingest only the ranks that have steps")
+    )
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
 
 
 def per_step_times(r: RunNumbers) -> list[float]:

@@ -24,7 +24,9 @@ __all__ = ["NAMES", "Executor", "ExecutorError", "get"]
 NAMES = ("local", "ray")
 
 
-def get(name: str, workers: int | None = None, address: str | None = None) -> Executor:
+def get(
+    name: str, workers: int | None = None, address: str | None = None, timeout_s: float | None = None
+) -> Executor:
     """An executor by name: "local" (process pool of `workers`) or "ray" (connects to `address`, else
     $RAY_ADDRESS, else starts a local Ray)."""
     if name == "local":
@@ -34,5 +36,5 @@ def get(name: str, workers: int | None = None, address: str | None = None) -> Ex
     if name == "ray":
         from .ray import RayExecutor
 
-        return RayExecutor(address=address, workers=workers)
+        return RayExecutor(address=address, workers=workers, timeout_s=timeout_s)
     raise TraceQLError(f"unknown executor {name!r}: use one of {', '.join(NAMES)}")

@@ -21,6 +21,29 @@ from ..errors import TraceQLError
 from .base import ExecutorError
 
 MAX_RETRIES = 3
+# How long traceql waits on Ray for a sign of life before it gives up in one line (issue 47: a dead local node
+# made an ingest wait 125 s and print `internal error: GetTimeoutError`): connecting to the cluster, the
+# progress actor starting, and the cluster having no live node while tasks are pending. A task that runs long
+# on a live node is never cut short by it.
+TIMEOUT_ENV = "TRACEQL_RAY_TIMEOUT"
+DEFAULT_TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 30 * 86400.0
+_POLL_S = 2.0  # how often map() looks at the cluster while no task finishes
+
+
+def ray_timeout(given: float | None = None) -> float:
+    """--ray-timeout, else TRACEQL_RAY_TIMEOUT, else 60 s; finite and > 0 (the CLI checks its option too)."""
+    import math
+
+    raw = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        v = given if given is not None else (float(raw) if raw else DEFAULT_TIMEOUT_S)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or not 0 < v <= MAX_TIMEOUT_S:
+        shown = given if given is not None else f"{TIMEOUT_ENV}={raw!r}"
+        raise TraceQLError(f"Ray timeout {shown}: expected seconds > 0 and <= {MAX_TIMEOUT_S:g}")
+    return v
 
 
 def _call(fn: Callable[..., Any], args: tuple[Any, ...], board: Any = None) -> tuple[str, Any]:
@@ -73,12 +96,18 @@ class _ActorSlots:
 class RayBoard:
     """The Ray ProgressBoard: an actor of no CPU (it only holds numbers), read on the driver."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, timeout_s: float = DEFAULT_TIMEOUT_S, where: str = "a local Ray") -> None:
         ray = _ray()
         self.actor = ray.remote(num_cpus=0)(_Board).remote(n)
         # ready before the tasks start (an actor's process takes seconds to start on a loaded node; until it
-        # runs, the driver's reads would wait and the first tasks' bytes show only when they are done)
-        ray.get(self.actor.values.remote(), timeout=120)
+        # runs, the driver's reads would wait and the first tasks' bytes show only when they are done); no
+        # live node to start it on is the first sign of a dead cluster: one line, within the timeout
+        try:
+            ray.get(self.actor.values.remote(), timeout=timeout_s)
+        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as e:
+            raise ExecutorError(
+                _lost(where, f"its first actor did not start ({type(e).__name__})", timeout_s)
+            ) from e
 
     def values(self) -> list[int]:
         ray = _ray()
@@ -98,6 +127,39 @@ def worker_env() -> dict[str, Any]:
     return {"env_vars": {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(MALLOC_ARENAS))}}
 
 
+def _lost(where: str, what: str, timeout_s: float) -> str:
+    return (
+        f"Ray at {where}: {what} within {timeout_s:g} s: the cluster is unreachable or has lost its nodes "
+        f"(check `ray status`); raise the wait with --ray-timeout or {TIMEOUT_ENV}. The store is unchanged"
+    )
+
+
+def _init(ray: Any, kw: dict[str, Any], where: str, timeout_s: float) -> None:
+    """ray.init, bounded: an unreachable address makes it retry for minutes, so a remote connection runs on
+    a daemon thread the process does not wait for. A local start stays on the main thread (it installs
+    signal handlers there), bounded by Ray itself."""
+    import threading
+
+    if kw.get("address") is None and not os.environ.get("RAY_ADDRESS"):
+        ray.init(**kw)
+        return
+    box: dict[str, BaseException] = {}
+
+    def connect() -> None:
+        try:
+            ray.init(**kw)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=connect, name="traceql-ray-connect", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise ExecutorError(_lost(where, "no connection", timeout_s))
+    if "error" in box:
+        raise box["error"]
+
+
 def _ray() -> Any:
     try:
         import ray
@@ -110,10 +172,16 @@ class RayExecutor:
     name = "ray"
 
     def __init__(
-        self, address: str | None = None, workers: int | None = None, max_retries: int = MAX_RETRIES
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        max_retries: int = MAX_RETRIES,
+        timeout_s: float | None = None,
     ) -> None:
         ray = _ray()
         self.max_retries = max_retries
+        self.timeout_s = ray_timeout(timeout_s)
+        self.where = address or os.environ.get("RAY_ADDRESS") or "a local Ray"
         self._started = False
         if not ray.is_initialized():
             kw: dict[str, Any] = {"address": address, "include_dashboard": False, "log_to_driver": False}
@@ -122,16 +190,17 @@ class RayExecutor:
                     workers  # a local Ray of that many CPUs (ignored when RAY_ADDRESS names a cluster)
                 )
             try:
-                ray.init(**kw)
+                _init(ray, kw, self.where, self.timeout_s)
             except (ConnectionError, RuntimeError, ValueError) as e:
-                raise TraceQLError(f"cannot connect to Ray at {address or 'RAY_ADDRESS/local'}: {e}") from e
+                first = (str(e).strip().splitlines() or [""])[0][:300]
+                raise TraceQLError(f"cannot connect to Ray at {self.where}: {first}") from e
             self._started = True
         self._remote = ray.remote(_call)
         self._board: RayBoard | None = None
 
     def progress_board(self, n: int) -> RayBoard | None:
         """n == 0: no board (the following jobs publish nothing)."""
-        self._board = RayBoard(n) if n else None
+        self._board = RayBoard(n, self.timeout_s, self.where) if n else None
         return self._board
 
     def _memory_cap(self) -> int:
@@ -158,8 +227,13 @@ class RayExecutor:
             refs[self._remote.options(**opts).remote(fn, job, board)] = i
         pending = list(refs)
         try:
+            dead_since: float | None = None
             while pending:
-                done, pending = ray.wait(pending, num_returns=1)
+                done, pending = ray.wait(pending, num_returns=1, timeout=min(_POLL_S, self.timeout_s))
+                if not done:
+                    dead_since = self._check_alive(dead_since)
+                    continue
+                dead_since = None
                 ref = done[0]
                 try:
                     status, value = ray.get(ref)
@@ -176,6 +250,25 @@ class RayExecutor:
                 with contextlib.suppress(Exception):  # best effort: the task may have finished meanwhile
                     ray.cancel(ref, force=True)
             raise
+
+    def _check_alive(self, dead_since: float | None) -> float | None:
+        """While tasks are pending and none finishes: None when a node is alive; else since when none is, and
+        an ExecutorError once that has lasted the timeout (Ray would otherwise wait for a node forever)."""
+        import time
+
+        ray = _ray()
+        try:
+            alive = any(n.get("Alive") for n in ray.nodes())
+        except Exception:  # noqa: BLE001 - the head itself is gone: as dead as no node
+            alive = False
+        if alive:
+            return None
+        now = time.monotonic()
+        if dead_since is None:
+            return now
+        if now - dead_since >= self.timeout_s:
+            raise ExecutorError(_lost(self.where, "no live node to run the pending tasks", self.timeout_s))
+        return dead_since
 
     def close(self) -> None:
         self._board = None  # the actor goes with its last handle

@@ -19,7 +19,7 @@ place at the end, so a failed export leaves no half file.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,8 +231,11 @@ def export(
         from .perfetto import protos
 
         protos()  # a missing package is one clear line before any work
+    from ..out_file import check, open_output
+
+    if output is not None:
+        check(output)  # a directory or socket at -o: refused before any work
     sess = open_session(store, run_id, ranks=ranks, steps=steps, align=align, device=device, peaks=peaks)
-    tmp: Path | None = None
     try:
         counts: dict[str, int] = {}
         origin = _origin(sess)
@@ -255,18 +258,13 @@ def export(
             "peaks_note": sess.peaks_note,
             "slice": "events that start inside the chosen ranks' step windows" if steps else "the whole run",
         }
-        if output is None:
-            fh_raw: Any = stdout or (sys.stdout.buffer if fmt == "perfetto" else sys.stdout)
-        else:
-            out = Path(output)
-            tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-            fh_raw = open(  # noqa: SIM115 -- closed in the finally below
-                tmp,
-                "wb" if fmt == "perfetto" else "w",
-                encoding=None if fmt == "perfetto" else "utf-8",
-                newline=None if fmt == "perfetto" else "\n",
-            )
-        try:
+        with contextlib.ExitStack() as stack:
+            if output is None:
+                fh_raw: Any = stdout or (sys.stdout.buffer if fmt == "perfetto" else sys.stdout)
+                stack.callback(fh_raw.flush)
+            else:
+                # temp + rename in the target's folder (a FIFO/device written through): see traceql.out_file
+                fh_raw = stack.enter_context(open_output(output, binary=fmt == "perfetto"))
             if fmt == "chrome":
                 from .chrome import ChromeWriter
 
@@ -309,14 +307,6 @@ def export(
             meta["counts"] = counts
             meta["device"] = dev
             w.finish(meta)
-        finally:
-            if output is not None:
-                fh_raw.close()
-            else:
-                fh_raw.flush()
-        if tmp is not None:
-            os.replace(tmp, Path(output))  # type: ignore[arg-type]
-            tmp = None
         return {
             "run_id": run_id,
             "format": fmt,
@@ -329,6 +319,4 @@ def export(
             "origin_ns": origin,
         }
     finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
         sess.close()

@@ -73,13 +73,16 @@ class Session:
     def batches(self, sql: str, params: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
         import duckdb
 
-        from .._duck import arrow_reader
+        from .._duck import arrow_reader, reraise_interrupt
 
         try:
             reader = arrow_reader(self.cur.sql(sql, params=params or None), BATCH_ROWS)
-        except duckdb.Error as e:
+            yield from reader  # the batches are computed as they are read: errors come from here too
+        except (duckdb.Error, RuntimeError) as e:
+            reraise_interrupt(e)  # Ctrl-C: exit 130, not a failed export
+            if not isinstance(e, duckdb.Error):
+                raise
             raise TraceQLError(f"export of run {self.run_id!r}: {str(e).splitlines()[0]}") from e
-        yield from reader
 
     def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -138,8 +138,16 @@ class Context:
         if workers <= 1:
             results = [self._run(n, p) for _k, (n, p) in jobs]
         else:
-            with ThreadPoolExecutor(max_workers=workers) as ex:
+            ex = ThreadPoolExecutor(max_workers=workers)
+            try:
                 results = list(ex.map(lambda kv: self._run(*kv[1]), jobs))
+            except BaseException:
+                # Ctrl-C lands here, on the main thread: drop the queued reads instead of running them all
+                # before the interrupt can end the command; wait for the running ones, whose cursors the
+                # session closes next (closing a busy one fails)
+                ex.shutdown(wait=True, cancel_futures=True)
+                raise
+            ex.shutdown()
         for (k, _np), (rows, meta) in zip(jobs, results, strict=True):
             self._cache[k] = rows
             self.meta = self.meta or meta

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._duck import reraise_interrupt
 from ..errors import QueryError
 from . import checks as _register_checks  # noqa: F401 - importing registers every check
 from .context import BOUNDS, COVERAGE, HBM, WAIT, Context, Read
@@ -70,6 +71,7 @@ def evaluate_session(
         try:
             findings.append(CHECKS[rule_id](ctx, rule))
         except QueryError as e:  # one check's query failing must not hide the others
+            reraise_interrupt(e)  # but an interrupt is not a failing query
             findings.append(
                 Finding(
                     rule_id,

@@ -9,6 +9,7 @@ Units are parsed in separate processes, so everything here must be picklable by 
 from __future__ import annotations
 
 import importlib
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -101,8 +102,9 @@ def _claim(path: Path) -> list[Unit] | None:
             units = p.claim(path)
         except BadTraceError:
             raise
-        except (OSError, ValueError, EOFError, RecursionError) as e:
-            # a sniffer tripping over a damaged file still owes the user one line naming it
+        except (OSError, ValueError, EOFError, RecursionError, zlib.error) as e:
+            # a sniffer tripping over a damaged file still owes the user one line naming it (zlib.error: a
+            # .gz whose deflate stream is corrupt, neither OSError nor ValueError; issue 47's fuzz run)
             raise BadTraceError(path, f"cannot read it to detect the format ({type(e).__name__}: {e})") from e
         if units:
             return _check_units(units)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._duck import reraise_interrupt
 from ..commandline import command
 from ..errors import QueryError, TraceQLError
 from . import gpu_panels
@@ -72,6 +73,7 @@ class _Charts:
             args = {s.arg: self.table(s.query, s.params_for(ranks)) for s in cdef.sources}
             self.specs[name] = charts.to_spec(cdef.builder(**args))
         except Exception as e:  # noqa: BLE001  # one failing chart must not lose the rest of the report
+            reraise_interrupt(e)  # ...but Ctrl-C during a chart's query ends the report (exit 130)
             why = (
                 str(e)
                 if isinstance(e, QueryError)
@@ -356,11 +358,10 @@ def write_report(path: str | Path, store: Any = None, run_id: str | None = None,
     p = Path(path)
     if p.suffix.lower() not in (".html", ".htm"):
         raise TraceQLError(f"{p}: the report is an HTML file; give a path ending in .html")
-    html = render_report(store, run_id, **kw)
-    try:
-        p.write_text(html, encoding="utf-8")
-    except OSError as e:
-        raise TraceQLError(f"{p}: cannot write the report ({e.strerror or e})") from None
+    from ..out_file import check, write_text
+
+    check(p)  # a directory at the path: refused before the report is built
+    write_text(p, render_report(store, run_id, **kw))  # temp + rename: an interrupt leaves no half report
     return p
 
 
