@@ -81,11 +81,54 @@ def hbm_summary(ctx: Context) -> dict[str, Any]:
 
 
 def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
-    from .. import grades
-
+    """What saturates first, in named steps: the numbers every verdict carries, the runs that cannot be judged
+    (no device, graph capture, no step windows), then the bound, its message variant, and the capture's caveats."""
     w = ctx.wait_run()
     hs = hbm_summary(ctx)
-    util, top_rank = hs["util"], hs["rank"]
+    common = _common(ctx, w, hs)
+    if ctx.device_kind == "cpu":
+        host_ops = int((ctx.store_run_info().get("rows") or {}).get("host_ops") or 0)
+        return _cannot_tell(ctx, common, "no_device", {"host_ops": host_ops})
+    from . import graph_capture
+
+    gc = graph_capture.detect(ctx)
+    if gc is not None:  # the device work is not in the trace: gaps are not idle time
+        return graph_capture.verdict(ctx, gc, common)
+    if not w or not w.get("verdict"):
+        variant, ranges = _unjudged_variant(ctx)
+        return _cannot_tell(ctx, common, variant, {"ranges": ranges})
+    bound = str(w["verdict"]).removesuffix("-bound")
+    vals = _template_values(ctx, w, hs)
+    bound, variant, confidence = _bound_variant(ctx, w, hs, bound, common, vals)
+    cw = next((f for f in findings if f.id == "comm_waits_on_memory" and f.fired), None)
+    if cw is not None:
+        variant = "memory_waits" if bound == "memory" else variant
+        vals.update(
+            waiting=cw.evidence["waiting_rank"],
+            late=cw.evidence["late_rank"],
+            wait_ms=to_ms(cw.evidence["peer_wait_ns_per_step"]),
+            late_util=pct_text(cw.evidence.get("late_rank_hbm_utilization")),
+        )
+    if hs["util"] is None and variant in ("memory", "compute") and ctx.peak() is None:
+        variant += "_no_peak"
+    headline = render(ctx.rules["verdict"][variant], vals, f"verdict.{variant}")
+    if common["compute_bounds"] and not variant.startswith("pipe_"):
+        headline += "; " + split_text(common["compute_bounds"])
+    headline, partial = _capture_caveat(ctx, w, common["capture"], headline)
+    return {
+        "bound": bound,
+        "confidence": "cannot tell" if partial else confidence,
+        "headline": headline,
+        **common,
+        "shares": _shares(w),
+        "mean_step_ms": to_ms(w["mean_step_ns"]),
+        "ranks": len(ctx.wait_by_rank()),
+        "steps": w["steps"],
+    }
+
+
+def _common(ctx: Context, w: dict[str, Any] | None, hs: dict[str, Any]) -> dict[str, Any]:
+    """The numbers every verdict carries, judged or not."""
     scaling, method = scaling_of(ctx)
     cov = ctx.coverage()
     capture: dict[str, Any] = {
@@ -97,10 +140,9 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         "complete": cov.get("complete"),
         "kernel_coverage": cov.get("kernel_coverage"),
     }
-    tmpl = ctx.rules["verdict"]
-    common = {
-        "hbm_utilization": util,
-        "hbm_utilization_rank": top_rank,
+    return {
+        "hbm_utilization": hs["util"],
+        "hbm_utilization_rank": hs["rank"],
         "hbm_evidence": hs["grade"],
         "hbm_mean_utilization": hs.get("mean"),
         "hbm_max_sample": hs.get("max_sample"),
@@ -112,59 +154,56 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         "device_kind": ctx.device_kind,
         "compute_bounds": run_split(ctx),
     }
-    if ctx.device_kind == "cpu":
-        host_ops = int((ctx.store_run_info().get("rows") or {}).get("host_ops") or 0)
-        return {
-            "bound": None,
-            "confidence": "cannot tell",
-            "headline": render(tmpl["no_device"], {"host_ops": host_ops}, "verdict.no_device"),
-            **common,
-            "shares": {},
-            "mean_step_ms": None,
-            "ranks": len(ctx.hbm_ranks()),
-            "steps": 0,
-        }
-    from . import graph_capture
 
-    gc = graph_capture.detect(ctx)
-    if gc is not None:  # the device work is not in the trace: gaps are not idle time
-        return graph_capture.verdict(ctx, gc, common)
-    if not w or not w.get("verdict"):
-        info = ctx.store_run_info()
-        k = ctx.session.con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE task_type = 'cuda_profiler_range') FROM kernels "
-            "WHERE run_id = $r",
-            {"r": ctx.run_id},
-        ).fetchall()[0]
-        variant = (
-            "cluster_summary"
-            if str(info.get("format", "")).endswith("cluster") and not k[0]
-            else "ranges_only"
-            if k[0] and k[0] == k[1]
-            else "none"
-        )
-        return {
-            "bound": None,
-            "confidence": "cannot tell",
-            "headline": render(tmpl[variant], {"ranges": k[1]}, f"verdict.{variant}"),
-            **common,
-            "shares": {},
-            "mean_step_ms": None,
-            "ranks": len(ctx.hbm_ranks()),
-            "steps": 0,
-        }
-    bound = str(w["verdict"]).removesuffix("-bound")
-    shares = {
+
+def _cannot_tell(
+    ctx: Context, common: dict[str, Any], variant: str, values: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "bound": None,
+        "confidence": "cannot tell",
+        "headline": render(ctx.rules["verdict"][variant], values, f"verdict.{variant}"),
+        **common,
+        "shares": {},
+        "mean_step_ms": None,
+        "ranks": len(ctx.hbm_ranks()),
+        "steps": 0,
+    }
+
+
+def _unjudged_variant(ctx: Context) -> tuple[str, int]:
+    """No step windows: a cluster summary, CUPTI range-profiler rows only, or no device time at all."""
+    info = ctx.store_run_info()
+    k = ctx.session.con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE task_type = 'cuda_profiler_range') FROM kernels WHERE run_id = $r",
+        {"r": ctx.run_id},
+    ).fetchall()[0]
+    if str(info.get("format", "")).endswith("cluster") and not k[0]:
+        return "cluster_summary", k[1]
+    if k[0] and k[0] == k[1]:
+        return "ranges_only", k[1]
+    return "none", k[1]
+
+
+def _shares(w: dict[str, Any]) -> dict[str, Any]:
+    return {
         "memory": w["memory_share"],
         "communication": w["communication_share"],
         "compute": w["compute_share"],
         "idle_host": w["idle_host_share"],
     }
+
+
+def _template_values(ctx: Context, w: dict[str, Any], hs: dict[str, Any]) -> dict[str, Any]:
+    """The [verdict] templates' values (rules.toml)."""
+    from .. import grades
+
+    scaling, method = scaling_of(ctx)
+    shares = _shares(w)
     wall = w["wall_ns"] or 1
-    capture_text = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
-    vals: dict[str, Any] = {
-        "util": pct_text(util),
-        "util_rank": top_rank if top_rank is not None else "?",
+    return {
+        "util": pct_text(hs["util"]),
+        "util_rank": hs["rank"] if hs["rank"] is not None else "?",
         "not_bound": ctx.not_bound,
         "sat": ctx.sat,
         "scaling": num_text(scaling),
@@ -172,7 +211,7 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         "scaling_text": scaling_text(scaling, method),
         "hbm_text": hs.get("text", ""),
         "hbm_grade": f"{hs['grade']['grade']}: {hs['grade']['detail']}",
-        "capture": capture_text,
+        "capture": grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"],
         "memory_share": shares["memory"] or 0.0,
         "communication_share": shares["communication"] or 0.0,
         "compute_share": shares["compute"] or 0.0,
@@ -182,14 +221,21 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         "idle_share": (w["idle_ns"] or 0) / wall,
         "host_share": (w["host_ns"] or 0) / wall,
     }
-    graded = util is not None or hs["below_line"]
-    confidence = "judged"
-    variant = {
-        "memory": "memory",
-        "communication": "communication",
-        "compute": "compute",
-        "host/idle": "host_idle",
-    }[bound]
+
+
+def _bound_variant(
+    ctx: Context,
+    w: dict[str, Any],
+    hs: dict[str, Any],
+    bound: str,
+    common: dict[str, Any],
+    vals: dict[str, Any],
+) -> tuple[str, str, str]:
+    """The bound (refined inside compute by per-task evidence), its message variant and the confidence."""
+    util = hs["util"]
+    variant = {"memory": "memory", "communication": "communication", "compute": "compute"}.get(
+        bound, "host_idle"
+    )
     if bound == "communication":
         comm = (
             (w["comm_transit_ns"] or 0)
@@ -209,61 +255,39 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
         # per-task pipes (or PMU bytes) say what bounds the compute time, at each task's own resolution: finer
         # than a step-wide HBM figure, which can only say whether HBM saturates on average
         split = common["compute_bounds"]
-        bound = split["bound"]
-        variant = f"pipe_{bound}"
         vals.update(_split_values(split, ctx))
-    elif bound == "compute" and not graded:
-        variant = "compute_no_peak" if ctx.peak() is None else "compute_ungraded"
-        confidence = "cannot tell"
-    cw = next((f for f in findings if f.id == "comm_waits_on_memory" and f.fired), None)
-    if cw is not None:
-        variant = "memory_waits" if bound == "memory" else variant
-        vals.update(
-            waiting=cw.evidence["waiting_rank"],
-            late=cw.evidence["late_rank"],
-            wait_ms=to_ms(cw.evidence["peer_wait_ns_per_step"]),
-            late_util=pct_text(cw.evidence.get("late_rank_hbm_utilization")),
-        )
-    if util is None and variant in ("memory", "compute") and ctx.peak() is None:
-        variant += "_no_peak"
-    headline = render(tmpl[variant], vals, f"verdict.{variant}")
-    if common["compute_bounds"] and not variant.startswith("pipe_"):
-        headline += "; " + split_text(common["compute_bounds"])
+        return split["bound"], f"pipe_{split['bound']}", "judged"
+    elif bound == "compute" and not (util is not None or hs["below_line"]):
+        return bound, "compute_no_peak" if ctx.peak() is None else "compute_ungraded", "cannot tell"
+    return bound, variant, "judged"
+
+
+def _capture_caveat(
+    ctx: Context, w: dict[str, Any], capture: dict[str, Any], headline: str
+) -> tuple[str, bool]:
+    """The headline with what the capture lacks (ranks outside the dump), and whether the job's bound cannot be
+    judged from the ranks here (their peers' waiting is for ranks outside the dump)."""
+    if capture["complete"] is not False:
+        return headline, False
+    from .coverage import job_evidence, job_text
+
+    wall = w["wall_ns"] or 1
     missing_ns = w.get("comm_wait_missing_ranks_ns") or 0
-    if capture["complete"] is False:
-        n_missing = int(capture["job_ranks"] or 0) - int(capture["ranks_captured"] or 0)
-        ids = capture["missing_ranks"]
-        from .coverage import job_evidence, job_text
-
-        missing = f"{job_evidence(capture)}; {n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
-
-        # a job size read from rank ids is a lower bound (ranks above the highest id named may exist)
-        job = job_text(capture)
-        if missing_ns / wall >= 0.05:
-            headline = render(
-                tmpl["partial"],
-                {
-                    "captured": capture["ranks_captured"],
-                    "job": job,
-                    "missing": missing,
-                    "missing_share": missing_ns / wall,
-                    "local": headline,
-                },
-                "verdict.partial",
-            )
-            confidence = "cannot tell"
-        else:
-            headline = f"{capture['ranks_captured']} of {job} ranks captured ({missing}); {headline}"
-    return {
-        "bound": bound,
-        "confidence": confidence,
-        "headline": headline,
-        **common,
-        "shares": shares,
-        "mean_step_ms": to_ms(w["mean_step_ns"]),
-        "ranks": len(ctx.wait_by_rank()),
-        "steps": w["steps"],
-    }
+    n_missing = int(capture["job_ranks"] or 0) - int(capture["ranks_captured"] or 0)
+    ids = capture["missing_ranks"]
+    missing = f"{job_evidence(capture)}; {n_missing} not in the dump" + (f": ranks {ids}" if ids else "")
+    # a job size read from rank ids is a lower bound (ranks above the highest id named may exist)
+    job = job_text(capture)
+    if missing_ns / wall >= 0.05:
+        values = {
+            "captured": capture["ranks_captured"],
+            "job": job,
+            "missing": missing,
+            "missing_share": missing_ns / wall,
+            "local": headline,
+        }
+        return render(ctx.rules["verdict"]["partial"], values, "verdict.partial"), True
+    return f"{capture['ranks_captured']} of {job} ranks captured ({missing}); {headline}", False
 
 
 def _split_values(split: dict[str, Any], ctx: Context) -> dict[str, Any]:
