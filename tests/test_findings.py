@@ -368,6 +368,8 @@ JSON_SHAPE: dict[str, Any] = {
         "mean_step_ms": (float, type(None)),
         "ranks": int,
         "steps": int,
+        "short": str,  # traceql.findings.headline: <= 160 characters, the bound first
+        "caveats": list,
     },
     "findings": [
         {
@@ -420,8 +422,17 @@ def test_json_format_is_stable(reports: dict[str, Report]) -> None:
         for f in data["findings"]:
             assert f["grade"]["grade"] in ("measured", "sampled", "modeled", "insufficient"), (case, f["id"])
         assert [f["id"] for f in data["findings"]] == [f.id for f in rep.findings]
-        steps = [f["checklist_step"] for f in data["findings"]]
-        assert steps == sorted(steps) and steps[0] == 1 and steps[-1] == 11
+        # display order (traceql.findings.order): fired first, by saving (ms/step) then severity; the
+        # rest in checklist order. Recomputed here from the JSON fields alone.
+        fired = [f for f in data["findings"] if f["fired"]]
+        silent = [f for f in data["findings"] if not f["fired"]]
+        assert data["findings"] == fired + silent
+        key = [(-(f["saving"].get("value") or 0.0), -SEVERITIES.index(f["severity"])) for f in fired]
+        assert key == sorted(key), case
+        steps = [f["checklist_step"] for f in silent]
+        assert steps == sorted(steps)
+        all_steps = sorted(f["checklist_step"] for f in data["findings"])
+        assert all_steps[0] == 1 and all_steps[-1] == 11
         assert data["summary"]["fired"] == sum(f["fired"] for f in data["findings"])
 
 
