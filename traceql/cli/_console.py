@@ -19,8 +19,10 @@ PIPE_WIDTH = 1_000_000
 #: a table with long text cells (a finding's sentence, a query's description) written to a pipe or a file: the
 #: text columns wrap at word boundaries to this width; the other columns (numbers, names) stay whole
 PIPE_TEXT_WIDTH = 120
-#: a cell longer than this makes its column a text column (wrapped in pipes)
+#: a cell longer than this, with at least TEXT_WORDS spaces, makes its column a text column (wrapped in pipes);
+#: a path or an identifier (few spaces) stays whole however long
 TEXT_CELL = 60
+TEXT_WORDS = 6
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]}
@@ -88,11 +90,15 @@ def make_byte_progress(quiet: bool) -> Any:
 
 
 def _text_columns(columns: list[str], rows: list[tuple[Any, ...]]) -> set[int]:
-    """The columns holding prose (some cell longer than TEXT_CELL): the ones a pipe may wrap."""
+    """The columns holding prose (some cell a long sentence): the ones a pipe may wrap."""
     return {
         i
         for i in range(len(columns))
-        if any(len(str(r[i])) > TEXT_CELL for r in rows if i < len(r) and r[i] is not None)
+        if any(
+            len(str(r[i])) > TEXT_CELL and str(r[i]).count(" ") >= TEXT_WORDS
+            for r in rows
+            if i < len(r) and r[i] is not None
+        )
     }
 
 

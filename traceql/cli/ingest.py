@@ -151,11 +151,11 @@ def runs_cmd(
 
     Example:  traceql runs --format json
     """
-    from ..store import Store
     from . import _console
+    from ._common import open_store
     from ._output import write_json
 
-    st = Store(store)
+    st = open_store(store)
     runs = st.runs() if st.exists() else {}
     if fmt == ListFormat.json:
         write_json({k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()})
