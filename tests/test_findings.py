@@ -609,7 +609,7 @@ def test_cli_bad_format_is_a_usage_error(cli, planted_store: Path) -> None:  # t
 
 def test_cli_no_store(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     r = cli("findings", "--store", tmp_path / "none")
-    assert r.code == 1 and "no runs" in r.err
+    assert r.code == 1 and "no traceql store at" in r.err  # a typo, not an empty store (issue 46)
 
 
 def test_query_commands_rerun(cli, reports: dict[str, Report], planted_store: Path) -> None:  # type: ignore[no-untyped-def]

@@ -269,3 +269,19 @@ def test_level1_findings_ordered_and_headline(tmp_path: Path) -> None:
     v = d["verdict"]
     assert len(v["short"]) <= HEADLINE_MAX and v["short"].startswith("cannot tell")
     assert any("2 of 8 ranks" in c for c in v["caveats"])
+
+
+def test_report_headers_for_people() -> None:
+    """Hand-written expectations for the SQL names the issue quoted."""
+    from traceql.report.headers import human_header, important_first
+
+    assert human_header("bw_utilization") == "bandwidth utilisation"
+    assert human_header("measured_over_modeled") == "measured / modeled"
+    assert human_header("conversion_ns") == "conversion time"
+    assert human_header("conversion_bytes") == "conversion bytes"  # two columns, two headers
+    assert important_first(["calls", "gb", "implausible", "op_type"]) == [
+        "op_type",
+        "implausible",
+        "calls",
+        "gb",
+    ]

@@ -12,24 +12,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..numbers import human_number
 from .model import Comparison
 
 
 def _num(x: float | None, scale: float = 1.0, signed: bool = False) -> str:
     """x / scale for people ('+' kept for deltas, '-' when unknown): thousands separated, decimals by size
     (3 significant digits or more), never scientific notation; below 0.001 it says so instead of 1.8e-06."""
-    if x is None:
-        return "-"
-    v = x / scale
-    sign = "+" if signed and v > 0 else ""
-    a = abs(v)
-    if a == 0:
-        return "0"
-    if a < 0.001:
-        return f"{sign if v > 0 else '-'}<0.001"
-    decimals = 0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 else 3
-    text = f"{v:,.{decimals}f}"
-    return sign + text
+    return "-" if x is None else human_number(x / scale, signed)
 
 
 def ms_text(ns: float | None) -> str:

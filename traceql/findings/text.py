@@ -7,6 +7,7 @@ import string
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TraceQLError
+from ..numbers import human_number
 from .jsonable import clean
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,7 +44,7 @@ def render(template: str, values: dict[str, Any], where: str = "template", lenie
 
 def fmt_cell(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return human_number(v)  # no scientific notation for people; JSON keeps the exact value
     if isinstance(v, (list, dict)):
         return json.dumps(clean(v), ensure_ascii=False)
     return "" if v is None else str(v)
