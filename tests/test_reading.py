@@ -285,3 +285,19 @@ def test_report_headers_for_people() -> None:
         "calls",
         "gb",
     ]
+
+
+def test_compare_default_output_is_readable_tables(cli, sample_store: Path) -> None:  # type: ignore[no-untyped-def]
+    from traceql.ingest import ingest
+
+    ingest(SAMPLE, sample_store, name="demo-again", workers=1)
+    r = cli("compare", "demo", "demo-again", "--store", sample_store, "--device", "ascend910b")
+    assert r.code == 0, r
+    lines = r.out.splitlines()
+    assert max(len(x) for x in lines) <= 120, max(lines, key=len)
+    assert not any(x.startswith("|") for x in lines)  # not markdown
+    i = next(
+        i for i, x in enumerate(lines) if x.split() == ["base", "cand", "delta"]
+    )  # the step table's header
+    assert set(lines[i + 1].replace(" ", "")) == {"-"}  # a rule under the header
+    assert "e+" not in r.out and "e-0" not in r.out  # no scientific notation

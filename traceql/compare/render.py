@@ -9,6 +9,7 @@ thing. Numbers are for people: fixed decimals, no scientific notation (the JSON 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,9 @@ def dgb_text(b: float | None) -> str:
 _gbps = gb_text  # bytes/s -> GB/s: the same scaling
 _n = _num
 
+
+#: prose lines of the text view wrap at this width (tables keep their rows whole)
+TEXT_WIDTH = 120
 
 Table = Callable[[list[str], list[list[str]]], list[str]]
 
@@ -309,5 +313,11 @@ def to_text(c: Comparison | dict[str, Any]) -> str:
     """The terminal view (`--format table`): the same sections, with plain-text tables (aligned columns, a rule
     under the header) and no markdown emphasis."""
     d = c.to_dict() if isinstance(c, Comparison) else c
-    lines = [ln.replace("**", "") for ln in _document(d, text_table)]
+    lines: list[str] = []
+    for ln in (x.replace("**", "") for x in _document(d, text_table)):
+        if len(ln) > TEXT_WIDTH and "  " not in ln:  # prose (a table row always has two-space gaps): wrap it
+            indent = "  " if ln.startswith("- ") else ""
+            lines += textwrap.wrap(ln, TEXT_WIDTH, subsequent_indent=indent, break_on_hyphens=False)
+        else:
+            lines.append(ln)
     return "\n".join(lines) + "\n"
