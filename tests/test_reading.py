@@ -157,6 +157,22 @@ def test_headline_cut_at_a_word_and_coverage_note_becomes_a_caveat() -> None:
     ] == ("cannot tell: no device time")
 
 
+def test_whole_capture_that_cannot_tell_leans_without_blaming_missing_ranks() -> None:
+    v = {
+        "bound": "compute",
+        "confidence": "cannot tell",
+        "headline": "compute by time (70% of step time), but whether that compute is HBM-bound cannot be told: x; y",
+        "capture": {"complete": True},
+        "hbm_evidence": {"grade": "insufficient", "detail": "no HBM bytes"},
+    }
+    p = headline_parts(v)
+    assert p["short"] == (
+        "cannot tell (looks compute-bound): compute by time (70% of step time), but whether that compute is "
+        "HBM-bound cannot be told: x"
+    )
+    assert p["caveats"][0] == "HBM evidence is insufficient: no HBM bytes"
+
+
 # ---- a claim that needs data checks it exists --------------------------------------------------------------------
 def test_free_time_without_a_host_timeline_names_no_cause(tmp_path: Path) -> None:
     """Kernels with 1 ms gaps and no host_ops: the idle time cannot be blamed on launches (issue 46, item 4)."""

@@ -23,7 +23,8 @@ def lead_of(verdict: dict[str, Any]) -> str:
     if bound and verdict.get("confidence") == "judged":
         return f"{bound}-bound"
     if bound:
-        return f"cannot tell (these ranks look {bound}-bound)"
+        partial = (verdict.get("capture") or {}).get("complete") is False
+        return f"cannot tell ({'these ranks look' if partial else 'looks'} {bound}-bound)"
     return "cannot tell"
 
 
