@@ -317,3 +317,15 @@ def test_compare_default_output_is_readable_tables(cli, sample_store: Path) -> N
     )  # the step table's header
     assert set(lines[i + 1].replace(" ", "")) == {"-"}  # a rule under the header
     assert "e+" not in r.out and "e-0" not in r.out  # no scientific notation
+
+
+def test_query_table_shows_durations_in_ms(cli, sample_store: Path) -> None:  # type: ignore[no-untyped-def]
+    r = cli("query", "rank_summary", "--run", "demo", "--store", sample_store, "--format", "csv")
+    lines = r.out.splitlines()
+    header = [h.strip('"') for h in lines[1 - 1].split(",")]
+    assert "compute_ns" in header  # exact values in CSV
+    first = dict(zip(header, lines[1].split(","), strict=True))
+    r = cli("query", "rank_summary", "--run", "demo", "--store", sample_store)
+    assert "compute_ms" in r.out and "compute_ns" not in r.out
+    # the csv's ns divided by 1e6 by hand, 6 significant digits as the table prints floats
+    assert f"{int(first['compute_ns']) / 1e6:.6g}" in r.out
