@@ -329,3 +329,15 @@ def test_query_table_shows_durations_in_ms(cli, sample_store: Path) -> None:  # 
     assert "compute_ms" in r.out and "compute_ns" not in r.out
     # the csv's ns divided by 1e6 by hand, 6 significant digits as the table prints floats
     assert f"{int(first['compute_ns']) / 1e6:.6g}" in r.out
+
+
+def test_per_step_figures_without_step_markers_say_so(sample_store: Path, tmp_path: Path) -> None:
+    """The bundled msprof sample has no step markers (no steps rows; its kernels carry no step id: see
+    sample_traces/README.md), so its "per step" numbers are per capture; the 2-rank sample has 3 steps."""
+    from traceql.findings import evaluate
+    from traceql.findings.headline import NO_STEP_MARKERS
+    from traceql.ingest import ingest
+
+    ingest(ROOT / "sample_traces" / "msprof", tmp_path / "st", name="m", workers=1)
+    assert NO_STEP_MARKERS in evaluate(tmp_path / "st", "m").verdict["caveats"]
+    assert NO_STEP_MARKERS not in evaluate(sample_store, "demo", device="ascend910b").verdict["caveats"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import QueryError
 from . import checks as _register_checks  # noqa: F401 - importing registers every check
 from .context import COVERAGE, HBM, WAIT, Context, Read
-from .headline import headline_parts
+from .headline import has_step_markers, headline_parts
 from .model import Finding, Report
 from .order import by_impact
 from .registry import CHECKS
@@ -84,7 +84,8 @@ def evaluate_session(
                 )
             )
     verdict = verdict_of(ctx, findings)
-    verdict.update(headline_parts(verdict))  # the short headline and caveats beside the full text
+    # the short headline and caveats beside the full text
+    verdict.update(headline_parts(verdict, has_step_markers(session.con, session.run_id)))
     findings = by_impact(findings)  # display order: biggest saving first (the step stays as a label)
     meta = ctx.meta
     dev: dict[str, Any] = {

@@ -47,9 +47,15 @@ def shorten(text: str, limit: int = HEADLINE_MAX) -> str:
     return cut + "…"
 
 
-def caveats_of(verdict: dict[str, Any]) -> list[str]:
-    """What limits the verdict, one short line each, from its structured fields."""
+NO_STEP_MARKERS = 'no step markers in the dump: "per step" figures cover the whole capture as one window (first to last kernel)'
+
+
+def caveats_of(verdict: dict[str, Any], step_markers: bool = True) -> list[str]:
+    """What limits the verdict, one short line each, from its structured fields (and whether the dump marks its
+    steps: without markers every per-step figure is per capture)."""
     out: list[str] = []
+    if not step_markers and verdict.get("bound"):
+        out.append(NO_STEP_MARKERS)
     cap = verdict.get("capture") or {}
     if cap.get("complete") is False:
         job = cap.get("job_ranks")
@@ -72,11 +78,21 @@ def caveats_of(verdict: dict[str, Any]) -> list[str]:
     return out
 
 
-def headline_parts(verdict: dict[str, Any]) -> dict[str, Any]:
+def headline_parts(verdict: dict[str, Any], step_markers: bool = True) -> dict[str, Any]:
     """{"short": the headline (<= HEADLINE_MAX chars, bound first), "caveats": [short lines]}."""
     clause = main_clause(str(verdict.get("headline", "")))
     short = lead_of(verdict) + (f": {clause}" if clause else "")
-    return {"short": shorten(short), "caveats": caveats_of(verdict)}
+    return {"short": shorten(short), "caveats": caveats_of(verdict, step_markers)}
+
+
+def has_step_markers(con: Any, run_id: str) -> bool:
+    """Whether the run's step windows come from step markers (a steps table or kernels with step ids); a dump
+    without them has one window per rank with no step id, so a "per step" figure is per capture."""
+    row = con.execute(
+        "SELECT count(*) FILTER (WHERE step IS NOT NULL), count(*) FROM step_windows WHERE run_id = $r",
+        {"r": run_id},
+    ).fetchall()[0]
+    return bool(row[0]) or not row[1]
 
 
 def verdict_markdown(verdict: dict[str, Any]) -> list[str]:
