@@ -85,7 +85,8 @@ def evaluate_session(
             )
     verdict = verdict_of(ctx, findings)
     # the short headline and caveats beside the full text
-    verdict.update(headline_parts(verdict, has_step_markers(session.con, session.run_id)))
+    markers = not verdict.get("bound") or has_step_markers(session.con, session.run_id)
+    verdict.update(headline_parts(verdict, markers))
     findings = by_impact(findings)  # display order: biggest saving first (the step stays as a label)
     meta = ctx.meta
     dev: dict[str, Any] = {
