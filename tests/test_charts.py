@@ -528,7 +528,7 @@ def test_cli_chart_errors(cli, demo_store: Path, tmp_path: Path) -> None:  # typ
     )
     assert r.code == 1 and "no run 'ghost'" in r.err and len(r.err.strip().splitlines()) == 1
     r = cli("chart", "hbm_timeline", "--store", str(tmp_path / "absent"), "-o", str(tmp_path / "x.png"))
-    assert r.code == 1 and "no runs in store" in r.err and len(r.err.strip().splitlines()) == 1
+    assert r.code == 1 and "no traceql store at" in r.err and len(r.err.strip().splitlines()) == 1
     r = cli("chart", "hbm_timeline", "--store", str(demo_store), "-o", str(tmp_path / "x.bmp"))
     assert r.code == 1 and "unknown chart format '.bmp'" in r.err
     assert not (tmp_path / "x.png").exists()

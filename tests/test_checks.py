@@ -280,7 +280,7 @@ def test_cli_check_table_json_strict(store: Path, cli) -> None:  # type: ignore[
 
 def test_cli_check_errors_are_one_line(store: Path, cli) -> None:  # type: ignore[no-untyped-def]
     r = cli("check", "--store", store)
-    assert r.code == 1 and "no runs" in r.err and len(r.err.strip().splitlines()) == 1
+    assert r.code == 1 and "no traceql store at" in r.err and len(r.err.strip().splitlines()) == 1
     write_run(store, "good", good_tables())
     for args, msg in [
         (("--run", "nope"), "no run 'nope'"),

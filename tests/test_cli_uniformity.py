@@ -298,9 +298,9 @@ def test_zero_row_results_print_their_header(cli, hostile, tmp_path: Path) -> No
     r = cli("query", "roofline", "--rank", "99", "--store", store)
     assert r.code == 0, r
     assert re.search(r"run_id\s+┃\s+name\s+┃\s+op_type", r.out) and "(0 rows)" in r.out, r
-    r = cli("runs", "--store", tmp_path / "empty")
-    assert r.code == 0, r
-    assert re.search(r"run\s+┃\s+format", r.out) and "(0 rows)" in r.out, r
+    r = cli("runs", "--store", tmp_path / "empty")  # no store there: a typo, not an empty store (issue 46)
+    assert r.code == 1 and "no traceql store at" in r.err and r.out == "", r
+    assert not (tmp_path / "empty").exists()
 
 
 # ---- re-run command lines -----------------------------------------------------------------------------------

@@ -369,6 +369,8 @@ JSON_SHAPE: dict[str, Any] = {
         "mean_step_ms": (float, type(None)),
         "ranks": int,
         "steps": int,
+        "short": str,  # traceql.findings.headline: <= 160 characters, the bound first
+        "caveats": list,
     },
     "findings": [
         {
@@ -421,8 +423,17 @@ def test_json_format_is_stable(reports: dict[str, Report]) -> None:
         for f in data["findings"]:
             assert f["grade"]["grade"] in ("measured", "sampled", "modeled", "insufficient"), (case, f["id"])
         assert [f["id"] for f in data["findings"]] == [f.id for f in rep.findings]
-        steps = [f["checklist_step"] for f in data["findings"]]
-        assert steps == sorted(steps) and steps[0] == 1 and steps[-1] == 11
+        # display order (traceql.findings.order): fired first, by saving (ms/step) then severity; the
+        # rest in checklist order. Recomputed here from the JSON fields alone.
+        fired = [f for f in data["findings"] if f["fired"]]
+        silent = [f for f in data["findings"] if not f["fired"]]
+        assert data["findings"] == fired + silent
+        key = [(-(f["saving"].get("value") or 0.0), -SEVERITIES.index(f["severity"])) for f in fired]
+        assert key == sorted(key), case
+        steps = [f["checklist_step"] for f in silent]
+        assert steps == sorted(steps)
+        all_steps = sorted(f["checklist_step"] for f in data["findings"])
+        assert all_steps[0] == 1 and all_steps[-1] == 11
         assert data["summary"]["fired"] == sum(f["fired"] for f in data["findings"])
 
 
@@ -603,7 +614,7 @@ def test_cli_bad_format_is_a_usage_error(cli, planted_store: Path) -> None:  # t
 
 def test_cli_no_store(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     r = cli("findings", "--store", tmp_path / "none")
-    assert r.code == 1 and "no runs" in r.err
+    assert r.code == 1 and "no traceql store at" in r.err  # a typo, not an empty store (issue 46)
 
 
 def test_query_commands_rerun(cli, reports: dict[str, Report], planted_store: Path) -> None:  # type: ignore[no-untyped-def]

@@ -239,7 +239,7 @@ def test_cli_report_errors(cli, demo: tuple[Path, str], tmp_path: Path) -> None:
     store, _ = demo
     for args, msg in (
         (["--run", "ghost", "--store", str(store)], "no run 'ghost'"),
-        (["--store", str(tmp_path / "absent")], "no runs in store"),
+        (["--store", str(tmp_path / "absent")], "no traceql store at"),
         (["--run", "demo", "--store", str(store), "--baseline", "nobase"], "no run 'nobase'"),
         (
             ["--run", "demo", "--store", str(store), "-o", str(tmp_path / "r.txt")],

@@ -427,3 +427,95 @@ def test_single_chart_html_renders_offline(browser: Browser, tmp_path: Path) -> 
     drawn = _load(browser, out)
     _assert_offline_and_clean(browser)
     assert list(drawn.values())[0]["marks"] > 0
+
+
+# ---- issue 46: every table fits its card at 1400 and 900 px --------------------------------------------------------
+# An element overflows when its right edge passes its card's (a finding's article, else its section), except inside
+# a horizontal scroll box (.wrap, pre, a display:block table) that itself fits: the reader scrolls inside the card.
+_OVERFLOW_JS = """(() => {
+    const bad = [];
+    const scrollBox = el => { const cs = getComputedStyle(el);
+        return (cs.overflowX === 'auto' || cs.overflowX === 'scroll') && el.scrollWidth >= el.clientWidth; };
+    document.querySelectorAll('main table, main pre, main .wrap, main .chart, main .headline, main ul, main p').forEach(el => {
+        if (el.closest('details:not([open])')) return;            // closed: not on screen
+        for (let p = el.parentElement; p && p.tagName !== 'MAIN'; p = p.parentElement) {
+            if (scrollBox(p)) return;                              // scrolled inside a box checked on its own
+        }
+        const card = el.parentElement.closest('article.finding, section');
+        if (!card) return;
+        const r = el.getBoundingClientRect(), c = card.getBoundingClientRect();
+        if (r.right > c.right + 1 || r.left < c.left - 1)
+            bad.push(`${el.tagName}.${el.className} in #${card.id}: ${Math.round(r.left)}..${Math.round(r.right)} vs ${Math.round(c.left)}..${Math.round(c.right)}`);
+    });
+    return bad;
+})()"""
+
+
+def _fits_at(b: Browser, html: Path, width: int, name: str) -> dict[str, Any]:
+    b.send(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+    try:
+        _load(b, html)
+        # evidence tables too (not the charts' own action menus, which are <details> as well)
+        b.eval(
+            "document.querySelectorAll('main details:not(.vega-embed details)').forEach(d => d.open = true)"
+        )
+        bad = b.eval(_OVERFLOW_JS)
+        _screenshot(b, f"{name}_{width}.png")
+        headers = b.eval(
+            "[...document.querySelectorAll('.finding th[title]')].map(t => [t.textContent, t.title])"
+        )
+        sci = b.eval(
+            r"[...document.querySelectorAll('main td, main .tile .v')].map(e => e.textContent)"
+            r".filter(t => /\d\.?\d*e[+-]\d+/.test(t))"
+        )
+        return {"overflow": bad, "headers": headers, "scientific": sci}
+    finally:
+        b.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+        )
+
+
+def _check_fit(b: Browser, html: Path, name: str) -> None:
+    for width in (1400, 900):
+        got = _fits_at(b, html, width, name)
+        assert got["overflow"] == [], (width, got["overflow"][:10])
+        assert got["scientific"] == [], (width, got["scientific"][:10])
+        for text, sql in got["headers"]:  # human headers, the SQL name in the tooltip
+            assert "_" not in text and sql, (text, sql)
+    legend = b.eval("document.querySelectorAll('#legend table tr').length")
+    assert legend > 10, "the legend is in the report"
+
+
+def test_level1_report_tables_fit_at_1400_and_900(browser: Browser, tmp_path: Path) -> None:
+    from conftest import LEVEL1
+
+    if not LEVEL1.exists():
+        pytest.skip("real dumps absent")
+    import traceql
+    from traceql.report import write_report
+
+    traceql.ingest(LEVEL1, store=tmp_path / "store", name="level1")
+    html = write_report(tmp_path / "level1.html", tmp_path / "store", "level1")
+    _check_fit(browser, html, "report_level1")
+    headline = browser.eval("document.querySelector('.headline').textContent")
+    assert len(headline) <= 160 and headline.startswith("cannot tell"), headline
+    # findings by saving: the first card is level1's biggest saving (free_time, 26 ms/step)
+    assert browser.eval("document.querySelector('article.finding').id") == "finding-free_time"
+
+
+def test_kineto_report_tables_fit_at_1400_and_900(browser: Browser, tmp_path: Path) -> None:
+    from conftest import HTA
+
+    alexnet = HTA / "critical_path/alexnet"
+    if not alexnet.exists():
+        pytest.skip("real dumps absent")
+    import traceql
+    from traceql.report import write_report
+
+    traceql.ingest(alexnet, store=tmp_path / "store", name="alexnet")
+    html = write_report(tmp_path / "alexnet.html", tmp_path / "store", "alexnet")
+    _check_fit(browser, html, "report_kineto")

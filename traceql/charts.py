@@ -1062,7 +1062,11 @@ def list_charts() -> list[ChartDef]:
 
 def get(name: str) -> ChartDef:
     if name not in CHARTS:
-        raise TraceQLError(f"unknown chart {name!r}; charts: {', '.join(CHARTS)} (traceql chart --list)")
+        from .suggest import did_you_mean
+
+        raise TraceQLError(
+            f"unknown chart {name!r}{did_you_mean(name, CHARTS)}; charts: {', '.join(CHARTS)} (traceql chart --list)"
+        )
     return CHARTS[name]
 
 

@@ -46,7 +46,12 @@ def preset(key: str) -> Device:
     if d is None:
         d = detect(key)
     if d is None:
-        raise QueryError(f"unknown device {key!r}; presets: {', '.join(_BY_KEY)} (or pass --peak-hbm-gbps)")
+        from .suggest import did_you_mean
+
+        raise QueryError(
+            f"unknown device {key!r}{did_you_mean(key, _BY_KEY)}; presets: {', '.join(_BY_KEY)} "
+            "(or pass --peak-hbm-gbps)"
+        )
     return d
 
 

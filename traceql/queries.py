@@ -94,7 +94,9 @@ def get(name: str) -> QuerySpec:
     """One query by name; only its own file is parsed, so another file's bad header cannot break it."""
     paths = _files(str(queries_dir()))
     if name not in paths:
-        raise QueryError(f"unknown query {name!r}; queries: {', '.join(paths)}")
+        from .suggest import did_you_mean
+
+        raise QueryError(f"unknown query {name!r}{did_you_mean(name, paths)}; queries: {', '.join(paths)}")
     return _spec(paths[name])
 
 
@@ -187,7 +189,11 @@ def _pick_run(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> str:
             raise StoreError("no runs in the store (run `traceql ingest PATH` first, or pass --store)")
         return str(runs[0])
     if run_id not in runs:
-        raise StoreError(f"no run {run_id!r} in the store (runs: {', '.join(runs) or 'none'})")
+        from .suggest import did_you_mean
+
+        raise StoreError(
+            f"no run {run_id!r} in the store{did_you_mean(run_id, runs)} (runs: {', '.join(runs) or 'none'})"
+        )
     return run_id
 
 

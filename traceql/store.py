@@ -528,7 +528,10 @@ class Store:
         runs = self.runs()
         if run_id not in runs:
             known = ", ".join(sorted(runs)) or "none"
-            raise StoreError(f"no run {run_id!r} in store {self.root} (runs: {known})")
+            from .suggest import did_you_mean
+
+            hint = did_you_mean(run_id, runs)
+            raise StoreError(f"no run {run_id!r} in store {self.root}{hint} (runs: {known})")
         return runs[run_id]
 
     def latest_run(self) -> str | None:

@@ -559,8 +559,11 @@ def get(name: str) -> Workload:
     try:
         return WORKLOADS[name]
     except KeyError:
+        from ..suggest import did_you_mean
+
         raise TraceQLError(
-            f"unknown workload {name!r}; built-in workloads: {', '.join(WORKLOADS)} (traceql capture --list-workloads)"
+            f"unknown workload {name!r}{did_you_mean(name, WORKLOADS)}; built-in workloads: "
+            f"{', '.join(WORKLOADS)} (traceql capture --list-workloads)"
         ) from None
 
 

@@ -50,10 +50,25 @@ def _register() -> None:
 _register()
 
 
+def _version(value: bool) -> None:
+    if value:
+        from ..version import __version__
+
+        print(f"traceql {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(
         False, "--debug", help="Show full tracebacks for errors.", envvar="TRACEQL_DEBUG"
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print traceql's version and exit.",
+        callback=_version,
+        is_eager=True,
     ),
 ) -> None:
     if debug:

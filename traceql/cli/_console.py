@@ -16,6 +16,13 @@ out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
 #: width given to a table written to a pipe or a file: wide enough that no cell is ever folded or cut (a number
 #: split over two lines cannot be read back); a terminal gets its own width
 PIPE_WIDTH = 1_000_000
+#: a table with long text cells (a finding's sentence, a query's description) written to a pipe or a file: the
+#: text columns wrap at word boundaries to this width; the other columns (numbers, names) stay whole
+PIPE_TEXT_WIDTH = 120
+#: a cell longer than this, with at least TEXT_WORDS spaces, makes its column a text column (wrapped in pipes);
+#: a path or an identifier (few spaces) stays whole however long
+TEXT_CELL = 60
+TEXT_WORDS = 6
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F, *range(0x80, 0xA0)]}
@@ -82,9 +89,36 @@ def make_byte_progress(quiet: bool) -> Any:
     )
 
 
+def _text_columns(columns: list[str], rows: list[tuple[Any, ...]]) -> set[int]:
+    """The columns holding prose (some cell a long sentence): the ones a pipe may wrap."""
+    return {
+        i
+        for i in range(len(columns))
+        if any(
+            len(str(r[i])) > TEXT_CELL and str(r[i]).count(" ") >= TEXT_WORDS
+            for r in rows
+            if i < len(r) and r[i] is not None
+        )
+    }
+
+
+def _pipe_width(columns: list[str], rows: list[tuple[Any, ...]], text_cols: set[int]) -> int:
+    """A pipe's table width: no text columns, every cell whole on one line (PIPE_WIDTH); with text columns,
+    PIPE_TEXT_WIDTH, or wider when the whole columns alone need it (each text column still gets 30)."""
+    if not text_cols:
+        return PIPE_WIDTH
+    fixed = sum(
+        max([len(str(columns[i]))] + [len(str(r[i])) for r in rows if i < len(r) and r[i] is not None])
+        for i in range(len(columns))
+        if i not in text_cols
+    )
+    return max(PIPE_TEXT_WIDTH, fixed + 30 * len(text_cols) + 3 * len(columns) + 1)
+
+
 def print_table(columns: list[str], rows: list[tuple[Any, ...]], title: str | None = None) -> None:
     """A result table on stdout. On a terminal: rich's table at the terminal's width. To a pipe or a file:
-    the same table at its natural width, no cell folded (`traceql ... | grep` sees every number whole). Too
+    the same table with every number and name whole on one line (`traceql ... | grep` sees them), and long
+    text cells wrapped at word boundaries to PIPE_TEXT_WIDTH (a finding's sentence stays readable). Too
     many columns for the width: one block per row (psql's expanded mode). No rows: the header and "(0 rows)"."""
     from rich.table import Table
     from rich.text import Text
@@ -104,15 +138,22 @@ def print_table(columns: list[str], rows: list[tuple[Any, ...]], title: str | No
 
     # Text(), not str, everywhere: dump-derived cells and titles like "[bold]" must not be read as markup
     t = Table(title=Text(safe(title)) if title else None, show_lines=False)
-    for c in columns:
-        t.add_column(Text(safe(str(c))), overflow="fold" if tty else "ignore", no_wrap=not tty)
+    text_cols = _text_columns(columns, rows)
+    for i, c in enumerate(columns):
+        wraps = tty or i in text_cols
+        t.add_column(Text(safe(str(c))), overflow="fold" if wraps else "ignore", no_wrap=not wraps)
     for r in rows:
         t.add_row(*[Text("" if v is None else safe(str(v))) for v in r])
     if tty:
         out.print(t)
     else:
         wide = Console(
-            file=out.file, width=PIPE_WIDTH, highlight=False, soft_wrap=True, markup=False, emoji=False
+            file=out.file,
+            width=_pipe_width(columns, rows, text_cols),
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+            emoji=False,
         )
         wide.print(t)
     if not rows:

@@ -49,7 +49,9 @@ class DocFormat(Choice):
 
 
 class CompareFormat(Choice):
-    text = "text"
+    """compare: a table (the one word every command uses for its human output), JSON or markdown."""
+
+    table = "table"
     json = "json"
     markdown = "markdown"
 

@@ -116,6 +116,12 @@ def emit(table: Any, fmt: str, output: Path | None = None, max_rows: int = 200) 
 
 
 def _fmt_cell(v: Any) -> Any:
+    """A table cell: floats with 6 significant digits and never in scientific notation (4.44821e+10 ->
+    44482100000), so a person reads it and a pipe's awk still parses it (no thousands separators)."""
     if isinstance(v, float):
-        return f"{v:.6g}"
+        s = f"{v:.6g}"
+        if "e" in s and v == v and abs(v) != float("inf"):
+            plain = f"{float(s):.0f}" if abs(v) >= 1 else f"{float(s):.15f}".rstrip("0").rstrip(".")
+            s = plain if plain.strip("-0.") else s  # below 1e-15: the exponent is the only honest form
+        return s
     return v

@@ -31,16 +31,18 @@ def check_cmd(
 
     from .. import checks
     from ..errors import TraceQLError
-    from ..store import Store
+    from ..suggest import did_you_mean
     from . import _console
-    from ._common import resolve_run
+    from ._common import open_store, resolve_run
     from ._output import write_json
 
     known = [c.name for c in checks.load_checks()]
     for name in only or []:
         if name not in known:
-            raise TraceQLError(f"unknown check {name!r}; checks: {', '.join(known)}")
-    st = Store(store)
+            raise TraceQLError(
+                f"unknown check {name!r}{did_you_mean(name, known)}; checks: {', '.join(known)}"
+            )
+    st = open_store(store)
     run_ids = sorted(st.runs()) if all_runs else [resolve_run(store, run)]
     report = {rid: checks.run_checks(st, rid, names=only or None) for rid in run_ids}
     failed = sum(1 for res in report.values() for r in res if r["failures"] or r["error"])

@@ -75,8 +75,8 @@ def compare_cmd(
     cand: Annotated[str, typer.Argument(help="Candidate: a run name, or a dump path.")],
     store: StoreOpt = None,
     fmt: Annotated[
-        CompareFormat, format_opt("The comparison as text, JSON or markdown.")
-    ] = CompareFormat.text,
+        CompareFormat, format_opt("The comparison as a table, JSON or markdown.")
+    ] = CompareFormat.table,
     mode: Annotated[
         Mode,
         typer.Option(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -52,6 +52,13 @@ def findings_cmd(
             "per-phase verdicts, instead of the built-in markers (ProfilerStep, SGLang step[...], vLLM execute_*).",
         ),
     ] = "",
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Print what the output's words mean (verdict, grades, severity, step, saving) and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Walk the seed article's checklist over a run: is it bandwidth-bound, which operators move the HBM bytes,
     and which of the six optimisations (fusion, UB reuse, layout, prefetch, mixed precision, checkpointing)
@@ -66,13 +73,20 @@ def findings_cmd(
       traceql findings --all --format markdown -o findings.md
       traceql findings --format json --fail-on high      # CI gate
       traceql findings --run vllm-serve --step-marker '^my_step_[0-9]+$'
+      traceql findings --explain                         # what the words mean
     """
     from .. import findings
     from ..errors import TraceQLError
+    from ..findings.text import saving_text
     from . import _console
     from ._common import resolve_run
     from ._output import write_text
 
+    if explain:
+        from ..findings.legend import legend_text
+
+        write_text(legend_text(), output)
+        return
     if output is not None and fmt == DocFormat.table:
         raise TraceQLError("--output needs --format json or markdown")
     run_id = resolve_run(store, run)
@@ -92,23 +106,28 @@ def findings_cmd(
     elif fmt == DocFormat.markdown:
         write_text(_console.safe(rep.to_markdown(include_silent=show_all), newlines=True), output)
     else:
-        _console.line(rep.verdict.get("headline", ""), style="bold")
+        _print_verdict(rep.verdict)
         rows = []
-        for f in rep.findings:
+        for f in rep.findings:  # already in impact order (traceql.findings.order)
             if not (f.fired or show_all):
                 continue
-            sv = f.saving.get("value")
-            saving = f"{sv:.3g} {f.saving.get('unit')}" if sv is not None else ""
             rows.append(
-                (str(f.checklist_step), f.id, f.severity if f.fired else "-", saving, f.message)
+                (
+                    saving_text(f.saving),
+                    f.severity if f.fired else "-",
+                    f.id,
+                    str(f.checklist_step),
+                    f.message,
+                )
             )  # print_table escapes control characters and never reads markup
         if rows:
-            _console.print_table(["step", "check", "severity", "saving", "finding"], rows)
+            _console.print_table(["saving", "severity", "check", "step", "finding"], rows)
         hidden = len(rep.findings) - len(rep.fired)
         _console.info(
             f"{len(rep.fired)} of {len(rep.findings)} checks fired"
             + (f"; {hidden} did not (--all shows why)" if hidden and not show_all else "")
-            + "; --format markdown adds evidence, top operators and the query behind each finding"
+            + "; --format markdown adds evidence, top operators and the query behind each finding; "
+            "--explain says what the words mean"
         )
     if fail_on is not None:
         hits = rep.at_least(fail_on.value)
@@ -118,6 +137,17 @@ def findings_cmd(
                 + ", ".join(f"{f.id} ({f.severity})" for f in hits)
             )
             raise typer.Exit(FAIL_EXIT)
+
+
+def _print_verdict(verdict: dict[str, Any]) -> None:
+    """The short headline (bound first) in bold, then the caveats as a list (JSON keeps the full text)."""
+    from ..findings.headline import headline_parts
+    from . import _console
+
+    parts = verdict if "short" in verdict else headline_parts(verdict)
+    _console.line(parts["short"], style="bold")
+    for c in parts["caveats"]:
+        _console.line(f"  - {c}")
 
 
 def register(app: typer.Typer) -> None:

@@ -80,27 +80,19 @@ def ingest_cmd(
         ),
     ] = None,
 ) -> None:
-    """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel).
-
-    The derived analysis tables (traceql.derive: per-kernel HBM bytes, the bandwidth and step timelines,
-    collectives matched across ranks) are built at the end of the ingest when the run has two or more ranks: a
-    cluster is ingested for its cross-rank analysis, and building them costs ~3 CPU-s per 1 GB rank (8 x 1 GB:
-    the first `findings --all` 25 s otherwise, 9 s with them). A single trace is stored at full parse speed
-    (often just for SQL); its first analysis builds them once. --prepare / --no-prepare decide it either way.
-
-    --executor ray runs one Ray task per rank on the cluster (the dump and a local store on a file system every
-    node mounts, or the store on s3://); a store on s3:// (--store s3://bucket/prefix, traceql[s3]) receives the
-    run's files first and lists the run with one conditional put, so readers never see half a run.
-
-    A dump on object storage (s3://...) is listed and sniffed from the driver; each rank's task copies its
-    rank folder to a temp dir on its node, parses it there and deletes it; nothing is written to the dump.
+    """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel), then
+    analyse it with `traceql findings`.
 
     \b
     Examples:
-      traceql ingest ./cluster_dir --name resnet-8card
-      traceql ingest s3://prof/job42/ --store s3://prof/traceql --executor ray
-      traceql ingest /mnt/lustre/job42 --ranks light --executor ray
-      traceql ingest /mnt/lustre/job42 --name job42 --store s3://prof/traceql --executor ray --address ray://head:10001
+      traceql ingest ./rank0_ascend_pt                        # one torch_npu rank folder
+      traceql ingest ./cluster_dir --name resnet-8card        # a folder of rank folders = one run
+      traceql ingest trace.json                               # Kineto / trace_view / msprof json, .csv, .db
+      traceql ingest /mnt/lustre/job42 --executor ray         # many ranks on a Ray cluster (docs/cluster.md)
+
+    The analysis tables (per-kernel HBM bytes, timelines, matched collectives) are built at the end of the ingest
+    for a run of two or more ranks, and by the first analysis of a single trace; --prepare / --no-prepare decide
+    it either way. Ray, s3:// dumps and stores: docs/cluster.md.
     """
     from ..ingest import ingest
     from . import _console
@@ -169,11 +161,11 @@ def runs_cmd(
     Example:  traceql runs --format json
     """
     from ..queries import run_devices
-    from ..store import Store
     from . import _console
+    from ._common import open_store
     from ._output import write_json
 
-    st = Store(store)
+    st = open_store(store)
     runs = st.runs() if st.exists() else {}
     # the device and peaks every analysis of the run uses, and where they came from (queries.resolve_peaks)
     resolved = run_devices(st, sorted(runs))

@@ -94,7 +94,11 @@ def query_cmd(
         Optional[str], baseline_opt("Baseline run (e.g. 1 card) for wait_attribution's scaling_vs_baseline.")
     ] = None,
     fmt: Annotated[
-        TableFormat, format_opt("The result as a table, CSV, JSON or Parquet (parquet needs --output).")
+        TableFormat,
+        format_opt(
+            "The result as a table (*_ns columns shown in ms as *_ms), CSV, JSON or Parquet (exact values, ns; "
+            "parquet needs --output)."
+        ),
     ] = TableFormat.table,
     output: Annotated[Optional[Path], output_opt()] = None,
     show_sql: Annotated[
@@ -155,7 +159,28 @@ def query_cmd(
             _console.warn(f"run {run_id}: {note}; HBM utilisation columns are null")
         elif note:
             _console.info(f"run {run_id}: {note}")
+    if fmt == TableFormat.table:
+        table = ns_as_ms(table)  # for people; csv, json and parquet keep the exact ns
     emit(table, fmt.value, output)
+
+
+def ns_as_ms(table: Any) -> Any:
+    """The table with every numeric duration `*_ns` column as `*_ms` (divided by 1e6): what a person reads in a
+    table. Timestamps (ts_ns, start_ns, end_ns...) stay in ns: as ms with 6 digits they would lose their place."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols, names = [], []
+    for name in table.column_names:
+        col = table.column(name)
+        stamp = name.startswith(("ts", "start", "end", "first", "last")) or "_ts_" in name
+        numeric = pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
+        if name.endswith("_ns") and numeric and not stamp:
+            col = pc.divide(pc.cast(col, pa.float64()), 1e6)
+            name = name[: -len("_ns")] + "_ms"
+        cols.append(col)
+        names.append(name)
+    return pa.Table.from_arrays(cols, names=names)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,6 +18,15 @@ def sql_cmd(
         ),
     ],
     store: StoreOpt = None,
+    run: Annotated[
+        Optional[str],
+        typer.Option(
+            "--run",
+            "-r",
+            help="Only this run: every table (and the derived ones) shows this run's rows alone. Without it the "
+            "tables hold every run in the store.",
+        ),
+    ] = None,
     fmt: Annotated[
         TableFormat, format_opt("The result as a table, CSV, JSON or Parquet (parquet needs --output).")
     ] = TableFormat.table,
@@ -59,12 +68,17 @@ def sql_cmd(
     The SQL sees only the store's tables: no extensions are installed or loaded, no other file or URL is
     opened (--allow-files PATH admits one), nothing is spilled to disk, and a query stops after --timeout.
 
-    Example:  traceql sql "SELECT op_type, sum(dur_ns)/1e6 AS ms FROM kernels GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
+    Without --run the tables hold every run in the store (group or filter by run_id); --run NAME scopes them.
+
+    \b
+    Examples:
+      traceql sql --run level1 "SELECT op_type, sum(dur_ns)/1e6 AS ms FROM kernels GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
+      traceql sql "SELECT run_id, count(*) FROM kernels GROUP BY run_id"
     """
     import sys
 
     from .. import derived_tables, engine, queries, sql_sandbox
-    from ..store import Store
+    from ._common import open_store
     from ._output import emit
 
     if query == "-":
@@ -72,12 +86,18 @@ def sql_cmd(
     if not write:
         sql_sandbox.check_read_only(query)
     limit_s = sql_sandbox.timeout_from_env(timeout)
-    st = Store(store)
+    st = open_store(store)
+    if run is not None:
+        st.run(run)  # an unknown run: one line naming the runs (and the closest one)
     con = engine.connect(st)
-    # the helper macros and every derived table: read where every run stores it current, else its SELECT
-    runs = st.runs().values()
-    stored = set.intersection(*(derived_tables.current_tables(i) for i in runs)) if runs else set()
-    queries.define_library(con, stored)
+    if run is not None:
+        # every view shadowed by one filtered to the run, then the helpers and derived tables (queries.scope)
+        queries.scope(con, run)
+    else:
+        # the helper macros and every derived table: read where every run stores it current, else its SELECT
+        runs = st.runs().values()
+        stored = set.intersection(*(derived_tables.current_tables(i) for i in runs)) if runs else set()
+        queries.define_library(con, stored)
     # every SET (extensions off, file access confined, no temp dir) happens before lock_configuration
     sql_sandbox.confine(con, st.root, allow_files or [], memory_limit=memory_limit)
     table = sql_sandbox.run(con, query, limit_s)
@@ -112,7 +132,9 @@ def schema_cmd(
             _console.print_table(["table", "description"], rows)
         return
     if table not in names:
-        raise TraceQLError(f"unknown table {table!r}; tables: {', '.join(names)}")
+        from ..suggest import did_you_mean
+
+        raise TraceQLError(f"unknown table {table!r}{did_you_mean(table, names)}; tables: {', '.join(names)}")
     description, cols = docs[table]
     if fmt == DocFormat.json:
         write_json([c.__dict__ for c in cols])

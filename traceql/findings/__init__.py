@@ -57,9 +57,13 @@ capture coverage and confidence were added, and scaling_efficiency is null witho
                            "top_cause_text": "...", "top_cause_share": 0.24, "grade": "pipe",  # evidence
                            "graded_share": 1.0},     # (docs/bounds.md); null when pipes/PMU cover < half of it
         "shares": {"memory": 0.0, "communication": 0.64, "compute": 0.06, "idle_host": 0.30},
-        "mean_step_ms": 154.9, "ranks": 2, "steps": 2
+        "mean_step_ms": 154.9, "ranks": 2, "steps": 2,
+        "short": "cannot tell (these ranks look communication-bound): 64% of step time is ...",  # <= 160 chars,
+                                             # the bound (or "cannot tell") first (findings/headline.py)
+        "caveats": ["only 2 of 8 ranks captured (missing: 2,3,4,5,6,7)", ...]   # short lines
       },
-      "findings": [                          # every check, in checklist order (fired or not)
+      "findings": [                          # every check (fired or not), fired first by saving then severity,
+                                             # the rest in checklist order (findings/order.py)
         {
           "id": "memory_layout", "title": "...", "severity": "medium",   # info | low | medium | high | critical
           "optimisation": "memory layout", "checklist_step": 6, "fired": true,

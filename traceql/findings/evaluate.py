@@ -12,7 +12,9 @@ from ..errors import QueryError
 from . import checks as _register_checks  # noqa: F401 - importing registers every check
 from .context import BOUNDS, COVERAGE, HBM, WAIT, Context, Read
 from .coverage import PIPELINE, amend_verdict, hold_findings
+from .headline import has_step_markers, headline_parts
 from .model import Finding, Report
+from .order import by_impact
 from .registry import CHECKS
 from .rules import Rule, load_rules
 from .verdict import verdict_of
@@ -97,6 +99,7 @@ def evaluate_session(
     findings, verdict = windows.apply(ctx, findings, verdict)  # no step marker: never "per step"
     verdict = phase_verdicts.attach(ctx, verdict)  # prefill / decode ... each judged on its own windows
     verdict = roles.attach(ctx, verdict)  # RL: one folder per role (actor, rollout ...), each described alone
+from .headline import has_step_markers, headline_parts
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,

@@ -7,6 +7,7 @@ import string
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TraceQLError
+from ..numbers import human_number
 from .jsonable import clean
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,23 +44,40 @@ def render(template: str, values: dict[str, Any], where: str = "template", lenie
 
 def fmt_cell(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return human_number(v)  # no scientific notation for people; JSON keeps the exact value
     if isinstance(v, (list, dict)):
         return json.dumps(clean(v), ensure_ascii=False)
     return "" if v is None else str(v)
 
 
+def saving_text(saving: dict[str, Any]) -> str:
+    """A saving for people: fixed decimals and its unit, "" when the check has none."""
+    v = saving.get("value")
+    if v is None:
+        return ""
+    return f"{v:.2f} {saving.get('unit') or ''}".strip()
+
+
 def markdown(rep: Report, include_silent: bool) -> str:
     v = rep.verdict
-    out = [f"# traceql findings: run `{rep.run_id}`", "", f"**{v.get('headline', '')}**", ""]
+    from .headline import verdict_markdown
+    from .legend import LEGEND_POINTER
+
+    out = [f"# traceql findings: run `{rep.run_id}`", "", *verdict_markdown(v)]
     if rep.device.get("note"):
         out += [f"Peaks: {rep.device['note']}.", ""]
-    out += ["| step | check | severity | fired | finding |", "|---|---|---|---|---|"]
+    out += [
+        f"Ordered by estimated saving, then severity; step = the checklist step. {LEGEND_POINTER}",
+        "",
+        "| saving | severity | check | step | fired | finding |",
+        "|---|---|---|---|---|---|",
+    ]
     for f in rep.findings:
         if f.fired or include_silent:
             msg = f.message.replace("|", "\\|").replace("\n", " ")
             out.append(
-                f"| {f.checklist_step} | {f.id} | {f.severity} | {'yes' if f.fired else 'no'} | {msg} |"
+                f"| {saving_text(f.saving)} | {f.severity} | {f.id} | {f.checklist_step} "
+                f"| {'yes' if f.fired else 'no'} | {msg} |"
             )
     for f in rep.findings:
         if not (f.fired or include_silent):
@@ -73,9 +91,7 @@ def markdown(rep: Report, include_silent: bool) -> str:
             f"- optimisation: {f.optimisation}",
         ]
         if f.saving.get("value") is not None:
-            out.append(
-                f"- estimated saving: {f.saving['value']:.3g} {f.saving['unit']} ({f.saving.get('method', '')})"
-            )
+            out.append(f"- estimated saving: {saving_text(f.saving)} ({f.saving.get('method', '')})")
         if f.suggestion and f.fired:
             out.append(f"- suggestion: {f.suggestion}")
         out.append(f"- query: `{f.query}`")

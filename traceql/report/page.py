@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..numbers import human_number
+
 TEMPLATES = Path(__file__).with_name("templates")
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -144,7 +146,7 @@ def fmt_value(v: Any, key: str = "") -> str:
         if any(s in k for s in _SHARE_KEYS) and isinstance(v, float) and -0.001 <= v <= 10:
             return f"{100 * v:.1f}%"
         if isinstance(v, float):
-            return f"{v:,.4g}"
+            return human_number(v)
         return f"{v:,}"
     return str(v)
 
@@ -152,7 +154,7 @@ def fmt_value(v: Any, key: str = "") -> str:
 def _size(b: float) -> str:
     for unit, f in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(b) >= f:
-            return f"{b / f:,.3g} {unit}"
+            return f"{human_number(b / f)} {unit}"
     return f"{b:,.0f} B"
 
 

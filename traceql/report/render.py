@@ -24,6 +24,9 @@ from .._duck import reraise_interrupt
 from ..commandline import command
 from ..errors import QueryError, TraceQLError
 from . import gpu_panels
+from ..findings.headline import headline_parts
+from ..findings.legend import LEGEND
+from .headers import human_header, important_first
 from .page import bundle_versions, fmt_value, render_page, script_json
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -99,6 +102,7 @@ def _finding_view(f: Any) -> dict[str, Any]:
         for k in row:
             if k not in cols:
                 cols.append(k)
+    cols = important_first(cols)
     # (text, numeric?) per cell: numbers stay on one line, right-aligned
     rows = [
         [
@@ -110,11 +114,12 @@ def _finding_view(f: Any) -> dict[str, Any]:
         ]
         for row in f.top_ops[:10]
     ]
-    evidence = [(k, fmt_value(v, k)) for k, v in f.evidence.items() if k != "outcome"]
+    # (header for people, SQL/JSON name for the tooltip, value)
+    evidence = [(human_header(k), k, fmt_value(v, k)) for k, v in f.evidence.items() if k != "outcome"]
     sv = f.saving or {}
     saving = None
     if sv.get("value") is not None:
-        saving = f"{sv['value']:,.3g} {sv.get('unit') or ''}".strip()
+        saving = f"{sv['value']:,.2f} {sv.get('unit') or ''}".strip()
         if sv.get("share_of_step") is not None:
             # a unit said of the window (no step marker: findings.windows) makes the share one of the window too
             of = "of the window" if "window" in str(sv.get("unit") or "") else "of a step"
@@ -130,7 +135,7 @@ def _finding_view(f: Any) -> dict[str, Any]:
         "suggestion": f.suggestion,
         "query": f.query,
         "evidence": evidence,
-        "top_cols": cols,
+        "top_cols": [(human_header(c), c) for c in cols],  # (header, SQL name for the tooltip)
         "top_rows": rows,
         "saving": saving,
         "saving_method": sv.get("method") or "",
@@ -160,7 +165,7 @@ def build_context(
         kind = session.device_kind
         gpu_panels.stub_hbm_charts(kind, session, ch.specs)  # a GPU without DRAM bytes: say so, no empty axes
         verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
-        fired = sorted(rep.fired, key=lambda f: (f.checklist_step, -_sev(f.severity)))
+        fired = rep.fired  # already in impact order (findings.order): the same order as the CLI and JSON
         finding_views = []
         for f in fired:
             v = _finding_view(f)
@@ -296,6 +301,9 @@ def build_context(
         "run_id": rid,
         "version": __version__,
         "headline": v.get("headline", ""),
+        "short": headline_parts(v)["short"] if "short" not in v else v["short"],
+        "caveats": headline_parts(v)["caveats"] if "caveats" not in v else v["caveats"],
+        "legend": [(t.group, t.word, t.meaning, t.example) for t in LEGEND],
         "bound": v.get("bound"),
         "tiles": tiles,
         "shares": shares,
@@ -330,12 +338,6 @@ def _what_changed(
         return None
     ch.specs.update(s["specs"])
     return s["view"]
-
-
-def _sev(level: str) -> int:
-    from ..findings import severity_rank
-
-    return severity_rank(level)
 
 
 def render_report(

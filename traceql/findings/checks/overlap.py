@@ -88,6 +88,9 @@ def check_free_time(ctx: Context, rule: Rule) -> Finding:
         for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
         if v
     )
+    if not int((ctx.store_run_info().get("rows") or {}).get("host_ops") or 0):
+        # with no host timeline every gap lands in the remainder: "launch gaps 100%" would be a claim without data
+        causes = "unknown: the dump has no host timeline (no host_ops rows), so what the host was doing cannot be told"
     per_step = ctx.per_step(free)
     share = ctx.share(per_step)
     vals = template_values(
