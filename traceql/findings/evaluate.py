@@ -99,7 +99,10 @@ def evaluate_session(
     findings, verdict = windows.apply(ctx, findings, verdict)  # no step marker: never "per step"
     verdict = phase_verdicts.attach(ctx, verdict)  # prefill / decode ... each judged on its own windows
     verdict = roles.attach(ctx, verdict)  # RL: one folder per role (actor, rollout ...), each described alone
-from .headline import has_step_markers, headline_parts
+    # the short headline and caveats beside the full text
+    markers = not verdict.get("bound") or has_step_markers(session.con, session.run_id)
+    verdict.update(headline_parts(verdict, markers))
+    findings = by_impact(findings)  # display order: biggest saving first (the step stays as a label)
     meta = ctx.meta
     dev: dict[str, Any] = {
         "preset": session.device,
