@@ -23,9 +23,9 @@ from typing import Any
 from .._duck import reraise_interrupt
 from ..commandline import command
 from ..errors import QueryError, TraceQLError
-from . import gpu_panels
 from ..findings.headline import headline_parts
 from ..findings.legend import LEGEND
+from . import gpu_panels
 from .headers import human_header, important_first
 from .page import bundle_versions, fmt_value, render_page, script_json
 
