@@ -70,6 +70,18 @@ def caveats_of(verdict: dict[str, Any], step_markers: bool = True) -> list[str]:
         out.append(
             f"the device task list covers only {kc:.0%} of the device time; shares rest on part of each step"
         )
+    cb = verdict.get("compute_bounds")
+    if (
+        cb
+    ):  # what bounds the compute time, task by task (docs/bounds.md): the answer where HBM bytes are missing
+        cause = f"; latency mostly {cb['top_cause_text']}" if cb.get("top_cause_text") else ""
+        out.append(
+            shorten(
+                f"compute time by {cb['grade']} evidence: {cb['memory_share']:.0%} memory-bound, "
+                f"{cb['compute_share']:.0%} compute-bound, {cb['latency_share']:.0%} latency-bound{cause}",
+                120,
+            )
+        )
     ev = verdict.get("hbm_evidence") or {}
     if ev.get("grade") and ev["grade"] != "measured" and verdict.get("bound"):
         out.append(shorten(f"HBM evidence is {ev['grade']}: {ev.get('detail', '')}".rstrip(": "), 120))
