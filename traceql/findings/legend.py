@@ -45,6 +45,15 @@ LEGEND: tuple[Term, ...] = (
     ),
     Term(
         "verdict",
+        "latency-bound",
+        "the compute time is mostly in tasks where no pipe is near its roof (per-task pipe utilisation): neither "
+        "HBM nor the compute units saturate; the cause (scalar, few blocks, short tasks...) is named "
+        "(docs/bounds.md)",
+        "latency-bound (per-task pipe utilisation): 54% of step time is compute and 55% of that time is in tasks "
+        "where no pipe is near its roof, mostly too few blocks for the cores",
+    ),
+    Term(
+        "verdict",
         "cannot tell",
         "the dump cannot decide the bound (ranks missing, HBM evidence too coarse, no device timeline); the "
         "caveats say what is missing and what capture would tell",
