@@ -365,6 +365,8 @@ JSON_SHAPE: dict[str, Any] = {
         "capture": dict,
         "device_kind": str,
         "compute_bounds": (dict, type(None)),
+        "links": (dict, type(None)),
+        "host": (dict, type(None)),
         "shares": dict,
         "mean_step_ms": (float, type(None)),
         "ranks": int,

@@ -17,13 +17,14 @@ from .model import Finding, Report
 from .order import by_impact
 from .registry import CHECKS
 from .rules import Rule, load_rules
+from .system_evidence import HOST, LINKS
 from .verdict import verdict_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis import Analysis
 
 # what the verdict reads besides the checks' findings
-VERDICT_READS = (WAIT, HBM, COVERAGE, BOUNDS, PIPELINE)
+VERDICT_READS = (WAIT, HBM, COVERAGE, BOUNDS, PIPELINE, LINKS, HOST)
 
 
 def plan() -> list[Read]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import system_evidence
 from .base import num_text, pct_text, scaling_of, scaling_text, to_ms
 from .bounds import run_split, split_text
 from .model import Finding
@@ -114,6 +115,7 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     headline = render(ctx.rules["verdict"][variant], vals, f"verdict.{variant}")
     if common["compute_bounds"] and not variant.startswith("pipe_"):
         headline += "; " + split_text(common["compute_bounds"])
+    headline += _system_clause(common, bound)
     headline, partial = _capture_caveat(ctx, w, common["capture"], headline)
     return {
         "bound": bound,
@@ -153,7 +155,18 @@ def _common(ctx: Context, w: dict[str, Any] | None, hs: dict[str, Any]) -> dict[
         "capture": capture,
         "device_kind": ctx.device_kind,
         "compute_bounds": run_split(ctx),
+        "links": system_evidence.links(ctx),
+        "host": system_evidence.host(ctx),
     }
+
+
+def _system_clause(common: dict[str, Any], bound: str) -> str:
+    """The links' evidence for a communication-bound step, the host's for a host/idle-bound one."""
+    if bound == "communication" and common["links"]:
+        return "; " + system_evidence.links_text(common["links"])
+    if bound == "host/idle" and common["host"]:
+        return "; " + system_evidence.host_text(common["host"])
+    return ""
 
 
 def _cannot_tell(
