@@ -21,6 +21,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cluster import moto_endpoint, ray_local, s3_root  # noqa: E402,F401
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="tests/test_golden.py writes tests/golden/ from the current outputs instead of comparing",
+    )
+
+
 def write_two_kernel_run(store: Path, run: str = "r") -> Path:
     """A store holding one run of two kernels (a and b), written through the store's own writer and commit."""
     from traceql.store import RankWriter, Store
