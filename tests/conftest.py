@@ -32,7 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def write_two_kernel_run(store: Path, run: str = "r") -> Path:
     """A store holding one run of two kernels (a and b), written through the store's own writer and commit."""
-    from traceql.store import RankWriter, Store
+    from traceql.rank_writer import RankWriter
+    from traceql.store import Store
 
     s = Store(store)
     staging = s.new_staging()

@@ -146,9 +146,9 @@ def run_checks(
     import duckdb
 
     from . import engine
-    from .store import Store
+    from .stores import open_store
 
-    st = store if isinstance(store, Store) else Store(store)
+    st = open_store(store)
     info = st.run(run_id)  # StoreError naming the known runs if it is missing
     own = con is None
     spill_dir = None

@@ -9,6 +9,6 @@ def resolve_run(store: str | Path | None, run: str | None) -> str:
     """The run to analyse, by the one rule (traceql.analysis.resolve_run): the given one (must exist), else the
     most recently ingested (ties: the larger name)."""
     from ..analysis import resolve_run as resolve
-    from ..store import Store
+    from ..stores import open_store
 
-    return resolve(Store(store), run)
+    return resolve(open_store(store), run)

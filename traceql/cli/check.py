@@ -31,7 +31,7 @@ def check_cmd(
 
     from .. import checks
     from ..errors import TraceQLError
-    from ..store import Store
+    from ..stores import open_store
     from . import _console
     from ._common import resolve_run
     from ._output import write_json
@@ -40,7 +40,7 @@ def check_cmd(
     for name in only or []:
         if name not in known:
             raise TraceQLError(f"unknown check {name!r}; checks: {', '.join(known)}")
-    st = Store(store)
+    st = open_store(store)
     run_ids = sorted(st.runs()) if all_runs else [resolve_run(store, run)]
     report = {rid: checks.run_checks(st, rid, names=only or None) for rid in run_ids}
     failed = sum(1 for res in report.values() for r in res if r["failures"] or r["error"])

@@ -151,11 +151,11 @@ def runs_cmd(
 
     Example:  traceql runs --format json
     """
-    from ..store import Store
+    from ..stores import open_store
     from . import _console
     from ._output import write_json
 
-    st = Store(store)
+    st = open_store(store)
     runs = st.runs() if st.exists() else {}
     if fmt == ListFormat.json:
         write_json({k: {kk: vv for kk, vv in v.items() if kk != "files"} for k, v in runs.items()})
@@ -183,10 +183,10 @@ def rm_cmd(
 
     Example:  traceql rm resnet-8card
     """
-    from ..store import Store
+    from ..stores import open_store
     from . import _console
 
-    if Store(store).remove(run):
+    if open_store(store).remove(run):
         _console.info(f"removed run {run!r}")
     else:
         _console.info(f"removed run {run!r} (its files are deleted once the queries reading them now end)")

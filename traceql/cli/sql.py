@@ -114,7 +114,7 @@ def sql_cmd(
     import sys
 
     from .. import derived_tables, engine, queries, sql_sandbox
-    from ..store import Store
+    from ..stores import open_store
     from ._output import emit
 
     if query == "-":
@@ -122,7 +122,7 @@ def sql_cmd(
     if not write:
         _check_read_only(query)
     limit_s = sql_sandbox.timeout_from_env(timeout)
-    st = Store(store)
+    st = open_store(store)
     con = engine.connect(st)
     # the helper macros and every derived table: read where every run stores it current, else its SELECT
     runs = st.runs().values()

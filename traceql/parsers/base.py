@@ -18,7 +18,7 @@ from ..errors import BadTraceError, UnknownFormatError
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from ._task_time import task_time_kernel_exprs
 from .base import Unit, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 NAME = "msprof_text"
 OUTPUT_DIR = "mindstudio_profiler_output"

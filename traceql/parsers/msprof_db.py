@@ -26,7 +26,7 @@ from ._sqlite import SqliteDb
 from .base import Unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 DB_RE = re.compile(r"^msprof(?:_[0-9_]+)?\.db$")
 WHAT = "an msprof_{timestamp}.db (msprof --type=db export) with a TASK table"

@@ -62,7 +62,7 @@ from ._task_time import task_time_kernel_exprs
 from .base import Unit, check_rank, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 NAME = "torch_npu_text"
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"

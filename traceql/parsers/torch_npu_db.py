@@ -52,7 +52,7 @@ from ._units import GB_PER_S
 from .base import Unit, check_rank
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 DB_RE = re.compile(r"^ascend_pytorch_profiler(?:_(\d+))?\.db$")
 TEXT_MARKERS = ("kernel_details.csv", "trace_view.json")
