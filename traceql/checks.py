@@ -96,10 +96,8 @@ def _device_peak_hbm_bps(device: str | None) -> float | None:
     """Peak HBM bytes/s of the preset matching the dump's device name (traceql.devices), or None."""
     if not device:
         return None
-    try:
-        from . import devices
-    except ImportError:  # devices.py is optional for the checks: fall back to the absolute bound
-        return None
+    from . import devices
+
     preset = devices.detect(device)
     peak = getattr(preset, "peak_hbm_bps", None)
     if isinstance(peak, (int, float)) and math.isfinite(peak) and peak > 0:

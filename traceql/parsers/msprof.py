@@ -272,13 +272,9 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
 
 
 def _trace_view(path: Path, out: RankWriter, *, kernels: bool, write_steps: bool) -> dict[str, Any] | None:
-    """parsers.trace_view on msprof_*.json, or None while that module does not exist."""
-    try:
-        from .trace_view import parse_trace_view
-    except ModuleNotFoundError as e:
-        if e.name == f"{__package__}.trace_view":
-            return None
-        raise
+    """parsers.trace_view on msprof_*.json."""
+    from .trace_view import parse_trace_view
+
     return dict(parse_trace_view(path, out, kernels=kernels, comm_ops=True, write_steps=write_steps) or {})
 
 

@@ -470,13 +470,9 @@ def _device_from_db(outdir: Path) -> str | None:
 
 
 def _trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bool) -> dict[str, Any] | None:
-    """parsers.trace_view on trace_view.json, or None while that module does not exist."""
-    try:
-        from .trace_view import parse_trace_view
-    except ModuleNotFoundError as e:
-        if e.name == f"{__package__}.trace_view":
-            return None
-        raise
+    """parsers.trace_view on trace_view.json."""
+    from .trace_view import parse_trace_view
+
     return dict(parse_trace_view(path, out, kernels=kernels, comm_ops=comm_ops, write_steps=False) or {})
 
 
