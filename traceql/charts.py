@@ -20,13 +20,13 @@ so a report always draws every chart and says why one is empty.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import QueryError, TraceQLError
+from .jsonsafe import json_safe
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -1133,18 +1133,8 @@ def to_spec(chart: Any) -> dict[str, Any]:
 
     # every chart's data is bounded first (ROW_BUDGET, Source.per_rank); slack for bins rounding up
     with alt.data_transformers.enable("default", max_rows=2 * ROW_BUDGET):
-        spec: dict[str, Any] = _json_safe(chart.to_dict())
+        spec: dict[str, Any] = json_safe(chart.to_dict())
     return spec
-
-
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return None
-    return v
 
 
 def save(chart: Any, path: str | Path, *, scale: float = 2.0) -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import QueryError
+from .jsonsafe import json_safe
 from .sqlfiles import library_dir, parse_header
 
 SAMPLE_ROWS = 5
@@ -103,18 +104,6 @@ def _device_peak_hbm_bps(device: str | None) -> float | None:
     if isinstance(peak, (int, float)) and math.isfinite(peak) and peak > 0:
         return float(peak)
     return None
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else str(v)
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return str(v)
 
 
 def _load_helpers(con: Any, info: dict[str, Any]) -> str:
@@ -216,7 +205,7 @@ def run_checks(
                     cur = con.execute(f"SELECT * FROM ({chk.sql}) LIMIT {SAMPLE_ROWS}", values)
                     cols = [d[0] for d in cur.description]
                     row["sample"] = [
-                        {c: _jsonable(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
+                        {c: json_safe(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
                     ]
             except duckdb.Error as e:
                 row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"

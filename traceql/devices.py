@@ -16,12 +16,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import QueryError
-
-GB = 10**9
-TB = 10**12
-GiB = 1 << 30
-MiB = 1 << 20
-
+from .units import GB, TB, GiB, MiB
 
 # Searched for the 910B-class presets (Dec 2026, search tool: hiascend.com docs, Ascend/msprof, Ascend/pytorch,
 # CANN platform code, public spec pages): no published chip-level UB or L2 bandwidth. CANN describes them per

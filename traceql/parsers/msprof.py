@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from ..units import KB
 from ._ascend_text import api_statistic_exprs, check_complete, op_statistic_exprs
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
@@ -45,7 +46,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 NAME = "msprof_text"
 OUTPUT_DIR = "mindstudio_profiler_output"
-KB = 1024
 MB_PER_S = 1_000_000  # hbm/ddr Read(MB/s): decimal MB, as the rest of msprof's bandwidths (_units.MB_PER_S)
 
 # `<module>[_slice_<n>][_<digits>[_<digits>...]].csv|json`; the module part is the shortest that fits.

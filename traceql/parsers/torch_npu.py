@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from ..units import KB, MB
 from . import _analyse_done
 from ._ascend_text import (
     SerialCsv,
@@ -85,8 +86,7 @@ KNOWN_FILES = (
     "operator_details.csv",
 )
 
-MEM_MB = 1 << 20  # memory_record / operator_memory / npu_module_mem "MB" (binary)
-KB = 1024
+MEM_MB = MB  # memory_record / operator_memory / npu_module_mem "MB" (binary)
 
 # torch_npu `_aic_metrics` (ACL names) -> the torch_npu AiCMetrics group name (formats.md §2.2)
 AIC_METRICS_GROUPS = {

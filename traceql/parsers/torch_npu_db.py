@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from ..units import GB_PER_S
 from . import _analyse_done
 from ._db_tables import (
     DbExport,
@@ -48,7 +49,6 @@ from ._db_tables import (
 from ._device_info import device_info_rows
 from ._files import read_small
 from ._sqlite import SqliteDb, decode_text, lit, looks_like_sqlite, q
-from ._units import GB_PER_S
 from .base import Unit, check_rank
 
 if TYPE_CHECKING:  # pragma: no cover

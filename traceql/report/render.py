@@ -18,10 +18,11 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..commandline import command
 from ..errors import QueryError, TraceQLError
+from ..rows import HbmUtilizationRow, WaitAttributionRow
 from .page import bundle_versions, fmt_value, render_page, script_json
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -167,12 +168,14 @@ def build_context(
     finally:
         session.close()
 
-    hbm_by_rank = {r["rank"]: r for r in util.to_pylist() if r["scope"] == "rank"}
+    # typed rows (traceql/rows.py, from the queries' column headers): mypy sees a renamed column here
+    util_rows = cast("list[HbmUtilizationRow]", util.to_pylist())
+    hbm_by_rank = {r["rank"]: r for r in util_rows if r["scope"] == "rank"}
     rank_rows = []
-    for r in wait.to_pylist():
+    for r in cast("list[WaitAttributionRow]", wait.to_pylist()):
         if r["scope"] != "rank":
             continue
-        h = hbm_by_rank.get(r["rank"], {})
+        h: HbmUtilizationRow | dict[str, None] = hbm_by_rank.get(r["rank"]) or {}
         rank_rows.append(
             {
                 "rank": r["rank"],
