@@ -20,6 +20,46 @@ HTA = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cluster import moto_endpoint, ray_local, s3_root  # noqa: E402,F401
 
+# ---- the fast loop: `python -m pytest -m "not slow" -q -n 2` (docs/contributing.md) ---------------------------
+# What is slow is decided here, in one place, from the measured durations (docs/contributing.md says how):
+# whole files of kill loops, fuzzing, Ray/S3, many ranks, capture and scale; tests whose name says they kill or
+# race processes; and single tests measured over a few seconds. CI runs everything (no -m).
+SLOW_FILES = {
+    "test_worker_death.py",  # kills ingest workers mid-parse
+    "test_store_concurrency.py",  # kill -9 loops and racing writers
+    "test_fuzz_deep_json.py",  # fuzzing
+    "test_fuzz_hypothesis.py",
+    "test_fuzz_mutated.py",
+    "test_fuzz_special_files.py",
+    "test_cluster_ingest.py",  # a local Ray and a moto S3 server
+    "test_hostile_store_fs.py",  # tmpfs / object-store failure paths
+    "test_many_ranks.py",  # hundreds of ranks
+    "test_many_files.py",
+    "test_capture.py",  # torch capture
+    "test_compare_capture.py",
+    "test_scale.py",  # large synthetic runs
+    "test_hostile_scale.py",
+    "test_ingest_memory.py",  # peak-memory runs over large synthetic dumps
+    "test_malloc_arenas.py",
+    "test_report_browser.py",  # a headless chromium
+}
+SLOW_NAME_WORDS = ("kill", "crash", "sigint", "ctrl_c", "concurrent")  # tests that kill or race processes
+SLOW_MARKERS = ("scale", "capture", "browser")
+# single tests measured slow (the one full run, --durations=60; see docs/contributing.md)
+SLOW_TESTS: set[str] = set()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.nodeid.split("::")[-1].split("[")[0]
+        if (
+            item.path.name in SLOW_FILES
+            or any(w in name for w in SLOW_NAME_WORDS)
+            or any(item.get_closest_marker(m) for m in SLOW_MARKERS)
+            or item.nodeid.split("[")[0] in SLOW_TESTS
+        ):
+            item.add_marker(pytest.mark.slow)
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
@@ -28,6 +68,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="tests/test_golden.py writes tests/golden/ from the current outputs instead of comparing",
     )
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """sample_traces/torch_npu_2rank ingested once per test process as run "demo" (read it, do not change it:
+    every test file that reads the sample shares this store instead of ingesting it again)."""
+    from traceql import ingest
+
+    st = tmp_path_factory.mktemp("sample") / "store"
+    ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
+    return st
 
 
 def write_two_kernel_run(store: Path, run: str = "r") -> Path:

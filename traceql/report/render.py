@@ -143,31 +143,68 @@ def build_context(
     baseline: str | None = None,
 ) -> dict[str, Any]:
     """Everything the report template shows, computed through findings.evaluate and the chart registry."""
-    from .. import charts, findings
+    from .. import findings
     from ..analysis import Analysis
     from ..version import __version__
 
     session = Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline)
     try:
         rep = findings.evaluate_session(session)
-        rid = rep.run_id
         info = session.info
         ch = _Charts(session)
-        verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
-        fired = sorted(rep.fired, key=lambda f: (f.checklist_step, -_sev(f.severity)))
-        finding_views = []
-        for f in fired:
-            v = _finding_view(f)
-            v["charts"] = [ch.place(n) for n in FINDING_CHARTS.get(f.id, [])]
-            finding_views.append(v)
-        silent = [_finding_view(f) for f in rep.findings if not f.fired]
-        rank_charts = [ch.place(n) for n in RANK_CHARTS]
-        op_charts = [ch.place(n) for n in OPERATOR_CHARTS]
+        placed = _place_charts(rep, ch)
         wait = ch.table("wait_attribution", {})
         util = ch.table("hbm_utilization", {})
     finally:
         session.close()
+    rid = rep.run_id
+    v = rep.verdict
+    rank_rows = _rank_rows(wait, util)
+    meta = _meta(rep, info, baseline)
+    reproduce = _reproduce(rid, info, store, device, peaks, baseline)
+    what_changed = _what_changed(store, baseline, rid, device, peaks, ch)  # may place charts: before specs
+    return {
+        "run_id": rid,
+        "version": __version__,
+        "headline": v.get("headline", ""),
+        "bound": v.get("bound"),
+        "tiles": _tiles(v),
+        "shares": [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()],
+        "verdict_charts": placed["verdict_charts"],
+        "findings": placed["findings"],
+        "silent": [_finding_view(f) for f in rep.findings if not f.fired],
+        "summary": rep.to_dict()["summary"],
+        "rank_rows": rank_rows,
+        "rank_charts": placed["rank_charts"],
+        "op_charts": placed["op_charts"],
+        "meta": meta,
+        "warnings": [str(w) for w in info.get("warnings", [])][:50],
+        "problems": ch.problems,
+        "reproduce": reproduce,
+        "specs": ch.specs,
+        "what_changed": what_changed,
+    }
 
+
+def _place_charts(rep: Any, ch: _Charts) -> dict[str, Any]:
+    """Place every chart the page shows, in page order (the verdict's, each fired finding's, ranks', ops')."""
+    verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
+    fired = sorted(rep.fired, key=lambda f: (f.checklist_step, -_sev(f.severity)))
+    finding_views = []
+    for f in fired:
+        view = _finding_view(f)
+        view["charts"] = [ch.place(n) for n in FINDING_CHARTS.get(f.id, [])]
+        finding_views.append(view)
+    return {
+        "verdict_charts": verdict_charts,
+        "findings": finding_views,
+        "rank_charts": [ch.place(n) for n in RANK_CHARTS],
+        "op_charts": [ch.place(n) for n in OPERATOR_CHARTS],
+    }
+
+
+def _rank_rows(wait: Any, util: Any) -> list[dict[str, Any]]:
+    """The per-rank table: wait_attribution's shares beside hbm_utilization's bytes."""
     # typed rows (traceql/rows.py, from the queries' column headers): mypy sees a renamed column here
     util_rows = cast("list[HbmUtilizationRow]", util.to_pylist())
     hbm_by_rank = {r["rank"]: r for r in util_rows if r["scope"] == "rank"}
@@ -191,12 +228,19 @@ def build_context(
                 "source": h.get("hbm_bytes_source") or "–",
             }
         )
+    return rank_rows
 
-    used_peaks = rep.device.get("peaks") or {}
+
+def _reproduce(
+    rid: str, info: dict[str, Any], store: Any, device: str | None, peaks: Any, baseline: str | None
+) -> dict[str, Any]:
+    """The commands that reproduce the page: ingest, findings, report, and each chart with its queries."""
+    from .. import charts
+
     hbm_gbps = None
     if isinstance(peaks, dict) and peaks.get("peak_hbm_bps") is not None:
         hbm_gbps = float(peaks["peak_hbm_bps"]) / 1e9
-    reproduce = {
+    return {
         "ingest": command("ingest", str(info.get("source", "DUMP")), extra=["--name", rid]),
         "findings": command(
             "findings", run=rid, store=store, device=device, peak_hbm_gbps=hbm_gbps, baseline=baseline
@@ -228,8 +272,11 @@ def build_context(
             for n in charts.CHARTS
         ],
     }
-    v = rep.verdict
-    tiles = [
+
+
+def _tiles(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """The verdict's headline tiles: bound, HBM utilisation, evidence, capture, scaling, mean step."""
+    return [
         ("bound", v.get("bound") or "–"),
         (
             "HBM utilisation while computing"
@@ -257,8 +304,16 @@ def build_context(
         ),
         ("mean step", fmt_value(v.get("mean_step_ms"), "mean_step_ms")),
     ]
-    shares = [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()]
-    meta = [
+
+
+def _meta(rep: Any, info: dict[str, Any], baseline: str | None) -> list[tuple[str, str]]:
+    """The run's provenance table: the dump, the device and peaks used, the versions, when."""
+    from .. import findings
+    from ..version import __version__
+
+    used_peaks = rep.device.get("peaks") or {}
+    rid = rep.run_id
+    return [
         ("run", rid),
         ("source", str(info.get("source", "–"))),
         ("format", str(info.get("format", "–"))),
@@ -282,29 +337,6 @@ def build_context(
         ("generated at", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()),
         ("chart libraries (inlined)", ", ".join(f"{k} {x}" for k, x in bundle_versions().items())),
     ]
-    warnings = [str(w) for w in info.get("warnings", [])][:50]
-    what_changed = _what_changed(store, baseline, rid, device, peaks, ch)
-    return {
-        "run_id": rid,
-        "version": __version__,
-        "headline": v.get("headline", ""),
-        "bound": v.get("bound"),
-        "tiles": tiles,
-        "shares": shares,
-        "verdict_charts": verdict_charts,
-        "findings": finding_views,
-        "silent": silent,
-        "summary": rep.to_dict()["summary"],
-        "rank_rows": rank_rows,
-        "rank_charts": rank_charts,
-        "op_charts": op_charts,
-        "meta": meta,
-        "warnings": warnings,
-        "problems": ch.problems,
-        "reproduce": reproduce,
-        "specs": ch.specs,
-        "what_changed": what_changed,
-    }
 
 
 def _what_changed(
