@@ -40,7 +40,8 @@ OPS = [
 
 
 def build(root: Path, steps_per_rank: int) -> int:
-    from traceql.store import RankWriter, Store
+    from traceql.rank_writer import RankWriter
+    from traceql.store import Store
 
     st = Store(root)
     staging = st.new_staging()

@@ -208,7 +208,7 @@ import json, os, resource, sys, time, tempfile
 from pathlib import Path
 import duckdb, pyarrow, pyarrow.compute, pyarrow.parquet, ijson  # imported before the clock starts
 from traceql.parsers.trace_view import parse_trace_view
-from traceql.store import RankWriter, sort_parquet_by_time
+from traceql.rank_writer import RankWriter, sort_parquet_by_time
 path = Path(sys.argv[1])
 with tempfile.TemporaryDirectory() as d:
     w = RankWriter(Path(d), "bench", 0)

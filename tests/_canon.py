@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from traceql import schema
-from traceql.store import RankWriter, Store
+from traceql.rank_writer import RankWriter
+from traceql.store import Store
 
 MS = 1_000_000  # ns per millisecond
 US = 1_000  # ns per microsecond

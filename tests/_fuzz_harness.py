@@ -1177,7 +1177,8 @@ _TEMPLATE: list[Path] = []
 def base_store(path: Path) -> Path:
     """A store that already holds a run, so "store unchanged on failure" means something (copied from a
     template made once: writing a run costs ~0.2 s, copying it ~5 ms)."""
-    from traceql.store import RankWriter, Store
+    from traceql.rank_writer import RankWriter
+    from traceql.store import Store
 
     if not _TEMPLATE:
         import tempfile

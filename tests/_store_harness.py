@@ -218,7 +218,8 @@ def _duck_check(store: Path, expect: dict[str, int]) -> None:
 
 
 def _commit_hot(store: Path, n: int) -> None:
-    from traceql.store import RankWriter, Store
+    from traceql.rank_writer import RankWriter
+    from traceql.store import Store
 
     st = Store(store)
     staging = st.new_staging()

@@ -417,14 +417,8 @@ def test_long_runs_give_small_charts(tmp_path: Path) -> None:
 
 # ---- every chart on a real-format sample, and export ------------------------------------------------------------
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import traceql
-
-    store = tmp_path_factory.mktemp("demo") / "store"
-    traceql.ingest(
-        Path(__file__).resolve().parents[1] / "sample_traces" / "torch_npu_2rank", store=store, name="demo"
-    )
-    return store
+def demo_store(sample_store: Path) -> Path:
+    return sample_store  # the session's shared ingest of the sample (conftest)
 
 
 @pytest.mark.parametrize("name", list(charts.CHARTS))

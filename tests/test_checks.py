@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from traceql import checks
-from traceql.store import RankWriter, Store
+from traceql.rank_writer import RankWriter
+from traceql.store import Store
 
 T0 = 1_736_408_883_000_000_000  # 2025-01-09, ns since the epoch
 MS = 1_000_000

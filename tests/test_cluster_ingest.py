@@ -22,7 +22,7 @@ import pytest
 from traceql import derive, derived_tables, schema
 from traceql.errors import StoreError, TraceQLError
 from traceql.ingest import ingest
-from traceql.store import Store
+from traceql.stores import open_store
 from traceql.synth import article_scenario, write_torch_npu_dump
 
 RUN = "job8"
@@ -41,7 +41,7 @@ def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reference(dump: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("ref") / "store"
     ingest(dump, store=root, name=RUN, workers=2)
-    assert derive.prepare(Store(root), [RUN], workers=2) == []
+    assert derive.prepare(open_store(root), [RUN], workers=2) == []
     return snapshot(str(root))
 
 
@@ -107,7 +107,7 @@ def test_s3_store_gives_identical_tables_and_findings(
     s3_ingested: tuple[str, dict[str, Any]], reference: dict[str, Any]
 ) -> None:
     s3_root, info = s3_ingested
-    st = Store(s3_root)
+    st = open_store(s3_root)
     assert type(st).__name__ == "ObjectStore" and list(st.runs()) == [RUN]
     assert derived_tables.stored_for(st.run(RUN))  # the derived tables came with the run
     assert info["ranks_count"] == 8
@@ -307,7 +307,7 @@ def test_s3_dump_errors_name_the_url(moto_endpoint: str, tmp_path: Path) -> None
     with pytest.raises(TraceQLError, match=r"^s3://tq-bad-dump/junk: no known profiler dump") as e:
         ingest("s3://tq-bad-dump/junk/", store=tmp_path / "s", name=RUN, workers=1)
     assert "\n" not in str(e.value) and "traceql-sniff" not in str(e.value)
-    assert not (tmp_path / "s").exists() or Store(tmp_path / "s").runs() == {}
+    assert not (tmp_path / "s").exists() or open_store(tmp_path / "s").runs() == {}
 
 
 # ---- the commit protocol on object storage -------------------------------------------------------------
@@ -325,7 +325,7 @@ def test_uploaded_files_without_a_record_are_invisible_and_one_writer_wins(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    st = Store(s3_root)
+    st = open_store(s3_root)
     local = tmp_path / "gen"
     (local / "kernels").mkdir(parents=True)
     pq.write_table(pa.table({"name": ["a"]}), local / "kernels" / "r0-0.parquet")
@@ -337,7 +337,7 @@ def test_uploaded_files_without_a_record_are_invisible_and_one_writer_wins(
     st.publish("r", gens[0], info)
     with pytest.raises(StoreError, match="differs only in case"):
         st.publish("R", gens[1], info)  # case-folded: the same record key
-    assert list(Store(s3_root).runs()) == ["r"]
+    assert list(open_store(s3_root).runs()) == ["r"]
     keys = _objects(s3_root)
     assert any(gens[0] in k for k in keys) and not any(gens[1] in k for k in keys)  # the loser's prefix went
 
@@ -345,7 +345,7 @@ def test_uploaded_files_without_a_record_are_invisible_and_one_writer_wins(
 def test_conditional_put_refuses_a_stale_replace(s3_root: str) -> None:
     from traceql.store_fs import conditional_put
 
-    st = Store(s3_root)
+    st = open_store(s3_root)
     key = f"{st.base}/manifest.d/x.json"
     conditional_put(st.fs, key, b"{}", None)
     with pytest.raises(FileExistsError):
@@ -377,7 +377,7 @@ def test_concurrent_ingests_of_one_name_leave_exactly_one(s3_root: str) -> None:
         t.join()
     assert len(ok) == 1 and len(errors) == 1, (ok, errors)
     assert isinstance(errors[0], StoreError)
-    runs = Store(s3_root).runs()
+    runs = open_store(s3_root).runs()
     assert list(runs) == [RUN]
     gens = {k.split("/runs/", 1)[1].split("/", 1)[0] for k in _objects(s3_root) if "/runs/" in k}
     assert gens == {runs[RUN]["dir"]}  # the loser removed its generation
@@ -432,7 +432,7 @@ def test_killed_ray_worker_without_retries_fails_cleanly(dump: Path, tmp_path: P
     killed, err = _ingest_while_killing(dump, root, max_retries=0)
     assert killed
     assert err is not None and "Ray could not complete" in str(err) and "\n" not in str(err)
-    st = Store(root)
+    st = open_store(root)
     assert st.runs() == {}
     staging = root / ".staging"
     assert not staging.exists() or [p.name for p in staging.iterdir()] == []
@@ -470,10 +470,10 @@ def test_light_ranks_keep_detail_only_for_the_picked_ranks(
     kernels = sorted(con.execute("SELECT * FROM kernels").fetchall(), key=repr)
     rank_col = [c.name for c in schema.columns("kernels")].index("rank")
     assert kernels == [row for row in ref["kernels"] if row[rank_col] in set(picked)]
-    assert derived_tables.stored_for(Store(root).run(RUN))
+    assert derived_tables.stored_for(open_store(root).run(RUN))
 
 
 def test_light_ranks_refuses_an_unknown_rank(dump: Path, tmp_path: Path) -> None:
     with pytest.raises(TraceQLError, match="rank 99 is not in the dump"):
         ingest(dump, store=tmp_path / "s", name=RUN, workers=1, ranks="light+99")
-    assert Store(tmp_path / "s").runs() == {}
+    assert open_store(tmp_path / "s").runs() == {}

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from traceql import schema
-from traceql.store import RankWriter
+from traceql.rank_writer import RankWriter
 
 
 def _dict_keyed(rows: list[dict[str, float]]) -> pa.MapArray:

@@ -881,7 +881,8 @@ def test_dump_with_platform_config_uses_its_peaks_labelled(tmp_path: Path) -> No
 
 def test_observed_ceiling_above_the_preset(tmp_path: Path) -> None:
     from traceql import checks
-    from traceql.store import RankWriter, Store
+    from traceql.rank_writer import RankWriter
+    from traceql.store import Store
 
     s = Store(tmp_path / "s")
     staging = s.new_staging()
@@ -1022,7 +1023,8 @@ def test_execution_trace_and_pftrace_are_refused_by_name(cli, tmp_path: Path) ->
 
 def test_findings_and_report_say_the_preset_is_wrong(tmp_path: Path) -> None:
     from traceql.findings import evaluate
-    from traceql.store import RankWriter, Store
+    from traceql.rank_writer import RankWriter
+    from traceql.store import Store
 
     s = Store(tmp_path / "s")
     staging = s.new_staging()

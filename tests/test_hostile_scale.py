@@ -10,7 +10,8 @@ import pytest
 
 from tests._bounded import traceql
 from traceql import charts
-from traceql.store import RankWriter, Store
+from traceql.rank_writer import RankWriter
+from traceql.store import Store
 
 T0 = 1_700_000_000_000_000_000
 

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from tests._bounded import ROOT
-from traceql.store import RankWriter, Store
+from traceql.rank_writer import RankWriter
+from traceql.store import Store
 
 EVIL = "op\x1b]0;pwned\x07\x1b[31mred\x9b2J"
 

@@ -120,7 +120,7 @@ def test_spilled_writes_merge_like_a_stable_sort(
     last), compared row for row; the writes repeat timestamps across runs and hold NULLs, and one write is NULLs
     only. mostly_null: the NULL rows (60%) are merged too, and written in pieces of at most a quarter of the
     budget (read from the file's row groups), never held at once."""
-    from traceql.store import RankWriter
+    from traceql.rank_writer import RankWriter
 
     monkeypatch.setenv("TRACEQL_SORT_MEMORY", "1MB")  # the rows below are ~3.5 MB of Arrow
     monkeypatch.setattr(_sort, "RUN_CHUNK_ROWS", 64)  # a run's record batches: 64 rows of ~300 bytes
@@ -244,7 +244,7 @@ def test_interleaved_kernel_details_is_stored_as_time_ordered_stream_parts(
 def test_interleaved_kernel_details_ingests_under_a_small_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from traceql.store import APART_MAX
+    from traceql.rank_writer import APART_MAX
 
     # more streams than parts: the streams past APART_MAX share one part, out of time order, which the
     # bounded external sort orders within its 2 MB budget, spilling only inside the store's staging dir

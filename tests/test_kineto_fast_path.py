@@ -21,7 +21,7 @@ from traceql.errors import BadTraceError
 from traceql.parsers import _chrome_json as cj
 from traceql.parsers import _kineto_duck as kd
 from traceql.parsers.kineto import parse_kineto
-from traceql.store import RankWriter
+from traceql.rank_writer import RankWriter
 
 REAL = sorted(HTA.glob("**/*.json.gz")) if HTA.exists() else []
 BASE = 1_790_857_026_000_000_000

@@ -288,7 +288,8 @@ def test_compare_interrupt_exits_130(
 def _steps_run(store: Path, run: str, ranks: dict[int, list[int] | None], n: int = 3) -> None:
     """A run whose rank r has `n` kernels of 100 ns in each step of ranks[r] (steps 1 ms apart); a rank with
     None has 6 kernels and no step ids: one window over its whole trace."""
-    from traceql.store import RankWriter, Store
+    from traceql.rank_writer import RankWriter
+    from traceql.store import Store
 
     s = Store(store)
     staging = s.new_staging()

@@ -156,7 +156,7 @@ def test_new_communication_group_layout_names_groups(tmp_path: Path) -> None:
 def test_alongside_rank_dumps_writes_only_cluster_level_rows(tmp_path: Path) -> None:
     from traceql.parsers.base import Unit
     from traceql.parsers.cluster import ClusterParser
-    from traceql.store import RankWriter
+    from traceql.rank_writer import RankWriter
 
     w = RankWriter(tmp_path, "r", -1, tag="9")
     meta = ClusterParser().parse(

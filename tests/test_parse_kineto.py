@@ -21,7 +21,7 @@ import traceql
 from traceql.errors import BadTraceError
 from traceql.parsers import detect
 from traceql.parsers.kineto import kernel_class, parse_kineto
-from traceql.store import RankWriter
+from traceql.rank_writer import RankWriter
 
 ingest = importlib.import_module("traceql.ingest").ingest  # see test_parse_trace_view.py
 

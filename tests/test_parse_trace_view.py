@@ -22,7 +22,7 @@ import traceql
 from traceql.errors import BadTraceError
 from traceql.parsers import detect
 from traceql.parsers.trace_view import parse_trace_view
-from traceql.store import RankWriter
+from traceql.rank_writer import RankWriter
 
 TV1 = LEVEL1 / "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"
 TV0 = [LEVEL0 / f"rank{r}_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json" for r in (0, 1)]
@@ -454,12 +454,12 @@ def test_interleaved_counter_tracks_go_to_ordered_parts_without_a_sort(
     blocks HBM(1,3) QoS(2,4) HBM(5,7) QoS(6): out of order as a whole, in order per track."""
     import pyarrow.parquet as pq
 
-    import traceql.store as store_mod
+    import traceql.rank_writer as rw_mod
 
     sorted_files: list[str] = []
-    real_sort = store_mod.sort_parquet_by_time
+    real_sort = rw_mod.sort_parquet_by_time
     monkeypatch.setattr(
-        store_mod, "sort_parquet_by_time", lambda p, *more: (sorted_files.append(str(p)), real_sort(p, *more))
+        rw_mod, "sort_parquet_by_time", lambda p, *more: (sorted_files.append(str(p)), real_sort(p, *more))
     )
     blocks = [(10, ["1.000", "3.000"]), (20, ["2.000", "4.000"]), (10, ["5.000", "7.000"]), (20, ["6.000"])]
     path = _tv(tmp_path, _counter_blocks(blocks))

@@ -26,12 +26,9 @@ _SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S | r
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    import traceql
-
+def demo(tmp_path_factory: pytest.TempPathFactory, sample_store: Path) -> tuple[Path, str]:
     d = tmp_path_factory.mktemp("report")
-    store = d / "store"
-    traceql.ingest(ROOT / "sample_traces" / "torch_npu_2rank", store=store, name="demo")
+    store = sample_store  # the session's shared ingest of the sample (conftest)
     html = write_report(d / "demo.html", store, "demo", device="ascend910b").read_text(encoding="utf-8")
     return store, html
 

@@ -359,21 +359,21 @@ def test_trace_view_in_profiler_order_needs_no_post_write_sort(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    import traceql.store as store_mod
+    import traceql.rank_writer as rw_mod
     from traceql.ingest import ingest
     from traceql.synth.large import large_trace_view
 
     sorted_files: list[Path] = []
-    real_sort = store_mod.sort_parquet_by_time
+    real_sort = rw_mod.sort_parquet_by_time
     monkeypatch.setattr(
-        store_mod, "sort_parquet_by_time", lambda p, *more: (sorted_files.append(p), real_sort(p, *more))
+        rw_mod, "sort_parquet_by_time", lambda p, *more: (sorted_files.append(p), real_sort(p, *more))
     )
     dump = tmp_path / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     large_trace_view(dump, 3_000_000, seed=1)
     st = tmp_path / "s"
     ingest(dump, st, name="tv", workers=1)
     assert sorted_files == []
-    run = store_mod.Store(st).run_path("tv")
+    run = rw_mod.Store(st).run_path("tv")
     host_files = sorted(p.name for p in (run / "host_ops").glob("*.parquet"))
     counter_files = sorted(p.name for p in (run / "counters").glob("*.parquet"))
     assert host_files == ["r0-0-cann.parquet", "r0-0.parquet"]

@@ -33,7 +33,8 @@ from test_store_safety import (
 )
 
 from traceql.errors import StoreError
-from traceql.store import RankWriter, Store
+from traceql.rank_writer import RankWriter
+from traceql.store import Store
 
 HARNESS = Path(__file__).with_name("_store_harness.py")
 KILLS = int(os.environ.get("TRACEQL_TEST_KILLS", "100"))  # a longer loop: TRACEQL_TEST_KILLS=1000

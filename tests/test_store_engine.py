@@ -9,7 +9,8 @@ import pytest
 
 from traceql import schema
 from traceql.errors import StoreError
-from traceql.store import RankWriter, Store
+from traceql.rank_writer import RankWriter
+from traceql.store import Store
 
 
 def make_run(store: Path, run_id: str = "demo", ranks: int = 2) -> Store:
@@ -75,7 +76,7 @@ def test_views_and_sorting(store: Path) -> None:
 def test_rows_out_of_time_order_go_to_one_part_per_stream(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    import traceql.store as store_mod
+    import traceql.rank_writer as rw_mod
 
     w = RankWriter(tmp_path, "r", 0)
     # by hand: batch 1 is in time order across streams 7 and 8 -> stays in the one file
@@ -102,7 +103,7 @@ def test_rows_out_of_time_order_go_to_one_part_per_stream(tmp_path: Path) -> Non
     assert w.rows["kernels"] == 7
     # past APART_MAX distinct streams the rest share one part, which is sorted at close
     w2 = RankWriter(tmp_path / "b", "r", 0)
-    n = store_mod.APART_MAX + 3
+    n = rw_mod.APART_MAX + 3
     w2.write("kernels", {"name": ["x"], "stream_id": [0], "ts_ns": [10**6]}, apart_by="stream_id")
     streams = list(range(n))
     w2.write(
@@ -111,9 +112,9 @@ def test_rows_out_of_time_order_go_to_one_part_per_stream(tmp_path: Path) -> Non
         apart_by="stream_id",
     )
     w2.close()
-    assert len(w2.files["kernels"]) == 1 + store_mod.APART_MAX + 1
+    assert len(w2.files["kernels"]) == 1 + rw_mod.APART_MAX + 1
     rest = pq.read_table(tmp_path / "b" / "kernels/r0-0-s-rest.parquet").column("ts_ns").to_pylist()
-    assert rest == sorted(1000 - s for s in streams[store_mod.APART_MAX :])  # streams 32-34, in time order
+    assert rest == sorted(1000 - s for s in streams[rw_mod.APART_MAX :])  # streams 32-34, in time order
 
 
 def test_arrow_rows_are_split_before_they_are_conformed(tmp_path: Path) -> None:
@@ -157,9 +158,9 @@ def test_streams_in_runs_split_like_streams_that_alternate(tmp_path: Path, run: 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import traceql.store as store_mod
+    import traceql.rank_writer as rw_mod
 
-    assert (run >= store_mod.SPLIT_RUN_ROWS) == (run == 400)
+    assert (run >= rw_mod.SPLIT_RUN_ROWS) == (run == 400)
     n = 2400
     streams = [(i // run) % 3 for i in range(n)]  # streams 0, 1, 2 in runs of `run` rows
     ts = [
@@ -220,10 +221,10 @@ def test_seal_sorts_in_the_background_and_refuses_later_rows(
 
     import pyarrow.parquet as pq
 
-    import traceql.store as store_mod
+    import traceql.rank_writer as rw_mod
 
     threads: list[str] = []
-    real_sort = store_mod.sort_parquet_by_time
+    real_sort = rw_mod.sort_parquet_by_time
 
     def recording_sort(p: Path, *more: Path) -> None:
         threads.append(threading.current_thread().name)
@@ -233,7 +234,7 @@ def test_seal_sorts_in_the_background_and_refuses_later_rows(
     w.write("host_ops", {"name": ["c", "a"], "ts_ns": [30, 10]})
     w.write("host_ops", {"name": ["b"], "ts_ns": [20]})
     w.write("kernels", {"name": ["k"], "stream_id": [1], "ts_ns": [5]})
-    monkeypatch.setattr(store_mod, "sort_parquet_by_time", recording_sort)
+    monkeypatch.setattr(rw_mod, "sort_parquet_by_time", recording_sort)
     w.seal("host_ops")
     with pytest.raises(RuntimeError, match="written after seal"):
         w.write("host_ops", {"name": ["d"], "ts_ns": [40]})
@@ -327,10 +328,10 @@ def test_abort_waits_for_a_background_sort(tmp_path: Path, monkeypatch: pytest.M
     import threading
     import time
 
-    import traceql.store as store_mod
+    import traceql.rank_writer as rw_mod
 
     done = threading.Event()
-    real_sort = store_mod.sort_parquet_by_time
+    real_sort = rw_mod.sort_parquet_by_time
 
     def slow_sort(p: Path, *more: Path) -> None:
         time.sleep(0.3)
@@ -339,7 +340,7 @@ def test_abort_waits_for_a_background_sort(tmp_path: Path, monkeypatch: pytest.M
 
     w = RankWriter(tmp_path, "r", 0)
     w.write("host_ops", {"name": ["b", "a"], "ts_ns": [2, 1]})
-    monkeypatch.setattr(store_mod, "sort_parquet_by_time", slow_sort)
+    monkeypatch.setattr(rw_mod, "sort_parquet_by_time", slow_sort)
     w.seal("host_ops")
     w.abort()
     assert done.is_set()

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from traceql.parsers import _json_pieces, trace_view
-from traceql.store import RankWriter
+from traceql.rank_writer import RankWriter
 from traceql.synth import write_cluster
 
 OUT = "ASCEND_PROFILER_OUTPUT"

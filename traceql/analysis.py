@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import StoreError
 from .store import Store
+from .stores import open_store
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
 
 
-def open_store(store: Any) -> Store:
-    """A Store from a Store, a path or None (the default store); refused when there is no store there."""
-    st = store if isinstance(store, Store) else Store(store)
+def existing_store(store: Any) -> Store:
+    """A Store from a Store, a path, a URL or None (the default store); refused when there is no store there."""
+    st = open_store(store)
     if not st.exists():
         raise StoreError(f"no traceql store at {st.root} (run `traceql ingest PATH` first, or pass --store)")
     return st
@@ -67,7 +68,7 @@ class Analysis:
     ) -> None:
         from . import derive, engine
 
-        self.store = open_store(store)
+        self.store = existing_store(store)
         self.run_id = resolve_run(self.store, run_id)
         self.baseline = resolve_run(self.store, baseline) if baseline else None
         self.device, self.peaks = device, peaks

@@ -20,13 +20,13 @@ so a report always draws every chart and says why one is empty.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import QueryError, TraceQLError
+from .jsonsafe import json_safe
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -164,6 +164,50 @@ def _fmt_gbps(bps: float) -> str:
 
 
 # ---- builders: HBM ------------------------------------------------------------------------------------------
+def _hbm_timeline_subtitle(
+    timeline: pa.Table, n_ranks: int, width_ms: float, peak: float | None
+) -> list[str]:
+    sub = [f"bins of {width_ms:.3g} ms; bytes per kernel spread over its run time (query hbm_timeline)"]
+    n_bins = len(set(timeline["bin"].to_pylist())) if "bin" in timeline.column_names else 0
+    if n_ranks * 200 > ROW_BUDGET and n_bins:
+        sub.append(
+            f"{n_ranks} ranks: {n_bins} bins per rank (coarser than the usual 200, to keep the chart "
+            f"under {ROW_BUDGET:,} points)"
+        )
+    if peak:
+        sub.append(
+            f"peak {_fmt_gbps(peak)} (red), {_line_threshold('sat_threshold'):.0%} bottleneck line (orange), "
+            f"{_line_threshold('low_threshold'):.0%} not-bandwidth-bound line (grey)"
+        )
+    else:
+        sub.append("HBM peak unknown (pass --device): no peak lines")
+    return sub
+
+
+def _step_shading(steps: pa.Table | None, rank: Any) -> list[Any]:
+    """Every other step of `rank` shaded (step_windows), as the first layer of its timeline panel."""
+    import altair as alt
+
+    if steps is None or not steps.num_rows:
+        return []
+    s = _select(_rows(steps, "rank", rank), ["rank", "step", "step_index", "start_ms", "end_ms", "dur_ms"])
+    if not s.num_rows:
+        return []
+    return [
+        alt.Chart(s)
+        .transform_filter("datum.step_index % 2 == 0")
+        .mark_rect(color="#1f77b4", opacity=0.07)
+        .encode(
+            x="start_ms:Q",
+            x2="end_ms:Q",
+            tooltip=[
+                alt.Tooltip("step:O"),
+                alt.Tooltip("dur_ms:Q", title="step (ms)", format=",.3f"),
+            ],
+        )
+    ]
+
+
 def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> ChartT:
     """HBM bandwidth over time per rank (hbm_timeline bins) with the peak and the article's 80% / 70% lines,
     steps shaded (step_windows), and the operators dominating each bin on hover."""
@@ -189,20 +233,7 @@ def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> Cha
         alt.Tooltip("top_ops:N", title="top operators (share of bytes)"),
         alt.Tooltip("hbm_bytes_source:N", title="bytes from"),
     ]
-    sub = [f"bins of {width_ms:.3g} ms; bytes per kernel spread over its run time (query hbm_timeline)"]
-    n_bins = len(set(timeline["bin"].to_pylist())) if "bin" in timeline.column_names else 0
-    if len(ranks) * 200 > ROW_BUDGET and n_bins:
-        sub.append(
-            f"{len(ranks)} ranks: {n_bins} bins per rank (coarser than the usual 200, to keep the chart "
-            f"under {ROW_BUDGET:,} points)"
-        )
-    if peak:
-        sub.append(
-            f"peak {_fmt_gbps(peak)} (red), {_line_threshold('sat_threshold'):.0%} bottleneck line (orange), "
-            f"{_line_threshold('low_threshold'):.0%} not-bandwidth-bound line (grey)"
-        )
-    else:
-        sub.append("HBM peak unknown (pass --device): no peak lines")
+    sub = _hbm_timeline_subtitle(timeline, len(ranks), width_ms, peak)
 
     base = alt.Chart(t).transform_calculate(
         gbps="datum.bw_bps / 1e9",
@@ -238,25 +269,7 @@ def hbm_timeline_chart(timeline: pa.Table, steps: pa.Table | None = None) -> Cha
         x_title = (
             "time from the first kernel (ms)" if i == len(ranks) - 1 else None
         )  # one axis title, at the bottom
-        layers = []
-        if steps is not None and steps.num_rows:
-            s = _select(
-                _rows(steps, "rank", r), ["rank", "step", "step_index", "start_ms", "end_ms", "dur_ms"]
-            )
-            if s.num_rows:
-                layers.append(
-                    alt.Chart(s)
-                    .transform_filter("datum.step_index % 2 == 0")
-                    .mark_rect(color="#1f77b4", opacity=0.07)
-                    .encode(
-                        x="start_ms:Q",
-                        x2="end_ms:Q",
-                        tooltip=[
-                            alt.Tooltip("step:O"),
-                            alt.Tooltip("dur_ms:Q", title="step (ms)", format=",.3f"),
-                        ],
-                    )
-                )
+        layers = _step_shading(steps, r)
         layers.append(
             base.transform_filter(f"datum.rank == {int(r)}")
             .mark_rect(color="#4c78a8")
@@ -1142,18 +1155,8 @@ def to_spec(chart: Any) -> dict[str, Any]:
 
     # every chart's data is bounded first (ROW_BUDGET, Source.per_rank); slack for bins rounding up
     with alt.data_transformers.enable("default", max_rows=2 * ROW_BUDGET):
-        spec: dict[str, Any] = _json_safe(chart.to_dict())
+        spec: dict[str, Any] = json_safe(chart.to_dict())
     return spec
-
-
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return None
-    return v
 
 
 def save(chart: Any, path: str | Path, *, scale: float = 2.0) -> Path:

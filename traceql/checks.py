@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import QueryError
+from .jsonsafe import json_safe
 from .sqlfiles import library_dir, parse_header
 
 SAMPLE_ROWS = 5
@@ -96,10 +97,8 @@ def _device_peak_hbm_bps(device: str | None) -> float | None:
     """Peak HBM bytes/s of the preset matching the dump's device name (traceql.devices), or None."""
     if not device:
         return None
-    try:
-        from . import devices
-    except ImportError:  # devices.py is optional for the checks: fall back to the absolute bound
-        return None
+    from . import devices
+
     preset = devices.detect(device)
     peak = getattr(preset, "peak_hbm_bps", None)
     if isinstance(peak, (int, float)) and math.isfinite(peak) and peak > 0:
@@ -120,18 +119,6 @@ def _run_peaks(con: Any, run_id: str) -> dict[str, float | None]:
         return {}
     finally:
         cur.close()
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else str(v)
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return str(v)
 
 
 def _load_helpers(con: Any, info: dict[str, Any]) -> str:
@@ -161,9 +148,9 @@ def run_checks(
     import duckdb
 
     from . import engine
-    from .store import Store
+    from .stores import open_store
 
-    st = store if isinstance(store, Store) else Store(store)
+    st = open_store(store)
     info = st.run(run_id)  # StoreError naming the known runs if it is missing
     own = con is None
     spill_dir = None
@@ -240,7 +227,7 @@ def run_checks(
                     cur = con.execute(f"SELECT * FROM ({chk.sql}) LIMIT {SAMPLE_ROWS}", values)
                     cols = [d[0] for d in cur.description]
                     row["sample"] = [
-                        {c: _jsonable(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
+                        {c: json_safe(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
                     ]
             except duckdb.Error as e:
                 row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"

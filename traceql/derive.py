@@ -98,7 +98,7 @@ def _stored_view(con: duckdb.DuckDBPyConnection, table: str, paths: list[str]) -
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
-    from .store import ROW_GROUP
+    from .rank_writer import ROW_GROUP
 
     out.parent.mkdir(parents=True, exist_ok=True)
     con.execute(
@@ -234,7 +234,7 @@ def _write_by_rank(
     here so both builds write the same types."""
     import pyarrow.parquet as pq
 
-    from .store import ROW_GROUP
+    from .rank_writer import ROW_GROUP
 
     cols = ", ".join(
         f'CAST("{n}" AS DOUBLE) AS "{n}"' if t == "HUGEINT" else f'"{n}"'

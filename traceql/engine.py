@@ -76,9 +76,9 @@ def connect(
 
     runs: only these runs are visible (views list only their files, so a store of hundreds of runs opens as
     fast as one; None entries are ignored); default every run."""
-    from .store import Store
+    from .stores import open_store
 
-    st = store if isinstance(store, Store) else Store(store)
+    st = open_store(store)
     if not st.exists():
         raise StoreError(f"no traceql store at {st.root} (run `traceql ingest PATH` first, or pass --store)")
     only = None if runs is None else {r for r in runs if r}

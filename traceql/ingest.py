@@ -13,6 +13,7 @@ from .executors.local import LocalPool
 from .parsers import Unit, detect
 from .rank_parse import parse_unit, run_info
 from .store import Store, check_run_name, run_name_from_path
+from .stores import open_store
 
 
 def _assign_ranks(units: list[Unit]) -> list[tuple[Unit, int]]:
@@ -70,7 +71,7 @@ def ingest(
         raise BadTraceError(p, "not readable (permission denied)")
     if not follow_links:
         _refuse_links_outside(p)
-    st = store if isinstance(store, Store) else Store(store)
+    st = open_store(store)
     run_id = check_run_name(name) if name else run_name_from_path(p.resolve())
     st.check_can_add(run_id, replace)  # fail before parsing; commit() re-checks under the lock
     units = detect(p, on_progress=on_detect)
@@ -140,7 +141,7 @@ def _ingest_remote(
     from . import distributed
     from .dump_fs import detect_remote
 
-    st = store if isinstance(store, Store) else Store(store)
+    st = open_store(store)
     run_id = check_run_name(name) if name else run_name_from_path(Path(url.rstrip("/").rsplit("/", 1)[-1]))
     st.check_can_add(run_id, replace)
     dump, units = detect_remote(url)

@@ -61,9 +61,9 @@ def after_ingest(
                 )
     if wants_prepare(info, prepare):
         from . import derive
-        from .store import Store
+        from .stores import open_store
 
-        st = store if isinstance(store, Store) else Store(store)
+        st = open_store(store)
 
         def building(rid: str) -> None:
             report("info", f"building the analysis tables of run {rid!r}")

@@ -272,9 +272,9 @@ def run_devices(store: Any, run_ids: list[str]) -> dict[str, devices.PeakChoice]
     import duckdb
 
     from . import engine
-    from .store import Store
+    from .stores import open_store
 
-    st = store if isinstance(store, Store) else Store(store)
+    st = open_store(store)
     if not run_ids:
         return {}
     out: dict[str, devices.PeakChoice] = {}
@@ -345,9 +345,9 @@ def run(
     own = con is None
     if own:
         from . import engine
-        from .store import Store
+        from .stores import open_store
 
-        st = store if isinstance(store, Store) else Store(store)
+        st = open_store(store)
         # views over this run's files only (a store of many runs opens as fast as a store of one); an unknown
         # run is reported by _pick_run below, with the known ones
         runs = st.runs() if st.exists() else {}

@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import BadTraceError, TraceQLError
 from .parsers import Unit
-from .store import RankWriter
+from .rank_writer import RankWriter
 from .version import __version__
 
 

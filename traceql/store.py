@@ -34,17 +34,13 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import schema
 from .errors import StoreError
 from .version import __version__
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow.parquet as pq
 
 MANIFEST = "manifest.json"
 STORE_FORMAT = 2
@@ -52,12 +48,22 @@ STORE_FORMAT = 2
 READABLE_FORMATS = (1, 2)
 _DIR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-# Rows per Parquet row group: small enough to stream, large enough for DuckDB scans.
-ROW_GROUP = 128 * 1024
 
 
 def default_store() -> Path:
     return Path(os.environ.get("TRACEQL_STORE", ".traceql"))
+
+
+def is_remote(root: Any) -> bool:
+    """Whether a store root names object storage (a URL with a scheme other than file://)."""
+    s = str(root) if root is not None else ""
+    return "://" in s and not s.startswith("file://")
+
+
+def local_path(root: str | Path) -> Path:
+    """A local store root: `file:///x` -> /x, anything else as a path."""
+    s = str(root)
+    return Path(s[len("file://") :]) if s.startswith("file://") else Path(root)
 
 
 def check_run_name(name: str) -> str:
@@ -82,360 +88,10 @@ _RANK_FILE = re.compile(r"(?:^|/)r(-?\d+)-[^/]*\.parquet$")
 
 
 def rank_of_file(rel: str) -> int | None:
-    """The rank a store file holds, from its name (`<table>/r<rank>-<tag>.parquet`, as RankWriter and
+    """The rank a store file holds, from its name (`<table>/r<rank>-<tag>.parquet`, as rank_writer.RankWriter and
     traceql.derive name them); None for a name that does not follow the layout."""
     m = _RANK_FILE.search(rel)
     return int(m.group(1)) if m else None
-
-
-@dataclass
-class RankWriter:
-    """Streams canonical batches for one rank into Parquet files under a staging run dir (one writer per table
-    and part).
-
-    A part is a separately time-ordered stream of one table's rows (`<table>/r<rank>-<tag>-<part>.parquet`):
-    a parser that produces rows of one table from sources that are each in time order but interleave (torch_npu's
-    host events come before the CANN events, which are interleaved with the device events; percent counters are
-    rescaled at the end of the file) writes them as parts, so every file stays time-sorted as written and none
-    needs the post-write sort (a full external sort of the table: 1.3 s for 2M counter rows)."""
-
-    run_dir: Path
-    run_id: str
-    rank: int
-    tag: str = "0"
-    rows: dict[str, int] = field(default_factory=dict)
-    _writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)  # by file (relative path)
-    files: dict[str, list[str]] = field(default_factory=dict)
-    # per file: last ts_ns written, and whether rows so far arrived in time order (then no re-sort is needed)
-    _last_ts: dict[str, int] = field(default_factory=dict)
-    _unsorted: set[str] = field(default_factory=set)
-    file_rows: dict[str, int] = field(default_factory=dict)  # rows written, per file (relative path)
-    # seal(): files closed early, and the background sorts of those that need one (see seal)
-    _sealed: set[str] = field(default_factory=set)
-    _sorts: list[Any] = field(default_factory=list)
-    _sorter: Any = None
-    # rows of a file that arrive after it went out of time order: Arrow IPC beside it, merged by its sort
-    _spills: dict[str, Any] = field(default_factory=dict)
-    # write(apart_by=...): the files whose rows now go to parts by value, and each (file, value)'s part name
-    _apart: set[str] = field(default_factory=set)
-    _apart_parts: dict[tuple[str, Any], str] = field(default_factory=dict)
-
-    def write(self, table: str, data: Any, part: str = "", apart_by: str | None = None) -> None:
-        """Append rows to the table's file for `part`.
-
-        apart_by: a column whose values are separately time-ordered streams (kernels: stream_id; a multi-stream
-        kernel_details.csv may group its rows by stream; counters: track, as a trace_view writes each counter
-        process's samples in order, in blocks that interleave). Once the rows stop arriving in time order, they and
-        every later row of this file go to one part per value (up to APART_MAX; the rest share one part), so
-        each file is still in time order as written and the post-write sort is skipped (on a 500k-row
-        kernel_details.csv of 4 interleaved streams it added ~6 CPU-s to a ~10 CPU-s parse). Rows that arrive
-        in order keep the one file, as without apart_by."""
-        from ._arrow_helpers import conform
-
-        # Arrow rows that can be split as they are are conformed per part, after the split: a reorder then moves
-        # the parser's own column types (a kernels map's dictionary-encoded keys), not the canonical text
-        raw = data if apart_by is not None and _splittable(data, apart_by) else None
-        t = raw if raw is not None else conform(table, data, self.run_id, self.rank, dictionary_keys=True)
-        if t.num_rows == 0:
-            return
-        rel = self._rel(table, part)
-        if rel in self._sealed:
-            raise RuntimeError(f"{rel}: written after seal()")
-        if apart_by is not None and (rel in self._apart or not self._in_order(rel, t)):
-            self._apart.add(rel)
-            for value, rows in _split_by(t, apart_by):
-                if raw is not None:
-                    rows = conform(table, rows, self.run_id, self.rank, dictionary_keys=True)
-                key = (rel, value)
-                if key not in self._apart_parts:
-                    n = len([k for k in self._apart_parts if k[0] == rel])
-                    # an integer (a stream id) names its part; a text value (a counter track's name, which may
-                    # hold any character) is numbered in order of first sight
-                    name = f"s{value}" if isinstance(value, int) else f"v{n}"
-                    self._apart_parts[key] = name if n < APART_MAX and value is not None else "s-rest"
-                sub = self._apart_parts[key]
-                self._write_file(table, self._part_rel(table, part, sub), rows)
-            return
-        self._write_file(
-            table, rel, t if raw is None else conform(table, t, self.run_id, self.rank, dictionary_keys=True)
-        )
-
-    def _rel(self, table: str, part: str) -> str:
-        return f"{table}/r{self.rank}-{self.tag}{'-' + part if part else ''}.parquet"
-
-    def _part_rel(self, table: str, part: str, sub: str) -> str:
-        """The file of `part`'s apart part `sub` (see write's apart_by)."""
-        return self._rel(table, f"{part}-{sub}" if part else sub)
-
-    def _write_file(self, table: str, rel: str, t: Any) -> None:
-        from ._arrow_helpers import parquet_writer, plain_keys
-
-        w = self._writers.get(rel)
-        if w is None:  # the first rows of this file (it may stay empty when they are already out of order)
-            (self.run_dir / table).mkdir(parents=True, exist_ok=True)
-            w = parquet_writer(self.run_dir / rel, t.schema)
-            self._writers[rel] = w
-            self.files.setdefault(table, []).append(rel)
-        self.rows[table] = self.rows.get(table, 0) + t.num_rows
-        self.file_rows[rel] = self.file_rows.get(rel, 0) + t.num_rows
-        if rel not in self._unsorted and "ts_ns" in t.schema.names:
-            ts = t.column("ts_ns")
-            if _ordered_after(self._last_ts.get(rel), ts):
-                last = _last_valid(ts)
-                if last is not None:
-                    self._last_ts[rel] = last
-            else:  # the first rows out of time order: they and all later rows go to the spill (see _spill)
-                self._unsorted.add(rel)
-        if rel in self._unsorted:  # to be sorted anyway: no Parquet encoding now, none to decode in the sort
-            # the spill holds the canonical types the Parquet file reads back with (the sort reads both)
-            self._spill(rel, t.cast(plain_keys(t.schema)))
-            return
-        if not t.schema.equals(w.schema):
-            t = t.cast(w.schema)  # map keys dictionary-encoded in one batch and not in another: as the first
-        w.write_table(t, row_group_size=ROW_GROUP)
-
-    def _spill(self, rel: str, t: Any) -> None:
-        """Append rows to `rel`'s spill: once a file is out of time order its later rows are only ever read back by
-        its sort, so they are written as lz4 Arrow IPC instead of zstd Parquet, and the sort reads them back
-        without decoding Parquet (a 1 GB trace_view's host ops come in end-time order: ~1.4M rows that were
-        encoded, decoded and encoded again).
-
-        Each write is sorted by time first (stable, NULLs last) and stored in small record batches, so the spill
-        is a few time-ordered runs after the Parquet file's own in-order rows, and the sort merges them in one
-        pass instead of dealing every row into time buckets and reading it back (traceql._sort). A trace_view's
-        host ops are out of order only within a write (a parent after its children): the real level1 file tiled
-        to 250 MB / 1 GB gives one run, to 4 GB 27."""
-        import pyarrow as pa
-
-        from ._sort import RUN_CHUNK_ROWS, sorted_by_time
-
-        w = self._spills.get(rel)
-        if w is None:
-            w = pa.ipc.new_file(
-                str(self._spill_path(rel)), t.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")
-            )
-            self._spills[rel] = w
-        w.write_table(sorted_by_time(t), max_chunksize=RUN_CHUNK_ROWS)
-
-    def _spill_path(self, rel: str) -> Path:
-        return self.run_dir / f"{rel}.unsorted.arrow"
-
-    def _close_file(self, rel: str) -> None:
-        for writers in (self._writers, self._spills):
-            w = writers.pop(rel, None)
-            if w is not None:
-                w.close()
-
-    def _sort_file(self, rel: str) -> None:
-        """Sort `rel` with its spill (if any), then delete the spill."""
-        spill = self._spill_path(rel)
-        sort_parquet_by_time(self.run_dir / rel, *([spill] if spill.exists() else []))
-        with contextlib.suppress(FileNotFoundError):
-            spill.unlink()
-
-    def seal(self, table: str, part: str = "") -> None:
-        """No more rows for `table`'s file `part` (and the parts write(apart_by=...) made of it): close it now,
-        and sort it in a background thread if its rows did not arrive in time order, so the sort runs beside
-        the parser's remaining work (a trace_view's flow pairing and comm ops, the folder's other files)
-        instead of after it. close() waits for these sorts and raises the first error."""
-        rel = self._rel(table, part)
-        mine = {rel} | {
-            self._part_rel(table, part, sub) for (r, _), sub in self._apart_parts.items() if r == rel
-        }
-        for r in self.files.get(table, []):
-            if r in self._sealed or r not in mine:
-                continue
-            self._sealed.add(r)
-            self._close_file(r)
-            if r in self._unsorted:
-                if self._sorter is None:
-                    from concurrent.futures import ThreadPoolExecutor
-
-                    # one thread: sorts run one at a time, each within the sort's own memory budget
-                    self._sorter = ThreadPoolExecutor(1, thread_name_prefix="traceql-sort")
-                self._unsorted.discard(r)
-                self._sorts.append(self._sorter.submit(self._sort_file, r))
-
-    def _wait_for_sorts(self) -> None:
-        """Wait for every background sort; raise the first one's error."""
-        sorts, self._sorts = self._sorts, []
-        errors = [e for f in sorts if (e := f.exception()) is not None]
-        if self._sorter is not None:
-            self._sorter.shutdown(wait=True)
-            self._sorter = None
-        if errors:
-            raise errors[0]
-
-    def abort(self) -> None:
-        """Close every writer on an error path, ignoring their errors (the staging dir is discarded anyway);
-        a ParquetWriter left open prints 'Exception ignored in ParquetWriter.__del__' when collected. A
-        background sort still running is waited for, so nothing writes into the staging dir once this returns."""
-        writers, self._writers = list(self._writers.values()), {}
-        _abandon(writers)
-        spills, self._spills = list(self._spills.values()), {}
-        for w in spills:
-            with contextlib.suppress(BaseException):
-                w.close()
-        with contextlib.suppress(BaseException):  # an error path already: the first error is the one reported
-            self._wait_for_sorts()
-
-    def _in_order(self, rel: str, t: Any) -> bool:
-        """Would these rows keep the file `rel` in time order (nothing written to it is out of order)?"""
-        if "ts_ns" not in t.schema.names or rel in self._unsorted:
-            return rel not in self._unsorted
-        return _ordered_after(self._last_ts.get(rel), t.column("ts_ns"))
-
-    def close(self, sort: bool = True) -> None:
-        """Close every file, wait for the background sorts, and sort the files still out of time order
-        (sort=False: leave them as written: a file's in-order rows, then its spilled writes in the order written, each
-        in its own time order, see _spill)."""
-        writers, self._writers = list(self._writers.values()), {}
-        for i, w in enumerate(writers):
-            try:
-                w.close()
-            except BaseException:
-                _abandon(writers[i:])  # one failed close (disk full) must not leave the others to __del__
-                raise
-        spills, self._spills = list(self._spills.values()), {}
-        for w in spills:
-            w.close()
-        self._wait_for_sorts()
-        for rels in self.files.values():
-            for rel in rels:
-                if rel in self._unsorted and sort:
-                    self._sort_file(rel)
-                elif self._spill_path(rel).exists():
-                    append_to_parquet(self.run_dir / rel, self._spill_path(rel))
-        self.largest_first()
-
-    def largest_first(self) -> None:
-        """Order each table's files by rows, most first (stable). DuckDB estimates a read_parquet over a list of
-        files as the first file's rows times the number of files: a table whose first file was a small part
-        (a counter track of 900 samples before parts of 600k and 1.2M) was estimated at ~7k rows instead of
-        2M and chosen as a hash join's build side, with every row under one key (rank): the
-        counters_outside_run_window check took 3.5 s instead of 0.09 s on a 1 GB trace_view (measured)."""
-        for rels in self.files.values():
-            rels.sort(key=lambda rel: -self.file_rows.get(rel, 0))
-
-
-APART_MAX = 32  # parts of one file by write(apart_by=...) value; more values share one part (then sorted)
-
-
-def _ordered_after(last: int | None, ts: Any) -> bool:
-    """Are the non-null ts values non-decreasing and none below `last` (the file's last written ts)?"""
-    import pyarrow.compute as pc
-
-    ts = pc.drop_null(ts)
-    if hasattr(ts, "combine_chunks"):
-        ts = ts.combine_chunks()
-    if len(ts) == 0:
-        return True
-    from ._sort import nondecreasing
-
-    return (last is None or ts[0].as_py() >= last) and nondecreasing(ts)
-
-
-def _last_valid(ts: Any) -> int | None:
-    import pyarrow.compute as pc
-
-    ts = pc.drop_null(ts)
-    return None if len(ts) == 0 else ts[len(ts) - 1].as_py()
-
-
-def _splittable(data: Any, col: str) -> bool:
-    """Can RankWriter.write order and split `data` before conforming it: Arrow rows holding the split column and
-    int64 ts_ns (what the order check reads)?"""
-    import pyarrow as pa
-
-    if not isinstance(data, (pa.Table, pa.RecordBatch)):
-        return False
-    names = data.schema.names
-    return col in names and "ts_ns" in names and data.schema.field("ts_ns").type == pa.int64()
-
-
-# Rows that come in runs of one value at least this long on average are split by slicing (see _split_by)
-SPLIT_RUN_ROWS = 256
-
-
-def _split_by(t: Any, col: str) -> list[tuple[Any, Any]]:
-    """(value, rows) for each distinct value of `col` in first-seen order; rows keep their order.
-
-    Rows that come in runs of one value (a multi-stream kernel_details' streams, a trace_view's counter tracks:
-    blocks of hundreds to thousands of rows) are sliced, not copied: a value's rows are its runs' slices, as a
-    table of chunks, which the Parquet writer takes as they are (500k interleaved kernel_details rows: the
-    take of every column, two maps included, was 0.4 s of the main thread). Rows whose values alternate in
-    short runs are grouped with one take."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    keys = t.column(col)
-    if hasattr(keys, "combine_chunks"):
-        keys = keys.combine_chunks()
-    uniq = pc.unique(keys)
-    if len(uniq) == 1:
-        return [(uniq[0].as_py(), t)]
-    codes = pc.index_in(keys, value_set=uniq)  # NULL keys get the index of the NULL in uniq
-    n = len(codes)
-    change = pc.not_equal(codes.slice(1), codes.slice(0, n - 1))
-    runs = 1 + (pc.sum(change).as_py() or 0)
-    if runs * SPLIT_RUN_ROWS <= n:
-        table = pa.Table.from_batches([t]) if isinstance(t, pa.RecordBatch) else t
-        starts = [0, *(i + 1 for i in pc.indices_nonzero(change).to_pylist()), n]
-        parts: dict[int, list[Any]] = {}
-        run_codes = codes.take(pa.array(starts[:-1])).to_pylist()
-        for code, a, b in zip(run_codes, starts[:-1], starts[1:], strict=True):
-            parts.setdefault(code, []).append(table.slice(a, b - a))
-        return [(uniq[c].as_py(), pa.concat_tables(parts[c])) for c in sorted(parts)]
-    order = pc.sort_indices(codes)  # stable: each value's rows in file order
-    grouped = t.take(order)
-    counts = pc.value_counts(codes)
-    by_code = {c["values"]: c["counts"] for c in counts.to_pylist()}
-    out, start = [], 0
-    for code in sorted(by_code):
-        m = by_code[code]
-        out.append((uniq[code].as_py(), grouped.slice(start, m)))
-        start += m
-    return out
-
-
-def _abandon(writers: list[Any]) -> None:
-    for w in writers:
-        with contextlib.suppress(BaseException):  # an error path already: the first error is the one reported
-            w.close()
-        w.is_open = False  # pyarrow's __del__ closes again (and prints) while is_open is still set
-
-
-def sort_parquet_by_time(path: Path, *more: Path) -> None:
-    """Rewrite a Parquet file ordered by ts_ns, so row-group min/max stats let DuckDB skip by time; `more`: files
-    of further rows (a RankWriter's spill) merged into it.
-
-    Parsers stream events in file order (grouped by track or stream, not by time). traceql._sort sorts within
-    a fixed memory budget by dealing rows into time-range buckets beside the file (inside the staging run
-    dir), so it finishes for any row width and order; it reads the compressed Parquet, not the dump.
-    """
-    from ._sort import sort_by_time
-
-    _rewrite(path, lambda tmp: sort_by_time(path, tmp, ROW_GROUP, more=more))
-
-
-def append_to_parquet(path: Path, spill: Path) -> None:
-    """Rewrite a Parquet file with the rows of an Arrow IPC file after its own, in order; delete the spill."""
-    from ._sort import concat_files
-
-    _rewrite(path, lambda tmp: concat_files([path, spill], tmp, ROW_GROUP))
-    spill.unlink()
-
-
-def _rewrite(path: Path, write: Callable[[Path], None]) -> None:
-    """Replace `path` by what `write` writes to a temporary file beside it (removed if it fails)."""
-    tmp = path.with_suffix(".rewrite.tmp")
-    try:
-        write(tmp)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    os.replace(tmp, path)
 
 
 READERS_LOCK = ".readers.lock"
@@ -473,21 +129,16 @@ def _holds_run(d: Path, info: dict[str, Any]) -> bool:
 
 
 class Store:
-    # --- object storage hook (traceql.store_fs): a URL root (s3://...) opens an ObjectStore -------------
-    def __new__(cls, root: str | Path | None = None, *args: Any, **kwargs: Any) -> Store:
-        if cls is Store:
-            from . import store_fs
-
-            if store_fs.is_remote(root if root is not None else os.environ.get("TRACEQL_STORE")):
-                return super().__new__(store_fs.ObjectStore)
-        return super().__new__(cls)
+    """A local store (a folder). A URL root (s3://...) is an ObjectStore (traceql.store_fs): open either with
+    traceql.stores.open_store, which picks the class from the root."""
 
     def __init__(self, root: str | Path | None = None) -> None:
-        from .store_fs import local_path
-
+        if is_remote(root if root is not None else os.environ.get("TRACEQL_STORE")):
+            # a URL taken as a local folder would create ./s3:/bucket: the caller skipped open_store
+            raise StoreError(
+                f"store {root}: a URL store is opened with traceql.stores.open_store, not Store()"
+            )
         self.root = local_path(root) if root is not None else default_store()
-
-    # --- end hook ---------------------------------------------------------------------------------------
 
     # ---- reading -------------------------------------------------------------------------------------
     @property

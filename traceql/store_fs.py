@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 from . import schema
 from .errors import StoreError
 from .store import STORE_FORMAT, Store, check_run_name
+from .store import is_remote as is_remote  # defined with the local store; importable here as before
+from .store import local_path as local_path
 from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,18 +55,6 @@ REAP_AFTER_S = 6 * 3600
 # fsspec filesystems of the object stores opened in this process, by protocol: every DuckDB connection traceql
 # makes registers them (engine, derive), so `s3://...` paths in views resolve through fsspec, never httpfs
 _FILESYSTEMS: dict[str, Any] = {}
-
-
-def is_remote(root: Any) -> bool:
-    """Whether a store root names object storage (a URL with a scheme other than file://)."""
-    s = str(root) if root is not None else ""
-    return "://" in s and not s.startswith("file://")
-
-
-def local_path(root: str | Path) -> Path:
-    """A local store root: `file:///x` -> /x, anything else as a path."""
-    s = str(root)
-    return Path(s[len("file://") :]) if s.startswith("file://") else Path(root)
 
 
 class URLPath(str):

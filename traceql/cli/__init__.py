@@ -37,14 +37,8 @@ _COMMAND_MODULES = [
 
 
 def _register() -> None:
-    for mod in _COMMAND_MODULES:
-        try:
-            m = importlib.import_module(f"traceql.cli.{mod}")
-        except ModuleNotFoundError as e:
-            if e.name == f"traceql.cli.{mod}":
-                continue
-            raise
-        m.register(app)
+    for mod in _COMMAND_MODULES:  # a missing command module is a broken install: its ImportError is raised
+        importlib.import_module(f"traceql.cli.{mod}").register(app)
 
 
 _register()

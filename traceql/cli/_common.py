@@ -13,9 +13,10 @@ def open_store(store: str | Path | None) -> Store:
     """The store a read command reads. A --store (or $TRACEQL_STORE) naming no store is an error (a typo must
     not read as an empty store); the default ./.traceql missing reads as a store with no runs."""
     from ..errors import StoreError
-    from ..store import MANIFEST, Store
+    from ..store import MANIFEST
+    from ..stores import open_store as open_any
 
-    st = Store(store)
+    st = open_any(store)
     if store is not None and not st.exists():
         raise StoreError(
             f"no traceql store at {st.root} (no {MANIFEST} there): check --store / $TRACEQL_STORE, or "

@@ -14,30 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceQLError
+from ..jsonsafe import json_safe
 from ._options import TableFormat
 
 FORMATS = tuple(f.value for f in TableFormat)
 
 
 def _jsonable(v: Any) -> Any:
-    import datetime
-    import decimal
-
-    if isinstance(v, decimal.Decimal):
-        return float(v)
-    if isinstance(v, (datetime.date, datetime.datetime)):
-        return v.isoformat()
-    if isinstance(v, bytes):
-        return v.hex()
-    if isinstance(v, list) and v and isinstance(v[0], tuple) and len(v[0]) == 2:
-        return {str(k): _jsonable(x) for k, x in v}  # Arrow map -> JSON object
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, float) and v != v:
-        return None
-    return v
+    return json_safe(v, arrow_maps=True)  # a MAP column's value (a list of pairs) as a JSON object
 
 
 def write_text(text: str, output: Path | None = None) -> None:

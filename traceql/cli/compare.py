@@ -34,10 +34,11 @@ def resolve_side(store: str | Path | None, arg: str, quiet: bool) -> str:
     """A run name in the store, or a dump path: the run ingested from that path before (same source), else
     ingested now under a name made from the path."""
     from ..errors import StoreError
-    from ..store import Store, run_name_from_path
+    from ..store import run_name_from_path
+    from ..stores import open_store
     from . import _console
 
-    st = Store(store)
+    st = open_store(store)
     runs = st.runs() if st.exists() else {}
     if arg in runs:
         return arg

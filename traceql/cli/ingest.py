@@ -216,10 +216,10 @@ def rm_cmd(
 
     Example:  traceql rm resnet-8card
     """
-    from ..store import Store
+    from ..stores import open_store
     from . import _console
 
-    if Store(store).remove(run):
+    if open_store(store).remove(run):
         _console.info(f"removed run {run!r}")
     else:
         _console.info(f"removed run {run!r} (its files are deleted once the queries reading them now end)")

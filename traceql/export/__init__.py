@@ -206,6 +206,56 @@ def _write_flows(w: Any, sess: Session) -> int:
     return n
 
 
+def _meta(
+    sess: Session, run_id: str, steps: tuple[int, int] | None, origin: int, align: bool
+) -> dict[str, Any]:
+    """The export's own metadata (the Chrome file's otherData, the Perfetto trace's metadata packet)."""
+    return {
+        "format": FORMAT_ID,
+        "run_id": run_id,
+        "ranks": sess.ranks,
+        "steps": None if steps is None else f"{steps[0]}-{steps[1]}",
+        "origin_ns": str(origin),
+        "clock_offsets": [
+            {k: (str(v) if k == "offset_ns" else v) for k, v in o.items() if k != "run_id"}
+            for o in sess.offsets
+        ],
+        "clock_alignment": (
+            "applied where |offset| > the collectives' own skew (clock_offsets.applied)"
+            if align
+            else "off (--no-clock-align): every rank on its own clock"
+        ),
+        "peaks": sess.peaks,
+        "peaks_note": sess.peaks_note,
+        "slice": "events that start inside the chosen ranks' step windows" if steps else "the whole run",
+    }
+
+
+def _write_ranks(w: Any, sess: Session, fmt: str, sat_threshold: float, counts: dict[str, int]) -> None:
+    """Every family of every rank into the writer, adding to counts per family."""
+    # rank by rank: each statement's sorts and windows then hold one rank, not the run
+    basis = _timeline_rows.wait_basis(sess, sat_threshold)
+    for r in sess.ranks:
+        sess.only = r
+        for fam in (
+            _timeline_rows.kernels(sess),
+            _timeline_rows.comm_ops(sess),
+            _timeline_rows.host_ops(sess),
+        ):
+            counts[fam.name] = counts.get(fam.name, 0) + _write_slices(
+                w, sess, _slice_rows(sess.batches(fam.sql))
+            )
+        ws = _timeline_rows.wait_state(sess, sat_threshold)
+        counts["wait_state"] = counts.get("wait_state", 0) + _write_slices(
+            w, sess, _merge_states(sess, sess.batches(ws.sql), basis)
+        )
+        for fam in _timeline_rows.counter_families(sess):
+            counts[fam.name] = counts.get(fam.name, 0) + _write_counters(w, sess, fam)
+        if fmt == "chrome":
+            counts["flows"] = counts.get("flows", 0) + _write_flows(w, sess)
+    sess.only = None
+
+
 def export(
     store: Any,
     run_id: str,
@@ -239,25 +289,7 @@ def export(
     try:
         counts: dict[str, int] = {}
         origin = _origin(sess)
-        meta: dict[str, Any] = {
-            "format": FORMAT_ID,
-            "run_id": run_id,
-            "ranks": sess.ranks,
-            "steps": None if steps is None else f"{steps[0]}-{steps[1]}",
-            "origin_ns": str(origin),
-            "clock_offsets": [
-                {k: (str(v) if k == "offset_ns" else v) for k, v in o.items() if k != "run_id"}
-                for o in sess.offsets
-            ],
-            "clock_alignment": (
-                "applied where |offset| > the collectives' own skew (clock_offsets.applied)"
-                if align
-                else "off (--no-clock-align): every rank on its own clock"
-            ),
-            "peaks": sess.peaks,
-            "peaks_note": sess.peaks_note,
-            "slice": "events that start inside the chosen ranks' step windows" if steps else "the whole run",
-        }
+        meta = _meta(sess, run_id, steps, origin, align)
         with contextlib.ExitStack() as stack:
             if output is None:
                 fh_raw: Any = stdout or (sys.stdout.buffer if fmt == "perfetto" else sys.stdout)
@@ -279,27 +311,7 @@ def export(
             dev = sess.peaks_note
             for r in sess.ranks:
                 w.process(r, f"rank {r}", r)
-            # rank by rank: each statement's sorts and windows then hold one rank, not the run
-            basis = _timeline_rows.wait_basis(sess, sat_threshold)
-            for r in sess.ranks:
-                sess.only = r
-                for fam in (
-                    _timeline_rows.kernels(sess),
-                    _timeline_rows.comm_ops(sess),
-                    _timeline_rows.host_ops(sess),
-                ):
-                    counts[fam.name] = counts.get(fam.name, 0) + _write_slices(
-                        w, sess, _slice_rows(sess.batches(fam.sql))
-                    )
-                ws = _timeline_rows.wait_state(sess, sat_threshold)
-                counts["wait_state"] = counts.get("wait_state", 0) + _write_slices(
-                    w, sess, _merge_states(sess, sess.batches(ws.sql), basis)
-                )
-                for fam in _timeline_rows.counter_families(sess):
-                    counts[fam.name] = counts.get(fam.name, 0) + _write_counters(w, sess, fam)
-                if fmt == "chrome":
-                    counts["flows"] = counts.get("flows", 0) + _write_flows(w, sess)
-            sess.only = None
+            _write_ranks(w, sess, fmt, sat_threshold, counts)
             if with_findings:
                 rows = _findings.finding_slices(sess, store, device, peaks)
                 arg_cols = [c for c in (rows[0] if rows else {}) if c not in _timeline_rows.SLICE_BASE]

@@ -18,9 +18,10 @@ an event, or close a <script> element of a viewer that embeds the file.
 from __future__ import annotations
 
 import json
-import math
 from functools import lru_cache
 from typing import IO, Any
+
+from ..jsonsafe import json_safe
 
 _HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 FLUSH_EVENTS = 4096
@@ -33,15 +34,9 @@ def js(s: str) -> str:
     return json.dumps(s, ensure_ascii=True).translate(_HTML)
 
 
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def js_obj(d: dict[str, Any]) -> str:
     return json.dumps(
-        {k: _clean(v) for k, v in d.items()},
+        {k: json_safe(v) for k, v in d.items()},
         ensure_ascii=True,
         allow_nan=False,
         separators=(",", ":"),

@@ -28,9 +28,9 @@ class Tools:
     memory_limit: str | None = None
 
     def _store(self) -> Any:
-        from ..store import Store
+        from ..stores import open_store
 
-        return Store(self.store)
+        return open_store(self.store)
 
     def _run(self, run: str | None) -> str:
         from ..analysis import resolve_run

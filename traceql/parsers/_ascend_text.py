@@ -18,7 +18,7 @@ from ._csv import CsvFile
 from ._units import dec_to_ns, to_float
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 HCCL_MB = 1_000_000  # communication*.json "MB" (decimal, see module doc)
 

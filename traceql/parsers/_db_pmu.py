@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ..units import GB_PER_S
 from ._sqlite import lit, q
-from ._units import GB_PER_S
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._db_tables import DbExport

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ._sqlite import lit, q
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
     from ._db_tables import DbExport
 
 Spec = tuple[str, dict[str, str], str, list[tuple[str, str, str, str]]]

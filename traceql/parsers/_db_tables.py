@@ -40,7 +40,7 @@ from ._db_version import check_version
 from ._sqlite import SqliteDb, lit, q
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 SCRATCH_MEMORY = "1GB"  # per parsing process; DuckDB spills past it
 UINT32_NONE = 4294967295  # "not applicable" in TASK.contextId, COMMUNICATION_TASK_INFO.dstRank...

@@ -35,12 +35,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ..units import KB
+
 if TYPE_CHECKING:  # pragma: no cover
     from ._csv import CsvFile
 
 SIDES = ("aic_", "aiv_", "")  # A2/A3 cube, A2/A3 vector, older chips (no prefix)
 GB_S_TIMES_US = 1000.0  # GB/s (1e9 B/s) x µs (1e-6 s) = 1e3 bytes
-KB = 1024
 
 # Unprefixed metric names of every aic-metrics group (MSPROF-AICM default/v5/v6 lists, MSPROF-DOC tables),
 # lower case. Used only to recognise PMU columns; anything snake_case or aic_/aiv_-prefixed is also PMU.

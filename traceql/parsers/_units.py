@@ -12,11 +12,6 @@ from ._numtext import note, plain
 
 NA = {"", "N/A", "NA", "n/a", "None", "null", "-"}  # NaN is no "missing" marker: counted (._numtext)
 
-KB = 1024
-MB = 1024 * 1024
-GB_PER_S = 1e9  # profilers report GB/s as 10^9 bytes/s (msprof docs: "GB/s"), MB/s as 10^6
-MB_PER_S = 1e6
-
 
 def clean(cell: object) -> str | None:
     """Strip whitespace, the trailing TAB torch_npu appends to start times, and quotes; N/A -> None."""

@@ -19,7 +19,7 @@ from ..errors import BadTraceError, UnknownFormatError
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,11 @@ class Parser(Protocol):
         """Write canonical tables for one unit; return metadata (device, format details, warnings)."""
 
 
-# Order matters: the first parser that claims a path wins (specific before generic).
-_MODULES = [
+# The built-in parsers' modules, in claim order: the first parser that claims a path wins (specific before
+# generic). Each module lists its parsers in PARSERS; they are registered (register) on the first lookup, so a
+# worker process that parses a unit imports them by name. A module that fails to import is an error, not a
+# parser skipped: a broken install must not ingest a dump with another parser.
+BUILTIN_MODULES = [
     "traceql.parsers.torch_npu",  # *_ascend_pt text export, single CSV/trace_view files
     "traceql.parsers.torch_npu_db",  # ascend_pytorch_profiler_*.db / analysis.db
     "traceql.parsers.msprof",  # PROF_* text output, msprof_*.json, op_summary CSV
@@ -54,23 +57,46 @@ _MODULES = [
     "traceql.parsers.cluster",  # msprof-analyze cluster_analysis_output
 ]
 
-_REGISTRY: dict[str, Parser] | None = None
+_REGISTRY: dict[str, Parser] = {}  # name -> parser, in claim order
+_BUILTINS_LOADED = False
+
+
+def register(parser: Parser, *, first: bool = False) -> Parser:
+    """Add a parser to the registry (`traceql.parsers.register(MyParser())`); returns it.
+
+    It claims paths after the parsers registered before it, or before all of them with first=True (a format
+    more specific than a built-in one that would also claim it). The registry is per process: ingest's
+    worker processes see a parser registered at import time of a module they import (as the built-ins are),
+    or inherited through fork. A second parser under a registered name is refused."""
+    _load_builtins()
+    name = getattr(parser, "name", None)
+    if not isinstance(name, str) or not name or not callable(getattr(parser, "claim", None)):
+        raise TypeError(f"{parser!r} is not a parser: it needs a name, claim(path) and parse(unit, out)")
+    if not callable(getattr(parser, "parse", None)):
+        raise TypeError(f"{parser!r} is not a parser: it needs a name, claim(path) and parse(unit, out)")
+    if _REGISTRY.get(name, parser) is not parser:
+        raise ValueError(f"a parser named {name!r} is already registered ({_REGISTRY[name]!r})")
+    _REGISTRY[name] = parser
+    if first:
+        rest = {k: v for k, v in _REGISTRY.items() if k != name}
+        _REGISTRY.clear()
+        _REGISTRY.update({name: parser, **rest})
+    return parser
+
+
+def _load_builtins() -> None:
+    global _BUILTINS_LOADED
+    if _BUILTINS_LOADED:
+        return
+    _BUILTINS_LOADED = True  # before the loop: register() below calls back here
+    for mod_name in BUILTIN_MODULES:
+        for p in importlib.import_module(mod_name).PARSERS:
+            register(p)
 
 
 def registry() -> dict[str, Parser]:
-    global _REGISTRY
-    if _REGISTRY is None:
-        reg: dict[str, Parser] = {}
-        for mod_name in _MODULES:
-            try:
-                mod = importlib.import_module(mod_name)
-            except ModuleNotFoundError as e:
-                if e.name == mod_name:  # parser not written yet
-                    continue
-                raise
-            for p in getattr(mod, "PARSERS", []):
-                reg[p.name] = p
-        _REGISTRY = reg
+    """Every registered parser by name, in claim order (the built-ins first, loaded on first use)."""
+    _load_builtins()
     return _REGISTRY
 
 

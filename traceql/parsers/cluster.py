@@ -41,7 +41,7 @@ from ._csv import CsvFile
 from .base import Unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 NAME = "msprof_analyze_cluster"
 DIR_NAME = "cluster_analysis_output"
@@ -68,7 +68,7 @@ class _RankFanout:
             return
         w = self.writers.get(rank)
         if w is None:
-            from ..store import RankWriter
+            from ..rank_writer import RankWriter
 
             w = RankWriter(self.out.run_dir, self.out.run_id, rank, tag=f"{self.out.tag}c")
             self.writers[rank] = w

@@ -45,7 +45,7 @@ from . import _chrome_json as cj
 from .base import Unit, check_rank, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 KERNEL_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 RANGE_CAT = "cuda_profiler_range"
@@ -401,7 +401,7 @@ def _read_staged(sn: cj.Sniff, header: dict[str, Any], out: RankWriter) -> Tally
     the reader may give up after writing rows, and the ijson reader then writes them all again."""
     import shutil
 
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
     from ._kineto_duck import read
 
     out.run_dir.mkdir(parents=True, exist_ok=True)

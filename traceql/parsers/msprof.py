@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from ..units import KB
 from ._ascend_text import api_statistic_exprs, check_complete, op_statistic_exprs
 from ._csv import CsvFile, TaskCsv, comm_task_sql, text_map_of
 from ._pmu import aic_metrics_group, pmu_exprs
@@ -41,11 +42,10 @@ from ._task_time import task_time_kernel_exprs
 from .base import Unit, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 NAME = "msprof_text"
 OUTPUT_DIR = "mindstudio_profiler_output"
-KB = 1024
 MB_PER_S = 1_000_000  # hbm/ddr Read(MB/s): decimal MB, as the rest of msprof's bandwidths (_units.MB_PER_S)
 
 # `<module>[_slice_<n>][_<digits>[_<digits>...]].csv|json`; the module part is the shortest that fits.
@@ -272,13 +272,9 @@ def _parse_dirs(dirs: list[Path], out: RankWriter, device: int | None) -> dict[s
 
 
 def _trace_view(path: Path, out: RankWriter, *, kernels: bool, write_steps: bool) -> dict[str, Any] | None:
-    """parsers.trace_view on msprof_*.json, or None while that module does not exist."""
-    try:
-        from .trace_view import parse_trace_view
-    except ModuleNotFoundError as e:
-        if e.name == f"{__package__}.trace_view":
-            return None
-        raise
+    """parsers.trace_view on msprof_*.json."""
+    from .trace_view import parse_trace_view
+
     return dict(parse_trace_view(path, out, kernels=kernels, comm_ops=True, write_steps=write_steps) or {})
 
 

@@ -26,7 +26,7 @@ from ._sqlite import SqliteDb
 from .base import Unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 DB_RE = re.compile(r"^msprof(?:_[0-9_]+)?\.db$")
 WHAT = "an msprof_{timestamp}.db (msprof --type=db export) with a TASK table"
@@ -35,11 +35,8 @@ WHAT = "an msprof_{timestamp}.db (msprof --type=db export) with a TASK table"
 def has_text_output(prof_dir: Path) -> bool:
     """True when the msprof text parser claims this PROF_* folder (it then owns it; we decline). The check is
     the text parser's own, so exactly one of the two claims a folder."""
-    try:
-        from .msprof import has_text_output as text_parser_check
-    except ImportError:  # text parser absent or renamed: any CSV/JSON in the output folder counts as text
-        out = prof_dir / "mindstudio_profiler_output"
-        return out.is_dir() and any(p.suffix in (".csv", ".json") and p.is_file() for p in out.iterdir())
+    from .msprof import has_text_output as text_parser_check
+
     return bool(text_parser_check(prof_dir / "mindstudio_profiler_output"))
 
 

@@ -41,7 +41,7 @@ from .base import Unit
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
 
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 WHAT = "an Nsight Systems SQLite export (nsys export --type sqlite) with CUPTI_ACTIVITY_KIND_KERNEL"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"

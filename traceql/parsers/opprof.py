@@ -38,7 +38,7 @@ from ..errors import BadTraceError
 from .base import Unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 BASIC_RE = re.compile(r"^OpBasicInfo(?:_(\d{17}))?\.csv$")
 GROUP_RE = re.compile(r"^([A-Za-z0-9]+?)(?:_(\d{17}))?\.csv$")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from ..units import KB, MB
 from . import _analyse_done
 from ._ascend_text import (
     SerialCsv,
@@ -62,7 +63,7 @@ from ._task_time import task_time_kernel_exprs
 from .base import Unit, check_rank, read_head
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 NAME = "torch_npu_text"
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -85,8 +86,7 @@ KNOWN_FILES = (
     "operator_details.csv",
 )
 
-MEM_MB = 1 << 20  # memory_record / operator_memory / npu_module_mem "MB" (binary)
-KB = 1024
+MEM_MB = MB  # memory_record / operator_memory / npu_module_mem "MB" (binary)
 
 # torch_npu `_aic_metrics` (ACL names) -> the torch_npu AiCMetrics group name (formats.md §2.2)
 AIC_METRICS_GROUPS = {
@@ -470,13 +470,9 @@ def _device_from_db(outdir: Path) -> str | None:
 
 
 def _trace_view(path: Path, out: RankWriter, *, kernels: bool, comm_ops: bool) -> dict[str, Any] | None:
-    """parsers.trace_view on trace_view.json, or None while that module does not exist."""
-    try:
-        from .trace_view import parse_trace_view
-    except ModuleNotFoundError as e:
-        if e.name == f"{__package__}.trace_view":
-            return None
-        raise
+    """parsers.trace_view on trace_view.json."""
+    from .trace_view import parse_trace_view
+
     return dict(parse_trace_view(path, out, kernels=kernels, comm_ops=comm_ops, write_steps=False) or {})
 
 

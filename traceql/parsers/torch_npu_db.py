@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadTraceError
+from ..units import GB_PER_S
 from . import _analyse_done
 from ._db_tables import (
     DbExport,
@@ -48,11 +49,10 @@ from ._db_tables import (
 from ._device_info import device_info_rows
 from ._files import read_small
 from ._sqlite import SqliteDb, decode_text, lit, looks_like_sqlite, q
-from ._units import GB_PER_S
 from .base import Unit, check_rank
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 DB_RE = re.compile(r"^ascend_pytorch_profiler(?:_(\d+))?\.db$")
 TEXT_MARKERS = ("kernel_details.csv", "trace_view.json")

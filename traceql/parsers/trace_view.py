@@ -53,7 +53,7 @@ from .base import Unit, read_head
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
 
 KERNEL_TRACKS = ("Ascend Hardware", "Task Scheduler")
 COMM_TRACKS = ("HCCL", "Communication")
@@ -1036,7 +1036,7 @@ def _piece(
     import shutil
 
     from .._arrow_helpers import use_parse_memory_pool
-    from ..store import RankWriter
+    from ..rank_writer import RankWriter
     from ._json_pieces import RangeFeed
 
     use_parse_memory_pool()

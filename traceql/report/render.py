@@ -18,13 +18,14 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .._duck import reraise_interrupt
 from ..commandline import command
 from ..errors import QueryError, TraceQLError
 from ..findings.headline import headline_parts
 from ..findings.legend import LEGEND
+from ..rows import HbmUtilizationRow, WaitAttributionRow
 from . import gpu_panels
 from .headers import human_header, important_first
 from .page import bundle_versions, fmt_value, render_page, script_json
@@ -152,45 +153,82 @@ def build_context(
     baseline: str | None = None,
 ) -> dict[str, Any]:
     """Everything the report template shows, computed through findings.evaluate and the chart registry."""
-    from .. import charts, findings
+    from .. import findings
     from ..analysis import Analysis
     from ..version import __version__
 
     session = Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline)
     try:
         rep = findings.evaluate_session(session)
-        rid = rep.run_id
         info = session.info
         ch = _Charts(session)
         kind = session.device_kind
         gpu_panels.stub_hbm_charts(kind, session, ch.specs)  # a GPU without DRAM bytes: say so, no empty axes
-        verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
-        fired = rep.fired  # already in impact order (findings.order): the same order as the CLI and JSON
-        finding_views = []
-        for f in fired:
-            v = _finding_view(f)
-            v["charts"] = [ch.place(n) for n in FINDING_CHARTS.get(f.id, [])]
-            finding_views.append(v)
-        silent = gpu_panels.silent(kind, [_finding_view(f) for f in rep.findings if not f.fired])
-        rank_charts = [ch.place(n) for n in RANK_CHARTS]
-        op_charts = [ch.place(n) for n in gpu_panels.charts(kind, OPERATOR_CHARTS)]
-        if str(rep.verdict.get("step_windows", "")).startswith(
-            "none"
-        ):  # no step marker: no "per step" titles
-            from ..findings.windows import reword_spec
-
-            ch.specs = {k: reword_spec(v) for k, v in ch.specs.items()}
+        placed = _place_charts(rep, ch, kind)
         wait = ch.table("wait_attribution", {})
         util = ch.table("hbm_utilization", {})
     finally:
         session.close()
+    rid = rep.run_id
+    v = rep.verdict
+    what_changed = _what_changed(store, baseline, rid, device, peaks, ch)  # may place charts: before specs
+    return {
+        "run_id": rid,
+        "version": __version__,
+        "headline": v.get("headline", ""),
+        "short": headline_parts(v)["short"] if "short" not in v else v["short"],
+        "caveats": headline_parts(v)["caveats"] if "caveats" not in v else v["caveats"],
+        "legend": [(t.group, t.word, t.meaning, t.example) for t in LEGEND],
+        "bound": v.get("bound"),
+        "tiles": _tiles(v),
+        "shares": [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()],
+        "verdict_charts": placed["verdict_charts"],
+        "findings": placed["findings"],
+        "silent": gpu_panels.silent(kind, [_finding_view(f) for f in rep.findings if not f.fired]),
+        "summary": rep.to_dict()["summary"],
+        "rank_rows": _rank_rows(wait, util),
+        "rank_charts": placed["rank_charts"],
+        "op_charts": placed["op_charts"],
+        "meta": gpu_panels.meta(kind, _meta(rep, info, baseline)),
+        "warnings": [str(w) for w in info.get("warnings", [])][:50],
+        "problems": ch.problems,
+        "reproduce": _reproduce(rid, info, store, device, peaks, baseline, kind),
+        "specs": ch.specs,
+        "what_changed": what_changed,
+    }
 
-    hbm_by_rank = {r["rank"]: r for r in util.to_pylist() if r["scope"] == "rank"}
+
+def _place_charts(rep: Any, ch: _Charts, kind: str) -> dict[str, Any]:
+    """Place every chart the page shows, in page order (the verdict's, each fired finding's, ranks', ops')."""
+    verdict_charts = [ch.place(n) for n in VERDICT_CHARTS]
+    finding_views = []
+    for f in rep.fired:  # already in impact order (findings.order): the same order as the CLI and JSON
+        view = _finding_view(f)
+        view["charts"] = [ch.place(n) for n in FINDING_CHARTS.get(f.id, [])]
+        finding_views.append(view)
+    placed = {
+        "verdict_charts": verdict_charts,
+        "findings": finding_views,
+        "rank_charts": [ch.place(n) for n in RANK_CHARTS],
+        "op_charts": [ch.place(n) for n in gpu_panels.charts(kind, OPERATOR_CHARTS)],
+    }
+    if str(rep.verdict.get("step_windows", "")).startswith("none"):  # no step marker: no "per step" titles
+        from ..findings.windows import reword_spec
+
+        ch.specs = {k: reword_spec(v) for k, v in ch.specs.items()}
+    return placed
+
+
+def _rank_rows(wait: Any, util: Any) -> list[dict[str, Any]]:
+    """The per-rank table: wait_attribution's shares beside hbm_utilization's bytes."""
+    # typed rows (traceql/rows.py, from the queries' column headers): mypy sees a renamed column here
+    util_rows = cast("list[HbmUtilizationRow]", util.to_pylist())
+    hbm_by_rank = {r["rank"]: r for r in util_rows if r["scope"] == "rank"}
     rank_rows = []
-    for r in wait.to_pylist():
+    for r in cast("list[WaitAttributionRow]", wait.to_pylist()):
         if r["scope"] != "rank":
             continue
-        h = hbm_by_rank.get(r["rank"], {})
+        h: HbmUtilizationRow | dict[str, None] = hbm_by_rank.get(r["rank"]) or {}
         rank_rows.append(
             {
                 "rank": r["rank"],
@@ -206,12 +244,25 @@ def build_context(
                 "source": h.get("hbm_bytes_source") or "–",
             }
         )
+    return rank_rows
 
-    used_peaks = rep.device.get("peaks") or {}
+
+def _reproduce(
+    rid: str,
+    info: dict[str, Any],
+    store: Any,
+    device: str | None,
+    peaks: Any,
+    baseline: str | None,
+    kind: str,
+) -> dict[str, Any]:
+    """The commands that reproduce the page: ingest, findings, report, and each chart with its queries."""
+    from .. import charts
+
     hbm_gbps = None
     if isinstance(peaks, dict) and peaks.get("peak_hbm_bps") is not None:
         hbm_gbps = float(peaks["peak_hbm_bps"]) / 1e9
-    reproduce = {
+    return {
         "ingest": command("ingest", str(info.get("source", "DUMP")), extra=["--name", rid]),
         "findings": command(
             "findings", run=rid, store=store, device=device, peak_hbm_gbps=hbm_gbps, baseline=baseline
@@ -243,8 +294,11 @@ def build_context(
             for n in gpu_panels.charts(kind, list(charts.CHARTS))
         ],
     }
-    v = rep.verdict
-    tiles = [
+
+
+def _tiles(v: dict[str, Any]) -> list[tuple[str, str]]:
+    """The verdict's headline tiles: bound, HBM utilisation, evidence, capture, scaling, mean step."""
+    return [
         ("bound", v.get("bound") or "–"),
         (
             "HBM utilisation while computing"
@@ -269,9 +323,16 @@ def build_context(
         ),
         ("mean step", fmt_value(v.get("mean_step_ms"), "mean_step_ms")),
     ]
-    shares = [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()]
-    meta = [
-        ("run", rid),
+
+
+def _meta(rep: Any, info: dict[str, Any], baseline: str | None) -> list[tuple[str, str]]:
+    """The page's provenance table: the run, the device and peaks used, the versions."""
+    from .. import findings
+    from ..version import __version__
+
+    used_peaks = rep.device.get("peaks") or {}
+    return [
+        ("run", rep.run_id),
         ("source", str(info.get("source", "–"))),
         ("format", str(info.get("format", "–"))),
         ("parser version", str(info.get("parser_version", "–"))),
@@ -294,33 +355,6 @@ def build_context(
         ("generated at", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()),
         ("chart libraries (inlined)", ", ".join(f"{k} {x}" for k, x in bundle_versions().items())),
     ]
-    meta = gpu_panels.meta(kind, meta)
-    warnings = [str(w) for w in info.get("warnings", [])][:50]
-    what_changed = _what_changed(store, baseline, rid, device, peaks, ch)
-    return {
-        "run_id": rid,
-        "version": __version__,
-        "headline": v.get("headline", ""),
-        "short": headline_parts(v)["short"] if "short" not in v else v["short"],
-        "caveats": headline_parts(v)["caveats"] if "caveats" not in v else v["caveats"],
-        "legend": [(t.group, t.word, t.meaning, t.example) for t in LEGEND],
-        "bound": v.get("bound"),
-        "tiles": tiles,
-        "shares": shares,
-        "verdict_charts": verdict_charts,
-        "findings": finding_views,
-        "silent": silent,
-        "summary": rep.to_dict()["summary"],
-        "rank_rows": rank_rows,
-        "rank_charts": rank_charts,
-        "op_charts": op_charts,
-        "meta": meta,
-        "warnings": warnings,
-        "problems": ch.problems,
-        "reproduce": reproduce,
-        "specs": ch.specs,
-        "what_changed": what_changed,
-    }
 
 
 def _what_changed(

@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..units import GiB as GiB  # re-exported: traceql.synth.MiB and friends
+from ..units import KiB as KiB
+from ..units import MiB as MiB
+
 BASE_NS = 1_736_408_883_000_000_000  # 2025-01-09, whole second: µs text of offsets stays readable
-KiB = 1024
-MiB = 1024 * 1024
-GiB = 1024 * 1024 * 1024
 MODEL_ID_SINGLE_OP = 4294967295  # `Model ID` of an eager (single-op) run
 
 COMPUTE_TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE")
