@@ -60,9 +60,10 @@ def compute_split(row: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def split_text(split: dict[str, Any]) -> str:
     """'compute time: 41% memory-bound, 4% compute-bound, 55% latency-bound (pipe)'."""
+    unknown = f", {split['unknown_share']:.0%} not resolved" if split["unknown_share"] >= 0.005 else ""
     return (
         f"compute time: {split['memory_share']:.0%} memory-bound, {split['compute_share']:.0%} compute-bound, "
-        f"{split['latency_share']:.0%} latency-bound ({split['grade']} evidence)"
+        f"{split['latency_share']:.0%} latency-bound{unknown} ({split['grade']} evidence)"
     )
 
 

@@ -78,7 +78,9 @@ def caveats_of(verdict: dict[str, Any], step_markers: bool = True) -> list[str]:
         out.append(
             shorten(
                 f"compute time by {cb['grade']} evidence: {cb['memory_share']:.0%} memory-bound, "
-                f"{cb['compute_share']:.0%} compute-bound, {cb['latency_share']:.0%} latency-bound{cause}",
+                f"{cb['compute_share']:.0%} compute-bound, {cb['latency_share']:.0%} latency-bound"
+                + (f", {cb['unknown_share']:.0%} not resolved" if cb["unknown_share"] >= 0.005 else "")
+                + cause,
                 120,
             )
         )
