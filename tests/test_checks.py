@@ -7,7 +7,6 @@ below is worked out by hand from the rows written here (comments say how), not t
 from __future__ import annotations
 
 import json
-import types
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +215,7 @@ def test_hbm_bound_from_a_faster_device_lets_the_fast_kernel_pass(
     monkeypatch.setattr(
         devices,
         "detect",
-        lambda name: types.SimpleNamespace(peak_hbm_bps=3e12) if name == "FakeNPU" else None,
+        lambda name: devices.Device("fakenpu", "FakeNPU", 3e12, None) if name == "FakeNPU" else None,
     )
     write_run(store, "bad", bad_tables(), device="FakeNPU")
     r = by_name(checks.run_checks(store, "bad"))["hbm_bandwidth_above_peak"]

@@ -277,7 +277,7 @@ def test_pipe_table_runs_keeps_the_row_count_whole(hostile) -> None:
             n += con.execute("SELECT count(*) FROM read_parquet(?, union_by_name=true)", [files]).fetchone()[
                 0
             ]
-    assert rows[0][4] == str(n)
+    assert rows[0][5] == str(n)  # columns: run, format, ranks, device, peaks from, rows
 
 
 # ---- zero rows ----------------------------------------------------------------------------------------------

@@ -220,7 +220,7 @@ def test_compare_without_step_markers_never_says_per_step(cli, tmp_path: Path) -
             tmp_path / f"{name}.json", [Phase(None, "unknown", kernels=5, gap_us=gap)] * 2
         )
         assert cli("ingest", str(tmp_path / f"{name}.json"), "--store", store, "--name", name, "-q").code == 0
-    for fmt in ("text", "markdown"):
+    for fmt in ("table", "markdown"):
         r = cli("compare", "a", "b", "--store", store, "--format", fmt)
         assert r.code in (0, 1), r
         assert not PER_STEP.findall(r.out), [ln for ln in r.out.splitlines() if PER_STEP.search(ln)][:3]

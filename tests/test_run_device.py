@@ -29,4 +29,4 @@ def test_runs_shows_the_resolved_device_and_check_uses_it(tmp_path: Path, cli) -
     # every listed kernel is above 1.0x of the 1.6 TB/s peak; with the old 10 TB/s fallback none of them was
     assert mod["failures"] > 0
     assert all(s["times_peak"] > 1.0 for s in mod["sample"])
-    assert mod["bound"] == "the run's peak 1.60 TB/s"
+    assert mod["bound"] == "ascend910b peak 1.60 TB/s"  # the preset inferred (the dump names no device)

@@ -373,7 +373,9 @@ def test_trace_view_in_profiler_order_needs_no_post_write_sort(
     st = tmp_path / "s"
     ingest(dump, st, name="tv", workers=1)
     assert sorted_files == []
-    run = rw_mod.Store(st).run_path("tv")
+    from traceql.store import Store
+
+    run = Store(st).run_path("tv")
     host_files = sorted(p.name for p in (run / "host_ops").glob("*.parquet"))
     counter_files = sorted(p.name for p in (run / "counters").glob("*.parquet"))
     assert host_files == ["r0-0-cann.parquet", "r0-0.parquet"]

@@ -470,6 +470,10 @@ def op_hbm_bytes_chart(ops: pa.Table) -> ChartT:
     )
 
 
+# roofline.sql's three classes: latency = neither roof reached
+BOUND_COLOURS = {"memory": "#d62728", "compute": "#2ca02c", "latency": "#7f7f7f"}
+
+
 def roofline_chart(roof: pa.Table) -> ChartT:
     """Operators by arithmetic intensity vs achieved FLOP/s under the device roof, sized by device time
     (roofline). Without FLOPs for any operator: achieved bandwidth per operator against the HBM peak."""
@@ -535,10 +539,7 @@ def roofline_chart(roof: pa.Table) -> ChartT:
             color=alt.Color(
                 "bound:N",
                 title="bound by",
-                # three classes (queries/roofline.sql): latency = neither roof reached
-                scale=alt.Scale(
-                    domain=["memory", "compute", "latency"], range=["#d62728", "#2ca02c", "#7f7f7f"]
-                ),
+                scale=alt.Scale(domain=list(BOUND_COLOURS), range=list(BOUND_COLOURS.values())),
             ),
             tooltip=tooltip,
         )

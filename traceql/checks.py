@@ -106,17 +106,19 @@ def _device_peak_hbm_bps(device: str | None) -> float | None:
     return None
 
 
-def _run_peaks(con: Any, run_id: str) -> dict[str, float | None]:
-    """The run's peaks (queries.resolve_peaks), or {} when its tables cannot be read yet."""
+def _run_peaks(con: Any, run_id: str) -> tuple[dict[str, float | None], str]:
+    """The run's peaks (queries.resolve_peaks) and the preset they came from, or ({}, '') when its tables cannot
+    be read yet."""
     import duckdb
 
     from . import queries
 
     cur = con.cursor()
     try:
-        return dict(queries.resolve_peaks(cur, run_id=run_id).peaks)
+        choice = queries.resolve_peaks(cur, run_id=run_id)
+        return dict(choice.peaks), choice.device.key if choice.device else ""
     except duckdb.Error:
-        return {}
+        return {}, ""
     finally:
         cur.close()
 
@@ -165,10 +167,11 @@ def run_checks(
         con.execute("SET temp_directory=$d", {"d": spill_dir.name})
     # the run's peaks resolved as every query resolves them (queries.resolve_peaks: the dump's names, then the
     # inferred family, then CANN's ini), so `check` and op_hbm_bytes judge a kernel against the same peak
-    run_peaks = _run_peaks(con, run_id)
+    run_peaks, who = _run_peaks(con, run_id)
     peak = run_peaks.get("peak_hbm_bps")
+    who = str(info.get("device") or who or "the run's")  # the dump's name where it has one, as before
     limit, limit_source = (
-        (PEAK_FACTOR * peak, f"10 x the run's peak {peak / 1e12:.2f} TB/s")
+        (PEAK_FACTOR * peak, f"10 x {who} peak {peak / 1e12:.2f} TB/s")
         if peak
         else hbm_limit_bps(info.get("device"))
     )
@@ -212,7 +215,7 @@ def run_checks(
                 row["bound"] = limit_source
             if "peak_hbm_bps" in chk.params:
                 row["bound"] = (
-                    f"the run's peak {peak / 1e12:.2f} TB/s"
+                    f"{who} peak {peak / 1e12:.2f} TB/s"
                     if peak
                     else f"{FALLBACK_HBM_LIMIT_BPS / 1e12:.0f} TB/s (device peak unknown)"
                 )

@@ -32,8 +32,9 @@ def parse_unit(
         with UnitProgress(slot, size):
             meta = get(unit.parser).parse(unit, writer) or {}
         record_unparsed(meta, writer, str(unit.path))
-        if rank >= 0:  # a cluster-level unit (rank -1) belongs to no role
-            _record_role(writer, unit.path)
+        role = dict(unit.options).get("role")  # set by parsers.detect, relative to the dump the user named
+        if rank >= 0 and role:  # a cluster-level unit (rank -1) belongs to no role
+            writer.write("run_meta", {"key": ["traceql.role"], "value": [role]})
         writer.close()
     except TraceQLError:
         writer.abort()
@@ -71,16 +72,6 @@ def parse_unit(
         writer.abort()
         raise
     return {"rank": rank, "rows": writer.rows, "files": writer.files, "meta": meta, "parser": unit.parser}
-
-
-def _record_role(writer: RankWriter, unit_path: str | Path) -> None:
-    """run_meta `traceql.role`: the folder this rank's profile came from (RL jobs write one folder per role;
-    queries/roles.sql groups by it, and a run speaks per role only when it holds two or more)."""
-    from .parsers.roles import role_of
-
-    role = role_of(unit_path)
-    if role:
-        writer.write("run_meta", {"key": ["traceql.role"], "value": [role]})
 
 
 def record_unparsed(meta: dict[str, Any], writer: RankWriter, unit_path: str) -> None:

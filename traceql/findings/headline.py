@@ -47,7 +47,9 @@ def shorten(text: str, limit: int = HEADLINE_MAX) -> str:
     return cut + "…"
 
 
-NO_STEP_MARKERS = 'no step markers in the dump: "per step" figures cover the whole capture as one window (first to last kernel)'
+NO_STEP_MARKERS = (
+    "no step markers in the dump: every figure covers the whole capture as one window (first to last kernel)"
+)
 
 
 def caveats_of(verdict: dict[str, Any], step_markers: bool = True) -> list[str]:

@@ -103,12 +103,14 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     bound, variant, confidence = _bound_variant(ctx, w, hs, bound, common, vals)
     cw = next((f for f in findings if f.id == "comm_waits_on_memory" and f.fired), None)
     if cw is not None:
-        variant = "memory_waits" if bound == "memory" else variant
+        piped = cw.evidence.get("outcome") == "fired_pipe"  # blamed on memory by per-task pipes, not bytes
+        variant = ("memory_waits_pipe" if piped else "memory_waits") if bound == "memory" else variant
         vals.update(
             waiting=cw.evidence["waiting_rank"],
             late=cw.evidence["late_rank"],
             wait_ms=to_ms(cw.evidence["peer_wait_ns_per_step"]),
             late_util=pct_text(cw.evidence.get("late_rank_hbm_utilization")),
+            d_mem_ms=to_ms(cw.evidence.get("late_extra_memory_bound_ns_per_step")) or 0.0,
         )
     if hs["util"] is None and variant in ("memory", "compute") and ctx.peak() is None:
         variant += "_no_peak"

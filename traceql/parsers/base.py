@@ -144,6 +144,22 @@ def detect(path: Path, on_progress: Callable[[int, int], None] | None = None) ->
     from ._files import check_tree
 
     check_tree(path)  # no sniffer may open a FIFO or a device (a hang, or /dev/zero read whole)
+    return _with_roles(path, _detect(path, on_progress))
+
+
+def _with_roles(root: Path, units: list[Unit]) -> list[Unit]:
+    """Each unit with the RL role folder between the dump and it (parsers.roles), as option `role`: decided here,
+    against the path the user named, so a dump copied elsewhere (s3://) keeps the same roles."""
+    from .roles import role_of
+
+    out = []
+    for u in units:
+        role = role_of(u.path, root)
+        out.append(replace(u, options=(*u.options, ("role", role))) if role else u)
+    return out
+
+
+def _detect(path: Path, on_progress: Callable[[int, int], None] | None) -> list[Unit]:
     units = _claim(path)
     if units:
         return units

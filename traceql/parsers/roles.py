@@ -18,11 +18,15 @@ _MADE = re.compile(
 )
 
 
-def role_of(unit_path: str | Path) -> str | None:
+def role_of(unit_path: str | Path, root: str | Path | None = None) -> str | None:
     """The role folder above a unit (a file or a rank folder), or None when every folder above looks profiler-made
-    within three levels."""
+    within three levels. root: the dump the user named; only folders below it are roles (the dump's own folder is
+    its name, not a role, and a copy of it elsewhere, as an s3:// dump's ranks are, must get the same answer)."""
     p = Path(unit_path)
+    stop = Path(root) if root is not None else None
     for parent in list(p.parents)[:3]:
+        if stop is not None and (parent == stop or parent in stop.parents):
+            return None
         name = parent.name
         if name and not _MADE.match(name):
             return name

@@ -178,7 +178,7 @@ def build_context(
         "headline": v.get("headline", ""),
         "short": headline_parts(v)["short"] if "short" not in v else v["short"],
         "caveats": headline_parts(v)["caveats"] if "caveats" not in v else v["caveats"],
-        "legend": [(t.group, t.word, t.meaning, t.example) for t in LEGEND],
+        "legend": _legend(str(v.get("step_windows", "")).startswith("none")),
         "bound": v.get("bound"),
         "tiles": _tiles(v),
         "shares": [(k.replace("_", "/"), fmt_value(x, "share")) for k, x in (v.get("shares") or {}).items()],
@@ -196,6 +196,16 @@ def build_context(
         "specs": ch.specs,
         "what_changed": what_changed,
     }
+
+
+def _legend(windows_only: bool) -> list[tuple[str, str, str, str]]:
+    """The legend's rows; said of the one profiled window when the run has no step marker (findings.windows)."""
+    rows = [(t.group, t.word, t.meaning, t.example) for t in LEGEND]
+    if not windows_only:
+        return rows
+    from ..findings.windows import reword
+
+    return [(g, w, reword(m), reword(e)) for g, w, m, e in rows]
 
 
 def _place_charts(rep: Any, ch: _Charts, kind: str) -> dict[str, Any]:
