@@ -182,7 +182,10 @@ def check_dynamic_shape(ctx: Context, rule: Rule) -> Finding:
         "ops_with_state": with_state,
         "static_ops": static,
         "free_share": free_share,
-        "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.dynamic_shape.advisor_says"),
+        # Ascend's advisor (msprof-analyze) and its torch_npu advice: nothing a CUDA/ROCm trace can act on
+        "advisor_equivalent": render(str(rule["advisor_says"]), vals, "rules.dynamic_shape.advisor_says")
+        if ctx.device_kind == "ascend"
+        else None,
     }
     if not with_state:
         return make_finding(ctx, rule, fired=False, variant="no_data", values=vals, evidence=ev)
