@@ -32,6 +32,7 @@ NOTE_MARKED = (
 _REWORD: list[tuple[re.Pattern[str], str]] = [
     (re.compile(p, re.IGNORECASE), r)
     for p, r in (
+        (r"\b(the )?step windows?\b", WINDOW),  # first: "in the step windows" is one phrase
         (r"\bms/step\b", "ms in the window"),
         (r"\b(calls|kernels|GB|MB|bytes)/step\b", r"\1 in the window"),
         (r"/step\b", " in the window"),
@@ -40,7 +41,6 @@ _REWORD: list[tuple[re.Pattern[str], str]] = [
         (r"\beach step\b", WINDOW),
         (r"\bof a step\b", "of the window"),
         (r"\bthe step (begins|starts|ends)\b", r"the window \1"),
-        (r"\bstep windows?\b", WINDOW),
         (r"\bstep time\b", "window time"),
     )
 ]
