@@ -53,6 +53,27 @@ class QuerySpec:
     def signature(self) -> str:
         return ", ".join(p.signature() for p in self.params) or "(no params)"
 
+    def catalog_entry(self, docs: bool = True) -> dict[str, Any]:
+        """The query as the library listings show it (`traceql query --list --format json`, the MCP resource):
+        name, description, params; with docs, each param's and column's doc, else the column names only."""
+        params = []
+        for p in self.params:
+            entry: dict[str, Any] = {
+                "name": p.name,
+                "type": p.type,
+                "default": None if p.required else p.default,
+                "required": p.required,
+            }
+            if docs:
+                entry["doc"] = p.doc
+            params.append(entry)
+        columns: list[Any] = (
+            [{"name": c.name, "type": c.type, "doc": c.doc} for c in self.columns]
+            if docs
+            else [c.name for c in self.columns]
+        )
+        return {"name": self.name, "description": self.description, "params": params, "columns": columns}
+
 
 # ---- locating and parsing ---------------------------------------------------------------------------------
 def queries_dir() -> Path:

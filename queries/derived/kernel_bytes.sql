@@ -164,13 +164,17 @@ WITH k0 AS MATERIALIZED (
                 ELSE 'unresolved' END AS counter_coverage
     FROM (SELECT kid, run_id, rank, ts_ns, end_ns, dur_ns FROM k0) k0
     LEFT JOIN _hbm_sampling() sp ON sp.run_id = k0.run_id AND sp.rank = k0.rank
+), ix AS (
+    -- the byte-model kind of each distinct operator (regex matches once per operator, not once per kernel)
+    SELECT op, _index_kind(op) AS kind, _is_write_only(op) AS write_only
+    FROM (SELECT DISTINCT _op_name(op_type, name) AS op FROM k0)
 ), b AS (
     SELECT k0.*,
            CASE ix.kind
                 WHEN 'gather' THEN CASE WHEN mi.n_tensors >= 2 THEN mo.total + mi.but_largest END
                 WHEN 'scatter' THEN CASE WHEN mi.n_tensors >= 2 THEN mi.but_largest END
                 WHEN 'slice' THEN mo.total
-                ELSE CASE WHEN _is_write_only(ix.op) AND mi.total IS NOT NULL THEN 0 ELSE mi.total END
+                ELSE CASE WHEN ix.write_only AND mi.total IS NOT NULL THEN 0 ELSE mi.total END
            END AS modeled_read,
            CASE ix.kind
                 WHEN 'gather' THEN CASE WHEN mi.n_tensors >= 2 THEN mo.total END
@@ -184,8 +188,7 @@ WITH k0 AS MATERIALIZED (
                 WHEN mi.total IS NOT NULL OR mo.total IS NOT NULL THEN 'modeled' END AS hbm_bytes_source,
            q.compute_seq, q.prev_op, q.prev_end_ns, q.prev_out_shape, q.prev_out_dtype, q.prev2_out_shape, q.prev2_out_dtype
     FROM k0
-    CROSS JOIN LATERAL (SELECT _op_name(k0.op_type, k0.name) AS op,
-                               _index_kind(_op_name(k0.op_type, k0.name)) AS kind) ix
+    LEFT JOIN ix ON ix.op IS NOT DISTINCT FROM _op_name(k0.op_type, k0.name)
     LEFT JOIN modeled mi ON mi.shapes = k0.input_shapes AND mi.dtypes = k0.input_dtypes
     LEFT JOIN modeled mo ON mo.shapes = k0.output_shapes AND mo.dtypes = k0.output_dtypes
     LEFT JOIN sampled s ON s.kid = k0.kid

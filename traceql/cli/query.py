@@ -47,24 +47,7 @@ def _list(fmt: str, output: Path | None) -> None:
     if fmt == "json":
         from ._output import write_json
 
-        data = [
-            {
-                "name": s.name,
-                "description": s.description,
-                "params": [
-                    {
-                        "name": p.name,
-                        "type": p.type,
-                        "default": None if p.required else p.default,
-                        "required": p.required,
-                        "doc": p.doc,
-                    }
-                    for p in s.params
-                ],
-                "columns": [{"name": c.name, "type": c.type, "doc": c.doc} for c in s.columns],
-            }
-            for s in specs
-        ]
+        data = [s.catalog_entry() for s in specs]
         write_json(data, output)
         return
     table = pa.table(

@@ -315,6 +315,13 @@ def _split_values(split: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "graded_pct": split["graded_share"],
         "cause_text": cause,
         "split_text": split_text(split),
-        "mem_line": 0.8,
-        "compute_line": 0.8,
+        **_bound_lines(),
     }
+
+
+def _bound_lines() -> dict[str, float]:
+    """The memory and compute lines bound_shares classified with (its header defaults: one definition)."""
+    from .. import queries
+
+    spec = queries.get("bound_shares")
+    return {p.name: float(p.default) for p in spec.params if p.name in ("mem_line", "compute_line")}

@@ -141,23 +141,7 @@ def _resources(srv: MCPServer) -> None:
         from .. import queries
 
         return json.dumps(
-            [
-                {
-                    "name": s.name,
-                    "description": s.description,
-                    "params": [
-                        {
-                            "name": p.name,
-                            "type": p.type,
-                            "default": None if p.required else p.default,
-                            "required": p.required,
-                        }
-                        for p in s.params
-                    ],
-                    "columns": [c.name for c in s.columns],
-                }
-                for s in queries.list_queries()
-            ],
+            [s.catalog_entry(docs=False) for s in queries.list_queries()],
             ensure_ascii=False,
             default=str,
         )
