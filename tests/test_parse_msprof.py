@@ -497,6 +497,42 @@ def test_op_summary_alone_named_otherwise_and_without_device_column(tmp_path: Pa
     assert rows == [("a", 8, None, 1736408883704643212, None)]
 
 
+def test_op_summary_with_thousands_of_extra_columns_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """Issue 47's fuzz case: thousands of unknown header columns (snake_case names read as PMU metrics). Each
+    was its own SQL expression, in `extra` and three times over in the count of unparsed cells, and DuckDB's
+    optimizer (superlinear in their number) took ~16 CPU-s on 3,000 columns and minutes on 5,000; as lambdas
+    and one unnest they are one expression each. The subprocess limit is far above the fixed cost and far
+    below the old one. Expected values by hand: wide<i> holds i; 'N/A' and '' cells are no value; the text
+    'busy' in aic_mac_ratio is kept in extra and counted as one unparsed cell."""
+    import subprocess
+    import sys
+
+    n = 5000
+    head = "Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us),aic_mac_ratio,"
+    head += ",".join(f"wide{i}" for i in range(n))
+    rows = [
+        "a,Add,AI_CORE,10,1.5,0.5," + ",".join(str(i) for i in range(n)),
+        "b,Mul,AI_CORE,20,2.5,busy," + ",".join("N/A" if i % 2 else "" for i in range(n)),
+    ]
+    csv_path = tmp_path / f"op_summary_{FILE_TS}.csv"
+    csv_path.write_text("\n".join([head, *rows]) + "\n", encoding="utf-8")
+    code = (
+        "import traceql; from traceql.ingest import ingest\n"
+        f"info = ingest({str(csv_path)!r}, store={str(tmp_path / 'st')!r})\n"
+        "print([w for w in info['warnings'] if 'not a number' in w])\n"
+        f"con = traceql.connect({str(tmp_path / 'st')!r})\n"
+        "for r in con.sql('SELECT name, metrics, extra FROM kernels ORDER BY ts_ns').fetchall():\n"
+        "    print(r[0], len(r[1]), r[1].get('wide0'), r[1].get('wide4999'), r[2])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    warned, *kernels = out.stdout.splitlines()
+    assert kernels == ["a 5001 0.0 4999.0 {}", "b 0 None None {'aic_mac_ratio': 'busy'}"]
+    assert (
+        "column 'aic_mac_ratio': 1 cell(s) not a number, stored as NULL (first at line 3: 'busy')" in warned
+    )
+
+
 def test_slices_are_parts_of_one_table(sample: Path, tmp_path: Path) -> None:
 
     prof = tmp_path / sample.name

@@ -74,6 +74,9 @@ def _clean(col: str) -> str:
 # shares no subexpression, so NULLIF(NULLIF(NULLIF(trim(x)...))) trimmed each cell eight times
 _CLEAN_STEPS = (_trimmed("x", _CELL_STRIP), f"CASE WHEN x IN {_MARKERS} THEN NULL ELSE x END")
 _NUM_STEPS = ("tq_num(x)",)  # a numeric map's one step
+# txt() of a cell (_text) as a lambda step, and a metric cell kept as text only where it is not a number
+_TEXT_STEPS = (_text("x"),)
+_NOT_NUMBER_STEPS = (f"CASE WHEN tq_num(x) IS NULL THEN {_text('x')} END",)
 
 
 # Numeric casts need no cleaning: DuckDB's string->number casts skip surrounding whitespace (the trailing TAB
@@ -385,6 +388,24 @@ class CsvFile:
             return "NULL::MAP(VARCHAR, VARCHAR)"
         return MapExpr(cols, [_clean(c) for c in cols], each=_CLEAN_STEPS)
 
+    def text_cells_map(self, cols: Iterable[str], not_numbers: Iterable[str] = ()) -> str:
+        """MAP(VARCHAR,VARCHAR) of txt() of `cols`, then of the `not_numbers` cells that are not numbers (a
+        metric cell written as text), non-null values only, keys in that order. Lambdas over the lists of
+        cells, however many columns a header has (one expression per column made a 3,000-column op_summary
+        cost ~16 CPU-s in DuckDB's optimizer)."""
+        cols = [c for c in cols if c in self._cols]
+        nn = [c for c in not_numbers if c in self._cols]
+        self._numeric.update(nn)
+        parts = []
+        if cols:
+            parts.append(MapExpr(cols, [_text(q(c)) for c in cols], each=_TEXT_STEPS))
+        if nn:
+            values = [f"CASE WHEN tq_num({q(c)}) IS NULL THEN {_text(q(c))} END" for c in nn]
+            parts.append(MapExpr(nn, values, each=_NOT_NUMBER_STEPS))
+        if not parts:
+            return "NULL::MAP(VARCHAR, VARCHAR)"
+        return parts[0] if len(parts) == 1 else MapExpr.joined(parts[0], parts[1])
+
     def num_map(self, cols: Iterable[str]) -> str:
         """MAP(VARCHAR,DOUBLE) of the given columns' finite numeric values (for `metrics`)."""
         cols = [c for c in cols if c in self._cols]
@@ -517,13 +538,6 @@ class CsvFile:
         cols = sorted(self._numeric)
         if not cols:
             return
-        parts = []
-        for c in cols:
-            parts += [
-                f"count_if(tq_bad({q(c)}))",
-                f"min(CASE WHEN tq_bad({q(c)}) THEN __row END)",
-                f"arg_min(CASE WHEN tq_bad({q(c)}) THEN left({q(c)}, 40) END, CASE WHEN tq_bad({q(c)}) THEN __row END)",
-            ]
         import duckdb
 
         # its own connection: the caller's may hold another open result (two CsvFiles streaming on one con)
@@ -538,13 +552,18 @@ class CsvFile:
             base = CsvFile.from_clause(
                 self, path
             )  # without TaskCsv's l2 join (a temp table of the caller's connection)
+            # the cells unnested to (column index, cell) pairs and grouped: one expression whatever the header's
+            # width (three aggregates per column made 5,000 columns cost minutes in DuckDB's optimizer)
+            cells = ", ".join(q(c) for c in cols)
+            rows = f"SELECT *, row_number() OVER () AS __row FROM {base}" + (
+                f" WHERE {where}" if where else ""
+            )
             sql = (
-                f"SELECT {', '.join(parts)} FROM (SELECT *, row_number() OVER () AS __row FROM {base}"
-                + (f" WHERE {where}" if where else "")
-                + ")"
+                f"SELECT k, count(*), min(__row), arg_min(left(v, 40), __row) FROM (SELECT __row, "
+                f"unnest(range({len(cols)})) AS k, unnest([{cells}]) AS v FROM ({rows})) WHERE tq_bad(v) GROUP BY k"
             )
             try:
-                got = con.execute(sql).fetchone() or ()
+                got = con.execute(sql).fetchall()
             except duckdb.Error:
                 # a file this count cannot scan (e.g. quoted newlines the parallel reader refuses) is read, or
                 # refused with its own message, by the select that follows; the count is a diagnostic only
@@ -553,10 +572,8 @@ class CsvFile:
             con.close()
         from ._numtext import add_cells
 
-        for i, c in enumerate(cols):
-            n, row, example = got[3 * i : 3 * i + 3]
-            if n:
-                add_cells(str(path), c, int(n), int(row) + 1, str(example))  # +1: the header is line 1
+        for k, n, row, example in sorted(got):
+            add_cells(str(path), cols[k], int(n), int(row) + 1, str(example))  # +1: the header is line 1
 
     def count(self) -> int:
         import duckdb
@@ -638,6 +655,7 @@ class MapExpr(str):
     keys: list[str]
     values: list[str]
     each: tuple[str, ...] | None  # lambda bodies over `x`, applied in turn to the list of raw cells
+    parts: tuple[MapExpr, ...] = ()  # a joined map's parts (values_sql concatenates theirs)
 
     def __new__(cls, keys: list[str], values: list[str], each: tuple[str, ...] | None = None) -> MapExpr:
         entries = ", ".join(f"{{'k': {lit(k)}, 'v': {v}}}" for k, v in zip(keys, values, strict=True))
@@ -645,7 +663,16 @@ class MapExpr(str):
         obj.keys, obj.values, obj.each = list(keys), list(values), each
         return obj
 
+    @classmethod
+    def joined(cls, a: MapExpr, b: MapExpr) -> MapExpr:
+        """One map of a's entries then b's (each part keeps its own lambda pipeline)."""
+        obj = cls(a.keys + b.keys, a.values + b.values)
+        obj.parts = (a, b)
+        return obj
+
     def values_sql(self, gates: _RowGates | None = None) -> str:
+        if self.parts:
+            return f"list_concat({', '.join(p.values_sql(gates) for p in self.parts)})"
         if self.each is not None:
             # one lambda over the list of raw columns, not one expression per column: DuckDB's optimizer is
             # superlinear in the number of expressions (2,000 NULLIF(trim()) columns: 124 s, as a lambda 0.5 s;

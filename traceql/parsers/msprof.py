@@ -366,9 +366,8 @@ def _kernel_exprs(csv: CsvFile, device: int | None) -> dict[str, str]:
     exprs.update(pmu)
     # `extra`: columns with no canonical home (Model Name, Infer ID, HF32 Eligible...) and metric cells that
     # are not numbers (N/A is dropped: it means "not measured")
-    extra = [(col, csv.txt(col)) for col in csv.header if col not in _KERNEL_BASE and col not in consumed]
-    extra += [(col, f"CASE WHEN {csv.num(col)} IS NULL THEN {csv.txt(col)} END") for col in consumed]
-    exprs["extra"] = text_map_of(extra)
+    plain = [col for col in csv.header if col not in _KERNEL_BASE and col not in consumed]
+    exprs["extra"] = csv.text_cells_map(plain, not_numbers=consumed)
     return exprs
 
 
