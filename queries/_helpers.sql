@@ -136,47 +136,15 @@ WHERE upper(track) = 'HBM' AND metric IN ('read_bw', 'write_bw') AND unit = 'byt
            OR coalesce(channel, '') ILIKE '%total%')
 WINDOW w AS (PARTITION BY run_id, rank, channel, metric ORDER BY ts_ns);
 
--- Device HBM read/write bandwidth per rank as a step function: one row per constant window.
+-- Device HBM read/write bandwidth per rank as a step function: one row per constant window (the derived table
+-- hbm_windows: computed once per rank, not once per reader).
 CREATE OR REPLACE MACRO _hbm_windows() AS TABLE
-WITH s AS (
-    SELECT * FROM _hbm_samples()
-), deltas AS (
-    -- value changes of every series; a series stops contributing at its last sample
-    SELECT run_id, rank, metric, ts_ns, d FROM s
-    UNION ALL
-    SELECT run_id, rank, metric, ts_ns, -value FROM s WHERE next_ts IS NULL
-), pts AS (
-    SELECT run_id, rank, ts_ns,
-           sum(CASE WHEN metric = 'read_bw' THEN d ELSE 0 END) AS d_read,
-           sum(CASE WHEN metric = 'write_bw' THEN d ELSE 0 END) AS d_write
-    FROM deltas GROUP BY run_id, rank, ts_ns
-), cum AS (
-    SELECT run_id, rank, ts_ns AS win_start,
-           lead(ts_ns) OVER (PARTITION BY run_id, rank ORDER BY ts_ns) AS win_end,
-           greatest(sum(d_read) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) AS read_bps,
-           greatest(sum(d_write) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) AS write_bps
-    FROM pts
-)
-SELECT run_id, rank, win_start, win_end, read_bps, write_bps,
-       row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start) AS wi
-FROM cum WHERE win_end > win_start;
+SELECT * FROM hbm_windows;
 
--- How each rank's HBM counters were sampled: period_ns (the median gap between consecutive samples of one
--- series: what the counters resolve in time), series, the span they cover and the highest summed read + write
--- bandwidth of any window (max_bps). A counter sample is a mean over its period: it resolves a kernel's
--- bandwidth only when the kernel is not much shorter than the period (see kernel_bytes).
+-- How each rank's HBM counters were sampled (the derived table hbm_sampling): period_ns, series, the span they
+-- cover and the highest summed read + write bandwidth of any window (max_bps).
 CREATE OR REPLACE MACRO _hbm_sampling() AS TABLE
-WITH g AS (
-    SELECT run_id, rank, channel, metric, next_ts - ts_ns AS gap FROM _hbm_samples() WHERE next_ts > ts_ns
-), p AS (
-    SELECT run_id, rank, median(gap)::BIGINT AS period_ns, count(DISTINCT (channel, metric)) AS series
-    FROM g GROUP BY run_id, rank
-), w AS (
-    SELECT run_id, rank, min(win_start) AS first_ns, max(win_end) AS last_ns, max(read_bps + write_bps) AS max_bps
-    FROM _hbm_windows() GROUP BY run_id, rank
-)
-SELECT w.run_id, w.rank, p.period_ns, p.series, w.first_ns, w.last_ns, w.max_bps
-FROM w JOIN p ON p.run_id = w.run_id AND p.rank = w.rank;
+SELECT * FROM hbm_sampling;
 
 -- Operators that only write their output (a fill or a fresh allocation): in the byte model they read nothing,
 -- whatever input tensor the profiler lists (ZerosLike lists the tensor whose shape it copies).

@@ -197,8 +197,9 @@ def test_derived_tables_are_queryable_ad_hoc(tmp_path: Path) -> None:
 def test_a_failed_build_leaves_the_run_to_the_raw_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A build that dies (a worker killed for memory) must not fail the analysis or leave files behind."""
-    from concurrent.futures.process import BrokenProcessPool
+    """A build that fails (DuckDB out of memory even at the larger limit) must not fail the analysis or leave
+    files behind."""
+    import duckdb
 
     st = tmp_path / "s"
     ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
@@ -207,7 +208,9 @@ def test_a_failed_build_leaves_the_run_to_the_raw_tables(
         expected = _rows("rank_summary", st, "demo")
 
     def dies(*a: Any, **k: Any) -> Any:
-        raise BrokenProcessPool("a worker was killed")
+        raise duckdb.OutOfMemoryException(
+            "could not allocate block of size 256 KiB (512.0 MiB/512.0 MiB used)"
+        )
 
     with monkeypatch.context() as m:
         m.setattr(derive, "_build", dies)
@@ -314,3 +317,29 @@ def test_refs_finds_calls_and_reads_by_whole_name() -> None:
     assert derived_tables._refs(sql, names, call=False) == {"steps", "kb"}
     assert derived_tables._refs("SELECT 1", [], call=True) == set()
     assert derived_tables._refs("SELECT kb_x FROM t", names, call=False) == {"kb_x"}
+
+
+def test_a_rank_that_runs_out_within_the_budget_is_built_again_with_the_larger_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One session at a time starts at BUILD_MEMORY (the whole ingest stays near ~1 GB); a rank whose window
+    and ASOF operators need more is built again with memory_limit(1), not left to the raw tables."""
+    import duckdb
+
+    gb = 1 << 30
+    monkeypatch.setattr(derive, "_available_bytes", lambda: 8 * gb)  # 8 GB x 0.5 -> the 3 GB cap
+    monkeypatch.delenv("TRACEQL_INGEST_MEMORY", raising=False)
+    limits: list[str] = []
+
+    def build(out_dir: str, ranks: Any, files: Any, threads: int, limit: str) -> dict[str, Any]:
+        limits.append(limit)
+        if limit == "512MB":
+            raise duckdb.OutOfMemoryException("could not allocate block")
+        return {"files": {}, "rows": {}}
+
+    assert derive._budgeted(build, "out", 0, {}, 2) == {"files": {}, "rows": {}}
+    assert limits == ["512MB", "3072MB"]
+    monkeypatch.setenv("TRACEQL_INGEST_MEMORY", "2GB")  # the user's budget replaces the default
+    limits.clear()
+    derive._budgeted(build, "out", 0, {}, 2)
+    assert limits == ["2GB"]

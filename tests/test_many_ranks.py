@@ -56,11 +56,20 @@ def test_analysis_tables_of_a_rank_group_equal_one_session_per_rank(
 
 
 def test_groups_keep_big_ranks_alone_and_feed_every_worker(tmp_path: Path) -> None:
+    """Big means GROUP_ROWS input rows (the Parquet footers' counts), not bytes: the group's tables are held in
+    memory, and Parquet compresses counter samples ~100x. A file that is not Parquet counts as no rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     big = tmp_path / "big.parquet"
-    big.write_bytes(b"\0" * (derive.GROUP_BYTES + 1))
+    pq.write_table(pa.table({"x": pa.array([0] * derive.GROUP_ROWS, pa.int8())}), big)
     small = tmp_path / "small.parquet"
-    small.write_bytes(b"\0" * 10)
-    by_rank = {r: {"kernels": [str(big if r == 3 else small)]} for r in range(8)}
+    pq.write_table(pa.table({"x": pa.array(range(10))}), small)
+    assert big.stat().st_size < small.stat().st_size * 20  # the big one is not big in bytes
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"\0" * 10)
+    by_rank = {r: {"kernels": [str(big if r == 3 else small)], "counters": [str(junk)]} for r in range(8)}
+    assert derive.input_rows(by_rank) == {r: derive.GROUP_ROWS if r == 3 else 10 for r in range(8)}
     g = derive.groups(by_rank, 2)
     assert [3] in g and sorted(r for grp in g for r in grp) == list(range(8))
     assert len(g) >= 2 and all(len(grp) <= derive.GROUP_RANKS for grp in g)

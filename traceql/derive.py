@@ -10,8 +10,8 @@ a view over its own SELECT until it is stored, which this module does:
 When: only when asked, through `prepare` (`traceql ingest --prepare`, or an analysis command through its
 session, traceql.analysis): a connection never writes. The build reads the run's Parquet (never the dump):
 level=run tables first (collectives matched across ranks), then everything else per rank (those tables
-partition by run and rank): big ranks in a process pool, small ones in groups in this process; each session
-with a memory limit. The manifest records each table's fingerprint; a stale one is never read (sessions fall
+partition by run and rank): one session at a time in this process, big ranks alone and small ones in groups,
+each with every thread and a memory budget (BUILD_MEMORY). The manifest records each table's fingerprint; a stale one is never read (sessions fall
 back to its SELECT) and the next prepare rebuilds it. A store that cannot be written (read-only copy) is
 analysed from the SELECTs.
 """
@@ -37,14 +37,24 @@ if TYPE_CHECKING:  # pragma: no cover
 # canonical tables the derived SQL and the helper macros it calls read
 # (comm_matrix and run_meta only so that every helper macro binds: no derived table reads them)
 _INPUTS = ["kernels", "counters", "steps", "comm_ops", "comm_matrix", "run_meta"]
-# DuckDB memory per build session (one per rank, several at once in the pool): it spills to disk rather than
-# grow past it. A share of the memory available when the build starts, split between the sessions, within
+# DuckDB memory of the run-level session and of a rank session that ran out within BUILD_MEMORY: it spills to
+# disk rather than grow past it. A share of the memory available when the build starts, split between the sessions, within
 # [MEMORY_FLOOR, MEMORY_CAP]: a rank of ~1M kernels wants ~2.3 GB for its sorts and windows, and at a fixed
 # 1 GB it spilled ~1.3 GB to disk (kernel_bytes 5.7 -> 2.3 s wall at 3 GB); the floor is what the window and
 # ASOF operators that cannot spill need for such a rank.
 MEMORY_FLOOR = 1 << 30
 MEMORY_CAP = 3 << 30
 MEMORY_SHARE = 0.5  # of MemAvailable
+# The budget a rank-level build session starts with (TRACEQL_INGEST_MEMORY overrides it): the whole ingest
+# stays under ~1 GB of resident memory. A session over it spills its sorts to disk; one that still runs out
+# is built again with memory_limit(1) (_budgeted).
+BUILD_MEMORY = "512MB"
+
+
+def build_memory() -> str:
+    from ._duck import ingest_memory
+
+    return ingest_memory(BUILD_MEMORY)
 
 
 def memory_limit(sessions: int) -> str:
@@ -163,41 +173,49 @@ def derive_rank(
 # ranks spent minutes in fixed costs. Ranks whose inputs are small are built GROUP_RANKS at a time in one
 # session (the derived SQL partitions by run and rank, so a group gives each rank's rows as its own session
 # would; tests/test_many_ranks.py holds the two to the same files), each table computed once for the group and
-# split into the same per-rank files with Arrow. A rank with GROUP_BYTES of input or more is built alone.
-GROUP_BYTES = 32 << 20
+# split into the same per-rank files with Arrow. A rank with GROUP_ROWS input rows or more is built alone.
+# Rows, not bytes: a group's tables are held in memory (temp tables, then Arrow), and Parquet compresses the
+# counter samples ~100x (8M rows of an 8-rank cluster in 5 MB), so 32 MB of input grouped the whole cluster
+# into one session of 1.1 GB.
+GROUP_ROWS = 200_000
 GROUP_RANKS = 64
 WRITE_THREADS = 4  # at most this many threads write one table's per-rank files (_write_by_rank)
 
 
-def input_bytes(by_rank: dict[int, dict[str, list[str]]]) -> dict[int, int]:
-    """Each rank's input files' size in bytes."""
-    return {
-        r: sum(os.path.getsize(p) for fl in f.values() for p in fl if os.path.exists(p))
-        for r, f in by_rank.items()
-    }
+def input_rows(by_rank: dict[int, dict[str, list[str]]]) -> dict[int, int]:
+    """Each rank's input rows (from the Parquet footers; a file that cannot be read counts as none)."""
+    import pyarrow.parquet as pq
+
+    def rows(p: str) -> int:
+        try:
+            return int(pq.read_metadata(p).num_rows)
+        except (OSError, ValueError):
+            return 0
+
+    return {r: sum(rows(p) for fl in f.values() for p in fl) for r, f in by_rank.items()}
 
 
 def groups(
     by_rank: dict[int, dict[str, list[str]]], pool: int, size: dict[int, int] | None = None
 ) -> list[list[int]]:
-    """Ranks in build groups: big ranks alone; small ones in groups of up to GROUP_RANKS ranks and GROUP_BYTES
-    of input, at least `pool` groups when there are that many ranks (every worker gets one). size: input_bytes
-    of these ranks, when the caller has it."""
-    size = size if size is not None else input_bytes(by_rank)
-    small = sorted(r for r in by_rank if size[r] < GROUP_BYTES)
-    out = [[r] for r in sorted(by_rank) if size[r] >= GROUP_BYTES]
+    """Ranks in build groups: big ranks alone; small ones in groups of up to GROUP_RANKS ranks and GROUP_ROWS
+    input rows, at least `pool` groups when there are that many ranks. size: input_rows of these ranks, when
+    the caller has it."""
+    size = size if size is not None else input_rows(by_rank)
+    small = sorted(r for r in by_rank if size[r] < GROUP_ROWS)
+    out = [[r] for r in sorted(by_rank) if size[r] >= GROUP_ROWS]
     if small:
         per = max(
             1, min(GROUP_RANKS, -(-len(small) // max(1, pool - len(out))) if pool > len(out) else GROUP_RANKS)
         )
         group: list[int] = []
-        nbytes = 0
+        n = 0
         for r in small:
-            if group and (len(group) >= per or nbytes + size[r] > GROUP_BYTES):
+            if group and (len(group) >= per or n + size[r] > GROUP_ROWS):
                 out.append(group)
-                group, nbytes = [], 0
+                group, n = [], 0
             group.append(r)
-            nbytes += size[r]
+            n += size[r]
         out.append(group)
     return out
 
@@ -306,7 +324,7 @@ def derive_run(
 
 def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: int) -> dict[str, Any]:
     """Every derived table of one run: the run-level ones (all ranks at once), then the rest per rank (big ranks
-    in a process pool, small ones in groups here). files: the run's canonical files relative to run_dir (named
+    alone, small ones in groups, one session at a time). files: the run's canonical files relative to run_dir (named
     r<rank>-<tag>.parquet by the store). Returns {"version", "rows", "files"} with files relative to out_dir."""
     from .store import rank_of_file
 
@@ -326,19 +344,18 @@ def _build(run_dir: Path, out_dir: Path, files: dict[str, list[str]], workers: i
     for rank, rank_files in run_level["by_rank"].items():
         for t, fl in rank_files.items():
             by_rank[rank].setdefault(t, []).extend(str(out_dir / rel) for rel in fl)
-    # Ranks with GROUP_BYTES of input or more: in a process pool, a session each. Small ranks: here, in groups,
-    # one session at a time with every thread. A group is too little work for a process of its own: each worker,
-    # forked from this process after the run-level session (~150-180 MB), counted that image again, and its
-    # session grew towards its own memory limit. A 247-rank, 4 GB cluster on 2 cores: 2 workers 9.4-11.0 s and
-    # 0.83-0.91 GB peak RSS summed over the processes (0.65 GB PSS), more than the whole parse; here 11.9-13.2 s
-    # and 0.44-0.47 GB (issue 18: peak RSS <= 1.3x from 0.25 to 4 GB).
-    size = input_bytes(by_rank)
-    big = {r: f for r, f in by_rank.items() if size[r] >= GROUP_BYTES}
-    small = {r: f for r, f in by_rank.items() if size[r] < GROUP_BYTES}
-    if big:
-        done.extend(_build_in_pool(out_dir, big, workers))
+    size = input_rows(by_rank)
+    big = {r: f for r, f in by_rank.items() if size[r] >= GROUP_ROWS}
+    small = {r: f for r, f in by_rank.items() if size[r] < GROUP_ROWS}
+    # One session at a time, here, with every thread and the build budget (BUILD_MEMORY): the peak is one
+    # session's whatever the rank count. Big ranks (GROUP_ROWS input rows or more) alone; small ones in groups
+    # (a session's fixed cost is too much for a rank of a few thousand rows). A process per big rank (a pool of
+    # `workers`) summed their sessions and forked images: an 8 x 290 MB cluster peaked at 2.1 GB over the
+    # processes (benchmarks/README.md has the figures).
+    for r in sorted(big):
+        done.append(_budgeted(derive_rank, str(out_dir), r, big[r], workers))
     for g in groups(small, 1, size):
-        done.append(derive_ranks(str(out_dir), g, _merged([small[r] for r in g]), workers, memory_limit(1)))
+        done.append(_budgeted(derive_ranks, str(out_dir), g, _merged([small[r] for r in g]), workers))
     out_files, rows = merge_results(done)
     return {"fingerprints": derived_tables.fingerprints(), "rows": rows, "files": out_files}
 
@@ -357,35 +374,18 @@ def merge_results(done: list[dict[str, Any]]) -> tuple[dict[str, list[str]], dic
     return out_files, rows
 
 
-def _build_in_pool(
-    out_dir: Path, by_rank: dict[int, dict[str, list[str]]], workers: int
-) -> list[dict[str, Any]]:
-    """derive_ranks of each group of `by_rank` in a process pool of up to `workers` processes (one process:
-    here)."""
-    from concurrent.futures import ProcessPoolExecutor
+def _budgeted(
+    build: Callable[..., dict[str, Any]], out_dir: str, ranks: Any, files: Any, threads: int
+) -> dict[str, Any]:
+    """build(out_dir, ranks, files, threads, limit) within the build budget (BUILD_MEMORY), again with the
+    larger share of available memory (memory_limit) only if DuckDB ran out within the budget: the window and
+    ASOF operators cannot spill, and a rank of millions of kernels needs more than the budget for them."""
+    import duckdb
 
-    from . import _procs
-
-    n_pool = max(1, min(len(by_rank), workers))
-    threads = max(1, workers // n_pool)
-    ex = (
-        ProcessPoolExecutor(max_workers=n_pool, initializer=_procs.worker_init, initargs=(os.getpid(),))
-        if n_pool > 1
-        else None
-    )
     try:
-        mem = memory_limit(n_pool)
-        jobs = [
-            (str(out_dir), g, _merged([by_rank[r] for r in g]), threads, mem) for g in groups(by_rank, n_pool)
-        ]
-        done = [d for _job, d in _procs.map_jobs(ex, derive_ranks, jobs)]
-    except BaseException:
-        if ex is not None:
-            _procs.abort_pool(ex)
-        raise
-    if ex is not None:
-        ex.shutdown(wait=True)
-    return done
+        return build(out_dir, ranks, files, threads, build_memory())
+    except duckdb.OutOfMemoryException:
+        return build(out_dir, ranks, files, threads, memory_limit(1))
 
 
 def prepare(
@@ -402,8 +402,6 @@ def prepare(
     files into the run and records them in the manifest under the store lock (Store.add_derived), so readers
     see either no derived tables or all of them. Two commands building at once both compute; the second commit
     finds the tables current and discards its copy."""
-    from concurrent.futures.process import BrokenProcessPool
-
     import duckdb
 
     from .errors import StoreError
@@ -431,7 +429,7 @@ def prepare(
                     workers or os.cpu_count() or 1,
                 )
             store.add_derived(run_id, staging, built, expect_ingested_at=info.get("ingested_at"))
-        except (duckdb.Error, OSError, StoreError, BrokenProcessPool, MemoryError):
+        except (duckdb.Error, OSError, StoreError, MemoryError):
             # the analysis still runs, from the raw tables (slower); the next one tries the build again
             left.append(run_id)
         finally:

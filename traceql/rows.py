@@ -1528,6 +1528,48 @@ class CommEventsTable(TypedDict):
     last_rank_offset_ns: int | None
 
 
+class HbmSamplingTable(TypedDict):
+    """A row of queries/derived/hbm_sampling.sql: How each rank's HBM counters were sampled: period, series, span and the highest summed bandwidth"""
+
+    # run
+    run_id: str | None
+    # rank
+    rank: int | None
+    # median gap between consecutive samples of one series, ns: what the counters resolve in time
+    period_ns: int | None
+    # (channel, metric) series sampled
+    series: int | None
+    # first window start (hbm_windows), ns
+    first_ns: int | None
+    # last window end, ns
+    last_ns: int | None
+    # highest summed read + write bandwidth of any window, bytes/s
+    max_bps: float | None
+
+
+class HbmWindowsTable(TypedDict):
+    """A row of queries/derived/hbm_windows.sql: Device HBM read/write bandwidth per rank as a step function from the HBM counter samples"""
+
+    # run
+    run_id: str | None
+    # rank
+    rank: int | None
+    # window start, ns (a sample of some series)
+    win_start: int | None
+    # window end, ns (the next sample of any series)
+    win_end: int | None
+    # summed read bandwidth of the series in the window, bytes/s
+    read_bps: float | None
+    # summed write bandwidth, bytes/s
+    write_bps: float | None
+    # window index within the rank, from 1 in time order
+    wi: int | None
+    # the rank's sampling period: median gap between consecutive samples of one series, ns (the same on every row of the rank)
+    period_ns: int | None
+    # (channel, metric) series sampled on the rank (the same on every row)
+    series: int | None
+
+
 class KernelBytesTable(TypedDict):
     """A row of queries/derived/kernel_bytes.sql: Per-kernel HBM bytes from every source and the chosen one, and the kernel's stream neighbours"""
 
@@ -1759,6 +1801,8 @@ QUERY_ROWS: dict[str, type] = {
 DERIVED_ROWS: dict[str, type] = {
     "bw_segments": BwSegmentsTable,
     "comm_events": CommEventsTable,
+    "hbm_sampling": HbmSamplingTable,
+    "hbm_windows": HbmWindowsTable,
     "kernel_bytes": KernelBytesTable,
     "step_windows": StepWindowsTable,
     "timeline_base": TimelineBaseTable,
