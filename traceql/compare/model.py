@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..jsonsafe import json_safe
+
 FORMAT_ID = "traceql.compare/1"
 VERDICTS = ("improvement", "regression", "neutral", "inconclusive")
 MODES = ("same", "cross")
@@ -154,19 +156,6 @@ def stats(values: list[float]) -> dict[str, Any]:
     return {"n": n, "mean": mean, "sd": sd, "min": min(values), "max": max(values)}
 
 
-def jsonable(v: Any) -> Any:
-    """JSON-safe copy: NaN/inf -> None, tuples -> lists (allow_nan=False must never trip)."""
-    if isinstance(v, dict):
-        return {str(k): jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [jsonable(x) for x in v]
-    if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else v
-    if isinstance(v, (str, int, bool)) or v is None:
-        return v
-    return str(v)
-
-
 @dataclass
 class Comparison:
     base: RunNumbers
@@ -189,7 +178,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         from ..version import __version__
 
-        out: dict[str, Any] = jsonable(
+        out: dict[str, Any] = json_safe(
             {
                 "format": FORMAT_ID,
                 "generated_by": f"traceql {__version__}",
