@@ -10,6 +10,8 @@ Held here with `ast` over the source (no traceql output is involved):
   cache under `read`). mypy rejects a TypedDict where `dict[str, Any]` is expected, so a query row cannot pass
   through one of these unnoticed. The counts may only shrink (kept exact, like test_function_length.py).
 
+compare/ reads its queries through gather._read (typed the same way; held by the same ast check).
+
 The last test runs mypy on a snippet against traceql/rows.py to show a misspelt column is a type error.
 """
 
@@ -22,6 +24,7 @@ from pathlib import Path
 import pytest
 
 FINDINGS = Path(__file__).resolve().parents[1] / "traceql" / "findings"
+COMPARE = FINDINGS.parent / "compare"
 ROWS_PY = FINDINGS.parent / "rows.py"
 
 # Arrow reads that are not row reads: '<file>:<function>' -> why
@@ -91,7 +94,7 @@ def _functions(tree: ast.AST) -> Iterator[tuple[str, ast.AST]]:
     yield from walk(tree, "<module>")
 
 
-def _untyped_calls(tree: ast.AST, rel: str) -> Iterator[str]:
+def _untyped_calls(tree: ast.AST, rel: str, allowed: dict[str, str]) -> Iterator[str]:
     for fn, node in _functions(tree):
         where = f"{rel}:{fn}"
         if isinstance(node, ast.FunctionDef) and node.name == "rows" and rel == "context.py":
@@ -102,7 +105,7 @@ def _untyped_calls(tree: ast.AST, rel: str) -> Iterator[str]:
         if attr == "rows":
             yield f"{where}: .rows(...) (read rows with ctx.read(Read))"
         untyped = attr == "to_pylist" or (attr == "query" and "session" in owner)
-        if untyped and rel != "context.py" and where not in ARROW_READS:
+        if untyped and rel != "context.py" and where not in allowed:
             yield f"{where}: .{attr}(...) outside context.py (read rows with ctx.read(Read))"
 
 
@@ -115,13 +118,13 @@ def _reads_without_rows(tree: ast.AST, rel: str) -> Iterator[str]:
             yield f"{rel}: {ast.unparse(node)} names no row type (traceql.rows.<Query>Row)"
 
 
-def untyped_reads(root: Path = FINDINGS) -> list[str]:
+def untyped_reads(root: Path = FINDINGS, allowed: dict[str, str] = ARROW_READS) -> list[str]:
     """'<file>:<function>: what' for every untyped query read under root."""
     out: list[str] = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        out += _untyped_calls(tree, rel)
+        out += _untyped_calls(tree, rel, allowed)
         out += _reads_without_rows(tree, rel)
     return out
 
@@ -129,6 +132,14 @@ def untyped_reads(root: Path = FINDINGS) -> list[str]:
 def test_findings_reads_query_rows_typed() -> None:
     bad = untyped_reads()
     assert not bad, "untyped query reads in findings/:\n" + "\n".join(bad)
+
+
+def test_compare_reads_query_rows_typed() -> None:
+    """compare/ reads every query through gather._read, which types the rows as the query's TypedDict."""
+    bad = untyped_reads(
+        COMPARE, {"gather.py:_read": "the one typed read (checks the row type is the query's)"}
+    )
+    assert not bad, "untyped query reads in compare/:\n" + "\n".join(bad)
 
 
 def test_every_read_names_its_querys_rows() -> None:

@@ -76,7 +76,7 @@ class _MemoryWait:
     wait_share: float
     d_sat: float
     covered: float
-    late_util: Any
+    late_util: float | None
     hbm_grade: dict[str, Any]
     evidence: dict[str, Any]
     values: dict[str, Any]
@@ -92,7 +92,7 @@ def _memory_wait(
     late = max(rs, key=lambda r: per_step_summary(rs[r], "lateness_ns"))
     wait = _peer_wait(wr, waiter)
     w_wait = wr.get(waiter)
-    step_ns = ((w_wait["wall_ns"] if w_wait else 0) or 0) / ((w_wait["steps"] if w_wait else 1) or 1)
+    step_ns = ((w_wait["wall_ns"] if w_wait else None) or 0) / steps_of(w_wait)
     wait_share = wait / step_ns if step_ns else 0.0
     d_sat = lateness_split(ctx, late, waiter)["saturated_ns"]
     peer_hbm = per_step_rank(w_wait, "comm_wait_peer_hbm_ns")
