@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .rows import HbmUtilizationRow
+
 GRADES = ("measured", "pipe", "sampled", "modeled", "insufficient")
 # kernel_bytes.hbm_bytes_source / hbm_utilization.evidence -> grade
 _SOURCE_GRADE = {"pmu": "measured", "measured": "measured", "sampled": "sampled", "modeled": "modeled"}
@@ -58,18 +60,17 @@ def weakest(sources: list[str | None]) -> str:
     return max(grades, key=GRADES.index)
 
 
-def hbm_grade(row: dict[str, Any] | None, device_kind: str = "ascend") -> dict[str, Any]:
+def hbm_grade(row: HbmUtilizationRow | None, device_kind: str = "ascend") -> dict[str, Any]:
     """The grade of a scope's HBM bandwidth from its hbm_utilization row (evidence, sample_period_ns,
     resolved_share)."""
-    row = row or {}
-    ev = row.get("evidence")
-    if ev == "measured":
+    ev = row["evidence"] if row else None
+    if row and ev == "measured":
         return {"grade": "measured", "detail": "per-task PMU bytes"}
-    if ev == "sampled":
-        period = row.get("sample_period_ns")
+    if row and ev == "sampled":
+        period = row["sample_period_ns"]
         ms = f"{period / 1e6:g} ms" if period else "an unknown period"
-        res = row.get("resolved_share")
-        resolved = row.get("busy_utilization") is not None
+        res = row["resolved_share"]
+        resolved = row["busy_utilization"] is not None
         detail = f"HBM counters sampled every {ms}" + (
             ""
             if resolved

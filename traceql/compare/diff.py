@@ -7,9 +7,12 @@ sampled, modeled) and the delta the weaker one: a modeled-vs-measured difference
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import SPLIT_PARTS, OpGroup, RunNumbers, weaker_grade
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..rows import FusionChainsRow
 
 TOP = 25  # rows kept per operator list (the rest are counted)
 
@@ -197,7 +200,7 @@ def fused_groups(b: RunNumbers, c: RunNumbers) -> list[dict[str, Any]]:
     for p in set(pb) | set(pc):
         x, y = pb.get(p), pc.get(p)
 
-        def side(r: dict[str, Any] | None, n: int) -> dict[str, Any] | None:
+        def side(r: FusionChainsRow | None, n: int) -> dict[str, Any] | None:
             if r is None:
                 return None
             return {
@@ -205,7 +208,7 @@ def fused_groups(b: RunNumbers, c: RunNumbers) -> list[dict[str, Any]]:
                 "chain_hbm_bytes_per_step": _per(r["chain_hbm_bytes"] or 0, n),
                 "saved_bytes_per_step": _per(r["saved_bytes"] or 0, n),
                 "dur_ns_per_step": _per(r["dur_ns"] or 0, n),
-                "grade": {"pmu": "measured"}.get(r["hbm_bytes_source"], r["hbm_bytes_source"] or "none"),
+                "grade": "measured" if (src := r["hbm_bytes_source"]) == "pmu" else (src or "none"),
             }
 
         sx, sy = side(x, nb), side(y, nc)

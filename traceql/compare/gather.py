@@ -10,10 +10,21 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import QueryError
+from ..rows import (
+    QUERY_ROWS,
+    CompareFrameworkOpsRow,
+    CompareKernelNamesRow,
+    CompareOpsRow,
+    CompareRunInfoRow,
+    FusionChainsRow,
+    WaitAttributionRow,
+)
 from .model import GRADE_OF_SOURCE, SPLIT_PARTS, OpGroup, RunInfo, RunNumbers, StepRow
+
+Row = TypeVar("Row")
 
 # a collective's kernel is named per instance (hcom_allReduce__868_3_1): match collectives by their kind
 _COMM_INSTANCE = re.compile(r"(_+\d+)+$")
@@ -34,19 +45,26 @@ def kernel_types(session: Analysis) -> dict[str, str]:
     """name -> op_type as the dump types it (the most frequent type of a name)."""
 
     out: dict[str, str] = {}
-    for r in _rows(session.query("compare_kernel_names")):
+    for r in _read(session, "compare_kernel_names", CompareKernelNamesRow)[0]:
         out.setdefault(str(r["name"]), str(r["op_type"]))
     return out
 
 
-def _rows(table: Any) -> list[dict[str, Any]]:
-    return list(table.to_pylist())
+def _read(
+    session: Analysis, query: str, row: type[Row], params: dict[str, Any] | None = None
+) -> tuple[list[Row], Any]:
+    """A query's rows typed as its TypedDict (traceql.rows, from the SQL header), so mypy checks the columns
+    read here (the row type must be the query's), and its Arrow table (for its metadata)."""
+    if QUERY_ROWS.get(query) is not row:
+        raise TypeError(f"{query}: rows are {QUERY_ROWS.get(query)}, not {row}")
+    t = session.query(query, params)
+    return cast("list[Row]", list(t.to_pylist())), t
 
 
 def run_info(session: Analysis) -> RunInfo:
 
-    t = session.query("compare_run_info")
-    r = _rows(t)[0]
+    rows, t = _read(session, "compare_run_info", CompareRunInfoRow)
+    r = rows[0]
     # the device findings use for this run (--device, the dump's name, or the 910B inference), one resolution
     resolved = (t.schema.metadata or {}).get(b"traceql.device", b"").decode() or None
     return RunInfo(
@@ -58,58 +76,70 @@ def run_info(session: Analysis) -> RunInfo:
         profiler_level=r["profiler_level"],
         aic_metrics=r["aic_metrics"],
         export_type=r["export_type"],
-        kernels=int(r["kernels"]),
-        steps_min=int(r["steps_per_rank_min"]),
-        steps_max=int(r["steps_per_rank_max"]),
+        # counts: never null (count(*) / min / max over at least the run's one row); `or 0` only narrows
+        kernels=int(r["kernels"] or 0),
+        steps_min=int(r["steps_per_rank_min"] or 0),
+        steps_max=int(r["steps_per_rank_max"] or 0),
         rows=json.loads(r["rows"] or "{}"),
     )
 
 
 def step_rows(session: Analysis) -> tuple[list[StepRow], str]:
 
-    t = session.query("wait_attribution")
+    rows, t = _read(session, "wait_attribution", WaitAttributionRow)
     note = (t.schema.metadata or {}).get(b"traceql.peaks_note", b"").decode()
     out = []
-    for r in _rows(t):
-        if r["scope"] != "step" or not r["wall_ns"]:
+    for r in rows:
+        wall, rank = r["wall_ns"], r["rank"]
+        if r["scope"] != "step" or not wall or rank is None:  # a step row names its rank
             continue
-        parts = {k: int(r[k] or 0) for k, _ in SPLIT_PARTS if k in r}
-        out.append(StepRow(rank=int(r["rank"]), step=r["step"], wall_ns=int(r["wall_ns"]), parts=parts))
+        parts: dict[str, int] = {k: int(r[k] or 0) for k, _ in SPLIT_PARTS if k in r}
+        out.append(StepRow(rank=int(rank), step=r["step"], wall_ns=int(wall), parts=parts))
     return out, note
 
 
 def op_groups(session: Analysis) -> list[OpGroup]:
 
     out = []
-    for r in _rows(session.query("compare_ops")):
+    for r in _read(session, "compare_ops", CompareOpsRow)[0]:
         is_comm = bool(r["is_comm"])
         key = op_key(str(r["op_type"]), is_comm)
         out.append(
             OpGroup(
                 key=f"{key}|{r['input_shapes']}|{r['input_dtypes']}",
                 op_type=key,
-                shapes=r["input_shapes"],
-                dtypes=r["input_dtypes"],
+                # '' where the dump records none (the query's header): never null
+                shapes=r["input_shapes"] or "",
+                dtypes=r["input_dtypes"] or "",
                 is_comm=is_comm,
-                calls=int(r["calls"]),
+                calls=int(r["calls"] or 0),
                 dur_ns=int(r["dur_ns"] or 0),
                 hbm_bytes=int(r["hbm_bytes"] or 0),
                 bytes_dur_ns=int(r["bytes_dur_ns"] or 0),
-                calls_with_bytes=int(r["calls_with_bytes"]),
-                grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
+                calls_with_bytes=int(r["calls_with_bytes"] or 0),
+                grade_calls=_grade_calls(r),
                 example=str(r["example_name"] or ""),
             )
         )
     return out
 
 
-def chain_rows(session: Analysis) -> list[dict[str, Any]]:
+def _grade_calls(r: CompareOpsRow | CompareFrameworkOpsRow) -> dict[str, int]:
+    """Calls per byte grade (measured / sampled / modeled), from the query's per-source counts."""
+    return {
+        GRADE_OF_SOURCE["pmu"]: int(r["pmu_calls"] or 0),
+        GRADE_OF_SOURCE["sampled"]: int(r["sampled_calls"] or 0),
+        GRADE_OF_SOURCE["modeled"]: int(r["modeled_calls"] or 0),
+    }
+
+
+def chain_rows(session: Analysis) -> list[FusionChainsRow]:
 
     try:
-        t = session.query("fusion_chains", {"top_n": 50})
+        rows, _t = _read(session, "fusion_chains", FusionChainsRow, {"top_n": 50})
     except QueryError:
         return []  # a run the chain query cannot read still compares on everything else
-    return [r for r in _rows(t) if r["scope"] == "pattern"]
+    return [r for r in rows if r["scope"] == "pattern"]
 
 
 def framework_metrics(session: Analysis, fmt: str) -> dict[str, Any] | None:
@@ -154,7 +184,7 @@ def framework_op_groups(session: Analysis) -> list[OpGroup]:
     """--mode cross: kernels grouped by the framework operator that launched them (compare_framework_ops)."""
 
     out = []
-    for r in _rows(session.query("compare_framework_ops")):
+    for r in _read(session, "compare_framework_ops", CompareFrameworkOpsRow)[0]:
         fw = str(r["framework_op"])
         out.append(
             OpGroup(
@@ -163,12 +193,12 @@ def framework_op_groups(session: Analysis) -> list[OpGroup]:
                 shapes="",
                 dtypes="",
                 is_comm=bool(r["is_comm"]),
-                calls=int(r["calls"]),
+                calls=int(r["calls"] or 0),
                 dur_ns=int(r["dur_ns"] or 0),
                 hbm_bytes=int(r["hbm_bytes"] or 0),
                 bytes_dur_ns=int(r["bytes_dur_ns"] or 0),
-                calls_with_bytes=int(r["calls_with_bytes"]),
-                grade_calls={GRADE_OF_SOURCE[s]: int(r[f"{s}_calls"]) for s in ("pmu", "sampled", "modeled")},
+                calls_with_bytes=int(r["calls_with_bytes"] or 0),
+                grade_calls=_grade_calls(r),
                 example=str(r["example_kernel"] or ""),
             )
         )

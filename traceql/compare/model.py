@@ -8,15 +8,33 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..jsonsafe import json_safe
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..rows import FusionChainsRow
 
 FORMAT_ID = "traceql.compare/1"
 VERDICTS = ("improvement", "regression", "neutral", "inconclusive")
 MODES = ("same", "cross")
 
 # The parts of a step, in the order the split is shown: wait_attribution's disjoint parts, which add up to the
-# step window (its comm_wait_other_ns is the sum of the three waiting parts below).
-SPLIT_PARTS = (
+# step window (its comm_wait_other_ns is the sum of the three waiting parts below). SplitPart names them as
+# wait_attribution's columns, so mypy checks each against traceql.rows.WaitAttributionRow where it is read.
+SplitPart = Literal[
+    "compute_hbm_saturated_ns",
+    "compute_other_ns",
+    "comm_transit_ns",
+    "comm_wait_peer_hbm_ns",
+    "comm_wait_peer_other_ns",
+    "comm_wait_missing_ranks_ns",
+    "comm_wait_sync_ns",
+    "comm_unsplit_ns",
+    "idle_ns",
+    "host_ns",
+]
+SPLIT_PARTS: tuple[tuple[SplitPart, str], ...] = (
     ("compute_hbm_saturated_ns", "HBM-saturated compute"),
     ("compute_other_ns", "other compute"),
     ("comm_transit_ns", "communication: transit"),
@@ -127,7 +145,7 @@ class RunNumbers:
     info: RunInfo
     steps: list[StepRow]
     ops: list[OpGroup]  # by (op_type, shapes, dtypes)
-    chains: list[dict[str, Any]]  # fusion_chains pattern rows
+    chains: list[FusionChainsRow]  # fusion_chains pattern rows
     framework: (
         dict[str, Any] | None
     )  # traceql.capture.compare.run_metrics (host-side aten ops), when it applies
@@ -154,19 +172,6 @@ def stats(values: list[float]) -> dict[str, Any]:
     return {"n": n, "mean": mean, "sd": sd, "min": min(values), "max": max(values)}
 
 
-def jsonable(v: Any) -> Any:
-    """JSON-safe copy: NaN/inf -> None, tuples -> lists (allow_nan=False must never trip)."""
-    if isinstance(v, dict):
-        return {str(k): jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [jsonable(x) for x in v]
-    if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else v
-    if isinstance(v, (str, int, bool)) or v is None:
-        return v
-    return str(v)
-
-
 @dataclass
 class Comparison:
     base: RunNumbers
@@ -189,7 +194,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         from ..version import __version__
 
-        out: dict[str, Any] = jsonable(
+        out: dict[str, Any] = json_safe(
             {
                 "format": FORMAT_ID,
                 "generated_by": f"traceql {__version__}",

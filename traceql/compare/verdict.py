@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .model import OpGroup, RunNumbers, stats
+from .model import OpGroup, RunInfo, RunNumbers, stats
 
 # two-sided 95% Student t quantiles by degrees of freedom (df > 30: 1.96 is within 4% of the true value)
 _T95 = {
@@ -98,23 +98,37 @@ def shared_time(base: list[OpGroup], cand: list[OpGroup]) -> tuple[float | None,
     return fb, fc, len(both)
 
 
+class _Differences:
+    """What differs between the sides, in the order found, and the refusals among them."""
+
+    def __init__(self) -> None:
+        self.refusals: list[str] = []
+        self.diffs: list[dict[str, Any]] = []
+
+    def add(self, aspect: str, bv: Any, cv: Any, effect: str, refuse: bool = False) -> None:
+        self.diffs.append({"aspect": aspect, "base": bv, "cand": cv, "effect": effect, "refused": refuse})
+        if refuse:
+            self.refusals.append(f"{aspect}: {effect}")
+
+
 def comparability(
     b: RunNumbers, c: RunNumbers, mode: str
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """(refusals, differences, hidden): why no verdict, everything that differs, what the difference hides."""
-    bi, ci = b.info, c.info
-    refusals: list[str] = []
-    diffs: list[dict[str, Any]] = []
-
-    def diff(aspect: str, bv: Any, cv: Any, effect: str, refuse: bool = False) -> None:
-        diffs.append({"aspect": aspect, "base": bv, "cand": cv, "effect": effect, "refused": refuse})
-        if refuse:
-            refusals.append(f"{aspect}: {effect}")
-
+    d = _Differences()
     cross = mode == "cross"
+    _profilers_and_devices(d, b.info, c.info, cross)
+    _layouts(d, b, c)
+    _recordings(d, b, c)
+    _shared_work(d, b, c, cross)
+    return d.refusals, d.diffs, hidden_by_difference(b, c)
+
+
+def _profilers_and_devices(d: _Differences, bi: RunInfo, ci: RunInfo, cross: bool) -> None:
+    """Different profilers or devices: refused unless --mode cross."""
     fb, fc = family(bi.format), family(ci.format)
     if fb != fc:
-        diff(
+        d.add(
             "dump kind",
             bi.format,
             ci.format,
@@ -123,7 +137,7 @@ def comparability(
             refuse=not cross,
         )
     elif bi.format != ci.format:
-        diff(
+        d.add(
             "dump kind",
             bi.format,
             ci.format,
@@ -134,7 +148,7 @@ def comparability(
         # both resolve to a preset: the presets decide (a dump's 'Ascend910B3' and an inferred 910B are one card)
         db_, dc = bi.device_preset, ci.device_preset
     if db_ and dc and db_ != dc:
-        diff(
+        d.add(
             "device",
             bi.device,
             ci.device,
@@ -143,9 +157,14 @@ def comparability(
             refuse=not cross,
         )
     elif (db_ is None) != (dc is None):
-        diff("device", bi.device, ci.device, "one side names no device: peaks may differ between the sides")
+        d.add("device", bi.device, ci.device, "one side names no device: peaks may differ between the sides")
+
+
+def _layouts(d: _Differences, b: RunNumbers, c: RunNumbers) -> None:
+    """A different rank count is another job; a side without steps has nothing to time."""
+    bi, ci = b.info, c.info
     if bi.ranks != ci.ranks:
-        diff(
+        d.add(
             "rank count",
             bi.ranks,
             ci.ranks,
@@ -155,18 +174,23 @@ def comparability(
         )
     for side, r in (("base", b), ("cand", c)):
         if not r.steps:
-            refusals.append(f"steps: {side} run {r.info.run_id!r} has no step or kernel to time")
+            d.refusals.append(f"steps: {side} run {r.info.run_id!r} has no step or kernel to time")
         elif no_step := stepless_ranks(r):
-            refusals.append(f"steps: {side} run {r.info.run_id!r} {_stepless_why(no_step, r)}")
+            d.refusals.append(f"steps: {side} run {r.info.run_id!r} {_stepless_why(no_step, r)}")
+
+
+def _recordings(d: _Differences, b: RunNumbers, c: RunNumbers) -> None:
+    """Recorded differently (level, PMU group, export, peaks, step count): listed, never refused."""
+    bi, ci = b.info, c.info
     for aspect, bv, cv in (
         ("profiler level", bi.profiler_level, ci.profiler_level),
         ("PMU metric group", bi.aic_metrics, ci.aic_metrics),
         ("export type", bi.export_type, ci.export_type),
     ):
         if bv != cv:
-            diff(aspect, bv, cv, "recorded differently: see what the difference hides")
+            d.add(aspect, bv, cv, "recorded differently: see what the difference hides")
     if b.peaks_note != c.peaks_note:
-        diff(
+        d.add(
             "HBM peak",
             b.peaks_note,
             c.peaks_note,
@@ -174,18 +198,24 @@ def comparability(
             "HBM-saturated compute may differ: pass --device to use one preset for both",
         )
     if (bi.steps_min, bi.steps_max) != (ci.steps_min, ci.steps_max):
-        diff(
+        d.add(
             "step count",
             [bi.steps_min, bi.steps_max],
             [ci.steps_min, ci.steps_max],
             "different numbers of profiled steps per rank: compared per step",
         )
+
+
+def _shared_work(d: _Differences, b: RunNumbers, c: RunNumbers, cross: bool) -> None:
+    """The same work: enough device time in operator types both runs have (same mode), and kernels on both
+    sides or neither."""
+    bi, ci = b.info, c.info
     if bi.kernels and ci.kernels and not cross:
         sb, sc, n = shared_time(b.ops, c.ops)
         if sb is not None and sc is not None:
             refuse = max(sb, sc) < MIN_SHARED_TIME
             if refuse or min(sb, sc) < 0.999:
-                diff(
+                d.add(
                     "shared operators",
                     round(sb, 4),
                     round(sc, 4),
@@ -194,14 +224,13 @@ def comparability(
                     refuse=refuse,
                 )
     elif (bi.kernels == 0) != (ci.kernels == 0):
-        diff(
+        d.add(
             "device kernels",
             bi.kernels,
             ci.kernels,
             "one side recorded no device kernels: a host-only trace against a device one",
             refuse=not cross,
         )
-    return refusals, diffs, hidden_by_difference(b, c)
 
 
 def hidden_by_difference(b: RunNumbers, c: RunNumbers) -> list[str]:

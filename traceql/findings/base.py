@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .context import OP_BYTES, RANK_SUMMARY
 from .model import Finding
@@ -13,6 +13,7 @@ from .text import render
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Sequence
 
+    from ..rows import OpHbmBytesRow, RankSummaryRow, WaitAttributionRow
     from .context import Context
     from .rules import Rule
 
@@ -207,39 +208,72 @@ def scaling_text(scaling: float | None, method: str) -> str:
 
 
 def scaling_of(ctx: Context) -> tuple[float | None, str]:
-    w = ctx.wait_run() or {}
-    if w.get("scaling_vs_baseline") is not None:
-        return float(w["scaling_vs_baseline"]), f"baseline:{ctx.baseline}"
-    return (
-        float(w["compute_fraction"]) if w.get("compute_fraction") is not None else None
-    ), "compute_fraction"
+    w = ctx.wait_run()
+    scaling = w["scaling_vs_baseline"] if w else None
+    if scaling is not None:
+        return float(scaling), f"baseline:{ctx.baseline}"
+    fraction = w["compute_fraction"] if w else None
+    return (float(fraction) if fraction is not None else None), "compute_fraction"
 
 
-def op_bytes_rows(ctx: Context) -> list[dict[str, Any]]:
+def op_bytes_rows(ctx: Context) -> list[OpHbmBytesRow]:
     """op_hbm_bytes once for the whole report: its top rows serve the top-10 and the re-read checks."""
     return ctx.read(OP_BYTES)
 
 
-def bound_share_of(w: dict[str, Any] | None) -> float | None:
-    if not w or not w.get("verdict"):
+def bound_share_of(w: WaitAttributionRow | None) -> float | None:
+    """The share of the step in what bounds it (wait_attribution's verdict), None without a verdict."""
+    verdict = w["verdict"] if w else None
+    if not w or not verdict:
         return None
-    key = {
-        "memory-bound": "memory_share",
-        "communication-bound": "communication_share",
-        "compute-bound": "compute_share",
-        "host/idle-bound": "idle_host_share",
-    }.get(w["verdict"])
-    return w.get(key) if key else None
+    if verdict == "memory-bound":
+        return w["memory_share"]
+    if verdict == "communication-bound":
+        return w["communication_share"]
+    if verdict == "compute-bound":
+        return w["compute_share"]
+    if verdict == "host/idle-bound":
+        return w["idle_host_share"]
+    return None
 
 
-def rank_skew(ctx: Context) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
-    rs = {r["rank"]: r for r in ctx.read(RANK_SUMMARY)}
+def rank_skew(ctx: Context) -> tuple[dict[int, RankSummaryRow], dict[int, WaitAttributionRow]]:
+    # rank_summary has one row per rank, every one naming its rank
+    rs = {rank: r for r in ctx.read(RANK_SUMMARY) if (rank := r["rank"]) is not None}
     return rs, ctx.wait_by_rank()
 
 
-def per_step_rank(row: dict[str, Any], key: str) -> float:
-    steps = row.get("steps") or 1
-    return float(row.get(key) or 0) / steps
+# the per-rank totals per_step_rank divides by the rank's steps (columns of both rank_summary and
+# wait_attribution, or of one of them: mypy checks each name against the row it is read from)
+SummaryTotal = Literal["lateness_ns", "compute_kernels", "compute_ns", "peer_wait_ns"]
+WaitTotal = Literal[
+    "comm_wait_peer_hbm_ns",
+    "comm_wait_peer_other_ns",
+    "comm_transit_ns",
+    "compute_hbm_saturated_ns",
+    "compute_other_ns",
+    "idle_ns",
+    "host_ns",
+]
+
+
+def per_step_summary(row: RankSummaryRow, key: SummaryTotal) -> float:
+    """A rank_summary total per step of that rank."""
+    steps = row["steps"] or 1
+    return float(row[key] or 0) / steps
+
+
+def per_step_rank(row: WaitAttributionRow | None, key: WaitTotal) -> float:
+    """A wait_attribution rank total per step of that rank (0 for a rank without a row)."""
+    if row is None:
+        return 0.0
+    steps = row["steps"] or 1
+    return float(row[key] or 0) / steps
+
+
+def steps_of(row: WaitAttributionRow | None) -> int:
+    """A rank's steps from its wait_attribution row, 1 without a row or a step (what per-step numbers divide by)."""
+    return (row["steps"] if row else None) or 1
 
 
 def lateness_split(ctx: Context, slow: int, fast: int) -> dict[str, float]:
@@ -247,9 +281,9 @@ def lateness_split(ctx: Context, slow: int, fast: int) -> dict[str, float]:
     time, all from wait_attribution's rank rows (one definition of the split, read by comm_waits_on_memory and
     slow_rank alike)."""
     wr = ctx.wait_by_rank()
-    ws, wf = wr.get(slow, {}), wr.get(fast, {})
+    ws, wf = wr.get(slow), wr.get(fast)
 
-    def host(w: dict[str, Any]) -> float:
+    def host(w: WaitAttributionRow | None) -> float:
         return per_step_rank(w, "idle_ns") + per_step_rank(w, "host_ns")
 
     return {

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..rows import BoundSharesRow
     from .context import Context
 
 # per-task evidence (pipe ratios or PMU bytes) must cover at least this share of compute time to split it
@@ -21,15 +22,15 @@ CAUSE_TEXT = {
 }
 
 
-def graded_share(row: dict[str, Any] | None) -> float:
+def graded_share(row: BoundSharesRow | None) -> float:
     if not row:
         return 0.0
-    return float(row.get("pipe_share") or 0.0) + float(row.get("measured_share") or 0.0)
+    return float(row["pipe_share"] or 0.0) + float(row["measured_share"] or 0.0)
 
 
-def compute_split(row: dict[str, Any] | None) -> dict[str, Any] | None:
+def compute_split(row: BoundSharesRow | None) -> dict[str, Any] | None:
     """bound_shares' row as the verdict cites it, or None when per-task evidence covers too little compute."""
-    if not row or not row.get("compute_ns") or graded_share(row) < MIN_GRADED_SHARE:
+    if not row or not row["compute_ns"] or graded_share(row) < MIN_GRADED_SHARE:
         return None
     shares = {
         "memory": float(row["memory_share"] or 0.0),
@@ -38,12 +39,8 @@ def compute_split(row: dict[str, Any] | None) -> dict[str, Any] | None:
     }
     # ties: memory first (the article's question), then compute
     bound = max(("memory", "compute", "latency"), key=lambda k: shares[k])
-    grade = (
-        "measured"
-        if float(row.get("measured_share") or 0.0) >= float(row.get("pipe_share") or 0.0)
-        else "pipe"
-    )
-    cause = row.get("top_cause")
+    grade = "measured" if float(row["measured_share"] or 0.0) >= float(row["pipe_share"] or 0.0) else "pipe"
+    cause = row["top_cause"]
     return {
         "bound": bound,
         "memory_share": shares["memory"],
@@ -52,7 +49,7 @@ def compute_split(row: dict[str, Any] | None) -> dict[str, Any] | None:
         "unknown_share": float(row["unknown_share"] or 0.0),
         "top_cause": cause,
         "top_cause_text": CAUSE_TEXT.get(str(cause), "") if cause else "",
-        "top_cause_share": row.get("top_cause_share"),
+        "top_cause_share": row["top_cause_share"],
         "grade": grade,
         "graded_share": graded_share(row),
     }

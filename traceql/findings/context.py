@@ -5,8 +5,31 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, cast
 
+from ..rows import (
+    QUERY_ROWS,
+    ActivationMemoryRow,
+    AicoreFreqRow,
+    BoundSharesRow,
+    CaptureCoverageRow,
+    CommTransportRow,
+    CubeEfficiencyRow,
+    DeviceIdleRow,
+    DtypeTrafficRow,
+    FusionChainsRow,
+    HbmUtilizationRow,
+    LayoutForcersRow,
+    LayoutTransformsRow,
+    OpBoundsRow,
+    OpExecModesRow,
+    OpHbmBytesRow,
+    RankSummaryRow,
+    RepeatedReadsRow,
+    RolesRow,
+    UbL2RatesRow,
+    WaitAttributionRow,
+)
 from .gate import Gate, memory_gate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -14,13 +37,35 @@ if TYPE_CHECKING:  # pragma: no cover
     from .rules import Rule
 
 
+Row = TypeVar("Row")
+
+
+class _Ranked(TypedDict):
+    """The columns by_rank reads: every per-rank query row has them (structurally: a TypedDict with these two
+    keys, typed so, is one of these)."""
+
+    scope: str | None
+    rank: int | None
+
+
+Ranked = TypeVar("Ranked", bound=_Ranked)
+
+
 @dataclass(frozen=True)
-class Read:
-    """A query a check reads, with the params it reads it with (from the rules): checks declare these, and
-    the planner runs every declared read up front (`plan`)."""
+class Read(Generic[Row]):
+    """A query a check reads, the TypedDict of its rows (traceql.rows, generated from the query's `-- column:`
+    header) and the params it reads it with (from the rules): checks declare these, and the planner runs every
+    declared read up front (`plan`). `ctx.read(r)` returns `list[<row>]`, so mypy checks every column a check
+    reads against the SQL file's header."""
 
     query: str
+    row: type[Row]
     params: Callable[[Context], dict[str, Any]] = field(default=lambda ctx: {})
+
+    def __post_init__(self) -> None:
+        # the row type is the query's own: a Read naming another query's rows would type-check wrong columns
+        if QUERY_ROWS.get(self.query) is not self.row:
+            raise TypeError(f"Read({self.query!r}): rows are {QUERY_ROWS.get(self.query)}, not {self.row}")
 
     def key(self, ctx: Context) -> tuple[str, str]:
         return (self.query, json.dumps(self.params(ctx), sort_keys=True, default=str))
@@ -31,25 +76,26 @@ def _rule_params(rule_id: str) -> Callable[[Context], dict[str, Any]]:
 
 
 # The reads of the checks (each check's declaration lists the ones it uses; see traceql.findings.registry).
-WAIT = Read("wait_attribution", lambda ctx: ctx.wait_params())
-HBM = Read("hbm_utilization", lambda ctx: ctx.hbm_params())
-RANK_SUMMARY = Read("rank_summary")
-OP_BYTES = Read("op_hbm_bytes", lambda ctx: {"top_n": ctx.n_ops})
-FUSION = Read("fusion_chains", _rule_params("operator_fusion"))
-REPEATED_READS = Read("repeated_reads", _rule_params("ub_reuse"))
-UB_L2 = Read("ub_l2_rates", lambda ctx: {"top_n": 10})
-LAYOUTS = Read("layout_transforms", lambda ctx: {"top_n": 1000})
-LAYOUT_FORCERS = Read("layout_forcers", lambda ctx: {"top_n": 200})
-DEVICE_IDLE = Read("device_idle", _rule_params("prefetch_overlap"))
-DTYPE_TRAFFIC = Read("dtype_traffic", _rule_params("mixed_precision"))
-ACTIVATIONS = Read("activation_memory")
-CUBE = Read("cube_efficiency", lambda ctx: {"top_n": 1000})
-TRANSPORT = Read("comm_transport", _rule_params("slow_link"))
-EXEC_MODES = Read("op_exec_modes", _rule_params("aicpu_ops"))
-COVERAGE = Read("capture_coverage")
-AICORE_FREQ = Read("aicore_freq", _rule_params("aicore_freq"))
-BOUNDS = Read("bound_shares")
-OP_BOUNDS = Read("op_bounds", lambda ctx: {"top_n": 200})
+WAIT = Read("wait_attribution", WaitAttributionRow, lambda ctx: ctx.wait_params())
+HBM = Read("hbm_utilization", HbmUtilizationRow, lambda ctx: ctx.hbm_params())
+RANK_SUMMARY = Read("rank_summary", RankSummaryRow)
+OP_BYTES = Read("op_hbm_bytes", OpHbmBytesRow, lambda ctx: {"top_n": ctx.n_ops})
+FUSION = Read("fusion_chains", FusionChainsRow, _rule_params("operator_fusion"))
+REPEATED_READS = Read("repeated_reads", RepeatedReadsRow, _rule_params("ub_reuse"))
+UB_L2 = Read("ub_l2_rates", UbL2RatesRow, lambda ctx: {"top_n": 10})
+LAYOUTS = Read("layout_transforms", LayoutTransformsRow, lambda ctx: {"top_n": 1000})
+LAYOUT_FORCERS = Read("layout_forcers", LayoutForcersRow, lambda ctx: {"top_n": 200})
+DEVICE_IDLE = Read("device_idle", DeviceIdleRow, _rule_params("prefetch_overlap"))
+DTYPE_TRAFFIC = Read("dtype_traffic", DtypeTrafficRow, _rule_params("mixed_precision"))
+ACTIVATIONS = Read("activation_memory", ActivationMemoryRow)
+CUBE = Read("cube_efficiency", CubeEfficiencyRow, lambda ctx: {"top_n": 1000})
+TRANSPORT = Read("comm_transport", CommTransportRow, _rule_params("slow_link"))
+EXEC_MODES = Read("op_exec_modes", OpExecModesRow, _rule_params("aicpu_ops"))
+COVERAGE = Read("capture_coverage", CaptureCoverageRow)
+AICORE_FREQ = Read("aicore_freq", AicoreFreqRow, _rule_params("aicore_freq"))
+BOUNDS = Read("bound_shares", BoundSharesRow)
+OP_BOUNDS = Read("op_bounds", OpBoundsRow, lambda ctx: {"top_n": 200})
+ROLES = Read("roles", RolesRow)
 # every finding's grade and per-step shares read these (make_finding, Context.share)
 COMMON_READS = (WAIT, HBM)
 
@@ -113,7 +159,7 @@ class Context:
             t = t.filter(pc.fill_null(pc.not_equal(t["scope"], "step"), True))
         return t.to_pylist(), meta
 
-    def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         key = (name, json.dumps(params or {}, sort_keys=True, default=str))
         if key not in self._cache:
             self.late.append(f"{name} {key[1]}")
@@ -121,10 +167,13 @@ class Context:
             self.meta = self.meta or meta
         return self._cache[key]
 
-    def read(self, r: Read) -> list[dict[str, Any]]:
-        return self.rows(r.query, r.params(self))
+    def read(self, r: Read[Row]) -> list[Row]:
+        """The rows of a declared read, typed as its query's rows (the one way checks read a query)."""
+        # the cast is checked where it matters: Read ties the row type to the query (__post_init__) and
+        # tests/test_rows_current.py ties traceql.rows to the SQL headers
+        return cast("list[Row]", self._rows(r.query, r.params(self)))
 
-    def prefetch(self, reads: list[Read], workers: int) -> None:
+    def prefetch(self, reads: list[Read[Any]], workers: int) -> None:
         """Run the declared reads on `workers` threads (DuckDB releases the GIL; each query gets its own
         cursor), so a report costs about its slowest queries instead of their sum."""
         from concurrent.futures import ThreadPoolExecutor
@@ -180,7 +229,7 @@ class Context:
         return {"sat_threshold": self.sat, "low_threshold": self.not_bound}
 
     # common numbers -----------------------------------------------------------------------------------------
-    def wait_rows(self) -> list[dict[str, Any]]:
+    def wait_rows(self) -> list[WaitAttributionRow]:
         return self.read(WAIT)
 
     def wait_params(self) -> dict[str, Any]:
@@ -189,21 +238,23 @@ class Context:
             params["baseline_step_ns"] = self.baseline_step_ns
         return params
 
-    def wait_run(self) -> dict[str, Any] | None:
-        return next((r for r in self.wait_rows() if r["scope"] == "run"), None)
+    def wait_run(self) -> WaitAttributionRow | None:
+        return run_row(self.wait_rows())
 
-    def wait_by_rank(self) -> dict[int, dict[str, Any]]:
-        return {r["rank"]: r for r in self.wait_rows() if r["scope"] == "rank"}
+    def wait_by_rank(self) -> dict[int, WaitAttributionRow]:
+        return by_rank(self.wait_rows())
 
     @property
     def rank_steps(self) -> int:
         w = self.wait_run()
-        return int(w["steps"]) if w and w.get("steps") else 0
+        steps = w["steps"] if w else None
+        return int(steps) if steps else 0
 
     @property
     def mean_step_ns(self) -> float | None:
         w = self.wait_run()
-        return float(w["mean_step_ns"]) if w and w.get("mean_step_ns") else None
+        mean = w["mean_step_ns"] if w else None
+        return float(mean) if mean else None
 
     def per_step(self, total_ns: float | None) -> float | None:
         """A total over every rank and step -> ns per step of one rank."""
@@ -219,29 +270,32 @@ class Context:
     def compute_ns(self) -> float:
         return float(sum(r["compute_ns"] or 0 for r in self.read(RANK_SUMMARY)))
 
-    def hbm_ranks(self) -> dict[int, dict[str, Any]]:
+    def hbm_ranks(self) -> dict[int, HbmUtilizationRow]:
         """hbm_utilization's rank rows (busy_utilization is null there unless measured, or sampled at a period
         that resolves the kernels: see the query's evidence column)."""
-        rows = self.read(HBM)
-        return {r["rank"]: r for r in rows if r["scope"] == "rank"}
+        return by_rank(self.read(HBM))
 
-    def hbm_run_row(self) -> dict[str, Any] | None:
-        rows = self.read(HBM)
-        return next((r for r in rows if r["scope"] == "run"), None)
+    def busy_utilization(self, rank: int) -> float | None:
+        """A rank's HBM busy utilisation (hbm_utilization), None without a row or a resolved number."""
+        row = self.hbm_ranks().get(rank)
+        return row["busy_utilization"] if row else None
 
-    def bounds_run(self) -> dict[str, Any] | None:
+    def hbm_run_row(self) -> HbmUtilizationRow | None:
+        return run_row(self.read(HBM))
+
+    def bounds_run(self) -> BoundSharesRow | None:
         """bound_shares' run row: the compute time's split into memory-, compute- and latency-bound tasks."""
-        return next((r for r in self.read(BOUNDS) if r["scope"] == "run"), None)
+        return run_row(self.read(BOUNDS))
 
-    def bounds_by_rank(self) -> dict[int, dict[str, Any]]:
-        return {r["rank"]: r for r in self.read(BOUNDS) if r["scope"] == "rank"}
+    def bounds_by_rank(self) -> dict[int, BoundSharesRow]:
+        return by_rank(self.read(BOUNDS))
 
     def store_run_info(self) -> dict[str, Any]:
         return self.session.info
 
-    def coverage(self) -> dict[str, Any]:
-        """capture_coverage's row for this run ({} when the query has none)."""
-        return next(iter(self.read(COVERAGE)), {})
+    def coverage(self) -> CaptureCoverageRow:
+        """capture_coverage's first row for this run (its run row; every column null when the query has none)."""
+        return next(iter(self.read(COVERAGE)), None) or empty_row(CaptureCoverageRow)
 
     def grade_for(self, rule: Rule, top_ops: list[dict[str, Any]] | None) -> dict[str, Any]:
         """The evidence grade of a check's numbers, from what its rule says they rest on (rules.toml rests_on)."""
@@ -276,6 +330,23 @@ class Context:
         peaks = json.loads(self.meta.get(b"traceql.peaks", b"{}") or b"{}")
         v = peaks.get(key)
         return float(v) if v is not None else None
+
+
+def run_row(rows: list[Ranked]) -> Ranked | None:
+    """A query's run row (scope 'run'), None when it has none."""
+    return next((r for r in rows if r["scope"] == "run"), None)
+
+
+def empty_row(row: type[Row]) -> Row:
+    """A row of `row`'s query with every column null: what a check reads where the query has no such row
+    (as `{}.get(column)` did, but with the columns' names and types checked)."""
+    return cast("Row", dict.fromkeys(row.__annotations__))
+
+
+def by_rank(rows: list[Ranked]) -> dict[int, Ranked]:
+    """A query's rank rows (scope 'rank') by rank."""
+    # a rank row always names its rank (the queries group by it); the test only narrows the type
+    return {r["rank"]: r for r in rows if r["scope"] == "rank" and r["rank"] is not None}
 
 
 def peak_override(peaks: Any) -> float | None:

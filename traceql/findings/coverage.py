@@ -11,33 +11,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..rows import CaptureCoverageRow, PipelineStagesRow
 from .base import to_ms
-from .context import COVERAGE, Read
+from .context import COVERAGE, Read, run_row
 from .text import render
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
     from .model import Finding
 
-PIPELINE = Read("pipeline_stages")
+PIPELINE = Read("pipeline_stages", PipelineStagesRow)
 
 
-def inventory(ctx: Context) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """capture_coverage's run row ({} when the query has none) and its per-rank rows."""
+def inventory(ctx: Context) -> tuple[CaptureCoverageRow | None, list[CaptureCoverageRow]]:
+    """capture_coverage's run row (None when the query has none) and its per-rank rows."""
     rows = ctx.read(COVERAGE)
-    run = next((r for r in rows if r.get("scope") == "run"), {})
-    return run, [r for r in rows if r.get("scope") == "rank"]
+    return run_row(rows), [r for r in rows if r["scope"] == "rank"]
 
 
-def is_fragment(run: dict[str, Any]) -> bool:
+def is_fragment(run: CaptureCoverageRow | None) -> bool:
     """No step markers and no communication records (a task list's own hcom / NCCL tasks are an excerpt, not a
     record of the collectives): the shares are of a capture window, not of a step of a job."""
-    return bool(run) and not run.get("steps") and not run.get("comm_ops")
+    return run is not None and not run["steps"] and not run["comm_ops"]
 
 
-def low_coverage(ctx: Context, run: dict[str, Any]) -> float | None:
+def low_coverage(ctx: Context, run: CaptureCoverageRow | None) -> float | None:
     """The task list's share of the profiler's computing time when it is below the rules' line, else None."""
-    kc = run.get("kernel_coverage")
+    kc = run["kernel_coverage"] if run else None
     line = float(ctx.rules.get("honesty", {}).get("min_kernel_coverage", 0.9))
     return float(kc) if kc is not None and kc < line else None
 
@@ -63,9 +63,9 @@ def job_evidence(capture: dict[str, Any]) -> str:
     return f"rank ids up to {int(n) - 1} named in the {src}"
 
 
-def stages(ctx: Context) -> dict[int, dict[str, Any]]:
+def stages(ctx: Context) -> dict[int, PipelineStagesRow]:
     """rank -> its pipeline_stages row (stage, stages, pp_group, source); {} when no pipeline group is named."""
-    return {int(r["rank"]): r for r in ctx.read(PIPELINE) if r.get("rank") is not None}
+    return {int(rank): r for r in ctx.read(PIPELINE) if (rank := r["rank"]) is not None}
 
 
 def hold_findings(ctx: Context, findings: list[Finding]) -> None:
@@ -96,19 +96,19 @@ def hbm_without_peak(ctx: Context) -> str | None:
     """HBM counter bytes and bandwidth when the device's peak is unknown (no utilisation to give): the busiest
     rank's GB and GB/s, never "no HBM bytes" while the dump holds samples."""
     rows = [
-        r
+        (float(bps), float(nbytes), r)
         for r in ctx.hbm_ranks().values()
-        if r.get("evidence") == "sampled" and r.get("hbm_bytes") and r.get("avg_bw_bps") is not None
+        if r["evidence"] == "sampled" and (nbytes := r["hbm_bytes"]) and (bps := r["avg_bw_bps"]) is not None
     ]
     if not rows or ctx.peak() is not None:
         return None
-    r = max(rows, key=lambda x: float(x["avg_bw_bps"]))
+    bw, hbm_bytes, r = max(rows, key=lambda x: x[0])
     vals = {
         "rank": r["rank"],
-        "gb": float(r["hbm_bytes"]) / 1e9,
-        "gbps": float(r["avg_bw_bps"]) / 1e9,
-        "covered_ms": to_ms(r.get("covered_ns")) or 0.0,
-        "period_ms": (r.get("sample_period_ns") or 0) / 1e6,
+        "gb": hbm_bytes / 1e9,
+        "gbps": bw / 1e9,
+        "covered_ms": to_ms(r["covered_ns"]) or 0.0,
+        "period_ms": (r["sample_period_ns"] or 0) / 1e6,
     }
     return render(str(ctx.rules["honesty"]["hbm_no_peak"]), vals, "honesty.hbm_no_peak")
 
@@ -120,66 +120,62 @@ def amend_verdict(ctx: Context, v: dict[str, Any]) -> dict[str, Any]:
     run, ranks = inventory(ctx)
     cap = v.setdefault("capture", {})
     cap.update(
-        kernel_span_coverage=run.get("kernel_span_coverage"),
-        evidence=run.get("evidence"),
-        ranks_without_kernel_list=[r["rank"] for r in ranks if not r.get("kernel_list")],
-        ranks=[
-            {
-                k: r.get(k)
-                for k in (
-                    "rank",
-                    "kernel_list",
-                    "compute_ns",
-                    "steps",
-                    "counters",
-                    "comm_ops",
-                    "comm_tasks",
-                    "evidence",
-                )
-            }
-            for r in ranks
-        ],
+        kernel_span_coverage=run["kernel_span_coverage"] if run else None,
+        evidence=run["evidence"] if run else None,
+        ranks_without_kernel_list=[r["rank"] for r in ranks if not r["kernel_list"]],
+        ranks=[_rank_inventory(r) for r in ranks],
     )
     if not run or v.get("bound") is None:
         return v
     h = ctx.rules["honesty"]
-    if cap.get("job_ranks") is None and ((run.get("ranks_captured") or 0) > 1 or run.get("comm_ops")):
-        vals = {"captured": run.get("ranks_captured") or 0}
+    if cap.get("job_ranks") is None and ((run["ranks_captured"] or 0) > 1 or run["comm_ops"]):
+        vals: dict[str, Any] = {"captured": run["ranks_captured"] or 0}
         v["headline"] = render(str(h["job_unknown"]), vals, "honesty.job_unknown") + "; " + v["headline"]
         if v["bound"] == "communication":
             # exposed communication may be waiting for ranks the dump does not name
             v["confidence"] = "cannot tell"
     if is_fragment(run):
         advice = h["fragment_capture_gpu" if ctx.device_kind == "gpu" else "fragment_capture_ascend"]
-        vals = {"evidence": run.get("evidence") or "", "local": v["headline"], "capture": advice}
+        vals = {"evidence": run["evidence"] or "", "local": v["headline"], "capture": advice}
         v.update(confidence="cannot tell", headline=render(str(h["fragment"]), vals, "honesty.fragment"))
         return v
     kc = low_coverage(ctx, run)
     if kc is not None:
-        span = run.get("kernel_span_coverage")
+        span = run["kernel_span_coverage"]
         vals = {
             "kc": kc,
-            "kernel_ms": kc * (to_ms(run.get("step_computing_ns")) or 0.0),
-            "computing_ms": to_ms(run.get("step_computing_ns")) or 0.0,
-            "steps": run.get("steps_reported") or 0,
+            "kernel_ms": kc * (to_ms(run["step_computing_ns"]) or 0.0),
+            "computing_ms": to_ms(run["step_computing_ns"]) or 0.0,
+            "steps": run["steps_reported"] or 0,
             "span_text": "unknown" if span is None else f"{span:.0%}",
         }
         v["headline"] += render(str(h["low_coverage"]), vals, "honesty.low_coverage")
         v["confidence"] = "cannot tell"
-    bare = [r for r in ranks if not r.get("kernel_list")]
+    bare = [r for r in ranks if not r["kernel_list"]]
     if bare:
         vals = {
             "ranks": ",".join(str(r["rank"]) for r in bare),
             "computing": ", ".join(
-                "not recorded"
-                if r.get("step_computing_ns") is None
-                else f"{to_ms(r['step_computing_ns']):.2f}"
-                for r in bare
+                "not recorded" if (ns := r["step_computing_ns"]) is None else f"{to_ms(ns):.2f}" for r in bare
             ),
         }
         v["headline"] += render(str(h["no_task_list"]), vals, "honesty.no_task_list")
         v["confidence"] = "cannot tell"
     return v
+
+
+def _rank_inventory(r: CaptureCoverageRow) -> dict[str, Any]:
+    """A rank's evidence inventory as the verdict's capture lists it."""
+    return {
+        "rank": r["rank"],
+        "kernel_list": r["kernel_list"],
+        "compute_ns": r["compute_ns"],
+        "steps": r["steps"],
+        "counters": r["counters"],
+        "comm_ops": r["comm_ops"],
+        "comm_tasks": r["comm_tasks"],
+        "evidence": r["evidence"],
+    }
 
 
 def stage_peers(ctx: Context, ranks: list[int]) -> tuple[list[list[int]], str]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._duck import reraise_interrupt
 from ..errors import QueryError
 from . import checks as _register_checks  # noqa: F401 - importing registers every check
-from .context import BOUNDS, COVERAGE, HBM, WAIT, Context, Read
+from .context import BOUNDS, COVERAGE, HBM, ROLES, WAIT, Context, Read
 from .coverage import PIPELINE, amend_verdict, hold_findings
 from .headline import has_step_markers, headline_parts
 from .model import Finding, Report
@@ -24,10 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..analysis import Analysis
 
 # what the verdict reads besides the checks' findings
-VERDICT_READS = (WAIT, HBM, COVERAGE, BOUNDS, PIPELINE, LINKS, HOST)
+VERDICT_READS = (WAIT, HBM, COVERAGE, BOUNDS, PIPELINE, LINKS, HOST, ROLES)
 
 
-def plan() -> list[Read]:
+def plan() -> list[Read[Any]]:
     """Every read the checks and the verdict declare (the planner: derived from the declarations)."""
     return [r for c in CHECKS.values() for r in c.reads] + list(VERDICT_READS)
 

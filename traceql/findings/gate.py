@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..rows import HbmUtilizationRow
     from .context import Context
 
 # which evidence decided the gate (the bandwidth check's message variants follow from it)
@@ -33,13 +34,13 @@ class Gate:
     open: bool | None
     values: dict[str, Any]
     rank: int | None = None
-    row: dict[str, Any] = field(default_factory=dict)
+    row: HbmUtilizationRow | None = None  # the rank row that decided it
     utils: dict[int, float] = field(default_factory=dict)
 
 
 def _bound(ctx: Context) -> str:
     w = ctx.wait_run()
-    return str((w or {}).get("verdict") or "unknown").removesuffix("-bound")
+    return str((w["verdict"] if w else None) or "unknown").removesuffix("-bound")
 
 
 def _values(util: float, line: float, bound: str) -> dict[str, Any]:
@@ -53,11 +54,7 @@ def memory_gate(ctx: Context) -> Gate:
     if ctx.peak() is None:
         return Gate(NO_PEAK, None, closed_unknown)
     ranks = ctx.hbm_ranks()
-    utils = {
-        r: float(row["busy_utilization"])
-        for r, row in ranks.items()
-        if row.get("busy_utilization") is not None
-    }
+    utils = {r: float(u) for r, row in ranks.items() if (u := row["busy_utilization"]) is not None}
     if utils:
         top = max(utils, key=lambda r: utils[r])
         util = utils[top]
@@ -65,31 +62,28 @@ def memory_gate(ctx: Context) -> Gate:
             MEASURED, util >= ctx.not_bound, _values(util, ctx.not_bound, bound), top, ranks[top], utils
         )
     sampled = {
-        r: row
-        for r, row in ranks.items()
-        if row.get("evidence") == "sampled" and row.get("utilization") is not None
+        r: row for r, row in ranks.items() if row["evidence"] == "sampled" and row["utilization"] is not None
     }
     if sampled:
         return _sampled_gate(ctx, sampled, bound, closed_unknown)
-    if any(row.get("modeled_utilization_lower") for row in ranks.values()):
+    if any(row["modeled_utilization_lower"] for row in ranks.values()):
         return Gate(LOWER_BOUND, None, closed_unknown)
     return Gate(NO_DATA, None, closed_unknown)
 
 
 def _sampled_gate(
-    ctx: Context, sampled: dict[int, dict[str, Any]], bound: str, unknown: dict[str, Any]
+    ctx: Context, sampled: dict[int, HbmUtilizationRow], bound: str, unknown: dict[str, Any]
 ) -> Gate:
+    """The gate from sampled HBM counters (every row here has a utilization: see memory_gate)."""
+    util = {r: float(row["utilization"] or 0.0) for r, row in sampled.items()}
     # the rank whose compute could be the busiest: highest upper bound (then highest mean)
-    top = max(
-        sampled, key=lambda r: (sampled[r].get("busy_utilization_max") or 0.0, sampled[r]["utilization"])
-    )
+    top = max(sampled, key=lambda r: (sampled[r]["busy_utilization_max"] or 0.0, util[r]))
     row = sampled[top]
-    if any(float(r["utilization"]) >= ctx.sat for r in sampled.values()):
+    if any(u >= ctx.sat for u in util.values()):
         return Gate(SAMPLED_SATURATED, True, unknown, top, row)
     if all(
-        r.get("busy_utilization_max") is not None and r["busy_utilization_max"] < ctx.not_bound
-        for r in sampled.values()
+        (umax_r := r["busy_utilization_max"]) is not None and umax_r < ctx.not_bound for r in sampled.values()
     ):
-        umax = row.get("busy_utilization_max")
+        umax = row["busy_utilization_max"]
         return Gate(SAMPLED_NOT_BOUND, False, _values(min(umax or 0.0, 1.0), ctx.not_bound, bound), top, row)
     return Gate(SAMPLED_UNRESOLVED, None, unknown, top, row)

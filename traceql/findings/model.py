@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TraceQLError
-from .jsonable import clean
+from ..jsonsafe import json_safe
 
 FORMAT_ID = "traceql.findings/2"
 
@@ -48,12 +48,12 @@ class Finding:
             "checklist_step": self.checklist_step,
             "fired": self.fired,
             "message": self.message,
-            "evidence": clean(self.evidence),
-            "top_ops": clean(self.top_ops),
-            "saving": clean(self.saving),
+            "evidence": json_safe(self.evidence),
+            "top_ops": json_safe(self.top_ops),
+            "saving": json_safe(self.saving),
             "query": self.query,
             "suggestion": self.suggestion,
-            "grade": clean(self.grade),
+            "grade": json_safe(self.grade),
         }
 
 
@@ -98,8 +98,8 @@ class Report:
             "run_id": self.run_id,
             "generated_by": f"traceql {__version__}",
             "rules_version": self.rules_version,
-            "device": clean(self.device),
-            "verdict": clean(self.verdict),
+            "device": json_safe(self.device),
+            "verdict": json_safe(self.verdict),
             "findings": [f.to_dict() for f in self.findings],
             "summary": {
                 "checks": len(self.findings),

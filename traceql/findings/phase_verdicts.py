@@ -12,7 +12,7 @@ best: small batches stream the weights and the KV cache from HBM every token.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
@@ -49,7 +49,22 @@ ORDER BY w.rank, w.phase
 """
 
 
-def per_window(ctx: Context) -> list[dict[str, Any]]:
+class PhaseWindow(TypedDict):
+    """A row of SQL above: one phase window (queries/phases.sql) with its device busy time and measured bytes."""
+
+    rank: int
+    phase: int
+    kind: str | None
+    batch_size: int | None
+    tokens: int | None
+    window_ns: int  # win_end - win_start (phases.sql gives every window both)
+    busy_ns: int  # 0 without kernels
+    n: int  # kernels in the window
+    measured: int  # of those, with PMU bytes
+    hbm_bytes: int | None  # null without kernels
+
+
+def per_window(ctx: Context) -> list[PhaseWindow]:
     """One row per phase window with its busy time and measured bytes."""
     phase_rows = ctx.session.query("phases", {"step_marker": ctx.session.step_marker})
     from .. import queries
@@ -60,7 +75,8 @@ def per_window(ctx: Context) -> list[dict[str, Any]]:
         cur.register("phase_rows", phase_rows)
         res = cur.execute(SQL, {"r": ctx.run_id})
         cols = [d[0] for d in res.description]
-        return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+        # the SQL's select list is PhaseWindow's fields, in order (tests/test_typed_rows.py holds that)
+        return [cast("PhaseWindow", dict(zip(cols, r, strict=True))) for r in res.fetchall()]
     finally:
         cur.close()
 
@@ -71,7 +87,7 @@ def _mean(xs: list[Any]) -> float | None:
 
 
 def summarise(
-    rows: list[dict[str, Any]], peak_bps: float | None, sat: float, not_bound: float
+    rows: list[PhaseWindow], peak_bps: float | None, sat: float, not_bound: float
 ) -> list[dict[str, Any]]:
     """Per phase kind: the windows' numbers and what saturates first (or why that cannot be told)."""
     out = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .context import COMMON_READS, Read
 
@@ -27,7 +27,7 @@ CheckFn = Callable[["Context", "Rule"], "Finding"]
 class CheckDef:
     id: str
     fn: CheckFn
-    reads: tuple[Read, ...]
+    reads: tuple[Read[Any], ...]
 
     def __call__(self, ctx: Context, rule: Rule) -> Finding:
         return self.fn(ctx, rule)
@@ -36,7 +36,7 @@ class CheckDef:
 CHECKS: dict[str, CheckDef] = {}
 
 
-def check(rule_id: str, *reads: Read) -> Callable[[CheckFn], CheckFn]:
+def check(rule_id: str, *reads: Read[Any]) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated function as the check of rules.<rule_id>, reading `reads` (and the reads every
     finding makes: the step split and the HBM utilisation, for its shares and its grade)."""
 

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .context import ROLES
+
 if TYPE_CHECKING:  # pragma: no cover
+    from ..rows import RolesRow
     from .context import Context
 
 
-def of(ctx: Context) -> list[dict[str, Any]] | None:
-    rows = ctx.session.query("roles").to_pylist()
+def of(ctx: Context) -> list[RolesRow] | None:
+    rows = ctx.read(ROLES)
     named = [r for r in rows if r["role"] != "(none)"]
     return rows if len(named) >= 2 else None
 
 
-def text(rows: list[dict[str, Any]]) -> str:
+def text(rows: list[RolesRow]) -> str:
     top = max(rows, key=lambda r: r["kernel_ns"] or 0)
     parts = [
         f"{r['role']} ({r['ranks']} rank(s) {r['rank_list']}): {(r['kernel_ns'] or 0) / 1e6:.2f} ms of device work, "

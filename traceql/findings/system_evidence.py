@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..rows import HostUsageRow, LinkCongestionRow
 from .context import Read
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
 
-LINKS = Read("link_congestion")
-HOST = Read("host_usage")
+LINKS = Read("link_congestion", LinkCongestionRow)
+HOST = Read("host_usage", HostUsageRow)
 
 
 def links(ctx: Context) -> dict[str, Any] | None:
@@ -21,11 +22,11 @@ def links(ctx: Context) -> dict[str, Any] | None:
     rows = ctx.read(LINKS)
     if not rows:
         return None
-    seen = sorted(r["rank"] for r in rows if r.get("congestion_seen"))
+    seen = sorted(rank for r in rows if r["congestion_seen"] and (rank := r["rank"]) is not None)
     return {
         "congestion_seen": bool(seen),
         "ranks": seen,
-        "checked_ranks": sorted(r["rank"] for r in rows),
+        "checked_ranks": sorted(rank for r in rows if (rank := r["rank"]) is not None),
         "grade": "sampled",
         "detail": "NETDEV_STATS samples: PFC pause frames inside the rank's communication ops",
     }
@@ -43,15 +44,22 @@ def links_text(lk: dict[str, Any]) -> str:
 
 def host(ctx: Context) -> dict[str, Any] | None:
     """The busiest host CPU over the ranks (host_usage), or None without host_sys CPU samples."""
-    cpu = [r for r in ctx.read(HOST) if r.get("resource") == "Host CPU" and r.get("busiest_mean") is not None]
+    # every row names its rank (the query groups by it); the tests on rank only narrow its type
+    cpu = [
+        (busiest, rank, r)
+        for r in ctx.read(HOST)
+        if r["resource"] == "Host CPU"
+        and (busiest := r["busiest_mean"]) is not None
+        and (rank := r["rank"]) is not None
+    ]
     if not cpu:
         return None
-    top = max(cpu, key=lambda r: (r["busiest_mean"], -r["rank"]))
+    _busiest, _rank, top = max(cpu, key=lambda c: (c[0], -c[1]))
     return {
         "rank": top["rank"],
-        "busiest_cpu": top.get("busiest_channel"),
+        "busiest_cpu": top["busiest_channel"],
         "busiest_mean_usage": top["busiest_mean"],
-        "mean_usage": top.get("mean_usage"),
+        "mean_usage": top["mean_usage"],
         "grade": "sampled",
         "detail": "host_sys CPU_USAGE samples",
     }

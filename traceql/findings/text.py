@@ -7,8 +7,8 @@ import string
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TraceQLError
+from ..jsonsafe import json_safe
 from ..numbers import human_number
-from .jsonable import clean
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Report
@@ -46,7 +46,7 @@ def fmt_cell(v: Any) -> str:
     if isinstance(v, float):
         return human_number(v)  # no scientific notation for people; JSON keeps the exact value
     if isinstance(v, (list, dict)):
-        return json.dumps(clean(v), ensure_ascii=False)
+        return json.dumps(json_safe(v), ensure_ascii=False)
     return "" if v is None else str(v)
 
 

@@ -11,6 +11,7 @@ from .model import Finding
 from .text import render
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..rows import HbmUtilizationRow, WaitAttributionRow
     from .context import Context
 
 
@@ -21,7 +22,7 @@ def hbm_summary(ctx: Context) -> dict[str, Any]:
     from .. import grades
 
     hbm = ctx.hbm_ranks()
-    utils = {r: x["busy_utilization"] for r, x in hbm.items() if x.get("busy_utilization") is not None}
+    utils = {r: u for r, x in hbm.items() if (u := x["busy_utilization"]) is not None}
     out: dict[str, Any] = {
         "util": None,
         "rank": None,
@@ -39,36 +40,11 @@ def hbm_summary(ctx: Context) -> dict[str, Any]:
             text=f"utilisation {pct_text(utils[r])} on rank {r} ({g['grade']}: {g['detail']})",
         )
         return out
-    sampled = {
-        r: x for r, x in hbm.items() if x.get("evidence") == "sampled" and x.get("utilization") is not None
-    }
+    sampled = {r: x for r, x in hbm.items() if x["evidence"] == "sampled" and x["utilization"] is not None}
     if sampled:
-        r = max(
-            sampled, key=lambda k: (sampled[k].get("busy_utilization_max") or 0.0, sampled[k]["utilization"])
-        )
-        x = sampled[r]
-        umax = x.get("busy_utilization_max")
-        period = (x.get("sample_period_ns") or 0) / 1e6
-        bound = "up to 100%" if umax is None or umax >= 1 else f"at most {umax:.0%}"
-        out.update(
-            rank=r,
-            grade=grades.hbm_grade(x, ctx.device_kind),
-            mean=x["utilization"],
-            max_sample=x.get("max_utilization"),
-            busy_bound=min(umax, 1.0) if umax is not None else None,
-            below_line=all(
-                v.get("busy_utilization_max") is not None and v["busy_utilization_max"] < ctx.not_bound
-                for v in sampled.values()
-            ),
-            text=(
-                f"counters average {x['utilization']:.1%} of peak on rank {r} (sampled every {period:g} ms, "
-                f"highest sample {(x.get('max_utilization') or 0):.1%}; {bound} while computing)"
-            ),
-        )
+        out.update(_sampled_summary(ctx, sampled))
         return out
-    lower = [
-        float(x["modeled_utilization_lower"]) for x in hbm.values() if x.get("modeled_utilization_lower")
-    ]
+    lower = [float(low) for x in hbm.values() if (low := x["modeled_utilization_lower"])]
     if lower:
         out.update(
             lower=max(lower), text=f"only a modeled lower bound ({max(lower):.1%} of peak over the step)"
@@ -79,6 +55,34 @@ def hbm_summary(ctx: Context) -> dict[str, Any]:
         # counter samples without a peak: bytes and GB/s, never "no HBM bytes"
         out["text"] = hbm_without_peak(ctx) or "no HBM bytes in the dump"
     return out
+
+
+def _sampled_summary(ctx: Context, sampled: dict[int, HbmUtilizationRow]) -> dict[str, Any]:
+    """hbm_summary from sampled counters (every row here has a utilization): the rank whose compute could be
+    the busiest, its step mean, highest sample and upper bound while computing."""
+    from .. import grades
+
+    util = {r: float(x["utilization"] or 0.0) for r, x in sampled.items()}
+    r = max(sampled, key=lambda k: (sampled[k]["busy_utilization_max"] or 0.0, util[k]))
+    x = sampled[r]
+    umax = x["busy_utilization_max"]
+    period = (x["sample_period_ns"] or 0) / 1e6
+    bound = "up to 100%" if umax is None or umax >= 1 else f"at most {umax:.0%}"
+    return {
+        "rank": r,
+        "grade": grades.hbm_grade(x, ctx.device_kind),
+        "mean": x["utilization"],
+        "max_sample": x["max_utilization"],
+        "busy_bound": min(umax, 1.0) if umax is not None else None,
+        "below_line": all(
+            (v_max := v["busy_utilization_max"]) is not None and v_max < ctx.not_bound
+            for v in sampled.values()
+        ),
+        "text": (
+            f"counters average {util[r]:.1%} of peak on rank {r} (sampled every {period:g} ms, "
+            f"highest sample {(x['max_utilization'] or 0):.1%}; {bound} while computing)"
+        ),
+    }
 
 
 def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
@@ -95,7 +99,7 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     gc = graph_capture.detect(ctx)
     if gc is not None:  # the device work is not in the trace: gaps are not idle time
         return graph_capture.verdict(ctx, gc, common)
-    if not w or not w.get("verdict"):
+    if not w or not w["verdict"]:
         variant, ranges = _unjudged_variant(ctx)
         return _cannot_tell(ctx, common, variant, {"ranges": ranges})
     bound = str(w["verdict"]).removesuffix("-bound")
@@ -131,18 +135,18 @@ def verdict_of(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     }
 
 
-def _common(ctx: Context, w: dict[str, Any] | None, hs: dict[str, Any]) -> dict[str, Any]:
+def _common(ctx: Context, w: WaitAttributionRow | None, hs: dict[str, Any]) -> dict[str, Any]:
     """The numbers every verdict carries, judged or not."""
     scaling, method = scaling_of(ctx)
     cov = ctx.coverage()
     capture: dict[str, Any] = {
-        "ranks_captured": cov.get("ranks_captured"),
-        "job_ranks": cov.get("job_ranks"),
-        "job_ranks_source": cov.get("job_ranks_source"),
-        "job_ranks_exact": cov.get("job_ranks_exact"),
-        "missing_ranks": cov.get("missing_ranks") or "",
-        "complete": cov.get("complete"),
-        "kernel_coverage": cov.get("kernel_coverage"),
+        "ranks_captured": cov["ranks_captured"],
+        "job_ranks": cov["job_ranks"],
+        "job_ranks_source": cov["job_ranks_source"],
+        "job_ranks_exact": cov["job_ranks_exact"],
+        "missing_ranks": cov["missing_ranks"] or "",
+        "complete": cov["complete"],
+        "kernel_coverage": cov["kernel_coverage"],
     }
     return {
         "hbm_utilization": hs["util"],
@@ -153,7 +157,7 @@ def _common(ctx: Context, w: dict[str, Any] | None, hs: dict[str, Any]) -> dict[
         "hbm_busy_utilization_bound": hs.get("busy_bound"),
         "scaling_efficiency": scaling if method != "compute_fraction" else None,
         "scaling_method": method,
-        "compute_fraction": (w or {}).get("compute_fraction"),
+        "compute_fraction": w["compute_fraction"] if w else None,
         "capture": capture,
         "device_kind": ctx.device_kind,
         "compute_bounds": run_split(ctx),
@@ -200,7 +204,7 @@ def _unjudged_variant(ctx: Context) -> tuple[str, int]:
     return "none", k[1]
 
 
-def _shares(w: dict[str, Any]) -> dict[str, Any]:
+def _shares(w: WaitAttributionRow) -> dict[str, Any]:
     return {
         "memory": w["memory_share"],
         "communication": w["communication_share"],
@@ -209,7 +213,7 @@ def _shares(w: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _template_values(ctx: Context, w: dict[str, Any], hs: dict[str, Any]) -> dict[str, Any]:
+def _template_values(ctx: Context, w: WaitAttributionRow, hs: dict[str, Any]) -> dict[str, Any]:
     """The [verdict] templates' values (rules.toml)."""
     from .. import grades
 
@@ -240,7 +244,7 @@ def _template_values(ctx: Context, w: dict[str, Any], hs: dict[str, Any]) -> dic
 
 def _bound_variant(
     ctx: Context,
-    w: dict[str, Any],
+    w: WaitAttributionRow,
     hs: dict[str, Any],
     bound: str,
     common: dict[str, Any],
@@ -256,9 +260,9 @@ def _bound_variant(
             (w["comm_transit_ns"] or 0)
             + (w["comm_wait_other_ns"] or 0)
             + (w["comm_wait_peer_hbm_ns"] or 0)
-            + (w.get("comm_unsplit_ns") or 0)
+            + (w["comm_unsplit_ns"] or 0)
         )
-        if comm and (w.get("comm_unsplit_ns") or 0) >= 0.5 * comm:
+        if comm and (w["comm_unsplit_ns"] or 0) >= 0.5 * comm:
             variant = "unsplit"
         elif util is not None and util >= ctx.not_bound:
             variant = "communication_busy_hbm"
@@ -278,7 +282,7 @@ def _bound_variant(
 
 
 def _capture_caveat(
-    ctx: Context, w: dict[str, Any], capture: dict[str, Any], headline: str
+    ctx: Context, w: WaitAttributionRow, capture: dict[str, Any], headline: str
 ) -> tuple[str, bool]:
     """The headline with what the capture lacks (ranks outside the dump), and whether the job's bound cannot be
     judged from the ranks here (their peers' waiting is for ranks outside the dump)."""
@@ -287,7 +291,7 @@ def _capture_caveat(
     from .coverage import job_evidence, job_text
 
     wall = w["wall_ns"] or 1
-    missing_ns = w.get("comm_wait_missing_ranks_ns") or 0
+    missing_ns = w["comm_wait_missing_ranks_ns"] or 0
     n_missing = int(capture["job_ranks"] or 0) - int(capture["ranks_captured"] or 0)
     ids = capture["missing_ranks"]
     missing = f"{job_evidence(capture)}; {n_missing} not in the dump" + (f": ranks {ids}" if ids else "")

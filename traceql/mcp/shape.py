@@ -222,13 +222,15 @@ def rows_answer(
 ) -> dict[str, Any]:
     """Rows of an Arrow table (the first `limit`), its columns with types, the total count; and which columns
     grade the rows' figures (a library query's evidence / *_source columns)."""
-    from ..findings.jsonable import clean
+    from ..jsonsafe import json_safe
 
     cols = [{"name": f.name, "type": str(f.type)} for f in table.schema]
     n = table.num_rows if total is None else total
     # a null cell is left out of its row (columns names every column): a wide table such as kernels is
     # mostly nulls for any one profiler, and an agent pays for each character
-    rows = [{k: x for k, x in clean(r).items() if x is not None} for r in table.slice(0, limit).to_pylist()]
+    rows = [
+        {k: x for k, x in json_safe(r).items() if x is not None} for r in table.slice(0, limit).to_pylist()
+    ]
     graded = [c["name"] for c in cols if c["name"] in ("evidence", "grade") or c["name"].endswith("_source")]
     note = (
         "times are the profiler's timestamps (measured); bytes and bandwidth are graded per row by "

@@ -33,11 +33,7 @@ def check_bandwidth_bound(ctx: Context, rule: Rule) -> Finding:
     if gate.case in (gate_mod.SAMPLED_SATURATED, gate_mod.SAMPLED_NOT_BOUND, gate_mod.SAMPLED_UNRESOLVED):
         return _sampled(ctx, rule, b, gate)
     if gate.case == gate_mod.LOWER_BOUND:
-        lower = max(
-            float(row["modeled_utilization_lower"])
-            for row in ctx.hbm_ranks().values()
-            if row.get("modeled_utilization_lower")
-        )
+        lower = max(float(x) for row in ctx.hbm_ranks().values() if (x := row["modeled_utilization_lower"]))
         b.ev.update(modeled_lower_bound_utilization=lower)
         grade = {"grade": "insufficient", "detail": "tensor sizes only: a lower bound", "capture": b.capture}
         return b.finding(False, "lower_bound", template_values(rule, ctx, lower=lower, **b.base), grade=grade)
@@ -60,7 +56,7 @@ class _Base:
         from ... import grades
 
         w = ctx.wait_run()
-        bound = str((w or {}).get("verdict") or "unknown").removesuffix("-bound")
+        bound = str((w["verdict"] if w else None) or "unknown").removesuffix("-bound")
         bound_share = bound_share_of(w)
         capture = grades.CAPTURE_ADVICE["gpu" if ctx.device_kind == "gpu" else "ascend"]
         ev: dict[str, Any] = {
@@ -101,15 +97,16 @@ def _measured(ctx: Context, rule: Rule, b: _Base, gate: gate_mod.Gate) -> Findin
     from ... import grades
 
     utils, top_rank, row = gate.utils, gate.rank, gate.row
+    assert row is not None  # a measured gate names the rank row it read
     util = utils[top_rank] if top_rank is not None else 0.0
     sat_ranks = sorted(r for r, u in utils.items() if u >= rule["saturated"])
     b.ev.update(
         max_utilization=util,
         max_rank=top_rank,
         saturated_ranks=sat_ranks,
-        frac_busy_saturated=row.get("frac_busy_saturated"),
-        busy_bw_bps=row.get("busy_bw_bps"),
-        hbm_bytes_source=row.get("hbm_bytes_source"),
+        frac_busy_saturated=row["frac_busy_saturated"],
+        busy_bw_bps=row["busy_bw_bps"],
+        hbm_bytes_source=row["hbm_bytes_source"],
     )
     vals = template_values(
         rule,
@@ -117,9 +114,9 @@ def _measured(ctx: Context, rule: Rule, b: _Base, gate: gate_mod.Gate) -> Findin
         util=util,
         rank=top_rank,
         ranks=", ".join(map(str, sat_ranks)) or str(top_rank),
-        frac_saturated=row.get("frac_busy_saturated") or 0.0,
-        busy_gbps=(row.get("busy_bw_bps") or 0) / 1e9,
-        source=row.get("hbm_bytes_source") or "unknown",
+        frac_saturated=row["frac_busy_saturated"] or 0.0,
+        busy_gbps=(row["busy_bw_bps"] or 0) / 1e9,
+        source=row["hbm_bytes_source"] or "unknown",
         **b.base,
     )
     grade = grades.hbm_grade(row, ctx.device_kind)
@@ -132,22 +129,24 @@ def _sampled(ctx: Context, rule: Rule, b: _Base, gate: gate_mod.Gate) -> Finding
     from ... import grades
 
     row, top_rank = gate.row, gate.rank
-    mean, umax = float(row["utilization"]), row.get("busy_utilization_max")
+    # a sampled gate names the rank row it read, and that row has a utilization (gate.memory_gate)
+    assert row is not None and row["utilization"] is not None
+    mean, umax = float(row["utilization"]), row["busy_utilization_max"]
     b.ev.update(
         sampled_mean_utilization=mean,
         busy_utilization_bound=min(umax, 1.0) if umax is not None else None,
-        max_sample_utilization=row.get("max_utilization"),
-        sample_period_ns=row.get("sample_period_ns"),
+        max_sample_utilization=row["max_utilization"],
+        sample_period_ns=row["sample_period_ns"],
         max_rank=top_rank,
-        resolved_share=row.get("resolved_share"),
+        resolved_share=row["resolved_share"],
     )
     vals = template_values(
         rule,
         ctx,
         rank=top_rank,
         mean_util=mean,
-        max_sample=row.get("max_utilization") or 0.0,
-        period_ms=(row.get("sample_period_ns") or 0) / 1e6,
+        max_sample=row["max_utilization"] or 0.0,
+        period_ms=(row["sample_period_ns"] or 0) / 1e6,
         util_max=min(umax or 0.0, 1.0),
         util_max_text="100%" if umax is None or umax >= 1 else f"{umax:.0%}",
         **b.base,
@@ -163,18 +162,20 @@ def _sampled(ctx: Context, rule: Rule, b: _Base, gate: gate_mod.Gate) -> Finding
 @check("top_hbm_ops", OP_BYTES, OP_BOUNDS)
 def check_top_hbm_ops(ctx: Context, rule: Rule) -> Finding:
     rows = op_bytes_rows(ctx)[: int(rule.params.get("top_n", 10))]
-    rows = [r for r in rows if r.get("hbm_bytes")]
-    if not any(r.get("hbm_bytes_source") in ("pmu", "sampled", "mixed") for r in rows):
+    rows = [r for r in rows if r["hbm_bytes"]]
+    if not any(r["hbm_bytes_source"] in ("pmu", "sampled", "mixed") for r in rows):
         piped = _pipe_candidates(ctx, rule)  # tensor sizes at best: rank by memory-bound time instead
         if piped is not None:
             return piped
     if not rows:
         return make_finding(ctx, rule, fired=False, variant="no_data", values=template_values(rule, ctx))
+    # every row kept has bytes (filtered above)
+    first_share = rows[0]["share"]
     total = (
-        rows[0]["hbm_bytes"] / rows[0]["share"] if rows[0].get("share") else sum(r["hbm_bytes"] for r in rows)
+        (rows[0]["hbm_bytes"] or 0) / first_share if first_share else sum(r["hbm_bytes"] or 0 for r in rows)
     )
     top_share = sum(r["share"] or 0 for r in rows)
-    sources = sorted({r["hbm_bytes_source"] for r in rows if r.get("hbm_bytes_source")})
+    sources = sorted({src for r in rows if (src := r["hbm_bytes_source"])})
     top = [
         {
             "name": r["name"],
@@ -217,9 +218,7 @@ def _pipe_candidates(ctx: Context, rule: Rule) -> Finding | None:
     utilisation (op_bounds, grade pipe) are the memory checklist's candidates; None without pipe evidence."""
     n = int(rule.params.get("top_n", 10))
     ops = [
-        r
-        for r in ctx.read(OP_BOUNDS)
-        if r.get("grade") in ("pipe", "measured") and (r.get("memory_share") or 0) > 0
+        r for r in ctx.read(OP_BOUNDS) if r["grade"] in ("pipe", "measured") and (r["memory_share"] or 0) > 0
     ]
     if not ops:
         return None

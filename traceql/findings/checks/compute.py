@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ...rows import DeviceIdleRow
 from ..base import decide, make_finding, pct_text, saving_of, template_values, to_ms
-from ..context import CUBE, DEVICE_IDLE, EXEC_MODES, RANK_SUMMARY
+from ..context import CUBE, DEVICE_IDLE, EXEC_MODES, RANK_SUMMARY, empty_row, run_row
 from ..model import Finding
 from ..registry import check
 from ..text import render
@@ -19,15 +20,15 @@ if TYPE_CHECKING:  # pragma: no cover
 def check_matmul_tiling(ctx: Context, rule: Rule) -> Finding:
     rows = ctx.read(CUBE)
     target = float(rule["target_utilization"])
-    flagged = []
+    flagged: list[dict[str, Any]] = []  # the check's own rows (top_ops), not query rows
     for r in rows:
-        if (r.get("share_of_compute") or 0) < rule["min_op_share"]:
+        if (r["share_of_compute"] or 0) < rule["min_op_share"]:
             continue
         fu, bu, mac, bdr = (
-            r.get("flops_utilization"),
-            r.get("bw_utilization"),
-            r.get("mac_ratio"),
-            r.get("block_dim_ratio"),
+            r["flops_utilization"],
+            r["bw_utilization"],
+            r["mac_ratio"],
+            r["block_dim_ratio"],
         )
         roof = max((x for x in (fu, bu) if x is not None), default=None)
         low_roofs = fu is not None and fu < rule["low_flops"] and (bu is None or bu < rule["low_bw"])
@@ -110,18 +111,19 @@ def check_matmul_tiling(ctx: Context, rule: Rule) -> Finding:
 @check("aicpu_ops", EXEC_MODES)
 def check_aicpu_ops(ctx: Context, rule: Rule) -> Finding:
     rows = ctx.read(EXEC_MODES)
-    cpu = [r for r in rows if (r.get("task_type") or "").upper() == "AI_CPU"]
+    cpu = [r for r in rows if (r["task_type"] or "").upper() == "AI_CPU"]
     slow = [r for r in cpu if (r["max_dur_ns"] or 0) >= rule["min_task_ns"]]
     total = sum(r["dur_ns"] or 0 for r in cpu)
     share_c = sum(r["share_of_compute"] or 0 for r in cpu)
     per_step = ctx.per_step(total)
     share = ctx.share(per_step)
-    doubles = sorted({r["op_type"] for r in cpu if "DOUBLE" in (r.get("input_dtypes") or "").upper()})
+    # op_type is the query's grouping key, never null (a null would have failed the join below before)
+    doubles = sorted({r["op_type"] or "" for r in cpu if "DOUBLE" in (r["input_dtypes"] or "").upper()})
     vals = template_values(
         rule,
         ctx,
         n=len(cpu),
-        types=", ".join(r["op_type"] for r in cpu[:5]),
+        types=", ".join(r["op_type"] or "" for r in cpu[:5]),
         ms=to_ms(per_step) or 0.0,
         share_c=share_c,
         doubles=", ".join(doubles) or "none",
@@ -164,19 +166,16 @@ def check_dynamic_shape(ctx: Context, rule: Rule) -> Finding:
     rows = ctx.read(EXEC_MODES)
     with_state = rows[0]["ops_with_state"] if rows else 0
     static = rows[0]["static_ops"] if rows else 0
-    idle = next(
-        (r for r in ctx.read(DEVICE_IDLE) if r["scope"] == "run"),
-        {},
-    )
-    free_share = (idle.get("free_ns") or 0) / idle["window_ns"] if idle.get("window_ns") else 0.0
+    idle = run_row(ctx.read(DEVICE_IDLE)) or empty_row(DeviceIdleRow)
+    free_share = (idle["free_ns"] or 0) / window if (window := idle["window_ns"]) else 0.0
     vals = template_values(
         rule,
         ctx,
         n=with_state,
         static=static,
         free_share=free_share,
-        free_ms=to_ms(ctx.per_step(idle.get("free_ns"))) or 0.0,
-        gaps=idle.get("free_gaps") or 0,
+        free_ms=to_ms(ctx.per_step(idle["free_ns"])) or 0.0,
+        gaps=idle["free_gaps"] or 0,
     )
     ev = {
         "ops_with_state": with_state,

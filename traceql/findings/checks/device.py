@@ -21,7 +21,7 @@ def check_aicore_freq(ctx: Context, rule: Rule) -> Finding:
     if not rows:
         return make_finding(ctx, rule, fired=False, variant="no_data", values=template_values(rule, ctx))
     if all(r["rated_mhz"] is None for r in rows):
-        lo = min(r["min_mhz"] for r in rows)
+        lo = min((m for r in rows if (m := r["min_mhz"]) is not None), default=None)
         return make_finding(
             ctx, rule, fired=False, variant="unrated", values=template_values(rule, ctx, min_mhz=lo)
         )
@@ -43,7 +43,19 @@ def check_aicore_freq(ctx: Context, rule: Rule) -> Finding:
         source=worst["rated_source"],
         ms=to_ms(per_step) or 0.0,
     )
-    keys = ("rank", "avg_mhz", "min_mhz", "rated_mhz", "rated_source", "decrease_ratio", "throttled")
-    ev = {"ranks": [{k: r[k] for k in keys} for r in rows]}
+    ev = {
+        "ranks": [
+            {
+                "rank": r["rank"],
+                "avg_mhz": r["avg_mhz"],
+                "min_mhz": r["min_mhz"],
+                "rated_mhz": r["rated_mhz"],
+                "rated_source": r["rated_source"],
+                "decrease_ratio": r["decrease_ratio"],
+                "throttled": r["throttled"],
+            }
+            for r in rows
+        ]
+    }
     saving = saving_of(to_ms(per_step), str(rule["saving_method"]), share)
     return decide(ctx, rule, unless=[(not hot, "ok")], share=share, values=vals, evidence=ev, saving=saving)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...rows import ActivationMemoryRow, UbL2RatesRow
 from ..base import (
     decide,
     gated_out,
@@ -27,11 +28,14 @@ from ..context import (
     RANK_SUMMARY,
     REPEATED_READS,
     UB_L2,
+    empty_row,
+    run_row,
 )
 from ..model import Finding
 from ..registry import check
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...rows import LayoutForcersRow, RepeatedReadsRow
     from ..context import Context
     from ..rules import Rule
 
@@ -104,19 +108,21 @@ def check_operator_fusion(ctx: Context, rule: Rule) -> Finding:
 def check_ub_reuse(ctx: Context, rule: Rule) -> Finding:
     rereads = _rereads(ctx, rule)
     rr = ctx.read(REPEATED_READS)
-    rr_run = next((r for r in rr if r["scope"] == "run"), {})
-    ub = next((r for r in ctx.read(UB_L2) if r["scope"] == "overall"), {})
-    ub_util = ub.get("ub_utilization")
-    total_ns = sum(x["extra_ns"] for x in rereads) + float(rr_run.get("extra_ns") or 0)
+    rr_run = next((r for r in rr if r["scope"] == "run"), None)
+    # repeated_reads without a run row: no bursts and no extra bytes (0, not unknown)
+    bursts, rr_extra_bytes = (rr_run["bursts"], rr_run["extra_bytes"]) if rr_run else (0, 0)
+    ub = _ub_overall(ctx)
+    ub_util = ub["ub_utilization"]
+    total_ns = sum(x["extra_ns"] for x in rereads) + float((rr_run["extra_ns"] if rr_run else None) or 0)
     per_step = ctx.per_step(total_ns)
     share = ctx.share(per_step)
     ev = {
         "reread_ops": len(rereads),
         "reread_extra_bytes": sum(x["extra_bytes"] for x in rereads),
-        "repeated_read_bursts": rr_run.get("bursts", 0),
-        "repeated_read_extra_bytes": rr_run.get("extra_bytes", 0),
+        "repeated_read_bursts": bursts,
+        "repeated_read_extra_bytes": rr_extra_bytes,
         "ub_utilization": ub_util,
-        "ub_reason": ub.get("reason"),
+        "ub_reason": ub["reason"],
         "saved_ns_per_step": per_step,
         "related_queries": [ctx.command("repeated_reads", rule.params), ctx.command("ub_l2_rates")],
     }
@@ -126,12 +132,12 @@ def check_ub_reuse(ctx: Context, rule: Rule) -> Finding:
         rule,
         ctx,
         ops=len(rereads),
-        bursts=rr_run.get("bursts", 0),
+        bursts=bursts,
         what=_ub_reuse_what(tops[0] if tops else {}),
         ub_text=ub_text,
         saving_ms=to_ms(per_step) or 0.0,
         saving_share=share or 0.0,
-        extra=size_text(ev["reread_extra_bytes"] + float(rr_run.get("extra_bytes") or 0)),
+        extra=size_text(ev["reread_extra_bytes"] + float(rr_extra_bytes or 0)),
     )
     low_ub = ub_util is not None and ub_util < rule["ub_low"]
     fired = share is not None and share >= rule["min_saving_share"]
@@ -158,18 +164,18 @@ def check_ub_reuse(ctx: Context, rule: Rule) -> Finding:
     )
 
 
+def _ub_overall(ctx: Context) -> UbL2RatesRow:
+    """ub_l2_rates' overall row (every column null without one)."""
+    return next((r for r in ctx.read(UB_L2) if r["scope"] == "overall"), None) or empty_row(UbL2RatesRow)
+
+
 def _rereads(ctx: Context, rule: Rule) -> list[dict[str, Any]]:
     """Operators whose measured bytes exceed their tensors' bytes by the re-read ratio (op_hbm_bytes)."""
     ratio_min = float(rule["reread_ratio"])
     out = []
     for r in op_bytes_rows(ctx):
-        ratio = r.get("measured_over_modeled")
-        if (
-            ratio is None
-            or ratio < ratio_min
-            or not r.get("hbm_bytes")
-            or (r.get("share") or 0) < rule["min_op_share"]
-        ):
+        ratio, hbm_bytes = r["measured_over_modeled"], r["hbm_bytes"]
+        if ratio is None or ratio < ratio_min or not hbm_bytes or (r["share"] or 0) < rule["min_op_share"]:
             continue
         extra_frac = 1 - 1 / ratio
         out.append(
@@ -177,7 +183,7 @@ def _rereads(ctx: Context, rule: Rule) -> list[dict[str, Any]]:
                 "name": r["name"],
                 "op_type": r["op_type"],
                 "measured_over_modeled": ratio,
-                "extra_bytes": r["hbm_bytes"] * extra_frac,
+                "extra_bytes": hbm_bytes * extra_frac,
                 "extra_ns": (r["dur_ns"] or 0) * extra_frac,
                 "hbm_gb": r["hbm_gb"],
                 "share": r["share"],
@@ -186,7 +192,7 @@ def _rereads(ctx: Context, rule: Rule) -> list[dict[str, Any]]:
     return out
 
 
-def _ub_reuse_tops(rereads: list[dict[str, Any]], tensors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ub_reuse_tops(rereads: list[dict[str, Any]], tensors: list[RepeatedReadsRow]) -> list[dict[str, Any]]:
     tops = [
         {"kind": "re-read", **x, "extra_gb": to_gb(x["extra_bytes"]), "extra_ms": to_ms(x["extra_ns"])}
         for x in rereads[:5]
@@ -221,8 +227,7 @@ def check_memory_layout(ctx: Context, rule: Rule) -> Finding:
     conv_bytes = sum(r["hbm_bytes"] or 0 for r in lt)
     compute = ctx.compute_ns()
     conv_share = conv_ns / compute if compute else 0.0
-    ub = next((r for r in ctx.read(UB_L2) if r["scope"] == "overall"), {})
-    l2 = ub.get("l2_hit_rate")
+    l2 = _ub_overall(ctx)["l2_hit_rate"]
     forcers = layout_forcers(ctx.read(LAYOUT_FORCERS))
     per_step = ctx.per_step(conv_ns)
     share_step = ctx.share(per_step)
@@ -240,7 +245,7 @@ def check_memory_layout(ctx: Context, rule: Rule) -> Finding:
         for r in lt[:8]
     ]
     ev = {
-        "conversions": sum(r["calls"] for r in lt),
+        "conversions": sum(r["calls"] or 0 for r in lt),
         "conversion_ns": conv_ns,
         "conversion_bytes": conv_bytes,
         "conversion_share_of_compute": conv_share,
@@ -287,9 +292,9 @@ def check_memory_layout(ctx: Context, rule: Rule) -> Finding:
     )
 
 
-def layout_forcers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def layout_forcers(rows: list[LayoutForcersRow]) -> list[dict[str, Any]]:
     """layout_forcers rows grouped by who forces the conversion, with a sentence each."""
-    agg: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    agg: dict[tuple[str | None, str, str, str], dict[str, Any]] = {}
     for r in rows:
         key = (r["role"], r["forced_by"] or "?", r["src_format"] or "?", r["dst_format"] or "?")
         a = agg.setdefault(
@@ -303,7 +308,7 @@ def layout_forcers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "dur_ns": 0,
             },
         )
-        a["calls"] += r["calls"]
+        a["calls"] += r["calls"] or 0
         a["dur_ns"] += r["dur_ns"] or 0
     out = sorted(agg.values(), key=lambda a: -a["dur_ns"])
     for a in out:
@@ -336,10 +341,10 @@ def conv_text(src: str | None, dst: str | None) -> str:
 def check_mixed_precision(ctx: Context, rule: Rule) -> Finding:
     rows = ctx.read(DTYPE_TRAFFIC)
     run = next((r for r in rows if r["scope"] == "run"), None)
-    ops = [r for r in rows if r["scope"] == "op" and (r.get("fp32_fraction") or 0) > 0]
-    if not run or not run.get("tensor_bytes"):
+    ops = [r for r in rows if r["scope"] == "op" and (r["fp32_fraction"] or 0) > 0]
+    if not run or not run["tensor_bytes"]:
         return make_finding(ctx, rule, fired=False, variant="no_data", values=template_values(rule, ctx))
-    fp32 = run.get("fp32_fraction") or 0.0
+    fp32 = run["fp32_fraction"] or 0.0
     per_step = ctx.per_step(run["saved_ns"])
     share = ctx.share(per_step)
     ev = {
@@ -350,7 +355,7 @@ def check_mixed_precision(ctx: Context, rule: Rule) -> Finding:
         "saved_ns": run["saved_ns"],
         "saved_ns_per_step": per_step,
     }
-    tops = [
+    tops: list[dict[str, Any]] = [
         {
             "name": r["name"],
             "op_type": r["op_type"],
@@ -393,16 +398,16 @@ def check_mixed_precision(ctx: Context, rule: Rule) -> Finding:
 @check("gradient_checkpointing", ACTIVATIONS, CUBE, RANK_SUMMARY)
 def check_gradient_checkpointing(ctx: Context, rule: Rule) -> Finding:
     mem = ctx.read(ACTIVATIONS)
-    run = next((r for r in mem if r["scope"] == "run"), {})
-    act = run.get("activation_bytes")
+    run = run_row(mem) or empty_row(ActivationMemoryRow)
+    act = run["activation_bytes"]
     hbm = ctx.hbm_ranks()
-    utils = {r: x["busy_utilization"] for r, x in hbm.items() if x.get("busy_utilization") is not None}
-    util = max(utils.values()) if utils else None
-    busy_bw = max((x.get("busy_bw_bps") or 0 for x in hbm.values()), default=0) or None
+    utils = [u for x in hbm.values() if (u := x["busy_utilization"]) is not None]
+    util = max(utils) if utils else None
+    busy_bw = max((x["busy_bw_bps"] or 0 for x in hbm.values()), default=0) or None
     cube = ctx.read(CUBE)
     compute = ctx.compute_ns()
     cube_busy_ns = sum(
-        (r["dur_ns"] or 0) * (r["mac_ratio"] if r.get("mac_ratio") is not None else 1.0) for r in cube
+        (r["dur_ns"] or 0) * (mac if (mac := r["mac_ratio"]) is not None else 1.0) for r in cube
     )
     cube_busy = cube_busy_ns / compute if compute else None
     headroom = None if cube_busy is None else max(0.0, 1 - cube_busy)
@@ -413,7 +418,7 @@ def check_gradient_checkpointing(ctx: Context, rule: Rule) -> Finding:
     share = ctx.share(traffic_ns)
     ev = {
         "activation_bytes_per_step": act,
-        "peak_allocated_bytes": run.get("max_allocated_bytes"),
+        "peak_allocated_bytes": run["max_allocated_bytes"],
         "hbm_utilization": util,
         "cube_busy_share": cube_busy,
         "compute_headroom": headroom,
@@ -430,7 +435,7 @@ def check_gradient_checkpointing(ctx: Context, rule: Rule) -> Finding:
         saving_ms=to_ms(traffic_ns) or 0.0,
         saving_share=share or 0.0,
         recompute_ms=to_ms(recompute_ns) or 0.0,
-        reason=run.get("reason")
+        reason=run["reason"]
         or "allocated memory does not change inside the steps (no activations "
         "come and go in the allocator records)",
     )

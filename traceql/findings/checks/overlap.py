@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..rules import Rule
 
 
+def _ms_per_step(ns: int | None, steps: int | None) -> float:
+    """A rank row's total per step, ms (device_idle's rank rows always have both; null reads as 0)."""
+    return (ns or 0) / max(steps or 0, 1) / 1e6
+
+
 @check("prefetch_overlap", DEVICE_IDLE)
 def check_prefetch_overlap(ctx: Context, rule: Rule) -> Finding:
     rows = ctx.read(DEVICE_IDLE)
@@ -38,10 +43,10 @@ def check_prefetch_overlap(ctx: Context, rule: Rule) -> Finding:
     tops = [
         {
             "rank": r["rank"],
-            "preparing_ms": to_ms(r["preparing_ns"] / max(r["steps"], 1)),
-            "idle_loading_ms": to_ms(r["idle_loading_ns"] / max(r["steps"], 1)),
-            "idle_host_copy_ms": to_ms(r["idle_host_copy_ns"] / max(r["steps"], 1)),
-            "copy_exposed_ms": to_ms(r["copy_exposed_ns"] / max(r["steps"], 1)),
+            "preparing_ms": _ms_per_step(r["preparing_ns"], r["steps"]),
+            "idle_loading_ms": _ms_per_step(r["idle_loading_ns"], r["steps"]),
+            "idle_host_copy_ms": _ms_per_step(r["idle_host_copy_ns"], r["steps"]),
+            "copy_exposed_ms": _ms_per_step(r["copy_exposed_ns"], r["steps"]),
         }
         for r in rows
         if r["scope"] == "rank"
