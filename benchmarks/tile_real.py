@@ -38,7 +38,8 @@ GAP_US = Decimal(1000)
 def _shift(ts: Any, by: Decimal) -> Any:
     if isinstance(ts, str):
         d = Decimal(ts.strip())
-        places = -d.as_tuple().exponent if isinstance(d.as_tuple().exponent, int) else 0
+        exp = d.as_tuple().exponent
+        places = -exp if isinstance(exp, int) else 0
         return f"{d + by:.{max(0, places)}f}"
     if isinstance(ts, int) and by == by.to_integral_value():
         return ts + int(
