@@ -9,6 +9,7 @@ exactly as written), durations in ns with the rounding of traceql's dur_text_to_
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import LEVEL1, ROOT, real
+from conftest import LEVEL1, ROOT, TRACELENS, real
 
 from traceql.parsers import trace_view
 from traceql.rank_writer import RankWriter
@@ -155,3 +156,27 @@ def test_tile_refuses_ids_past_int64(tmp_path: Path) -> None:
     )
     with pytest.raises(SystemExit, match=r"trace_view\.json: flow id .* would pass int64"):
         tile_real.tile(src, tmp_path / "out.json", 10_000)
+
+
+def test_kineto_tile_keeps_its_indented_layout(tmp_path: Path) -> None:
+    """A Kineto trace (object root, indented over many lines, deviceProperties etc. after traceEvents): one copy
+    is the decompressed source byte for byte; two keep its head and tail and read back as 2x the timed events."""
+    src = real(TRACELENS / "h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+    raw = gzip.decompress(src.read_bytes())
+    one = tmp_path / "one.json"
+    assert tile_real.tile(src, one, 1)["copies"] == 1
+    assert one.read_bytes() == raw
+    two = tmp_path / "two.json"
+    assert tile_real.tile(src, two, len(raw) + 1)["copies"] == 2
+    out = two.read_bytes()
+    head = raw[: raw.index(b'"traceEvents"')]
+    tail = raw[
+        raw.index(b'}\n  ],\n  "schemaVersion"') :
+    ]  # the last event's close, the array's, the keys after
+    assert out.startswith(head) and out.endswith(tail)
+    doc, copies = json.loads(raw), json.loads(out)
+    assert {k: v for k, v in copies.items() if k != "traceEvents"} == {
+        k: v for k, v in doc.items() if k != "traceEvents"
+    }
+    timed = [e for e in doc["traceEvents"] if e.get("ph") != "M"]
+    assert len(copies["traceEvents"]) == len(doc["traceEvents"]) + len(timed)
