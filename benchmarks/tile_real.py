@@ -134,7 +134,7 @@ def _layout(text: str, path: Path) -> _Layout:
         try:
             ev, end = dec.raw_decode(text, i)
         except json.JSONDecodeError as e:
-            raise SystemExit(f"{path}: expected a trace event at byte {i}: {e.msg}") from None
+            raise SystemExit(f"{path}: expected a trace event at character {i}: {e.msg}") from None
         events.append(_event(text[i:end], ev, dec))
         last = end
         gap = GAP.match(text, end)
@@ -144,7 +144,7 @@ def _layout(text: str, path: Path) -> _Layout:
         gaps.append(gap.group())
         i = gap.end()
     if not text.startswith("]", i) or not events:
-        raise SystemExit(f"{path}: expected ']' closing a non-empty event array at byte {i}")
+        raise SystemExit(f"{path}: expected ']' closing a non-empty event array at character {i}")
     return _Layout(text[: WS.match(text, start + 1).end()], events, gaps, text[last:])  # type: ignore[union-attr]
 
 
