@@ -9,7 +9,8 @@ the question under it: how fast is DuckDB alone, on every core, doing *less* tha
 such a ceiling cannot be met by any traceql built on DuckDB, however its own code is tuned.
 
 Cases (comma separated; each row of a case is run --repeat times, rows alternating, medians printed):
-  tv:<GB>        a traceql.synth trace_view.json (the usual mix):
+  tv:<GB>        bench_ingest's tv input: the real level1 trace_view.json tiled in its own layout (tile_real.py;
+                 traceql.synth's mix where ../shared/real_traces is absent):
                    traceql ingest;  the raw reader (read_json of the array -> X and C events to Parquet, as
                    bench_ingest's floor);  the same events rewritten as NDJSON (prepared untimed), read by DuckDB
                    on every thread: count(*) (the issue's "316 MB/s") and X+C events -> Parquet; and traceql's
@@ -250,7 +251,7 @@ def rows_kd(case: str, csv: Path, folder: Path, work: Path) -> list[Any]:
 def case_rows(kind: str, arg: str, work: Path, seed: int) -> list[Any]:
     name = f"{kind}:{arg}"
     if kind == "tv":
-        folder = bi.gen_trace_view(work, float(arg), seed)
+        folder, _ = bi.tv_folder(work, float(arg), seed)  # the real-layout tile, as bench_ingest's tv case
         return rows_tv(name, folder / bi.OUT_DIR / "trace_view.json", folder, work)
     if kind == "kineto":
         return rows_kineto(name, bi.gen_kineto(work, float(arg), seed), work)

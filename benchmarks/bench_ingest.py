@@ -5,7 +5,10 @@
     .venv/bin/python benchmarks/bench_ingest.py --cases cluster:8x250,analysis,reopen --dir /tmp/tq-bench --keep
 
 Cases (comma separated, run in order):
-  tv:<GB>          one torch_npu folder whose ASCEND_PROFILER_OUTPUT/trace_view.json is <GB> (1 GB = 1e9 bytes)
+  tv:<GB>          one torch_npu folder whose ASCEND_PROFILER_OUTPUT/trace_view.json is <GB> (1 GB = 1e9 bytes):
+                   a real level1 trace_view.json (TV_SOURCE) tiled by tile_real.py in its own layout (one line,
+                   `}, {` and `},{` gaps, ids within int64); traceql.synth's where ../shared/real_traces is absent
+  stv:<GB>         the same from traceql.synth.large_trace_view (the tv input of the tables before 2026-12-06)
   kineto:<GB>      one PyTorch Kineto trace (torch.profiler on a GPU, traceql.synth.large_kineto) of <GB>, read by
                    the DuckDB reader (the default) and by the ijson reader (TRACEQL_KINETO_READER=ijson); the
                    DuckDB floor reads the file as one JSON object (run up to ~1/14 of the RAM available)
@@ -41,7 +44,8 @@ Comparisons (same input, same run):
                    folder (they write their outputs into it)
 
 Ratios are reported as "traceql is Nx faster" (tool time / traceql time), on wall and on CPU seconds: on a
-loaded machine wall time mostly measures the load, CPU seconds much less so.
+loaded machine wall time mostly measures the load, CPU seconds much less so. "CPU s/GB" (CPU seconds per 1e9
+input bytes) is the figure the ingest targets are stated in (issue 48), beside MB/s (wall) and peak RSS.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = "ASCEND_PROFILER_OUTPUT"
+REAL_TRACES = ROOT.parent / "shared" / "real_traces"
 RUN = "bench"
 
 # ---------------------------------------------------------------------------------------------------------
@@ -201,8 +206,9 @@ def measure(
         r.note = f"exit {m['rc']}: {last[0][:160]}"
     else:
         r.rc = 0
+    per_gb = f" ({m['cpu'] / (nbytes / 1e9):.2f}/GB)" if nbytes else ""
     print(
-        f"  {case:16s} {tool:24s} wall {m['wall']:7.1f}s cpu {m['cpu']:7.1f}s rss {m['rss'] / 2**20:6.0f} MB "
+        f"  {case:16s} {tool:24s} wall {m['wall']:7.1f}s cpu {m['cpu']:7.1f}s{per_gb} rss {m['rss'] / 2**20:6.0f} MB "
         f"load {m['load'][0]:.1f}->{m['load'][1]:.1f} {r.note}",
         file=sys.stderr,
         flush=True,
@@ -229,6 +235,41 @@ def gen_trace_view(work: Path, gb: float, seed: int) -> Path:
         _note(f"generated {folder} ({info['bytes'] / 1e6:.0f} MB in {info['seconds']:.0f} s)")
         _done(folder).touch()
     return folder
+
+
+# The trace_view every tv case tiles (issue 48): a real level1 torch_npu file, its layout kept byte for byte
+TV_SOURCE = (
+    "Ascend__msinsight/test/data/pytorch/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"
+)
+
+
+def tile_trace_view(work: Path, gb: float) -> Path | None:
+    """<work>/tvtile-<gb>GB/x_ascend_pt: the real TV_SOURCE tiled to <gb> GB by tile_real.py (one line, the real
+    `}, {` / `},{` gaps, ids within int64); None when ../shared/real_traces is absent."""
+    from tile_real import tile
+
+    src = REAL_TRACES / TV_SOURCE
+    if not src.is_file():
+        return None
+    folder = work / f"tvtile-{gb:g}GB" / "x_ascend_pt"
+    if not _done(folder).exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        t = time.monotonic()
+        info = tile(src, folder / OUT_DIR / "trace_view.json", int(gb * 1e9))
+        _note(f"tiled {src.name} x{info['copies']} -> {folder} ({info['bytes'] / 1e6:.0f} MB, "
+              f"{time.monotonic() - t:.0f} s)")  # fmt: skip
+        _done(folder).touch()
+    return folder
+
+
+def tv_folder(work: Path, gb: float, seed: int) -> tuple[Path, str]:
+    """The input of a tv case and its label: the real-layout tile, or traceql.synth's trace_view where the real
+    traces are absent (said in the case name)."""
+    folder = tile_trace_view(work, gb)
+    if folder is not None:
+        return folder, "real level1 tile"
+    _note(f"{REAL_TRACES / TV_SOURCE} absent: tv:{gb:g} runs on traceql.synth's trace_view instead")
+    return gen_trace_view(work, gb, seed), "synth"
 
 
 SHAPES = {  # case kind -> traceql.synth.shapes writer of a trace_view.json of that shape
@@ -679,9 +720,13 @@ class State:
     largest_tv: Path | None = None
 
 
-def case_tv(st: State, gb: float) -> None:
-    case = f"tv {gb:g} GB"
-    folder = gen_trace_view(st.work, gb, st.seed)
+def case_tv(st: State, gb: float, synth: bool = False) -> None:
+    """tv:<GB> on the real-layout tile (tv_folder), stv:<GB> on traceql.synth's trace_view (earlier tables)."""
+    if synth:
+        folder, label = gen_trace_view(st.work, gb, st.seed), "synth"
+    else:
+        folder, label = tv_folder(st.work, gb, st.seed)
+    case = f"tv {gb:g} GB ({label})"
     tv = folder / OUT_DIR / "trace_view.json"
     n = tv.stat().st_size
     _note(f"{case}: {tv} ({n / 1e6:.0f} MB)")
@@ -790,9 +835,6 @@ def case_kd(st: State, rows: int) -> None:
     _rows(r, st.work / "store-kd")
     st.tools.csv_tools(case, csv, n, scratch)
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-REAL_TRACES = ROOT.parent / "shared" / "real_traces"
 
 
 def case_real(st: State, src: Path, mb: float) -> None:
@@ -1037,6 +1079,7 @@ def table(results: list[Result], markdown: bool) -> str:
         "wall s",
         "MB/s",
         "CPU s",
+        "CPU s/GB",
         "MB/CPU-s",
         "peak RSS MB",
         "traceql faster (wall)",
@@ -1064,6 +1107,7 @@ def table(results: list[Result], markdown: bool) -> str:
                 f"{r.wall:.1f}" if r.wall is not None else "",
                 f"{mb / r.wall:.0f}" if r.ok and mb and r.wall else "",
                 f"{r.cpu:.1f}" if r.cpu is not None else "",
+                f"{r.cpu / (mb / 1e3):.2f}" if r.ok and mb and r.cpu is not None else "",
                 f"{mb / r.cpu:.0f}" if r.ok and mb and r.cpu else "",
                 f"{r.rss / 2**20:.0f}" if r.rss else "",
                 fast_w,
@@ -1103,7 +1147,7 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for item in filter(None, (s.strip() for s in text.split(","))):
         kind, _, arg = item.partition(":")
-        if kind in ("tv", "kineto", *SHAPES):
+        if kind in ("tv", "stv", "kineto", *SHAPES):
             out.append((kind, float(arg or 1)))
         elif kind in ("kd", "kdi"):
             out.append((kind, int(float(arg or 500_000))))
@@ -1119,7 +1163,7 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
             out.append((kind, (Path(path), float(mb))))
         else:
             raise SystemExit(
-                f"unknown case {item!r} (tv:<GB>, dev:<GB>, host:<GB>, ctr:<GB>, kineto:<GB>, kd:<rows>, kdi:<rows>, "
+                f"unknown case {item!r} (tv:<GB>, stv:<GB>, dev:<GB>, host:<GB>, ctr:<GB>, kineto:<GB>, kd:<rows>, kdi:<rows>, "
                 "cluster:<N>x<MB>, analysis, reopen, truncated, "
                 "manyruns:<N>, real:<file>:<MB>)"
             )
@@ -1200,8 +1244,8 @@ def main() -> None:
     )
     try:
         for kind, arg in cases:
-            if kind == "tv":
-                case_tv(st, arg)
+            if kind in ("tv", "stv"):
+                case_tv(st, arg, synth=kind == "stv")
             elif kind in SHAPES:
                 case_shape(st, kind, arg)
             elif kind == "kdi":
