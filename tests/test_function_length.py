@@ -20,7 +20,6 @@ LEAD = {
     "compare/verdict.py:comparability": 104,
 }
 PENDING = {
-    "cli/capture.py:capture_cmd": 153,
     "device_table.py:_nvidia": 149,
     "cli/ingest.py:ingest_cmd": 141,
     "synth/scenarios.py:article_scenario": 140,
