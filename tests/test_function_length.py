@@ -21,7 +21,6 @@ LEAD = {
 }
 PENDING = {
     "device_table.py:_nvidia": 149,
-    "cli/ingest.py:ingest_cmd": 141,
     "synth/scenarios.py:article_scenario": 140,
     "cli/compare.py:compare_cmd": 129,
     "synth/torch_npu_writer.py:_host_and_device": 121,
