@@ -22,7 +22,6 @@ LEAD = {
 PENDING = {
     "device_table.py:_nvidia": 149,
     "synth/scenarios.py:article_scenario": 140,
-    "cli/compare.py:compare_cmd": 129,
     "synth/torch_npu_writer.py:_host_and_device": 121,
     "synth/msprof_writer.py:_msprof_json": 115,
     "cli/findings.py:findings_cmd": 114,
