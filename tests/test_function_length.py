@@ -24,7 +24,6 @@ PENDING = {
     "synth/scenarios.py:article_scenario": 140,
     "synth/torch_npu_writer.py:_host_and_device": 121,
     "synth/msprof_writer.py:_msprof_json": 115,
-    "cli/findings.py:findings_cmd": 114,
     "parsers/torch_npu.py:_parse_folder": 113,
     "parsers/_ascend_text.py:json_object_items": 107,
     "cli/export.py:export_cmd": 106,
