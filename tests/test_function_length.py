@@ -26,7 +26,6 @@ PENDING = {
     "synth/msprof_writer.py:_msprof_json": 115,
     "parsers/torch_npu.py:_parse_folder": 113,
     "parsers/_ascend_text.py:json_object_items": 107,
-    "cli/export.py:export_cmd": 106,
     "parsers/torch_npu_db.py:write_analysis": 106,
     "checks.py:run_checks": 104,
     "parsers/_db_tables.py:write_memory": 103,
