@@ -20,7 +20,6 @@ LEAD = {
     "compare/verdict.py:comparability": 104,
 }
 PENDING = {
-    "device_table.py:_nvidia": 149,
     "synth/scenarios.py:article_scenario": 140,
     "synth/torch_npu_writer.py:_host_and_device": 121,
     "synth/msprof_writer.py:_msprof_json": 115,
