@@ -21,7 +21,6 @@ LEAD = {
 }
 PENDING = {
     "synth/scenarios.py:article_scenario": 140,
-    "synth/torch_npu_writer.py:_host_and_device": 121,
     "synth/msprof_writer.py:_msprof_json": 115,
     "parsers/torch_npu.py:_parse_folder": 113,
     "parsers/_ascend_text.py:json_object_items": 107,
