@@ -21,7 +21,6 @@ LEAD = {
 }
 PENDING = {
     "synth/scenarios.py:article_scenario": 140,
-    "synth/msprof_writer.py:_msprof_json": 115,
     "parsers/torch_npu.py:_parse_folder": 113,
     "parsers/_ascend_text.py:json_object_items": 107,
     "parsers/torch_npu_db.py:write_analysis": 106,
