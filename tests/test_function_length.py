@@ -20,7 +20,6 @@ LEAD = {
     "compare/verdict.py:comparability": 104,
 }
 PENDING = {
-    "synth/scenarios.py:article_scenario": 140,
     "parsers/torch_npu.py:_parse_folder": 113,
     "parsers/_ascend_text.py:json_object_items": 107,
     "parsers/torch_npu_db.py:write_analysis": 106,
