@@ -21,7 +21,6 @@ LEAD = {
 }
 PENDING = {
     "parsers/torch_npu.py:_parse_folder": 113,
-    "parsers/_ascend_text.py:json_object_items": 107,
     "parsers/torch_npu_db.py:write_analysis": 106,
     "parsers/_db_tables.py:write_memory": 103,
     "parsers/trace_view.py:_finish_comm": 103,
