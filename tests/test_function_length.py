@@ -20,7 +20,6 @@ LEAD = {
     "compare/verdict.py:comparability": 104,
 }
 PENDING = {
-    "parsers/torch_npu_db.py:write_analysis": 106,
     "parsers/_db_tables.py:write_memory": 103,
     "parsers/trace_view.py:_finish_comm": 103,
 }
