@@ -19,9 +19,7 @@ LEAD = {
     "findings/checks/communication.py:check_comm_waits_on_memory": 113,
     "compare/verdict.py:comparability": 104,
 }
-PENDING = {
-    "parsers/trace_view.py:_finish_comm": 103,
-}
+PENDING: dict[str, int] = {}  # every function once listed here has been split
 ALLOWED = {**LEAD, **PENDING}
 
 
