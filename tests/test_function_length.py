@@ -2,9 +2,9 @@
 every long piece of logic is a set of named steps. Measured with `ast` over the source.
 
 ALLOWED lists the functions still over the limit, each with its length when listed: LEAD are in findings/ and
-compare/, which are being rewritten elsewhere; PENDING are the rest, still to be split. The lists may only
-shrink: a listed function that has come under the limit (or grown past its listed length) fails the test, so
-the list is kept exact."""
+compare/, which are being rewritten elsewhere; PENDING held the rest while they were split (now empty). The
+lists may only shrink: a listed function that has come under the limit (or grown past its listed length) fails
+the test, so the list is kept exact."""
 
 from __future__ import annotations
 
