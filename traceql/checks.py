@@ -147,9 +147,6 @@ def run_checks(
     of them, as dicts), and error (None, or why the check itself could not run: reported, never raised, so
     one broken check cannot hide the others).
     """
-    import duckdb
-
-    from . import engine
     from .stores import open_store
 
     st = open_store(store)
@@ -157,24 +154,8 @@ def run_checks(
     own = con is None
     spill_dir = None
     if own:
-        from . import _owned
-
-        con = engine.connect(st)
-        # the checks run inside every ingest: bounded like the parse (the duplicate check's GROUP BY over a 4 GB
-        # trace's 4.6M kernels took the ingest's peak RSS from 0.56 to 0.78 GB); DuckDB spills beyond it
-        spill_dir = _owned.TempDir("checks")
-        con.execute(f"SET memory_limit='{CHECKS_MEMORY_LIMIT}'")
-        con.execute("SET temp_directory=$d", {"d": spill_dir.name})
-    # the run's peaks resolved as every query resolves them (queries.resolve_peaks: the dump's names, then the
-    # inferred family, then CANN's ini), so `check` and op_hbm_bytes judge a kernel against the same peak
-    run_peaks, who = _run_peaks(con, run_id)
-    peak = run_peaks.get("peak_hbm_bps")
-    who = str(info.get("device") or who or "the run's")  # the dump's name where it has one, as before
-    limit, limit_source = (
-        (PEAK_FACTOR * peak, f"10 x {who} peak {peak / 1e12:.2f} TB/s")
-        if peak
-        else hbm_limit_bps(info.get("device"))
-    )
+        con, spill_dir = _bounded_connection(st)
+    bounds = _run_bounds(con, run_id, info)
     helpers_loaded: str | None = None  # None: not tried; "": loaded; else why not
     results: list[dict[str, Any]] = []
     try:
@@ -185,55 +166,12 @@ def run_checks(
                 continue
             if chk.needs_analysis and helpers_loaded is None:
                 helpers_loaded = _load_helpers(con, info)
-            values: dict[str, Any] = {}
-            for p, (_type, default) in chk.params.items():
-                if p == "run_id":
-                    values[p] = run_id
-                elif p == "hbm_limit_bps":
-                    values[p] = limit
-                elif p == "peak_hbm_bps" and peak:
-                    values[p] = peak
-                elif p in (
-                    "peak_l2_bps",
-                    "peak_ub_bps",
-                ):  # the preset's, or null (the check skips that level)
-                    values[p] = run_peaks.get(p) or _device_peak(info.get("device"), p)
-                elif default is not None:
-                    values[p] = default
-                else:
-                    raise QueryError(
-                        f"{chk.path}: param {p!r} has no default and traceql.checks cannot fill it"
-                    )
-            row: dict[str, Any] = {
-                "name": chk.name,
-                "description": chk.description,
-                "failures": 0,
-                "sample": [],
-                "error": None,
-            }
-            if "hbm_limit_bps" in chk.params:
-                row["bound"] = limit_source
-            if "peak_hbm_bps" in chk.params:
-                row["bound"] = (
-                    f"{who} peak {peak / 1e12:.2f} TB/s"
-                    if peak
-                    else f"{FALLBACK_HBM_LIMIT_BPS / 1e12:.0f} TB/s (device peak unknown)"
-                )
+            values = _param_values(chk, run_id, bounds)
+            row = _result_row(chk, bounds)
             if chk.needs_analysis and helpers_loaded:
                 row["error"] = helpers_loaded
-                results.append(row)
-                continue
-            try:
-                n = con.execute(f"SELECT count(*) FROM ({chk.sql})", values).fetchone()[0]
-                row["failures"] = int(n)
-                if n:
-                    cur = con.execute(f"SELECT * FROM ({chk.sql}) LIMIT {SAMPLE_ROWS}", values)
-                    cols = [d[0] for d in cur.description]
-                    row["sample"] = [
-                        {c: json_safe(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
-                    ]
-            except duckdb.Error as e:
-                row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
+            else:
+                _count_failures(con, chk, values, row)
             results.append(row)
     finally:
         if own:
@@ -241,3 +179,99 @@ def run_checks(
         if spill_dir is not None:
             spill_dir.cleanup()
     return results
+
+
+def _bounded_connection(st: Any) -> tuple[Any, Any]:
+    """(connection, its spill folder): the checks run inside every ingest, so they are bounded like the parse
+    (the duplicate check's GROUP BY over a 4 GB trace's 4.6M kernels took the ingest's peak RSS from 0.56 to
+    0.78 GB); DuckDB spills beyond it."""
+    from . import _owned, engine
+
+    con = engine.connect(st)
+    spill_dir = _owned.TempDir("checks")
+    con.execute(f"SET memory_limit='{CHECKS_MEMORY_LIMIT}'")
+    con.execute("SET temp_directory=$d", {"d": spill_dir.name})
+    return con, spill_dir
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """The run's peaks and the unit-sanity limit the checks' params are filled with, resolved once per run."""
+
+    peaks: dict[str, float | None]
+    peak: float | None  # peak HBM bytes/s, or None when unknown
+    who: str  # whose peak it is, as the check rows say it
+    limit: float  # hbm_limit_bps
+    limit_source: str
+    device: str | None  # the dump's device name
+
+
+def _run_bounds(con: Any, run_id: str, info: dict[str, Any]) -> _Bounds:
+    # the run's peaks resolved as every query resolves them (queries.resolve_peaks: the dump's names, then the
+    # inferred family, then CANN's ini), so `check` and op_hbm_bytes judge a kernel against the same peak
+    run_peaks, who = _run_peaks(con, run_id)
+    peak = run_peaks.get("peak_hbm_bps")
+    who = str(info.get("device") or who or "the run's")  # the dump's name where it has one, as before
+    limit, limit_source = (
+        (PEAK_FACTOR * peak, f"10 x {who} peak {peak / 1e12:.2f} TB/s")
+        if peak
+        else hbm_limit_bps(info.get("device"))
+    )
+    return _Bounds(run_peaks, peak, who, limit, limit_source, info.get("device"))
+
+
+def _param_values(chk: Check, run_id: str, b: _Bounds) -> dict[str, Any]:
+    """The check's declared params: the run, the bounds this module knows, else the header's default."""
+    values: dict[str, Any] = {}
+    for p, (_type, default) in chk.params.items():
+        if p == "run_id":
+            values[p] = run_id
+        elif p == "hbm_limit_bps":
+            values[p] = b.limit
+        elif p == "peak_hbm_bps" and b.peak:
+            values[p] = b.peak
+        elif p in (
+            "peak_l2_bps",
+            "peak_ub_bps",
+        ):  # the preset's, or null (the check skips that level)
+            values[p] = b.peaks.get(p) or _device_peak(b.device, p)
+        elif default is not None:
+            values[p] = default
+        else:
+            raise QueryError(f"{chk.path}: param {p!r} has no default and traceql.checks cannot fill it")
+    return values
+
+
+def _result_row(chk: Check, b: _Bounds) -> dict[str, Any]:
+    """A check's result before it runs: no failures, and the bound it judges against where it has one."""
+    row: dict[str, Any] = {
+        "name": chk.name,
+        "description": chk.description,
+        "failures": 0,
+        "sample": [],
+        "error": None,
+    }
+    if "hbm_limit_bps" in chk.params:
+        row["bound"] = b.limit_source
+    if "peak_hbm_bps" in chk.params:
+        row["bound"] = (
+            f"{b.who} peak {b.peak / 1e12:.2f} TB/s"
+            if b.peak
+            else f"{FALLBACK_HBM_LIMIT_BPS / 1e12:.0f} TB/s (device peak unknown)"
+        )
+    return row
+
+
+def _count_failures(con: Any, chk: Check, values: dict[str, Any], row: dict[str, Any]) -> None:
+    """Run the check into `row`: its failure count and a sample of them, or the error that stopped it."""
+    import duckdb
+
+    try:
+        n = con.execute(f"SELECT count(*) FROM ({chk.sql})", values).fetchone()[0]
+        row["failures"] = int(n)
+        if n:
+            cur = con.execute(f"SELECT * FROM ({chk.sql}) LIMIT {SAMPLE_ROWS}", values)
+            cols = [d[0] for d in cur.description]
+            row["sample"] = [{c: json_safe(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()]
+    except duckdb.Error as e:
+        row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"

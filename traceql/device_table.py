@@ -66,6 +66,13 @@ def _f(**tflops: float) -> tuple[tuple[str, float], ...]:
 
 
 def _nvidia() -> list[Device]:
+    # the order is the match order (devices.detect takes the first row whose pattern matches): a100.*80gb.*pcie
+    # before a100.*80gb, h100.*nvl and h100.*pcie before h100, h200.*nvl before h200
+    return _nvidia_ampere() + _nvidia_hopper() + _nvidia_blackwell_ada()
+
+
+def _nvidia_ampere() -> list[Device]:
+    """A100 (40 GB, 80 GB PCIe, 80 GB SXM4)."""
     return [
         Device(
             key="a100-40gb",
@@ -102,6 +109,12 @@ def _nvidia() -> list[Device]:
             source="NVIDIA A100 datasheet: 80 GB HBM2e SXM 2,039 GB/s; 312 TFLOPS fp16/bf16 dense",
             flops=_f(fp64=9.7, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624),
         ),
+    ]
+
+
+def _nvidia_hopper() -> list[Device]:
+    """H100 (NVL, PCIe, SXM), H200 (NVL, SXM) and H20."""
+    return [
         Device(
             key="h100-nvl",
             name="NVIDIA H100 NVL 94GB",
@@ -176,6 +189,12 @@ def _nvidia() -> list[Device]:
             "dense fp32 44, tf32 74, bf16/fp16 148, fp8 296 TFLOPS, int8 296 TOPS",
             flops=_f(fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
         ),
+    ]
+
+
+def _nvidia_blackwell_ada() -> list[Device]:
+    """Blackwell (GB200, B200) and Ada (L40S)."""
+    return [
         Device(
             key="gb200",
             name="NVIDIA GB200 (one Blackwell GPU of a GB200 NVL72)",

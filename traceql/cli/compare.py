@@ -69,76 +69,83 @@ def resolve_side(store: str | Path | None, arg: str, quiet: bool) -> str:
     return name
 
 
+# compare's options, one alias each (as _options.StoreOpt), so compare_cmd's signature is one line per option.
+_BaseArg = Annotated[
+    str, typer.Argument(help="Baseline: a run name in the store, or a dump path (ingested first).")
+]
+_CandArg = Annotated[str, typer.Argument(help="Candidate: a run name, or a dump path.")]
+_FormatOpt = Annotated[CompareFormat, format_opt("The comparison as a table, JSON or markdown.")]
+_ModeOpt = Annotated[
+    Mode,
+    typer.Option(
+        "--mode",
+        help="same: one job before/after a change (default); cross: a "
+        "baseline on another device/profiler (GPU vs NPU port), operators matched "
+        "through the framework op that launched them.",
+    ),
+]
+_GateOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--gate",
+        help=f"Exit {GATE_EXIT} when the step time regresses (beyond the noise) by more than this, e.g. 5%.",
+    ),
+]
+_MinEffectOpt = Annotated[
+    str,
+    typer.Option(
+        "--min-effect",
+        help="Smallest step-time change called an improvement or regression; below it the verdict is neutral.",
+    ),
+]
+_DeviceOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--device",
+        help="Device preset for the peaks of both runs (ascend910b, a100-80gb, h200...); default: detected per run.",
+    ),
+]
+_PeakHbmOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--peak-hbm-gbps",
+        help="Override the HBM peak of both runs, GB/s.",
+        callback=in_range(0, MAX_GBPS, lo_open=True),
+    ),
+]
+_NameMapOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--name-map",
+        help='--mode cross: JSON/TOML file {"map": {"<regex on '
+        'base kernel or op>": "<cand name>"}}, e.g. CUDA kernel -> Ascend op.',
+    ),
+]
+_NoFindingsOpt = Annotated[bool, typer.Option("--no-findings", help="Skip the findings diff (faster).")]
+_NoFusedGroupsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-fused-groups",
+        help="Skip the fused-group traffic (the fusion_chains query: about half of a compare of big runs).",
+    ),
+]
+_OutputOpt = Annotated[Optional[Path], output_opt("Write the comparison to FILE instead of stdout.")]
+
+
 def compare_cmd(
-    base: Annotated[
-        str, typer.Argument(help="Baseline: a run name in the store, or a dump path (ingested first).")
-    ],
-    cand: Annotated[str, typer.Argument(help="Candidate: a run name, or a dump path.")],
+    base: _BaseArg,
+    cand: _CandArg,
     store: StoreOpt = None,
-    fmt: Annotated[
-        CompareFormat, format_opt("The comparison as a table, JSON or markdown.")
-    ] = CompareFormat.table,
-    mode: Annotated[
-        Mode,
-        typer.Option(
-            "--mode",
-            help="same: one job before/after a change (default); cross: a "
-            "baseline on another device/profiler (GPU vs NPU port), operators matched "
-            "through the framework op that launched them.",
-        ),
-    ] = Mode.same,
-    gate: Annotated[
-        Optional[str],
-        typer.Option(
-            "--gate",
-            help=f"Exit {GATE_EXIT} when the step time regresses "
-            "(beyond the noise) by more than this, e.g. 5%.",
-        ),
-    ] = None,
-    min_effect: Annotated[
-        str,
-        typer.Option(
-            "--min-effect",
-            help="Smallest step-time change called an improvement or "
-            "regression; below it the verdict is neutral.",
-        ),
-    ] = "1%",
-    device: Annotated[
-        Optional[str],
-        typer.Option(
-            "--device",
-            help="Device preset for the peaks of both runs "
-            "(ascend910b, a100-80gb, h200...); default: detected per run.",
-        ),
-    ] = None,
-    peak_hbm_gbps: Annotated[
-        Optional[float],
-        typer.Option(
-            "--peak-hbm-gbps",
-            help="Override the HBM peak of both runs, GB/s.",
-            callback=in_range(0, MAX_GBPS, lo_open=True),
-        ),
-    ] = None,
-    name_map: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--name-map",
-            help='--mode cross: JSON/TOML file {"map": {"<regex on '
-            'base kernel or op>": "<cand name>"}}, e.g. CUDA kernel -> Ascend op.',
-        ),
-    ] = None,
-    no_findings: Annotated[
-        bool, typer.Option("--no-findings", help="Skip the findings diff (faster).")
-    ] = False,
-    no_fused_groups: Annotated[
-        bool,
-        typer.Option(
-            "--no-fused-groups",
-            help="Skip the fused-group traffic (the "
-            "fusion_chains query: about half of a compare of big runs).",
-        ),
-    ] = False,
-    output: Annotated[Optional[Path], output_opt("Write the comparison to FILE instead of stdout.")] = None,
+    fmt: _FormatOpt = CompareFormat.table,
+    mode: _ModeOpt = Mode.same,
+    gate: _GateOpt = None,
+    min_effect: _MinEffectOpt = "1%",
+    device: _DeviceOpt = None,
+    peak_hbm_gbps: _PeakHbmOpt = None,
+    name_map: _NameMapOpt = None,
+    no_findings: _NoFindingsOpt = False,
+    no_fused_groups: _NoFusedGroupsOpt = False,
+    output: _OutputOpt = None,
 ) -> None:
     """Compare a candidate run against a baseline: did the fix work? A verdict (improvement, regression,
     neutral or inconclusive, with the per-step noise behind it) only when the runs are comparable; step time
@@ -155,10 +162,7 @@ def compare_cmd(
       traceql compare ./before_ascend_pt ./after_ascend_pt   # dump paths are ingested first
       traceql compare gpu-a100 npu-910b --mode cross --name-map cuda2ascend.json
     """
-    from ..compare import NotComparableError, compare, load_name_map
-    from ..compare.render import headline, to_markdown, to_text
-    from . import _console
-    from ._output import write_text
+    from ..compare import compare, load_name_map
 
     gate_v = parse_percent(gate, "--gate") if gate is not None else None
     eff = parse_percent(min_effect, "--min-effect")
@@ -181,6 +185,16 @@ def compare_cmd(
         with_chains=not no_fused_groups,
     )
     d: dict[str, Any] = res.to_dict()
+    _write(d, fmt, output)
+    _verdict_exit(d, res.comparable, gate)
+
+
+def _write(d: dict[str, Any], fmt: CompareFormat, output: Path | None) -> None:
+    """The comparison in the chosen format, to --output or stdout."""
+    from ..compare.render import to_markdown, to_text
+    from . import _console
+    from ._output import write_text
+
     if fmt == CompareFormat.json:
         import json
 
@@ -192,7 +206,15 @@ def compare_cmd(
     write_text(text, output)
     if output:
         _console.info(f"wrote {output}")
-    if not res.comparable:
+
+
+def _verdict_exit(d: dict[str, Any], comparable: bool, gate: str | None) -> None:
+    """The headline on stderr, and the exit code: 1 (error) when not comparable, GATE_EXIT when --gate tripped."""
+    from ..compare import NotComparableError
+    from ..compare.render import headline
+    from . import _console
+
+    if not comparable:
         raise NotComparableError(headline(d))
     _console.info(headline(d))
     if d.get("gate") and d["gate"]["tripped"]:

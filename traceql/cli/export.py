@@ -4,7 +4,7 @@ trace (.pftrace) or Chrome trace JSON (traceql.export)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -13,41 +13,49 @@ from ._options import DeviceOpt, ExportFormat, PeakHbmOpt, RanksOpt, RunOpt, Sto
 _CHROME_SUFFIXES = (".json",)
 
 
+# export's own options, one alias each (as _options.StoreOpt), so the signature is one line per option.
+_OutputOpt = Annotated[
+    Optional[Path],
+    output_opt("File to write ('-' = stdout). Default: RUN.pftrace, or RUN.json with --format chrome."),
+]
+_FormatOpt = Annotated[
+    Optional[ExportFormat],
+    typer.Option(
+        "--format",
+        "-f",
+        help="perfetto (protobuf .pftrace) or chrome (trace JSON); default from the --output suffix "
+        "(.json = chrome), else perfetto.",
+    ),
+]
+_StepsOpt = Annotated[
+    Optional[str],
+    typer.Option("--steps", help="Only events that start in these steps' windows: N or A-B."),
+]
+_ClockAlignOpt = Annotated[
+    bool,
+    typer.Option(
+        "--clock-align/--no-clock-align",
+        help="Move every rank onto the reference rank's clock where the estimated offset exceeds the collectives' own skew (default on).",
+    ),
+]
+_FindingsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--findings/--no-findings",
+        help="Add the findings track (runs the checklist: seconds on big runs).",
+    ),
+]
+
+
 def export_cmd(
     run: RunOpt = None,
     store: StoreOpt = None,
-    output: Annotated[
-        Optional[Path],
-        output_opt("File to write ('-' = stdout). Default: RUN.pftrace, or RUN.json with --format chrome."),
-    ] = None,
-    fmt: Annotated[
-        Optional[ExportFormat],
-        typer.Option(
-            "--format",
-            "-f",
-            help="perfetto (protobuf .pftrace) or chrome (trace JSON); default from the --output suffix "
-            "(.json = chrome), else perfetto.",
-        ),
-    ] = None,
+    output: _OutputOpt = None,
+    fmt: _FormatOpt = None,
     rank: RanksOpt = None,
-    steps: Annotated[
-        Optional[str],
-        typer.Option("--steps", help="Only events that start in these steps' windows: N or A-B."),
-    ] = None,
-    clock_align: Annotated[
-        bool,
-        typer.Option(
-            "--clock-align/--no-clock-align",
-            help="Move every rank onto the reference rank's clock where the estimated offset exceeds the collectives' own skew (default on).",
-        ),
-    ] = True,
-    with_findings: Annotated[
-        bool,
-        typer.Option(
-            "--findings/--no-findings",
-            help="Add the findings track (runs the checklist: seconds on big runs).",
-        ),
-    ] = True,
+    steps: _StepsOpt = None,
+    clock_align: _ClockAlignOpt = True,
+    with_findings: _FindingsOpt = True,
     device: DeviceOpt = None,
     peak_hbm_gbps: PeakHbmOpt = None,
 ) -> None:
@@ -65,10 +73,7 @@ def export_cmd(
       traceql export --run job --rank 3 --steps 10-12 -o slice.pftrace
       traceql query clock_offsets --run job          # the offsets alone
     """
-    from .. import clock_align as calign
     from .. import export
-    from ..errors import TraceQLError
-    from . import _console
     from ._common import resolve_run
 
     if fmt is None:
@@ -79,6 +84,27 @@ def export_cmd(
         )
     step_range = export.parse_steps(steps)
     run_id = resolve_run(store, run)
+    output, to_stdout = _target(output, fmt, run_id)
+    summary = export.export(
+        store,
+        run_id,
+        None if to_stdout else output,
+        fmt=fmt.value,
+        ranks=rank or None,
+        steps=step_range,
+        align=clock_align,
+        device=device,
+        peaks=peaks(peak_hbm_gbps),
+        with_findings=with_findings,
+    )
+    _report(summary, clock_align, "stdout" if to_stdout else str(output), fmt, run_id, steps)
+
+
+def _target(output: Path | None, fmt: ExportFormat, run_id: str) -> tuple[Path, bool]:
+    """(file to write, whether it is stdout): RUN.<suffix> by default; refused before any work when it is a
+    terminal for a binary trace, or a path that cannot be written (out_file.check)."""
+    from ..errors import TraceQLError
+
     to_stdout = output is not None and str(output) == "-"
     if output is None:
         suffix = "json" if fmt == ExportFormat.chrome else "pftrace"
@@ -94,18 +120,16 @@ def export_cmd(
         from ..out_file import check
 
         check(output)  # a directory, socket or missing folder at -o: one line naming it, before any work
-    summary = export.export(
-        store,
-        run_id,
-        None if to_stdout else output,
-        fmt=fmt.value,
-        ranks=rank or None,
-        steps=step_range,
-        align=clock_align,
-        device=device,
-        peaks=peaks(peak_hbm_gbps),
-        with_findings=with_findings,
-    )
+    return output, to_stdout
+
+
+def _report(
+    summary: dict[str, Any], clock_align: bool, where: str, fmt: ExportFormat, run_id: str, steps: str | None
+) -> None:
+    """On stderr: the clock offsets, a warning when --no-clock-align left disagreeing clocks, what was written."""
+    from .. import clock_align as calign
+    from . import _console
+
     for line in calign.describe(summary["offsets"], summary["ranks"]):
         _console.info(f"clock {line}")
     if not clock_align and summary["offsets"] and any(o["applied"] for o in summary["offsets"]):
@@ -115,7 +139,7 @@ def export_cmd(
     c = summary["counts"]
     what = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in c.items() if v)
     _console.info(
-        f"wrote {'stdout' if to_stdout else output} ({fmt.value}, run {run_id}, ranks {', '.join(map(str, summary['ranks']))}"
+        f"wrote {where} ({fmt.value}, run {run_id}, ranks {', '.join(map(str, summary['ranks']))}"
         + (f", steps {steps}" if steps else "")
         + f"): {what}"
     )

@@ -8,77 +8,89 @@ import typer
 
 from ._options import MAX_SECONDS, ListFormat, StoreOpt, format_opt, in_range
 
+# ingest's options, one alias each (as _options.StoreOpt), so ingest_cmd's signature is one line per option.
+_PathArg = Annotated[
+    str,  # a str, not a Path: a dump URL (s3://bucket/job42/) must keep its '//' (traceql.dump_fs)
+    typer.Argument(
+        help="Dump to ingest: a *_ascend_pt folder, a cluster folder of them, a PROF_* folder, or a trace .json/.json.gz/.csv/.db file; or the same on object storage (s3://bucket/prefix/, traceql[s3])."
+    ),
+]
+_NameOpt = Annotated[Optional[str], typer.Option("--name", "-n", help="Run name (default: from the path).")]
+_ReplaceOpt = Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")]
+_WorkersOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        "--workers",
+        "-j",
+        help="Parallel parser processes (default: CPU count).",
+        callback=in_range(1, 4096),
+    ),
+]
+_QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+_CheckOpt = Annotated[
+    bool, typer.Option("--check/--no-check", help="Run the data-fidelity checks after ingest.")
+]
+_PrepareOpt = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--prepare/--no-prepare",
+        help="Build the run's analysis tables now (default: for runs of 2+ ranks; else the first findings/report does, once).",
+    ),
+]
+_FollowLinksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow-links",
+        help="Read symbolic links that lead outside the dump (refused by default: a dump from elsewhere may link to your files).",
+    ),
+]
+_ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where ranks are parsed: local (process pool) or ray (a Ray cluster: traceql[ray] on every node; the derived tables are built by the same tasks).",
+    ),
+]
+_RanksOpt = Annotated[
+    str,
+    typer.Option(
+        "--ranks",
+        help="all, or light (1,000+ ranks): every rank's steps/communication/counters, kernel detail only for the slowest, fastest and median rank of the job and of each communication group; light+3,17 adds ranks 3 and 17.",
+    ),
+]
+_AddressOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--address",
+        help="Ray cluster address (ray://head:10001, auto); default $RAY_ADDRESS, else a local Ray.",
+    ),
+]
+_RayTimeoutOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--ray-timeout",
+        help="Seconds to wait for a Ray cluster that does not answer (connecting, or no live node while "
+        "ranks are pending) before giving up in one line; default 60 or $TRACEQL_RAY_TIMEOUT.",
+        metavar="SECONDS",
+        callback=in_range(0, MAX_SECONDS, lo_open=True),
+    ),
+]
+
 
 def ingest_cmd(
-    path: Annotated[
-        str,  # a str, not a Path: a dump URL (s3://bucket/job42/) must keep its '//' (traceql.dump_fs)
-        typer.Argument(
-            help="Dump to ingest: a *_ascend_pt folder, a cluster folder of them, a PROF_* folder, or a trace .json/.json.gz/.csv/.db file; or the same on object storage (s3://bucket/prefix/, traceql[s3])."
-        ),
-    ],
-    name: Annotated[
-        Optional[str], typer.Option("--name", "-n", help="Run name (default: from the path).")
-    ] = None,
+    path: _PathArg,
+    name: _NameOpt = None,
     store: StoreOpt = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a run of the same name.")] = False,
-    workers: Annotated[
-        Optional[int],
-        typer.Option(
-            "--workers",
-            "-j",
-            help="Parallel parser processes (default: CPU count).",
-            callback=in_range(1, 4096),
-        ),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    check: Annotated[
-        bool, typer.Option("--check/--no-check", help="Run the data-fidelity checks after ingest.")
-    ] = True,
-    prepare: Annotated[
-        Optional[bool],
-        typer.Option(
-            "--prepare/--no-prepare",
-            help="Build the run's analysis tables now (default: for runs of 2+ ranks; else the first findings/report does, once).",
-        ),
-    ] = None,
-    follow_links: Annotated[
-        bool,
-        typer.Option(
-            "--follow-links",
-            help="Read symbolic links that lead outside the dump (refused by default: a dump from elsewhere may link to your files).",
-        ),
-    ] = False,
-    executor: Annotated[
-        str,
-        typer.Option(
-            "--executor",
-            help="Where ranks are parsed: local (process pool) or ray (a Ray cluster: traceql[ray] on every node; the derived tables are built by the same tasks).",
-        ),
-    ] = "local",
-    ranks: Annotated[
-        str,
-        typer.Option(
-            "--ranks",
-            help="all, or light (1,000+ ranks): every rank's steps/communication/counters, kernel detail only for the slowest, fastest and median rank of the job and of each communication group; light+3,17 adds ranks 3 and 17.",
-        ),
-    ] = "all",
-    address: Annotated[
-        Optional[str],
-        typer.Option(
-            "--address",
-            help="Ray cluster address (ray://head:10001, auto); default $RAY_ADDRESS, else a local Ray.",
-        ),
-    ] = None,
-    ray_timeout: Annotated[
-        Optional[float],
-        typer.Option(
-            "--ray-timeout",
-            help="Seconds to wait for a Ray cluster that does not answer (connecting, or no live node while "
-            "ranks are pending) before giving up in one line; default 60 or $TRACEQL_RAY_TIMEOUT.",
-            metavar="SECONDS",
-            callback=in_range(0, MAX_SECONDS, lo_open=True),
-        ),
-    ] = None,
+    replace: _ReplaceOpt = False,
+    workers: _WorkersOpt = None,
+    quiet: _QuietOpt = False,
+    check: _CheckOpt = True,
+    prepare: _PrepareOpt = None,
+    follow_links: _FollowLinksOpt = False,
+    executor: _ExecutorOpt = "local",
+    ranks: _RanksOpt = "all",
+    address: _AddressOpt = None,
+    ray_timeout: _RayTimeoutOpt = None,
 ) -> None:
     """Parse a profiler dump into the store (format detected automatically; ranks parsed in parallel), then
     analyse it with `traceql findings`.
@@ -99,30 +111,7 @@ def ingest_cmd(
     from ._console import progress_enabled as progress_wanted
 
     progress = _console.make_byte_progress(quiet)
-    task: dict[str, Any] = {}
-
-    def on_detect(done: int, total: int) -> None:
-        # a cluster folder's rank dumps are sniffed one by one: seconds for a thousand, shown as they go
-        if "detect" not in task:
-            task["detect"] = progress.add_task("detecting", total=None)
-        progress.update(task["detect"], description=f"detecting formats {done}/{total} folder(s)")
-
-    def on_units(units: list[Any]) -> None:
-        if "detect" in task:
-            progress.remove_task(task.pop("detect"))
-        kinds = sorted({u.parser for u in units})
-        _console.info(f"detected {', '.join(kinds)}: {len(units)} unit(s) in {path}")
-        task["n"], task["done"] = len(units), 0
-        task["id"] = progress.add_task(f"parsing 0/{len(units)} unit(s)", total=None)
-
-    def on_done(unit: Any, result: dict[str, Any]) -> None:
-        task["done"] += 1
-        progress.update(task["id"], description=f"parsing {task['done']}/{task['n']} unit(s)")
-
-    def on_bytes(done: int, total: int) -> None:
-        # input bytes read so far, from every worker (traceql.progress): moves inside one multi-GB file too
-        progress.update(task["id"], completed=done, total=total or None)
-
+    shown = _IngestProgress(progress, path)
     ex = None
     if executor != "local" or address:
         from ..executors import get
@@ -136,13 +125,13 @@ def ingest_cmd(
             name=name,
             replace=replace,
             workers=workers,
-            on_units=on_units,
-            on_unit_done=on_done,
-            on_bytes=on_bytes if progress_wanted(quiet) else None,
+            on_units=shown.on_units,
+            on_unit_done=shown.on_done,
+            on_bytes=shown.on_bytes if progress_wanted(quiet) else None,
             follow_links=follow_links,
             executor=ex,
             ranks=ranks,
-            on_detect=on_detect if progress_wanted(quiet) else None,
+            on_detect=shown.on_detect if progress_wanted(quiet) else None,
         )
     if ex is not None:
         ex.close()
@@ -150,6 +139,41 @@ def ingest_cmd(
 
     _console.line(summary(info))
     after_ingest(info, store, _console.report, check=check, prepare=prepare, workers=workers)
+
+
+class _IngestProgress:
+    """The ingest's callbacks onto one progress display: detecting formats, then parsing units."""
+
+    def __init__(self, progress: Any, path: str) -> None:
+        self.progress, self.path = progress, path
+        self.detect: Any = None  # the 'detecting' task while a cluster's folders are sniffed
+        self.task: Any = None
+        self.n = self.done = 0
+
+    def on_detect(self, done: int, total: int) -> None:
+        # a cluster folder's rank dumps are sniffed one by one: seconds for a thousand, shown as they go
+        if self.detect is None:
+            self.detect = self.progress.add_task("detecting", total=None)
+        self.progress.update(self.detect, description=f"detecting formats {done}/{total} folder(s)")
+
+    def on_units(self, units: list[Any]) -> None:
+        from . import _console
+
+        if self.detect is not None:
+            self.progress.remove_task(self.detect)
+            self.detect = None
+        kinds = sorted({u.parser for u in units})
+        _console.info(f"detected {', '.join(kinds)}: {len(units)} unit(s) in {self.path}")
+        self.n, self.done = len(units), 0
+        self.task = self.progress.add_task(f"parsing 0/{len(units)} unit(s)", total=None)
+
+    def on_done(self, unit: Any, result: dict[str, Any]) -> None:
+        self.done += 1
+        self.progress.update(self.task, description=f"parsing {self.done}/{self.n} unit(s)")
+
+    def on_bytes(self, done: int, total: int) -> None:
+        # input bytes read so far, from every worker (traceql.progress): moves inside one multi-GB file too
+        self.progress.update(self.task, completed=done, total=total or None)
 
 
 def runs_cmd(

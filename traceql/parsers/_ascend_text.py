@@ -56,7 +56,7 @@ def read_json(path: Path, expected: str) -> Any:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as e:
-        raise BadTraceError(path, f"cannot read file: {e.strerror or e}") from e
+        raise _cannot_read(path, e) from e
     if not raw.strip():
         raise BadTraceError(path, f"empty file; expected {expected}")
     try:
@@ -68,9 +68,15 @@ def read_json(path: Path, expected: str) -> Any:
     except ValueError as e:
         raise BadTraceError(path, f"invalid JSON ({e}); expected {expected}") from e
     except RecursionError:
-        raise BadTraceError(
-            path, f"JSON nested too deeply to be a profiler file; expected {expected}"
-        ) from None
+        raise _too_deep(path, expected) from None
+
+
+def _cannot_read(path: Path, e: OSError) -> BadTraceError:
+    return BadTraceError(path, f"cannot read file: {e.strerror or e}")
+
+
+def _too_deep(path: Path, expected: str) -> BadTraceError:
+    return BadTraceError(path, f"JSON nested too deeply to be a profiler file; expected {expected}")
 
 
 _READ_CHARS = 4 << 20  # text decoded per read while streaming a JSON object's entries
@@ -82,6 +88,7 @@ _NEED_MORE = (
     "Expecting ':' delimiter",
     "Expecting property name",
 )
+_WANT_KEY = "Expecting property name enclosed in double quotes"
 
 
 def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tuple[str, Any]]:
@@ -93,32 +100,19 @@ def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tu
     a root that is not an object is `not_object`. A key repeated at the top level is read twice (json.loads
     would keep only the last).
     """
-    import codecs
-
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator
-    except OSError as e:
-        raise BadTraceError(path, f"cannot read file: {e.strerror or e}") from e
-    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    # The per-entry loop and its helpers stay closures over local state (an attribute or a call per character
+    # of whitespace costs); what runs once per read, per file or on an error is a function of its own.
+    src = _TextSource(path, expected)
     parse = json.JSONDecoder(parse_float=Decimal).raw_decode
     scan = json.decoder.scanstring  # type: ignore[attr-defined]
-    buf, pos, base, nbytes, eof = "", 0, 0, 0, False  # base: chars dropped before buf[0]
+    buf, pos, base = "", 0, 0  # base: chars dropped before buf[0]
 
     def fill(grow: bool = False) -> bool:
         """Read more text; grow=True (a value did not fit) doubles the buffer, so a huge value costs O(n)."""
-        nonlocal buf, pos, base, nbytes, eof
-        if eof:
+        nonlocal buf, pos, base
+        text = src.read(max(_READ_CHARS, len(buf) - pos) if grow else _READ_CHARS)
+        if text is None:
             return False
-        raw = fh.read(max(_READ_CHARS, len(buf) - pos) if grow else _READ_CHARS)
-        try:
-            text = decoder.decode(raw, final=not raw)
-        except UnicodeDecodeError as e:
-            at = nbytes + e.start - (len(e.object) - len(raw))  # e.object: bytes held back + this read
-            raise BadTraceError(
-                path, f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {at}); expected {expected}"
-            ) from None
-        nbytes += len(raw)
-        eof = not raw
         if pos > _READ_CHARS:  # drop what was consumed
             base += pos
             buf, pos = buf[pos:], 0
@@ -149,28 +143,17 @@ def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tu
                 if not (near_end and e.msg.startswith(_NEED_MORE)) or not fill(grow=True):
                     raise invalid(e.msg, e.pos) from None
             except RecursionError:
-                raise BadTraceError(
-                    path, f"JSON nested too deeply to be a profiler file; expected {expected}"
-                ) from None
+                raise _too_deep(path, expected) from None
 
     try:
         first = skip_ws()
-        if first == "":
-            raise BadTraceError(path, f"empty file; expected {expected}")
         if first != "{":
-            if first == "[":
-                raise BadTraceError(path, not_object)
-            if path.stat().st_size <= _READ_CHARS:
-                read_json(path, expected)  # small: the same message as before for whatever it is
-            raise invalid("Expecting value", pos)
+            raise _not_an_object(path, first, expected, not_object, invalid("Expecting value", pos))
         pos += 1
         sep = skip_ws()
         while sep != "}":
             if sep != '"':
-                raise invalid(
-                    "Expecting property name enclosed in double quotes" if sep else "unexpected end of file",
-                    pos,
-                )
+                raise invalid(_WANT_KEY if sep else "unexpected end of file", pos)
             key, pos = value(lambda b, i: scan(b, i + 1))
             if skip_ws() != ":":
                 raise invalid("Expecting ':' delimiter", pos)
@@ -182,7 +165,7 @@ def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tu
             if sep == ",":
                 pos += 1
                 if skip_ws() != '"':
-                    raise invalid("Expecting property name enclosed in double quotes", pos)
+                    raise invalid(_WANT_KEY, pos)
                 sep = '"'
             elif sep != "}":
                 raise invalid("Expecting ',' delimiter" if sep else "unexpected end of file", pos)
@@ -190,7 +173,55 @@ def json_object_items(path: Path, expected: str, not_object: str) -> Iterator[tu
         if skip_ws() != "":
             raise invalid("Extra data", pos)
     finally:
-        fh.close()
+        src.close()
+
+
+class _TextSource:
+    """A file's text in reads of n bytes, decoded incrementally (utf-8-sig), with read_json's errors."""
+
+    def __init__(self, path: Path, expected: str) -> None:
+        import codecs
+
+        try:
+            self.fh = open(path, "rb")  # noqa: SIM115 - closed by close(), from the reader's finally
+        except OSError as e:
+            raise _cannot_read(path, e) from e
+        self.path, self.expected = path, expected
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.nbytes, self.eof = 0, False  # bytes read so far; whether the end was read
+
+    def read(self, n: int) -> str | None:
+        """The text of the next n bytes ('' while a character is split across reads), None after the end."""
+        if self.eof:
+            return None
+        raw = self.fh.read(n)
+        try:
+            text: str = self.decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as e:
+            at = self.nbytes + e.start - (len(e.object) - len(raw))  # e.object: bytes held back + this read
+            raise BadTraceError(
+                self.path,
+                f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {at}); expected {self.expected}",
+            ) from None
+        self.nbytes += len(raw)
+        self.eof = not raw
+        return text
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _not_an_object(
+    path: Path, first: str, expected: str, not_object: str, invalid_value: BadTraceError
+) -> BadTraceError:
+    """Why a streamed file whose first character is `first` (not '{') is refused, as read_json would say it."""
+    if first == "":
+        return BadTraceError(path, f"empty file; expected {expected}")
+    if first == "[":
+        return BadTraceError(path, not_object)
+    if path.stat().st_size <= _READ_CHARS:
+        read_json(path, expected)  # small: the same message as before for whatever it is
+    return invalid_value
 
 
 def rows_to_columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:

@@ -750,101 +750,132 @@ def write_memory(x: DbExport, out: RankWriter, flavor: str = "torch_npu") -> int
     flavor 'msprof': device '<id>'; NPU_MEM as kind 'npu_mem', components APP/DDR, APP/HBM, APP/Memory,
     Device/... with allocated_bytes (what the msprof text parser makes of npu_mem_*.csv)."""
     n = 0
-
-    def dev(cols: list[str], alias: str) -> str:
-        if "deviceId" not in cols:
-            return "NULL::VARCHAR"
-        return (
-            f"'NPU:' || {alias}.\"deviceId\""
-            if flavor == "torch_npu"
-            else f'CAST({alias}."deviceId" AS VARCHAR)'
-        )
-
-    def extra_of(cols: list[str], alias: str, known: set[str], rename: dict[str, str] | None = None) -> str:
-        rename = rename or {}
-        rename = {"streamPtr": "Stream Ptr", **rename}
-        return text_map([(rename.get(k, k), f"{alias}.{q(k)}") for k in cols if k not in known])
-
     if x.has("MEMORY_RECORD", "timestamp"):
-        cols = x.load("MEMORY_RECORD", {"component": "str"})
-        r = Col(cols, "r", "BIGINT")
-        known = {"component", "timestamp", "totalAllocated", "totalReserved", "totalActive", "deviceId"}
-        n += x.write(
-            out,
-            "memory",
-            f"""SELECT 'record' AS kind, {r("component", "VARCHAR")} AS component, {dev(cols, "r")} AS device,
-                r."timestamp" AS ts_ns, {r("totalAllocated")} AS allocated_bytes, {r("totalReserved")} AS reserved_bytes,
-                {r("totalActive")} AS active_bytes, {extra_of(cols, "r", known)} AS extra
-            FROM "MEMORY_RECORD" r ORDER BY r."timestamp" """,
-        )
+        n += _memory_record(x, out, flavor)
     if flavor == "msprof" and x.has("NPU_MEM", "timestampNs", "type"):
-        cols = x.load("NPU_MEM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS})
-        who = "CASE lower(m.\"type\") WHEN 'app' THEN 'APP' WHEN 'device' THEN 'Device' ELSE m.\"type\" END"
-        parts = [
-            (k, v) for k, v in (("DDR", 'm."ddr"'), ("HBM", 'm."hbm"')) if v.split(".")[1].strip('"') in cols
-        ]
-        if len(parts) == 2:
-            parts.append(("Memory", 'm."ddr" + m."hbm"'))
-        for k, v in parts:
-            n += x.write(
-                out,
-                "memory",
-                f"""SELECT 'npu_mem' AS kind, {who} || '/{k}' AS component, {dev(cols, "m")} AS device,
-                    m."timestampNs" AS ts_ns, TRY_CAST(round({v}) AS BIGINT) AS allocated_bytes
-                FROM "NPU_MEM" m ORDER BY m."timestampNs" """,
-            )
+        n += _npu_mem_msprof(x, out)
     if flavor == "torch_npu" and x.has("NPU_MEM", "timestampNs", "type", "hbm"):
-        cols = x.load("NPU_MEM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS})
-        n += x.write(
-            out,
-            "memory",
-            f"""SELECT 'record' AS kind, 'APP' AS component, {dev(cols, "m")} AS device, m."timestampNs" AS ts_ns,
-                TRY_CAST(round(m."hbm") AS BIGINT) AS reserved_bytes,
-                {text_map([("ddr_bytes", 'TRY_CAST(round(m."ddr") AS BIGINT)')] if "ddr" in cols else [])} AS extra
-            FROM "NPU_MEM" m WHERE lower(m."type") = 'app' ORDER BY m."timestampNs" """,
-        )
+        n += _npu_mem_torch_npu(x, out)
     if x.has("OP_MEMORY", "allocationTime"):
-        cols = x.load("OP_MEMORY", {"name": "str"})
-        o = Col(cols, "o", "BIGINT")
-        known = {"name", "size", "allocationTime", "releaseTime", "duration", "allocationTotalAllocated",
-                 "allocationTotalReserved", "allocationTotalActive", "deviceId"}  # fmt: skip
-        n += x.write(
-            out,
-            "memory",
-            f"""SELECT 'op' AS kind, {o("name", "VARCHAR")} AS component, {dev(cols, "o")} AS device,
-                o."allocationTime" AS ts_ns, {o("size")} AS size_bytes, {o("allocationTotalAllocated")} AS allocated_bytes,
-                {o("allocationTotalReserved")} AS reserved_bytes, {o("allocationTotalActive")} AS active_bytes,
-                {o("releaseTime")} AS release_ts_ns, {o("duration")} AS dur_ns, {extra_of(cols, "o", known)} AS extra
-            FROM "OP_MEMORY" o ORDER BY o."allocationTime" """,
-        )
+        n += _op_memory(x, out, flavor)
     if x.has("NPU_MODULE_MEM", "timestampNs", "moduleId"):
-        cols = x.load("NPU_MODULE_MEM", {"moduleId": "enum:ENUM_MODULE"})
-        reserved = (
-            'TRY_CAST(round(m."totalReserved") AS BIGINT)' if "totalReserved" in cols else "NULL::BIGINT"
-        )
-        n += x.write(
-            out,
-            "memory",
-            f"""SELECT 'module' AS kind, m."moduleId" AS component, {dev(cols, "m")} AS device, m."timestampNs" AS ts_ns,
-                {reserved} AS reserved_bytes
-            FROM "NPU_MODULE_MEM" m ORDER BY m."timestampNs" """,
-        )
+        n += _npu_module_mem(x, out, flavor)
     if x.has("NPU_OP_MEM", "timestampNs"):
-        cols = x.load(
-            "NPU_OP_MEM", {"operatorName": "str", "type": "word:ENUM_MEMORY:" + MEM_WORDS, "component": "str"}
-        )
-        o = Col(cols, "o", "BIGINT")
-        known = {"operatorName", "timestampNs", "size", "totalAllocate", "totalReserve", "deviceId"}
+        n += _npu_op_mem(x, out, flavor)
+    return n
+
+
+def _mem_device(cols: list[str], alias: str, flavor: str) -> str:
+    """The memory row's device as the flavor's text export writes it: 'NPU:<id>' (torch_npu) or '<id>'."""
+    if "deviceId" not in cols:
+        return "NULL::VARCHAR"
+    return (
+        f"'NPU:' || {alias}.\"deviceId\"" if flavor == "torch_npu" else f'CAST({alias}."deviceId" AS VARCHAR)'
+    )
+
+
+def _mem_extra(cols: list[str], alias: str, known: set[str], rename: dict[str, str] | None = None) -> str:
+    """The columns not mapped to a memory column, as the row's extra map (streamPtr named as the CSV does)."""
+    rename = rename or {}
+    rename = {"streamPtr": "Stream Ptr", **rename}
+    return text_map([(rename.get(k, k), f"{alias}.{q(k)}") for k in cols if k not in known])
+
+
+def _memory_record(x: DbExport, out: RankWriter, flavor: str) -> int:
+    """MEMORY_RECORD -> kind 'record' (a component's allocated/reserved/active totals over time)."""
+    cols = x.load("MEMORY_RECORD", {"component": "str"})
+    r = Col(cols, "r", "BIGINT")
+    known = {"component", "timestamp", "totalAllocated", "totalReserved", "totalActive", "deviceId"}
+    return x.write(
+        out,
+        "memory",
+        f"""SELECT 'record' AS kind, {r("component", "VARCHAR")} AS component, {_mem_device(cols, "r", flavor)} AS device,
+            r."timestamp" AS ts_ns, {r("totalAllocated")} AS allocated_bytes, {r("totalReserved")} AS reserved_bytes,
+            {r("totalActive")} AS active_bytes, {_mem_extra(cols, "r", known)} AS extra
+        FROM "MEMORY_RECORD" r ORDER BY r."timestamp" """,
+    )
+
+
+def _npu_mem_msprof(x: DbExport, out: RankWriter) -> int:
+    """NPU_MEM -> kind 'npu_mem', one row per sample and component (APP/DDR, APP/HBM, APP/Memory, Device/...)."""
+    n = 0
+    cols = x.load("NPU_MEM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS})
+    who = "CASE lower(m.\"type\") WHEN 'app' THEN 'APP' WHEN 'device' THEN 'Device' ELSE m.\"type\" END"
+    parts = [
+        (k, v) for k, v in (("DDR", 'm."ddr"'), ("HBM", 'm."hbm"')) if v.split(".")[1].strip('"') in cols
+    ]
+    if len(parts) == 2:
+        parts.append(("Memory", 'm."ddr" + m."hbm"'))
+    for k, v in parts:
         n += x.write(
             out,
             "memory",
-            f"""SELECT 'npu_op' AS kind, {o("operatorName", "VARCHAR")} AS component, {dev(cols, "o")} AS device,
-                o."timestampNs" AS ts_ns, {o("size")} AS size_bytes,
-                TRY_CAST(round({o("totalAllocate", "DOUBLE")}) AS BIGINT) AS allocated_bytes,
-                TRY_CAST(round({o("totalReserve", "DOUBLE")}) AS BIGINT) AS reserved_bytes, {extra_of(cols, "o", known)} AS extra
-            FROM "NPU_OP_MEM" o ORDER BY o."timestampNs" """,
+            f"""SELECT 'npu_mem' AS kind, {who} || '/{k}' AS component, {_mem_device(cols, "m", "msprof")} AS device,
+                m."timestampNs" AS ts_ns, TRY_CAST(round({v}) AS BIGINT) AS allocated_bytes
+            FROM "NPU_MEM" m ORDER BY m."timestampNs" """,
         )
     return n
+
+
+def _npu_mem_torch_npu(x: DbExport, out: RankWriter) -> int:
+    """NPU_MEM's app samples -> kind 'record' component 'APP' (as memory_record.csv holds them)."""
+    cols = x.load("NPU_MEM", {"type": "word:ENUM_MEMORY:" + MEM_WORDS})
+    return x.write(
+        out,
+        "memory",
+        f"""SELECT 'record' AS kind, 'APP' AS component, {_mem_device(cols, "m", "torch_npu")} AS device, m."timestampNs" AS ts_ns,
+            TRY_CAST(round(m."hbm") AS BIGINT) AS reserved_bytes,
+            {text_map([("ddr_bytes", 'TRY_CAST(round(m."ddr") AS BIGINT)')] if "ddr" in cols else [])} AS extra
+        FROM "NPU_MEM" m WHERE lower(m."type") = 'app' ORDER BY m."timestampNs" """,
+    )
+
+
+def _op_memory(x: DbExport, out: RankWriter, flavor: str) -> int:
+    """OP_MEMORY -> kind 'op' (one row per allocation)."""
+    cols = x.load("OP_MEMORY", {"name": "str"})
+    o = Col(cols, "o", "BIGINT")
+    known = {"name", "size", "allocationTime", "releaseTime", "duration", "allocationTotalAllocated",
+             "allocationTotalReserved", "allocationTotalActive", "deviceId"}  # fmt: skip
+    return x.write(
+        out,
+        "memory",
+        f"""SELECT 'op' AS kind, {o("name", "VARCHAR")} AS component, {_mem_device(cols, "o", flavor)} AS device,
+            o."allocationTime" AS ts_ns, {o("size")} AS size_bytes, {o("allocationTotalAllocated")} AS allocated_bytes,
+            {o("allocationTotalReserved")} AS reserved_bytes, {o("allocationTotalActive")} AS active_bytes,
+            {o("releaseTime")} AS release_ts_ns, {o("duration")} AS dur_ns, {_mem_extra(cols, "o", known)} AS extra
+        FROM "OP_MEMORY" o ORDER BY o."allocationTime" """,
+    )
+
+
+def _npu_module_mem(x: DbExport, out: RankWriter, flavor: str) -> int:
+    """NPU_MODULE_MEM -> kind 'module' (reserved bytes per module, moduleId as its ENUM_MODULE name)."""
+    cols = x.load("NPU_MODULE_MEM", {"moduleId": "enum:ENUM_MODULE"})
+    reserved = 'TRY_CAST(round(m."totalReserved") AS BIGINT)' if "totalReserved" in cols else "NULL::BIGINT"
+    return x.write(
+        out,
+        "memory",
+        f"""SELECT 'module' AS kind, m."moduleId" AS component, {_mem_device(cols, "m", flavor)} AS device, m."timestampNs" AS ts_ns,
+            {reserved} AS reserved_bytes
+        FROM "NPU_MODULE_MEM" m ORDER BY m."timestampNs" """,
+    )
+
+
+def _npu_op_mem(x: DbExport, out: RankWriter, flavor: str) -> int:
+    """NPU_OP_MEM -> kind 'npu_op' (one row per operator sample, with the running totals)."""
+    cols = x.load(
+        "NPU_OP_MEM", {"operatorName": "str", "type": "word:ENUM_MEMORY:" + MEM_WORDS, "component": "str"}
+    )
+    o = Col(cols, "o", "BIGINT")
+    known = {"operatorName", "timestampNs", "size", "totalAllocate", "totalReserve", "deviceId"}
+    return x.write(
+        out,
+        "memory",
+        f"""SELECT 'npu_op' AS kind, {o("operatorName", "VARCHAR")} AS component, {_mem_device(cols, "o", flavor)} AS device,
+            o."timestampNs" AS ts_ns, {o("size")} AS size_bytes,
+            TRY_CAST(round({o("totalAllocate", "DOUBLE")}) AS BIGINT) AS allocated_bytes,
+            TRY_CAST(round({o("totalReserve", "DOUBLE")}) AS BIGINT) AS reserved_bytes, {_mem_extra(cols, "o", known)} AS extra
+        FROM "NPU_OP_MEM" o ORDER BY o."timestampNs" """,
+    )
 
 
 # ---- steps and run metadata --------------------------------------------------------------------------

@@ -530,115 +530,151 @@ def _parse_folder(root: Path, outdir: Path, out: RankWriter, light: bool = False
     """light: skip the files that feed only detail tables (kernel_details.csv, memory, L2, op statistics:
     traceql.tiers.LIGHT lists what is kept); trace_view.json is still read (counters and step windows), its
     kernels not. kernel_details.csv's header alone still gives the aic-metrics group (run_meta is light)."""
-    warnings: list[str] = []
-    parsed: list[str] = []
+    _analyse_done.check(root, outdir)  # a marker-writing torch_npu without analyse.done: still being written
+    fp = _Folder(root, outdir, out, light)
+    fp.warnings += check_complete([p for name in KNOWN_FILES if (p := fp.f(name))])
+    meta_rows, fp.facts = _meta_rows(root)
+    kd = fp.kernel_details()
+    fp.task_files(kd)
+    windows = fp.trace_view(kd)
+    fp.steps(windows)
+    fp.simple_files()
+    return fp.finish(meta_rows)
 
-    def f(name: str) -> Path | None:
-        p = outdir / name
+
+class _Folder:
+    """One ASCEND_PROFILER_OUTPUT folder being parsed: its files in the order they are read (the order rows
+    reach each table), what was parsed, the warnings and the facts (device, aic_metrics, profiler_level)."""
+
+    def __init__(self, root: Path, outdir: Path, out: RankWriter, light: bool) -> None:
+        self.root, self.outdir, self.out, self.light = root, outdir, out, light
+        self.warnings: list[str] = []
+        self.parsed: list[str] = []
+        self.facts: dict[str, Any] = {}
+
+    def f(self, name: str) -> Path | None:
+        p = self.outdir / name
         return p if p.is_file() else None
 
-    _analyse_done.check(root, outdir)  # a marker-writing torch_npu without analyse.done: still being written
-    warnings += check_complete([p for name in KNOWN_FILES if (p := f(name))])
-    meta_rows, facts = _meta_rows(root)
-    kd = f("kernel_details.csv")
-    if kd and light:
-        from ._csv import read_header
+    def kernel_details(self) -> Path | None:
+        """kernel_details.csv (light: its header only, for the aic-metrics group); the file, or None."""
+        kd = self.f("kernel_details.csv")
+        if kd and self.light:
+            from ._csv import read_header
 
-        facts["aic_metrics"] = facts.get("aic_metrics") or aic_metrics_group(read_header(kd))
-    elif kd:
-        res = parse_kernel_details(kd, out, l2_cache=f("l2_cache.csv"))
-        facts["aic_metrics"] = facts.get("aic_metrics") or res["aic_metrics"]
-        parsed.append(kd.name)
+            self.facts["aic_metrics"] = self.facts.get("aic_metrics") or aic_metrics_group(read_header(kd))
+        elif kd:
+            res = parse_kernel_details(kd, self.out, l2_cache=self.f("l2_cache.csv"))
+            self.facts["aic_metrics"] = self.facts.get("aic_metrics") or res["aic_metrics"]
+            self.parsed.append(kd.name)
+        return kd
 
-    # task_time.csv (msprof's task_time rows, newer torch_npu): the same tasks as kernel_details.csv, so read
-    # only without it (a Level_none / task-only dump); soc_pmu.csv: its columns are not in any source we read
-    # (the bean copies msprof's soc_pmu headers verbatim, which the msprof docs we searched do not list), so it
-    # is named in the warnings, not guessed at
-    tt = f("task_time.csv")
-    if tt and kd:
-        warnings.append(f"{tt}: not read: the same tasks as kernel_details.csv")
-    elif tt and not light:
-        tcsv = CsvFile(tt)
-        if not tcsv.has("kernel_name"):
-            raise BadTraceError(
-                tt, "expected msprof's task_time columns (kernel_name, task_start(us), task_time(us)...)"
+    def task_files(self, kd: Path | None) -> None:
+        """task_time.csv (msprof's task_time rows, newer torch_npu): the same tasks as kernel_details.csv, so
+        read only without it (a Level_none / task-only dump); soc_pmu.csv: its columns are not in any source
+        we read (the bean copies msprof's soc_pmu headers verbatim, which the msprof docs we searched do not
+        list), so it is named in the warnings, not guessed at; then the other files this parser leaves."""
+        tt = self.f("task_time.csv")
+        if tt and kd:
+            self.warnings.append(f"{tt}: not read: the same tasks as kernel_details.csv")
+        elif tt and not self.light:
+            tcsv = CsvFile(tt)
+            if not tcsv.has("kernel_name"):
+                raise BadTraceError(
+                    tt, "expected msprof's task_time columns (kernel_name, task_start(us), task_time(us)...)"
+                )
+            dev = (
+                f"TRY_CAST({tcsv.int_('Device_id')} AS INTEGER)" if tcsv.has("Device_id") else "NULL::INTEGER"
             )
-        dev = f"TRY_CAST({tcsv.int_('Device_id')} AS INTEGER)" if tcsv.has("Device_id") else "NULL::INTEGER"
-        write_select(out, "kernels", tcsv, task_time_kernel_exprs(tcsv, dev), apart_by="stream_id")
-        parsed.append(tt.name)
-    sp = f("soc_pmu.csv")
-    if sp:
-        warnings.append(
-            f"{sp}: not read: its column layout (msprof soc_pmu) is not documented in the sources traceql was built from"
-        )
-    warnings += unread_beside_text(outdir)
+            write_select(self.out, "kernels", tcsv, task_time_kernel_exprs(tcsv, dev), apart_by="stream_id")
+            self.parsed.append(tt.name)
+        sp = self.f("soc_pmu.csv")
+        if sp:
+            self.warnings.append(
+                f"{sp}: not read: its column layout (msprof soc_pmu) is not documented in the sources traceql was built from"
+            )
+        self.warnings += unread_beside_text(self.outdir)
 
-    windows: dict[int, tuple[int, int]] = {}
-    tv = f("trace_view.json")
-    if tv:
-        tv_meta = _trace_view(
-            tv, out, kernels=kd is None and not light, comm_ops=f("communication.json") is None
-        )
-        if tv_meta is None:
-            warnings.append(f"{tv}: not parsed (traceql.parsers.trace_view is not available)")
-        else:
-            parsed.append(tv.name)
-            windows = _windows(tv_meta.get("step_windows"))
-            facts["device"] = facts.get("device") or tv_meta.get("device")
-            warnings.extend(tv_meta.get("warnings") or [])
+    def trace_view(self, kd: Path | None) -> dict[int, tuple[int, int]]:
+        """trace_view.json (its kernels only without kernel_details.csv); the step windows it gives."""
+        windows: dict[int, tuple[int, int]] = {}
+        tv = self.f("trace_view.json")
+        if tv:
+            tv_meta = _trace_view(
+                tv,
+                self.out,
+                kernels=kd is None and not self.light,
+                comm_ops=self.f("communication.json") is None,
+            )
+            if tv_meta is None:
+                self.warnings.append(f"{tv}: not parsed (traceql.parsers.trace_view is not available)")
+            else:
+                self.parsed.append(tv.name)
+                windows = _windows(tv_meta.get("step_windows"))
+                self.facts["device"] = self.facts.get("device") or tv_meta.get("device")
+                self.warnings.extend(tv_meta.get("warnings") or [])
+        return windows
 
-    st = f("step_trace_time.csv")
-    if st:
-        write_rows(out, "steps", parse_step_trace(st, windows))
-        parsed.append(st.name)
-    elif windows:
-        write_rows(
-            out,
-            "steps",
-            [
-                {"step": s, "ts_ns": ts, "dur_ns": d, "source": "trace_view"}
-                for s, (ts, d) in sorted(windows.items())
-            ],
-        )
+    def steps(self, windows: dict[int, tuple[int, int]]) -> None:
+        """step_trace_time.csv, else the trace's ProfilerStep windows."""
+        st = self.f("step_trace_time.csv")
+        if st:
+            write_rows(self.out, "steps", parse_step_trace(st, windows))
+            self.parsed.append(st.name)
+        elif windows:
+            write_rows(
+                self.out,
+                "steps",
+                [
+                    {"step": s, "ts_ns": ts, "dur_ns": d, "source": "trace_view"}
+                    for s, (ts, d) in sorted(windows.items())
+                ],
+            )
 
-    simple: list[tuple[str, Callable[[Path, RankWriter], Any]]] = [
-        ("communication.json", parse_communication),
-        ("communication_matrix.json", parse_communication_matrix),
-        ("memory_record.csv", parse_memory_record),
-        ("operator_memory.csv", parse_operator_memory),
-        ("npu_module_mem.csv", parse_npu_module_mem),
-        ("l2_cache.csv", parse_l2_cache),
-        ("op_statistic.csv", parse_op_statistic),
-        ("api_statistic.csv", parse_api_statistic),
-        ("operator_details.csv", parse_operator_details),
-    ]
-    for fname, fn in simple:
-        p = f(fname)
-        if p and light and fname not in _LIGHT_FILES:
-            continue
-        if p:
-            fn(p, out)
-            parsed.append(fname)
+    def simple_files(self) -> None:
+        """The files one function each reads into its table (light: only those of a light table)."""
+        simple: list[tuple[str, Callable[[Path, RankWriter], Any]]] = [
+            ("communication.json", parse_communication),
+            ("communication_matrix.json", parse_communication_matrix),
+            ("memory_record.csv", parse_memory_record),
+            ("operator_memory.csv", parse_operator_memory),
+            ("npu_module_mem.csv", parse_npu_module_mem),
+            ("l2_cache.csv", parse_l2_cache),
+            ("op_statistic.csv", parse_op_statistic),
+            ("api_statistic.csv", parse_api_statistic),
+            ("operator_details.csv", parse_operator_details),
+        ]
+        for fname, fn in simple:
+            p = self.f(fname)
+            if p and self.light and fname not in _LIGHT_FILES:
+                continue
+            if p:
+                fn(p, self.out)
+                self.parsed.append(fname)
 
-    if not facts.get("device"):
-        facts["device"] = _device_from_db(outdir)
-    if facts.get("aic_metrics"):
-        meta_rows.append({"key": "traceql.aic_metrics", "value": facts["aic_metrics"]})
-    dev_rows, dev_warnings = device_info_rows(root)  # PROF_*/device_*/info.json, platform_config/*.ini
-    meta_rows += [{"key": k, "value": v} for k, v in dev_rows]
-    warnings += dev_warnings
-    write_rows(out, "run_meta", meta_rows)
-    return {
-        "device": facts.get("device"),
-        "aic_metrics": facts.get("aic_metrics"),
-        "profiler_level": facts.get("profiler_level"),
-        "files": parsed,
-        # present but not read (task_time.csv, data_preprocess.csv, static_op_mem.csv, hccs.csv, *.db...)
-        "skipped_files": sorted(
-            p.name for p in outdir.iterdir() if p.is_file() and p.name not in KNOWN_FILES
-        ),
-        "warnings": warnings,
-    }
+    def finish(self, meta_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """run_meta (with the device's own files: PROF_*/device_*/info.json, platform_config/*.ini) and the
+        parse's summary."""
+        facts = self.facts
+        if not facts.get("device"):
+            facts["device"] = _device_from_db(self.outdir)
+        if facts.get("aic_metrics"):
+            meta_rows.append({"key": "traceql.aic_metrics", "value": facts["aic_metrics"]})
+        dev_rows, dev_warnings = device_info_rows(self.root)
+        meta_rows += [{"key": k, "value": v} for k, v in dev_rows]
+        self.warnings += dev_warnings
+        write_rows(self.out, "run_meta", meta_rows)
+        return {
+            "device": facts.get("device"),
+            "aic_metrics": facts.get("aic_metrics"),
+            "profiler_level": facts.get("profiler_level"),
+            "files": self.parsed,
+            # present but not read (task_time.csv, data_preprocess.csv, static_op_mem.csv, hccs.csv, *.db...)
+            "skipped_files": sorted(
+                p.name for p in self.outdir.iterdir() if p.is_file() and p.name not in KNOWN_FILES
+            ),
+            "warnings": self.warnings,
+        }
 
 
 PARSERS = [TorchNpuTextParser()]

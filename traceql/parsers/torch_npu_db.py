@@ -234,100 +234,121 @@ def write_analysis(x: DbExport, adb: SqliteDb, out: RankWriter, with_main: bool)
         )
         for t in ANALYSIS_TABLES
     }
-    step_num = "TRY_CAST(regexp_extract({0}, '(\\d+)\\s*$', 1) AS BIGINT)"
-
-    def ns(col: str, scale: int) -> str:
-        # via the double's shortest decimal text, then DECIMAL: a µs epoch timestamp x 1000 exceeds a double's
-        # integer precision (2^53), and DuckDB's direct DOUBLE->DECIMAL cast is not exact either
-        return f"TRY_CAST(round(TRY_CAST(CAST({col} AS VARCHAR) AS DECIMAL(38, 9)) * {scale}) AS BIGINT)"
-
     if loaded["CommAnalyzerTime"]:
-        op_start = "NULL::BIGINT"
-        join = ""
-        if with_main and x.has("COMMUNICATION_OP", "opName", "startNs"):
-            join = 'LEFT JOIN (SELECT "opName", min("startNs") AS s FROM "COMMUNICATION_OP" GROUP BY 1) co ON co."opName" = t.hccl_op_name'
-            op_start = "co.s"
-        bw = ""
-        nbytes = "NULL::BIGINT"
-        sizes = (
-            comm_op_sizes_sql(x) if with_main else None
-        )  # data type/size and rankSize from COMMUNICATION_OP
-        if sizes:
-            join += f" LEFT JOIN ({sizes}) sz ON sz.op_name = t.hccl_op_name"
-        if loaded["CommAnalyzerBandwidth"]:
-            # SDMA is the aggregate of the HCCS/PCIE/SIO links (same size as their sum in communication.json
-            # and here), so bytes over all transports = the non-SDMA rows (or SDMA + RDMA when only those exist)
-            bw = """LEFT JOIN (SELECT hccl_op_name, group_name, step, "type",
-                         greatest(COALESCE(sum(sz) FILTER (WHERE transport_type <> 'SDMA'), 0),
-                                  COALESCE(sum(sz) FILTER (WHERE transport_type IN ('SDMA', 'RDMA')), 0)) AS b FROM
-                       (SELECT hccl_op_name, group_name, step, "type", transport_type, max(transit_size) AS sz
-                        FROM a_CommAnalyzerBandwidth GROUP BY ALL) GROUP BY ALL) b
-                     ON b.hccl_op_name = t.hccl_op_name AND b.group_name IS NOT DISTINCT FROM t.group_name
-                        AND b.step IS NOT DISTINCT FROM t.step AND b."type" IS NOT DISTINCT FROM t."type" """
-            nbytes = ns("b.b", MB)
-        opt = op_type_sql("t.hccl_op_name")
-        x.write(
-            out,
-            "comm_ops",
-            f"""SELECT {step_num.format("t.step")} AS step, t.hccl_op_name AS name, {opt} AS op_type,
-                t.group_name, COALESCE(t."type", {kind_sql(opt)}) AS kind,
-                COALESCE({op_start}, {ns("t.start_timestamp", US)}) AS ts_ns, {ns("t.elapse_time", MS)} AS dur_ns,
-                {ns("t.transit_time", MS)} AS transit_ns, {ns("t.wait_time", MS)} AS wait_ns,
-                {ns("t.synchronization_time", MS)} AS sync_ns, {ns("t.idle_time", MS)} AS idle_ns,
-                {nbytes} AS bytes, {"sz.data_type" if sizes else "NULL::VARCHAR"} AS data_type,
-                {"sz.data_bytes" if sizes else "NULL::BIGINT"} AS data_bytes,
-                {"sz.rank_size" if sizes else "NULL::INTEGER"} AS rank_size, 'analysis.db:CommAnalyzerTime' AS source
-            FROM a_CommAnalyzerTime t {join} {bw}
-            WHERE t.hccl_op_name IS DISTINCT FROM 'Total Op Info' ORDER BY ts_ns""",
-        )
+        _analysis_comm_ops(x, out, with_main, with_bandwidth=bool(loaded["CommAnalyzerBandwidth"]))
     if loaded["CommAnalyzerBandwidth"]:
-        x.write(
-            out,
-            "comm_bandwidth",
-            f"""SELECT {step_num.format("step")} AS step, hccl_op_name AS name, group_name, transport_type AS transport,
-                {ns("max(transit_size)", MB)} AS bytes, {ns("max(transit_time)", MS)} AS transit_ns,
-                max(bandwidth) * {GB_PER_S!r} AS bandwidth_bps, max(large_packet_ratio) AS large_packet_ratio,
-                map_from_entries(list({{'k': CAST({ns("package_size", MB)} AS VARCHAR), 'v': CAST("count" AS DOUBLE)}})
-                                 FILTER (WHERE "count" > 0 AND package_size IS NOT NULL)) AS packet_sizes
-            FROM a_CommAnalyzerBandwidth GROUP BY step, hccl_op_name, group_name, transport_type, "type"
-            ORDER BY step, hccl_op_name, transport_type""",
-        )
+        _analysis_bandwidth(x, out)
     if loaded["CommAnalyzerMatrix"]:
-        x.write(
-            out,
-            "comm_matrix",
-            f"""SELECT {step_num.format("step")} AS step, hccl_op_name AS name, op_name, group_name,
-                TRY_CAST(src_rank AS INTEGER) AS src_rank, TRY_CAST(dst_rank AS INTEGER) AS dst_rank,
-                transport_type AS transport, {ns("transit_size", MB)} AS bytes, {ns("transit_time", MS)} AS transit_ns,
-                bandwidth * {GB_PER_S!r} AS bandwidth_bps
-            FROM a_CommAnalyzerMatrix ORDER BY step, hccl_op_name, TRY_CAST(src_rank AS INTEGER), TRY_CAST(dst_rank AS INTEGER)""",
-        )
+        _analysis_matrix(x, out)
     if loaded["StepTraceTime"]:
-        cols = set(loaded["StepTraceTime"])
-
-        def us(c: str) -> str:
-            return ns(f"s.{q(c)}", US) if c in cols else "NULL::BIGINT"
-
-        win_join, ts, dur = "", "NULL::BIGINT", "NULL::BIGINT"
-        if with_main and x.has("STEP_TIME", "id", "startNs", "endNs") and x.load("STEP_TIME"):
-            win_join = f'LEFT JOIN "STEP_TIME" w ON w."id" = {step_num.format("s.step")}'
-            ts, dur = 'w."startNs"', 'w."endNs" - w."startNs"'
-        parts = [us(c) for c in ("computing", "communication_not_overlapped", "free")]
-        x.write(
-            out,
-            "steps",
-            f"""SELECT {step_num.format("s.step")} AS step, {ts} AS ts_ns,
-                COALESCE({dur}, {" + ".join(parts)}) AS dur_ns,
-                {us("computing")} AS computing_ns, {us("communication_not_overlapped")} AS comm_not_overlapped_ns,
-                {us("overlapped")} AS overlapped_ns, {us("communication")} AS comm_ns, {us("free")} AS free_ns,
-                {us("stage")} AS stage_ns, {us("bubble")} AS bubble_ns,
-                {us("communication_not_overlapped_and_exclude_receive")} AS comm_not_overlapped_excl_recv_ns,
-                {us("preparing")} AS preparing_ns,
-                {lit("analysis.db:StepTraceTime" + ("+STEP_TIME" if win_join else ""))} AS source
-            FROM a_StepTraceTime s {win_join} ORDER BY step""",
-        )
+        _analysis_steps(x, out, set(loaded["StepTraceTime"]), with_main)
     elif with_main:
         write_step_windows(x, out)
+
+
+# the step number at the end of analysis.db's step text ('step12' -> 12)
+_STEP_NUM = "TRY_CAST(regexp_extract({0}, '(\\d+)\\s*$', 1) AS BIGINT)"
+
+
+def _ns(col: str, scale: int) -> str:
+    # via the double's shortest decimal text, then DECIMAL: a µs epoch timestamp x 1000 exceeds a double's
+    # integer precision (2^53), and DuckDB's direct DOUBLE->DECIMAL cast is not exact either
+    return f"TRY_CAST(round(TRY_CAST(CAST({col} AS VARCHAR) AS DECIMAL(38, 9)) * {scale}) AS BIGINT)"
+
+
+def _analysis_comm_ops(x: DbExport, out: RankWriter, with_main: bool, with_bandwidth: bool) -> None:
+    """CommAnalyzerTime -> comm_ops: start from COMMUNICATION_OP and sizes where the main db has them, bytes
+    from CommAnalyzerBandwidth."""
+    op_start = "NULL::BIGINT"
+    join = ""
+    if with_main and x.has("COMMUNICATION_OP", "opName", "startNs"):
+        join = 'LEFT JOIN (SELECT "opName", min("startNs") AS s FROM "COMMUNICATION_OP" GROUP BY 1) co ON co."opName" = t.hccl_op_name'
+        op_start = "co.s"
+    bw = ""
+    nbytes = "NULL::BIGINT"
+    sizes = comm_op_sizes_sql(x) if with_main else None  # data type/size and rankSize from COMMUNICATION_OP
+    if sizes:
+        join += f" LEFT JOIN ({sizes}) sz ON sz.op_name = t.hccl_op_name"
+    if with_bandwidth:
+        # SDMA is the aggregate of the HCCS/PCIE/SIO links (same size as their sum in communication.json
+        # and here), so bytes over all transports = the non-SDMA rows (or SDMA + RDMA when only those exist)
+        bw = """LEFT JOIN (SELECT hccl_op_name, group_name, step, "type",
+                     greatest(COALESCE(sum(sz) FILTER (WHERE transport_type <> 'SDMA'), 0),
+                              COALESCE(sum(sz) FILTER (WHERE transport_type IN ('SDMA', 'RDMA')), 0)) AS b FROM
+                   (SELECT hccl_op_name, group_name, step, "type", transport_type, max(transit_size) AS sz
+                    FROM a_CommAnalyzerBandwidth GROUP BY ALL) GROUP BY ALL) b
+                 ON b.hccl_op_name = t.hccl_op_name AND b.group_name IS NOT DISTINCT FROM t.group_name
+                    AND b.step IS NOT DISTINCT FROM t.step AND b."type" IS NOT DISTINCT FROM t."type" """
+        nbytes = _ns("b.b", MB)
+    opt = op_type_sql("t.hccl_op_name")
+    x.write(
+        out,
+        "comm_ops",
+        f"""SELECT {_STEP_NUM.format("t.step")} AS step, t.hccl_op_name AS name, {opt} AS op_type,
+            t.group_name, COALESCE(t."type", {kind_sql(opt)}) AS kind,
+            COALESCE({op_start}, {_ns("t.start_timestamp", US)}) AS ts_ns, {_ns("t.elapse_time", MS)} AS dur_ns,
+            {_ns("t.transit_time", MS)} AS transit_ns, {_ns("t.wait_time", MS)} AS wait_ns,
+            {_ns("t.synchronization_time", MS)} AS sync_ns, {_ns("t.idle_time", MS)} AS idle_ns,
+            {nbytes} AS bytes, {"sz.data_type" if sizes else "NULL::VARCHAR"} AS data_type,
+            {"sz.data_bytes" if sizes else "NULL::BIGINT"} AS data_bytes,
+            {"sz.rank_size" if sizes else "NULL::INTEGER"} AS rank_size, 'analysis.db:CommAnalyzerTime' AS source
+        FROM a_CommAnalyzerTime t {join} {bw}
+        WHERE t.hccl_op_name IS DISTINCT FROM 'Total Op Info' ORDER BY ts_ns""",
+    )
+
+
+def _analysis_bandwidth(x: DbExport, out: RankWriter) -> None:
+    """CommAnalyzerBandwidth -> comm_bandwidth (one row per op and transport, its packet-size histogram)."""
+    x.write(
+        out,
+        "comm_bandwidth",
+        f"""SELECT {_STEP_NUM.format("step")} AS step, hccl_op_name AS name, group_name, transport_type AS transport,
+            {_ns("max(transit_size)", MB)} AS bytes, {_ns("max(transit_time)", MS)} AS transit_ns,
+            max(bandwidth) * {GB_PER_S!r} AS bandwidth_bps, max(large_packet_ratio) AS large_packet_ratio,
+            map_from_entries(list({{'k': CAST({_ns("package_size", MB)} AS VARCHAR), 'v': CAST("count" AS DOUBLE)}})
+                             FILTER (WHERE "count" > 0 AND package_size IS NOT NULL)) AS packet_sizes
+        FROM a_CommAnalyzerBandwidth GROUP BY step, hccl_op_name, group_name, transport_type, "type"
+        ORDER BY step, hccl_op_name, transport_type""",
+    )
+
+
+def _analysis_matrix(x: DbExport, out: RankWriter) -> None:
+    """CommAnalyzerMatrix -> comm_matrix (one row per op and link)."""
+    x.write(
+        out,
+        "comm_matrix",
+        f"""SELECT {_STEP_NUM.format("step")} AS step, hccl_op_name AS name, op_name, group_name,
+            TRY_CAST(src_rank AS INTEGER) AS src_rank, TRY_CAST(dst_rank AS INTEGER) AS dst_rank,
+            transport_type AS transport, {_ns("transit_size", MB)} AS bytes, {_ns("transit_time", MS)} AS transit_ns,
+            bandwidth * {GB_PER_S!r} AS bandwidth_bps
+        FROM a_CommAnalyzerMatrix ORDER BY step, hccl_op_name, TRY_CAST(src_rank AS INTEGER), TRY_CAST(dst_rank AS INTEGER)""",
+    )
+
+
+def _analysis_steps(x: DbExport, out: RankWriter, cols: set[str], with_main: bool) -> None:
+    """StepTraceTime -> steps: its breakdown columns, windows from the main db's STEP_TIME where it has them."""
+
+    def us(c: str) -> str:
+        return _ns(f"s.{q(c)}", US) if c in cols else "NULL::BIGINT"
+
+    win_join, ts, dur = "", "NULL::BIGINT", "NULL::BIGINT"
+    if with_main and x.has("STEP_TIME", "id", "startNs", "endNs") and x.load("STEP_TIME"):
+        win_join = f'LEFT JOIN "STEP_TIME" w ON w."id" = {_STEP_NUM.format("s.step")}'
+        ts, dur = 'w."startNs"', 'w."endNs" - w."startNs"'
+    parts = [us(c) for c in ("computing", "communication_not_overlapped", "free")]
+    x.write(
+        out,
+        "steps",
+        f"""SELECT {_STEP_NUM.format("s.step")} AS step, {ts} AS ts_ns,
+            COALESCE({dur}, {" + ".join(parts)}) AS dur_ns,
+            {us("computing")} AS computing_ns, {us("communication_not_overlapped")} AS comm_not_overlapped_ns,
+            {us("overlapped")} AS overlapped_ns, {us("communication")} AS comm_ns, {us("free")} AS free_ns,
+            {us("stage")} AS stage_ns, {us("bubble")} AS bubble_ns,
+            {us("communication_not_overlapped_and_exclude_receive")} AS comm_not_overlapped_excl_recv_ns,
+            {us("preparing")} AS preparing_ns,
+            {lit("analysis.db:StepTraceTime" + ("+STEP_TIME" if win_join else ""))} AS source
+        FROM a_StepTraceTime s {win_join} ORDER BY step""",
+    )
 
 
 PARSERS = [TorchNpuDbParser()]

@@ -678,48 +678,15 @@ class _Emitter:
             else None
         )
         self.plane_parts.clear()
-        # assign each plane task to the group op (same HCCL pid) whose [ts, ts+dur] contains its start;
-        # only data tasks (size > 0) count: notify record/wait tasks move no bytes
-        nbytes: dict[int, float] = {}
-        matrix: dict[tuple[int, Any, Any, str], list[float]] = {}
-        bw: dict[tuple[int, str], list[float]] = {}
-        k = 0
-        # The op a task belongs to is the first op (by pid, then start) whose end is not before the task's start,
-        # if that op starts at or before it: k only moves forward over the sorted tasks. Row dicts one slice at a
-        # time: all of them at once held ~0.6 KB a task (a 4 GB trace_view's 577k tasks: most of its peak RSS).
-        for p in _rows_of(planes):
-            ts = p["ts_ns"]
-            if ts is None:
-                continue
-            while k < len(ops) and (ops[k]["pid"], (ops[k]["ts_ns"] or 0) + (ops[k]["dur_ns"] or 0)) < (
-                p["pid"],
-                ts,
-            ):
-                k += 1
-            if k >= len(ops) or ops[k]["pid"] != p["pid"] or (ops[k]["ts_ns"] or 0) > ts:
-                continue
-            size = p["size"] or 0.0
-            if size <= 0:
-                continue
-            dur = float(p["dur_ns"] or 0)
-            src, dst = p["src"], p["dst"]
-            if _rank(dst) is None:  # 4294967295: a local task (e.g. Reduce_Inline) on this rank
-                dst = src
-            transport = _transport(p["transport"], p["link"], src, dst)
-            for cell in (
-                matrix.setdefault((k, src, dst, transport), [0.0, 0.0]),
-                bw.setdefault((k, transport), [0.0, 0.0]),
-            ):
-                cell[0] += size
-                cell[1] += dur
-            if transport != "LOCAL":
-                nbytes[k] = nbytes.get(k, 0.0) + size
-                if (
-                    p["transport"] == "SDMA"
-                ):  # communication.json's SDMA row aggregates the HCCS/PCIE/SIO links
-                    cell = bw.setdefault((k, "SDMA"), [0.0, 0.0])
-                    cell[0] += size
-                    cell[1] += dur
+        nbytes, matrix, bw = _assign_plane_tasks(ops, planes)
+        self._write_comm_ops(ops, nbytes)
+        if matrix:
+            self._write_comm_matrix(ops, matrix)
+        bw = {key: val for key, val in bw.items() if key[1] != "LOCAL"}  # as communication.json: links only
+        if bw:
+            self._write_comm_bandwidth(ops, bw)
+
+    def _write_comm_ops(self, ops: list[dict[str, Any]], nbytes: dict[int, float]) -> None:
         self.out.write(
             "comm_ops",
             {
@@ -734,38 +701,93 @@ class _Emitter:
             },
         )
         self.counts["comm_ops"] = len(ops)
-        if matrix:
-            keys = sorted(matrix, key=lambda x: (x[0], str(x[1:])))
-            self.out.write(
-                "comm_matrix",
-                {
-                    "name": [ops[x[0]]["name"] for x in keys],
-                    "op_name": [ops[x[0]]["name"] for x in keys],
-                    "group_name": [self.tr.group_name(ops[x[0]]["pid"], ops[x[0]]["tid"]) for x in keys],
-                    "src_rank": [_rank(x[1]) for x in keys],
-                    "dst_rank": [_rank(x[2]) for x in keys],
-                    "transport": [x[3] for x in keys],
-                    "bytes": [int(matrix[x][0]) for x in keys],
-                    "transit_ns": [int(matrix[x][1]) for x in keys],
-                    "bandwidth_bps": [
-                        matrix[x][0] / (matrix[x][1] / 1e9) if matrix[x][1] else None for x in keys
-                    ],
-                },
-            )
-        bw = {key: val for key, val in bw.items() if key[1] != "LOCAL"}  # as communication.json: links only
-        if bw:
-            keys2 = sorted(bw, key=lambda x: (x[0], str(x[1])))
-            self.out.write(
-                "comm_bandwidth",
-                {
-                    "name": [ops[x[0]]["name"] for x in keys2],
-                    "group_name": [self.tr.group_name(ops[x[0]]["pid"], ops[x[0]]["tid"]) for x in keys2],
-                    "transport": [x[1] for x in keys2],
-                    "bytes": [int(bw[x][0]) for x in keys2],
-                    "transit_ns": [int(bw[x][1]) for x in keys2],
-                    "bandwidth_bps": [bw[x][0] / (bw[x][1] / 1e9) if bw[x][1] else None for x in keys2],
-                },
-            )
+
+    def _write_comm_matrix(self, ops: list[dict[str, Any]], matrix: _Matrix) -> None:
+        keys = sorted(matrix, key=lambda x: (x[0], str(x[1:])))
+        self.out.write(
+            "comm_matrix",
+            {
+                "name": [ops[x[0]]["name"] for x in keys],
+                "op_name": [ops[x[0]]["name"] for x in keys],
+                "group_name": [self.tr.group_name(ops[x[0]]["pid"], ops[x[0]]["tid"]) for x in keys],
+                "src_rank": [_rank(x[1]) for x in keys],
+                "dst_rank": [_rank(x[2]) for x in keys],
+                "transport": [x[3] for x in keys],
+                "bytes": [int(matrix[x][0]) for x in keys],
+                "transit_ns": [int(matrix[x][1]) for x in keys],
+                "bandwidth_bps": [
+                    matrix[x][0] / (matrix[x][1] / 1e9) if matrix[x][1] else None for x in keys
+                ],
+            },
+        )
+
+    def _write_comm_bandwidth(self, ops: list[dict[str, Any]], bw: _Bandwidth) -> None:
+        keys2 = sorted(bw, key=lambda x: (x[0], str(x[1])))
+        self.out.write(
+            "comm_bandwidth",
+            {
+                "name": [ops[x[0]]["name"] for x in keys2],
+                "group_name": [self.tr.group_name(ops[x[0]]["pid"], ops[x[0]]["tid"]) for x in keys2],
+                "transport": [x[1] for x in keys2],
+                "bytes": [int(bw[x][0]) for x in keys2],
+                "transit_ns": [int(bw[x][1]) for x in keys2],
+                "bandwidth_bps": [bw[x][0] / (bw[x][1] / 1e9) if bw[x][1] else None for x in keys2],
+            },
+        )
+
+
+# (op index, src, dst, transport) -> [bytes, ns]; (op index, transport) -> [bytes, ns]
+_Matrix = dict[tuple[int, Any, Any, str], list[float]]
+_Bandwidth = dict[tuple[int, str], list[float]]
+
+
+def _assign_plane_tasks(
+    ops: list[dict[str, Any]], planes: Any
+) -> tuple[dict[int, float], _Matrix, _Bandwidth]:
+    """(bytes per op index, matrix cells, bandwidth cells) of the plane tasks (an Arrow table sorted by pid and
+    start, or None) over the group ops (sorted by pid and start). One loop, no call per task: the hot part."""
+    # assign each plane task to the group op (same HCCL pid) whose [ts, ts+dur] contains its start;
+    # only data tasks (size > 0) count: notify record/wait tasks move no bytes
+    nbytes: dict[int, float] = {}
+    matrix: _Matrix = {}
+    bw: _Bandwidth = {}
+    k = 0
+    # The op a task belongs to is the first op (by pid, then start) whose end is not before the task's start,
+    # if that op starts at or before it: k only moves forward over the sorted tasks. Row dicts one slice at a
+    # time: all of them at once held ~0.6 KB a task (a 4 GB trace_view's 577k tasks: most of its peak RSS).
+    for p in _rows_of(planes):
+        ts = p["ts_ns"]
+        if ts is None:
+            continue
+        while k < len(ops) and (ops[k]["pid"], (ops[k]["ts_ns"] or 0) + (ops[k]["dur_ns"] or 0)) < (
+            p["pid"],
+            ts,
+        ):
+            k += 1
+        if k >= len(ops) or ops[k]["pid"] != p["pid"] or (ops[k]["ts_ns"] or 0) > ts:
+            continue
+        size = p["size"] or 0.0
+        if size <= 0:
+            continue
+        dur = float(p["dur_ns"] or 0)
+        src, dst = p["src"], p["dst"]
+        if _rank(dst) is None:  # 4294967295: a local task (e.g. Reduce_Inline) on this rank
+            dst = src
+        transport = _transport(p["transport"], p["link"], src, dst)
+        for cell in (
+            matrix.setdefault((k, src, dst, transport), [0.0, 0.0]),
+            bw.setdefault((k, transport), [0.0, 0.0]),
+        ):
+            cell[0] += size
+            cell[1] += dur
+        if transport != "LOCAL":
+            nbytes[k] = nbytes.get(k, 0.0) + size
+            # communication.json's SDMA row aggregates the HCCS/PCIE/SIO links
+            if p["transport"] == "SDMA":
+                cell = bw.setdefault((k, "SDMA"), [0.0, 0.0])
+                cell[0] += size
+                cell[1] += dur
+    return nbytes, matrix, bw
 
 
 def _rows_of(table: Any, slice_rows: int = 64 * 1024) -> Iterator[dict[str, Any]]:

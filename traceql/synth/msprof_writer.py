@@ -457,88 +457,12 @@ def _counter(name: str, pid: int, t: int, args: dict[str, Any]) -> dict[str, Any
 def _msprof_json(
     rng: random.Random, tasks: list[dict[str, Any]], times: list[int], series: dict[str, Any]
 ) -> str:
-    ev: list[dict[str, Any]] = []
-    ev += _meta(PID_CANN, "CANN", "CPU", 7, {HOST_TID: f"Thread {HOST_TID}"})
-    ev += _meta(PID_HW, "Ascend Hardware", "NPU", 13, {2: "Stream 2"})
-    ev += _meta(PID_COMM, "Communication", "NPU", 15, {0: "Group 0 Communication", 1: "Plane 0"})
-    ev += _meta(PID_FREQ, "AI Core Freq", "NPU", 14, {})
-    ev += _meta(PID_HBM, "HBM", "NPU", 17, {})
-    ev += _meta(PID_LLC, "LLC", "NPU", 18, {})
-    ev += _meta(PID_NPU_MEM, "NPU MEM", "NPU", 19, {})
-    ev += _meta(
-        PID_OVERLAP,
-        "Overlap Analysis",
-        "NPU",
-        23,
-        {0: "Computing", 1: "Communication", 2: "Communication(Not Overlapped)", 3: "Free"},
-    )
+    ev = _msprof_meta()
     prev_end = None
     for k in tasks:
         cid = k["cid"]
-        launch = k["start"] - rng.randint(40_000, 120_000)
-        api = "HcclAllReduce" if k["task_type"] == "HCCL" else "aclnn" + k["op_type"]
-        acl_dur = rng.randint(8_000, 30_000)
-        common = {"Thread Id": HOST_TID, "Mode": "ACL_OP", "item_id": "0"}
-        ev.append(
-            _x(
-                f"AscendCL@{api}",
-                PID_CANN,
-                HOST_TID,
-                launch,
-                acl_dur,
-                {**common, "level": "acl", "id": api, "connection_id": cid + 100000},
-            )
-        )
-        ev.append(
-            _x(
-                "Node@launch",
-                PID_CANN,
-                HOST_TID,
-                launch + 2_000,
-                acl_dur - 4_000,
-                {**common, "level": "node", "id": "launch", "item_id": k["name"], "connection_id": cid},
-            )
-        )
-        ev.append(
-            {
-                "name": f"HostToDevice{cid}",
-                "ph": "s",
-                "cat": "HostToDevice",
-                "id": str(cid),
-                "pid": PID_CANN,
-                "tid": HOST_TID,
-                "ts": _us(launch + 2_000),
-            }
-        )
-        if k["task_type"] == "HCCL":
-            pid, tid = PID_COMM, 0
-            args: dict[str, Any] = {
-                "connection_id": cid,
-                "model id": int(SINGLE_OP_MODEL_ID),
-                "data_type": "FP16",
-                "alg_type": "MESH-RING",
-                "count": 4194304,
-            }
-            ev.append(_x(k["name"], pid, tid, k["start"], k["dur"], args))
-            # two plane tasks inside the collective (formats.md §3 small-task args)
-            for j, (tname, size) in enumerate([("Notify_Wait", 0), ("Memcpy", 8388608)]):
-                s = k["start"] + (j + 1) * 100_000
-                d = 50_000 if tname == "Notify_Wait" else 1_500_000
-                ev.append(_x(tname, PID_COMM, 1, s, d, {
-                    "notify_id": str(j), "duration estimated(us)": d / 1000, "stream id": 4, "task id": 800 + j,
-                    "context id": 0, "task type": tname, "src rank": 0, "dst rank": 1 if size else 4294967295,
-                    "transport type": "SDMA" if size else "LOCAL", "size(Byte)": size, "data type": "FP16",
-                    "link type": "HCCS" if size else "ON_CHIP", "bandwidth(GB/s)": round(size / d, 4) if size else 0,
-                    "model id": int(SINGLE_OP_MODEL_ID),
-                }))  # fmt: skip
-            ev.append(_x("Communication", PID_OVERLAP, 1, k["start"], k["dur"]))
-            ev.append(_x("Communication(Not Overlapped)", PID_OVERLAP, 2, k["start"], k["dur"]))
-        else:
-            args = {"Model Id": int(SINGLE_OP_MODEL_ID), "Task Type": k["task_type"], "Physic Stream Id": int(k["stream"]),
-                    "Task Id": int(k["task_id"]), "Batch Id": 0, "Subtask Id": 4294967295, "connection_id": cid}  # fmt: skip
-            ev.append(_x(k["name"], PID_HW, int(k["stream"]), k["start"], k["dur"], args))
-            ev.append(_x("Computing", PID_OVERLAP, 0, k["start"], k["dur"]))
-            pid, tid = PID_HW, int(k["stream"])
+        ev += _launch_events(rng, k)
+        pid, tid = _device_events(ev, k)
         ev.append(
             {
                 "name": f"HostToDevice{cid}",
@@ -554,6 +478,106 @@ def _msprof_json(
         if prev_end is not None and k["start"] > prev_end:
             ev.append(_x("Free", PID_OVERLAP, 3, prev_end, k["start"] - prev_end))
         prev_end = k["start"] + k["dur"]
+    ev += _counter_events(times, series)
+    return json.dumps(ev, separators=(", ", ": "))
+
+
+def _msprof_meta() -> list[dict[str, Any]]:
+    """The process and thread names of every msprof timeline process, in the order msprof writes them."""
+    ev: list[dict[str, Any]] = []
+    ev += _meta(PID_CANN, "CANN", "CPU", 7, {HOST_TID: f"Thread {HOST_TID}"})
+    ev += _meta(PID_HW, "Ascend Hardware", "NPU", 13, {2: "Stream 2"})
+    ev += _meta(PID_COMM, "Communication", "NPU", 15, {0: "Group 0 Communication", 1: "Plane 0"})
+    ev += _meta(PID_FREQ, "AI Core Freq", "NPU", 14, {})
+    ev += _meta(PID_HBM, "HBM", "NPU", 17, {})
+    ev += _meta(PID_LLC, "LLC", "NPU", 18, {})
+    ev += _meta(PID_NPU_MEM, "NPU MEM", "NPU", 19, {})
+    ev += _meta(
+        PID_OVERLAP,
+        "Overlap Analysis",
+        "NPU",
+        23,
+        {0: "Computing", 1: "Communication", 2: "Communication(Not Overlapped)", 3: "Free"},
+    )
+    return ev
+
+
+def _launch_events(rng: random.Random, k: dict[str, Any]) -> list[dict[str, Any]]:
+    """A task's host side: its AscendCL API, the Node@launch inside it and the HostToDevice flow's start.
+    Draws two numbers from rng (launch lead, API duration), in that order."""
+    cid = k["cid"]
+    launch = k["start"] - rng.randint(40_000, 120_000)
+    api = "HcclAllReduce" if k["task_type"] == "HCCL" else "aclnn" + k["op_type"]
+    acl_dur = rng.randint(8_000, 30_000)
+    common = {"Thread Id": HOST_TID, "Mode": "ACL_OP", "item_id": "0"}
+    return [
+        _x(
+            f"AscendCL@{api}",
+            PID_CANN,
+            HOST_TID,
+            launch,
+            acl_dur,
+            {**common, "level": "acl", "id": api, "connection_id": cid + 100000},
+        ),
+        _x(
+            "Node@launch",
+            PID_CANN,
+            HOST_TID,
+            launch + 2_000,
+            acl_dur - 4_000,
+            {**common, "level": "node", "id": "launch", "item_id": k["name"], "connection_id": cid},
+        ),
+        {
+            "name": f"HostToDevice{cid}",
+            "ph": "s",
+            "cat": "HostToDevice",
+            "id": str(cid),
+            "pid": PID_CANN,
+            "tid": HOST_TID,
+            "ts": _us(launch + 2_000),
+        },
+    ]
+
+
+def _device_events(ev: list[dict[str, Any]], k: dict[str, Any]) -> tuple[int, int]:
+    """A task's device side (a collective with its plane tasks, or a compute task) and its overlap slices,
+    appended to ev; returns the (pid, tid) its HostToDevice flow ends on."""
+    cid = k["cid"]
+    if k["task_type"] == "HCCL":
+        pid, tid = PID_COMM, 0
+        args: dict[str, Any] = {
+            "connection_id": cid,
+            "model id": int(SINGLE_OP_MODEL_ID),
+            "data_type": "FP16",
+            "alg_type": "MESH-RING",
+            "count": 4194304,
+        }
+        ev.append(_x(k["name"], pid, tid, k["start"], k["dur"], args))
+        # two plane tasks inside the collective (formats.md §3 small-task args)
+        for j, (tname, size) in enumerate([("Notify_Wait", 0), ("Memcpy", 8388608)]):
+            s = k["start"] + (j + 1) * 100_000
+            d = 50_000 if tname == "Notify_Wait" else 1_500_000
+            ev.append(_x(tname, PID_COMM, 1, s, d, {
+                "notify_id": str(j), "duration estimated(us)": d / 1000, "stream id": 4, "task id": 800 + j,
+                "context id": 0, "task type": tname, "src rank": 0, "dst rank": 1 if size else 4294967295,
+                "transport type": "SDMA" if size else "LOCAL", "size(Byte)": size, "data type": "FP16",
+                "link type": "HCCS" if size else "ON_CHIP", "bandwidth(GB/s)": round(size / d, 4) if size else 0,
+                "model id": int(SINGLE_OP_MODEL_ID),
+            }))  # fmt: skip
+        ev.append(_x("Communication", PID_OVERLAP, 1, k["start"], k["dur"]))
+        ev.append(_x("Communication(Not Overlapped)", PID_OVERLAP, 2, k["start"], k["dur"]))
+    else:
+        args = {"Model Id": int(SINGLE_OP_MODEL_ID), "Task Type": k["task_type"], "Physic Stream Id": int(k["stream"]),
+                "Task Id": int(k["task_id"]), "Batch Id": 0, "Subtask Id": 4294967295, "connection_id": cid}  # fmt: skip
+        ev.append(_x(k["name"], PID_HW, int(k["stream"]), k["start"], k["dur"], args))
+        ev.append(_x("Computing", PID_OVERLAP, 0, k["start"], k["dur"]))
+        pid, tid = PID_HW, int(k["stream"])
+    return pid, tid
+
+
+def _counter_events(times: list[int], series: dict[str, Any]) -> list[dict[str, Any]]:
+    """The counter samples at each time: AI Core frequency (every 4th), HBM per channel, LLC, NPU memory."""
+    ev: list[dict[str, Any]] = []
     for i, t in enumerate(times):
         if i % 4 == 0:
             ev.append(_counter("AI Core Freq", PID_FREQ, t, {"MHz": AICORE_MHZ}))
@@ -568,7 +592,7 @@ def _msprof_json(
             ddr, hbm = series["npu_mem"][i][event]
             for name, kb in (("DDR", ddr), ("HBM", hbm), ("Memory", ddr + hbm)):
                 ev.append(_counter(f"{label}/{name}", PID_NPU_MEM, t, {"KB": float(kb)}))
-    return json.dumps(ev, separators=(", ", ": "))
+    return ev
 
 
 def make_msprof_sample(out_dir: Path) -> Path:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from .model import MiB, Scenario
+from .model import MiB, RankTrace, Scenario
 
 TENSOR = "8,4096,4096"
 TENSOR_BYTES = 8 * 4096 * 4096 * 2  # fp16: 256 MiB
@@ -64,120 +64,148 @@ def article_scenario(
         s0 = start_ns + k * step_ns
         arrivals: dict[int, int] = {}
         for rt in sc.ranks:
-            slow = rt.rank in slow_ranks
-            sid = first_step + k
-            rt.add_step(sid, start_ns=s0, dur_ns=step_ns)
+            rt.add_step(first_step + k, start_ns=s0, dur_ns=step_ns)
             rt._cursor[2] = s0 + 150_000  # Preparing: 150 µs before the first device task
             rt.add_memcpy(dur_ns=170_000, nbytes=4 * MiB)  # the batch, ~25 GB/s over PCIe
-            for layer in range(layers):
-                rt.add_op(
-                    f"MatMulV2_{layer}",
-                    "MatMulV2",
-                    dur_ns=600_000,
-                    task_type="AI_CORE",
-                    block_dim=24,
-                    hbm_read_bytes=MM_READ,
-                    hbm_write_bytes=MM_WRITE,
-                    l2_read_bytes=2 * MM_READ,
-                    input_shapes=("8,4096,2048", WEIGHT),
-                    input_dtypes=("FLOAT16", "FLOAT16"),
-                    input_formats=("ND", "ND"),
-                    output_shapes=(TENSOR,),
-                    output_dtypes=("FLOAT16",),
-                    output_formats=("ND",),
-                    pipe={"mac": 0.82, "mte2": 0.35},
-                    host_op="aclnnMm",
-                    flops=2 * 8 * 4096 * 2048 * 4096,
-                )
-                if slow:  # unfused LayerNorm: five full passes over HBM
-                    for name, op_type in UNFUSED_LAYERNORM:
-                        _ew(rt, f"aclnn{name}_{op_type}_{layer}", op_type, ew_ns, host=f"aclnn{name}")
-                else:
-                    _ew(
-                        rt,
-                        f"LayerNormV3_{layer}",
-                        "LayerNormV3",
-                        ew_ns,
-                        host="aclnnLayerNorm",
-                        ub_bytes=5 * TENSOR_BYTES,
-                    )
-                _ew(rt, f"aclnnTanh_TanhAiCore_Tanh_{layer}", "Tanh", ew_ns, host="aclnnTanh")
-            for layer in reversed(range(layers)):  # backward
-                _ew(
-                    rt,
-                    f"aclnnTanhGrad_{layer}",
-                    "TanhGrad",
-                    mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
-                    host="aclnnTanhBackward",
-                    reads=2,
-                )
-                _ew(
-                    rt,
-                    f"LayerNormGrad_{layer}",
-                    "LayerNormGrad",
-                    mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
-                    host="aclnnLayerNormBackward",
-                    reads=2,
-                )
-                for which in ("dx", "dw"):
-                    rt.add_op(
-                        f"MatMulV2_{which}_{layer}",
-                        "MatMulV2",
-                        dur_ns=600_000,
-                        task_type="AI_CORE",
-                        block_dim=24,
-                        hbm_read_bytes=MM_READ + (224 * MiB if which == "dw" else 0),
-                        hbm_write_bytes=32 * MiB if which == "dw" else MM_WRITE,
-                        input_shapes=(TENSOR, WEIGHT),
-                        input_dtypes=("FLOAT16", "FLOAT16"),
-                        input_formats=("ND", "ND"),
-                        output_shapes=(WEIGHT if which == "dw" else TENSOR,),
-                        output_dtypes=("FLOAT16",),
-                        output_formats=("ND",),
-                        pipe={"mac": 0.8},
-                        host_op="aclnnMm",
-                        flops=2 * 8 * 4096 * 2048 * 4096,
-                    )
+            _forward(rt, layers, ew_ns, slow=rt.rank in slow_ranks)
+            _backward(rt, layers, bw)
             arrivals[rt.rank] = rt.cursor() + 20_000
         last = max(arrivals.values())
         end_of_comm = last + transit_ns + 30_000  # 30 µs idle tail inside the op
         for rt in sc.ranks:
             a = arrivals[rt.rank]
-            wait = last - a
-            rt.add_comm(
-                f"hcom_allReduce__586_{k}_1",
-                start_ns=a,
-                dur_ns=end_of_comm - a,
-                op_type="allreduce",
-                group=group,
-                transit_ns=transit_ns,
-                wait_ns=wait,
-                sync_ns=wait,
-                transports={"HCCS": grad_bytes},
-                data_type="FP16",
-                host_op="HcclAllreduce",
+            _allreduce(
+                rt, f"hcom_allReduce__586_{k}_1", a, last - a, end_of_comm, group, transit_ns, grad_bytes
             )
             rt._cursor[2] = end_of_comm
-            rt.add_op(
-                "aclnnForeachAddList_ForeachAddList",
-                "ForeachAddList",
-                dur_ns=mem_bound_ns(2 * grad_bytes, grad_bytes, bw),
-                task_type="AI_VECTOR_CORE",
-                block_dim=48,
-                hbm_read_bytes=2 * grad_bytes,
-                hbm_write_bytes=grad_bytes,
-                input_shapes=(WEIGHT, WEIGHT),
-                input_dtypes=("FLOAT16", "FLOAT16"),
-                input_formats=("ND", "ND"),
-                output_shapes=(WEIGHT,),
-                output_dtypes=("FLOAT16",),
-                output_formats=("ND",),
-                host_op="aclnnForeachAddList",
-            )
+            _optimizer_update(rt, grad_bytes, bw)
             base = 2 * 1024 * MiB
             rt.add_memory_sample(s0 + 100_000, base, base + 512 * MiB)
             rt.add_memory_sample(s0 + step_ns // 2, base + layers * 3 * TENSOR_BYTES, base + 4096 * MiB)
     return sc
+
+
+def _forward(rt: RankTrace, layers: int, ew_ns: int, *, slow: bool) -> None:
+    """Per layer: a MatMul, the LayerNorm (unfused on a slow rank: five full HBM passes) and a Tanh."""
+    for layer in range(layers):
+        rt.add_op(
+            f"MatMulV2_{layer}",
+            "MatMulV2",
+            dur_ns=600_000,
+            task_type="AI_CORE",
+            block_dim=24,
+            hbm_read_bytes=MM_READ,
+            hbm_write_bytes=MM_WRITE,
+            l2_read_bytes=2 * MM_READ,
+            input_shapes=("8,4096,2048", WEIGHT),
+            input_dtypes=("FLOAT16", "FLOAT16"),
+            input_formats=("ND", "ND"),
+            output_shapes=(TENSOR,),
+            output_dtypes=("FLOAT16",),
+            output_formats=("ND",),
+            pipe={"mac": 0.82, "mte2": 0.35},
+            host_op="aclnnMm",
+            flops=2 * 8 * 4096 * 2048 * 4096,
+        )
+        if slow:  # unfused LayerNorm: five full passes over HBM
+            for name, op_type in UNFUSED_LAYERNORM:
+                _ew(rt, f"aclnn{name}_{op_type}_{layer}", op_type, ew_ns, host=f"aclnn{name}")
+        else:
+            _ew(
+                rt,
+                f"LayerNormV3_{layer}",
+                "LayerNormV3",
+                ew_ns,
+                host="aclnnLayerNorm",
+                ub_bytes=5 * TENSOR_BYTES,
+            )
+        _ew(rt, f"aclnnTanh_TanhAiCore_Tanh_{layer}", "Tanh", ew_ns, host="aclnnTanh")
+
+
+def _backward(rt: RankTrace, layers: int, bw: float) -> None:
+    """Per layer, last first: TanhGrad, LayerNormGrad (each reading two tensors) and the dx/dw MatMuls."""
+    for layer in reversed(range(layers)):
+        _ew(
+            rt,
+            f"aclnnTanhGrad_{layer}",
+            "TanhGrad",
+            mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
+            host="aclnnTanhBackward",
+            reads=2,
+        )
+        _ew(
+            rt,
+            f"LayerNormGrad_{layer}",
+            "LayerNormGrad",
+            mem_bound_ns(2 * TENSOR_BYTES, TENSOR_BYTES, bw),
+            host="aclnnLayerNormBackward",
+            reads=2,
+        )
+        for which in ("dx", "dw"):
+            rt.add_op(
+                f"MatMulV2_{which}_{layer}",
+                "MatMulV2",
+                dur_ns=600_000,
+                task_type="AI_CORE",
+                block_dim=24,
+                hbm_read_bytes=MM_READ + (224 * MiB if which == "dw" else 0),
+                hbm_write_bytes=32 * MiB if which == "dw" else MM_WRITE,
+                input_shapes=(TENSOR, WEIGHT),
+                input_dtypes=("FLOAT16", "FLOAT16"),
+                input_formats=("ND", "ND"),
+                output_shapes=(WEIGHT if which == "dw" else TENSOR,),
+                output_dtypes=("FLOAT16",),
+                output_formats=("ND",),
+                pipe={"mac": 0.8},
+                host_op="aclnnMm",
+                flops=2 * 8 * 4096 * 2048 * 4096,
+            )
+
+
+def _allreduce(
+    rt: RankTrace,
+    name: str,
+    arrival: int,
+    wait: int,
+    end_ns: int,
+    group: str,
+    transit_ns: int,
+    grad_bytes: int,
+) -> None:
+    """The gradient all-reduce from this rank's arrival to the common end: it waits for the last rank."""
+    rt.add_comm(
+        name,
+        start_ns=arrival,
+        dur_ns=end_ns - arrival,
+        op_type="allreduce",
+        group=group,
+        transit_ns=transit_ns,
+        wait_ns=wait,
+        sync_ns=wait,
+        transports={"HCCS": grad_bytes},
+        data_type="FP16",
+        host_op="HcclAllreduce",
+    )
+
+
+def _optimizer_update(rt: RankTrace, grad_bytes: int, bw: float) -> None:
+    """The optimizer step after the all-reduce: one vector op reading two gradient-sized tensors, writing one."""
+    rt.add_op(
+        "aclnnForeachAddList_ForeachAddList",
+        "ForeachAddList",
+        dur_ns=mem_bound_ns(2 * grad_bytes, grad_bytes, bw),
+        task_type="AI_VECTOR_CORE",
+        block_dim=48,
+        hbm_read_bytes=2 * grad_bytes,
+        hbm_write_bytes=grad_bytes,
+        input_shapes=(WEIGHT, WEIGHT),
+        input_dtypes=("FLOAT16", "FLOAT16"),
+        input_formats=("ND", "ND"),
+        output_shapes=(WEIGHT,),
+        output_dtypes=("FLOAT16",),
+        output_formats=("ND",),
+        host_op="aclnnForeachAddList",
+    )
 
 
 def _ew(rt, name: str, op_type: str, dur_ns: int, *, host: str, reads: int = 1, ub_bytes: int = 0) -> None:  # type: ignore[no-untyped-def]

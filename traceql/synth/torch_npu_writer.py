@@ -594,61 +594,50 @@ class RankWriter:
         return ", ".join(e[2] for e in ev)
 
     def _host_and_device(self, ev: list[tuple[int, int, str]]) -> None:
+        if self.o.host_events:
+            self._host_steps_and_ops(ev)
+        self._device_tasks(ev)
+
+    def _host_steps_and_ops(self, ev: list[tuple[int, int, str]]) -> None:
+        """The ProfilerStep#N ranges and the scenario's own host ops, on the host process."""
+        rt, ck = self.rt, self.clock
+        hp, main = rt.host_pid, rt.main_tid
+        for s in rt.steps:
+            ev.append(
+                (
+                    s.start_ns,
+                    0,
+                    _cpu_op(f"ProfilerStep#{ck.step(s.id)}", hp, main, ck.us(s.start_ns), dur_text(s.dur_ns)),
+                )
+            )
+        for h in rt.host_ops:
+            ev.append(
+                (
+                    h.start_ns,
+                    0,
+                    _cpu_op(
+                        h.name,
+                        hp,
+                        main if h.tid is None else h.tid,
+                        ck.us(h.start_ns),
+                        dur_text(h.dur_ns),
+                        h.input_dims,
+                        h.input_types,
+                        h.seq_num,
+                        h.cat,
+                    ),
+                )
+            )
+
+    def _device_tasks(self, ev: list[tuple[int, int, str]]) -> None:
+        """Every op and memcpy as an Ascend Hardware task, and (every flow_every-th) its host launch and flows."""
         rt, o, ck = self.rt, self.o, self.clock
-        hp, main, launch = rt.host_pid, rt.main_tid, rt.launch_tid
-        hw, cann = pid_of(rt, "Ascend Hardware"), pid_of(rt, "CANN")
-        if o.host_events:
-            for s in rt.steps:
-                ev.append(
-                    (
-                        s.start_ns,
-                        0,
-                        _cpu_op(
-                            f"ProfilerStep#{ck.step(s.id)}", hp, main, ck.us(s.start_ns), dur_text(s.dur_ns)
-                        ),
-                    )
-                )
-            for h in rt.host_ops:
-                ev.append(
-                    (
-                        h.start_ns,
-                        0,
-                        _cpu_op(
-                            h.name,
-                            hp,
-                            main if h.tid is None else h.tid,
-                            ck.us(h.start_ns),
-                            dur_text(h.dur_ns),
-                            h.input_dims,
-                            h.input_types,
-                            h.seq_num,
-                            h.cat,
-                        ),
-                    )
-                )
+        hw = pid_of(rt, "Ascend Hardware")
         n = 0
         launched: list[Op | Memcpy] = [*rt.ops, *rt.memcpys]
         for t in sorted(launched, key=lambda t: t.start_ns):
             cid = ck.cid(t.connection_id)
-            if isinstance(t, Memcpy):
-                name, ttype = "MEMCPY_ASYNC", "PCIE_DMA_SQE"
-                extra = (
-                    f', "size(B)": {t.bytes}, "bandwidth(GB/s)": {num(t.bytes / t.dur_ns if t.dur_ns else 0.0)}, '
-                    f'"operation": {js(t.operation)}'
-                )
-                host_name, cann_name = "aten::copy_", "AscendCL@aclrtMemcpyAsync"
-                cann_args = (
-                    f'{{"Thread Id": {launch}, "Mode": "ACL_RTS", "level": "acl", "id": "aclrtMemcpyAsync", '
-                    f'"item_id": "0", "connection_id": {cid}}}'
-                )
-            else:
-                name, ttype, extra = t.name, t.task_type, ""
-                host_name = t.host_op or f"aclnn{t.op_type}"
-                cann_name = "Node@launch"
-                cann_args = (
-                    f'{{"Thread Id": {launch}, "Mode": "launch", "level": "node", "id": "0", '
-                    f'"item_id": {js(t.name)}, "connection_id": {cid}}}'
-                )
+            name, ttype, extra, host_name, cann_name, cann_args = self._task_names(t, cid)
             ts = ck.us(t.start_ns)
             ev.append(
                 (
@@ -666,54 +655,98 @@ class RankWriter:
             if (n - 1) % o.flow_every:
                 continue
             if o.host_events:
-                h_ts = t.start_ns - HOST_LEAD_NS
-                dims, types = _input_dims(t) if isinstance(t, Op) else ("", "")
-                ev.append(
-                    (h_ts, 1, _cpu_op(host_name, hp, main, ck.us(h_ts), dur_text(HOST_DUR_NS), dims, types))
-                )
-                fid = ck.ns(t.start_ns)
-                ev.append(
-                    (
-                        h_ts,
-                        1,
-                        f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hp}, '
-                        f'"tid": {main}, "ts": "{ck.us(h_ts)}", "cat": "async_npu"}}',
-                    )
-                )
-                ev.append(
-                    (
-                        t.start_ns,
-                        3,
-                        f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hw}, '
-                        f'"tid": {t.stream}, "ts": "{ts}", "cat": "async_npu"}}',
-                    )
-                )
+                self._host_launch(ev, t, host_name, ts)
             if o.cann_events:
-                c_ts = t.start_ns - CANN_LEAD_NS
-                ev.append(
-                    (
-                        c_ts,
-                        1,
-                        f'{{"name": {js(cann_name)}, "pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}", '
-                        f'"dur": {dur_text(CANN_DUR_NS)}, "args": {cann_args}, "ph": "X"}}',
-                    )
-                )
-                ev.append(
-                    (
-                        c_ts,
-                        1,
-                        f'{{"name": "HostToDevice{cid}", "ph": "s", "cat": "HostToDevice", "id": "{cid}", '
-                        f'"pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}"}}',
-                    )
-                )
-                ev.append(
-                    (
-                        t.start_ns,
-                        3,
-                        f'{{"name": "HostToDevice{cid}", "ph": "f", "id": "{cid}", "ts": "{ts}", '
-                        f'"cat": "HostToDevice", "pid": {hw}, "tid": {t.stream}, "bp": "e"}}',
-                    )
-                )
+                self._cann_launch(ev, t, cid, cann_name, cann_args, ts)
+
+    def _task_names(self, t: Op | Memcpy, cid: str) -> tuple[str, str, str, str, str, str]:
+        """(task name, Task Type, extra args, host op name, CANN event name, CANN args) of one device task."""
+        launch = self.rt.launch_tid
+        if isinstance(t, Memcpy):
+            extra = (
+                f', "size(B)": {t.bytes}, "bandwidth(GB/s)": {num(t.bytes / t.dur_ns if t.dur_ns else 0.0)}, '
+                f'"operation": {js(t.operation)}'
+            )
+            cann_args = (
+                f'{{"Thread Id": {launch}, "Mode": "ACL_RTS", "level": "acl", "id": "aclrtMemcpyAsync", '
+                f'"item_id": "0", "connection_id": {cid}}}'
+            )
+            return (
+                "MEMCPY_ASYNC",
+                "PCIE_DMA_SQE",
+                extra,
+                "aten::copy_",
+                "AscendCL@aclrtMemcpyAsync",
+                cann_args,
+            )
+        cann_args = (
+            f'{{"Thread Id": {launch}, "Mode": "launch", "level": "node", "id": "0", '
+            f'"item_id": {js(t.name)}, "connection_id": {cid}}}'
+        )
+        return t.name, t.task_type, "", t.host_op or f"aclnn{t.op_type}", "Node@launch", cann_args
+
+    def _host_launch(self, ev: list[tuple[int, int, str]], t: Op | Memcpy, host_name: str, ts: str) -> None:
+        """The host cpu_op that launched task t, and its torch_to_npu flow to the task."""
+        rt, ck = self.rt, self.clock
+        hp, main, hw = rt.host_pid, rt.main_tid, pid_of(rt, "Ascend Hardware")
+        h_ts = t.start_ns - HOST_LEAD_NS
+        dims, types = _input_dims(t) if isinstance(t, Op) else ("", "")
+        ev.append((h_ts, 1, _cpu_op(host_name, hp, main, ck.us(h_ts), dur_text(HOST_DUR_NS), dims, types)))
+        fid = ck.ns(t.start_ns)
+        ev.append(
+            (
+                h_ts,
+                1,
+                f'{{"ph": "s", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hp}, '
+                f'"tid": {main}, "ts": "{ck.us(h_ts)}", "cat": "async_npu"}}',
+            )
+        )
+        ev.append(
+            (
+                t.start_ns,
+                3,
+                f'{{"ph": "f", "bp": "e", "name": "torch_to_npu", "id": {fid}, "pid": {hw}, '
+                f'"tid": {t.stream}, "ts": "{ts}", "cat": "async_npu"}}',
+            )
+        )
+
+    def _cann_launch(
+        self,
+        ev: list[tuple[int, int, str]],
+        t: Op | Memcpy,
+        cid: str,
+        cann_name: str,
+        cann_args: str,
+        ts: str,
+    ) -> None:
+        """The CANN launch event of task t and its HostToDevice flow to the task."""
+        rt, ck = self.rt, self.clock
+        launch, cann, hw = rt.launch_tid, pid_of(rt, "CANN"), pid_of(rt, "Ascend Hardware")
+        c_ts = t.start_ns - CANN_LEAD_NS
+        ev.append(
+            (
+                c_ts,
+                1,
+                f'{{"name": {js(cann_name)}, "pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}", '
+                f'"dur": {dur_text(CANN_DUR_NS)}, "args": {cann_args}, "ph": "X"}}',
+            )
+        )
+        ev.append(
+            (
+                c_ts,
+                1,
+                f'{{"name": "HostToDevice{cid}", "ph": "s", "cat": "HostToDevice", "id": "{cid}", '
+                f'"pid": {cann}, "tid": {launch}, "ts": "{ck.us(c_ts)}"}}',
+            )
+        )
+        ev.append(
+            (
+                t.start_ns,
+                3,
+                f'{{"name": "HostToDevice{cid}", "ph": "f", "id": "{cid}", "ts": "{ts}", '
+                f'"cat": "HostToDevice", "pid": {hw}, "tid": {t.stream}, "bp": "e"}}',
+            )
+        )
 
     def _hccl(self, ev: list[tuple[int, int, str]]) -> None:
         rt, o, ck = self.rt, self.o, self.clock
