@@ -99,6 +99,16 @@ def in_range(lo: float, hi: float, *, lo_open: bool = False) -> Any:
     return check
 
 
+def known_device(value: str | None) -> str | None:
+    """A Click callback: --device names a preset (devices.preset's one-line error otherwise), checked while the
+    options are parsed, before any work (the analysis tables' build used to come first)."""
+    if value is not None:
+        from ..devices import preset
+
+        preset(value)
+    return value
+
+
 # ---- options ------------------------------------------------------------------------------------------------
 
 StoreOpt = Annotated[
@@ -126,6 +136,7 @@ DeviceOpt = Annotated[
         "--device",
         help="Device preset for the peaks (ascend910, ascend910b, a100-80gb, h100-sxm, h200...); "
         "default: detected from the dump.",
+        callback=known_device,
     ),
 ]
 PeakHbmOpt = Annotated[
