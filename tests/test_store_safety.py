@@ -666,6 +666,16 @@ def big_kernel_details(path: Path, rows: int) -> Path:
     return path
 
 
+def _wait_for_staged_file(store: Path, p: subprocess.Popen[str], limit_s: float) -> None:
+    """Until a file appears under the store's .staging/<id>/ (the parse is writing), the process ends, or
+    limit_s passes."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end and p.poll() is None:
+        if any(f.is_file() for f in (store / ".staging").glob("*/**/*")):
+            return
+        time.sleep(0.02)
+
+
 def test_kill_a_real_parser_mid_ingest_of_a_large_csv(base_store: Path, tmp_path: Path) -> None:
     ROWS = 100_000  # ~2 s of ingest here: long enough to land kills inside it
     from traceql.parsers import base
@@ -685,7 +695,12 @@ def test_kill_a_real_parser_mid_ingest_of_a_large_csv(base_store: Path, tmp_path
     outcomes = []
     for i, frac in enumerate([0.3, 0.7]):
         p = start_cli("ingest", d.parent, "--store", base_store, "--name", f"big{i}", "-q", "--no-check")
-        time.sleep(full * frac)
+        if i == 0:
+            # the first kill lands while the parser writes: once its staging dir holds a file (a timed sleep
+            # missed the parse when the timing run was slower than this one on a loaded machine)
+            _wait_for_staged_file(base_store, p, full * 3)
+        else:
+            time.sleep(full * frac)
         kill_tree(p)
         p.wait(timeout=10)
         runs = Store(base_store).runs()
