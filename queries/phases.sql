@@ -88,23 +88,44 @@ WITH m0 AS (
            l.generation_reqs, l.s AS win_start, greatest(l.e, coalesce(x.dev_end, l.e)) AS win_end,
            coalesce(x.kernels, 0) AS kernels, coalesce(x.kernel_ns, 0) AS kernel_ns
     FROM labelled l LEFT JOIN launched x ON x.run_id = l.run_id AND x.rank = l.rank AND x.s = l.s AND x.name = l.name
-), prof AS (
-    -- ProfilerStep windows (step_windows from the steps table), train when backward ops run in them
-    SELECT w.run_id, w.rank, 'ProfilerStep' AS source, 'ProfilerStep#' || w.step AS marker, NULL AS inner_markers,
-           CASE WHEN EXISTS (SELECT 1 FROM host_ops b WHERE b.run_id = w.run_id AND b.rank = w.rank
-                             AND b.ts_ns >= w.win_start AND b.ts_ns < w.win_end
-                             AND (b.name ILIKE '%Backward%' OR b.name LIKE 'autograd::engine::evaluate_function%'))
-                THEN 'train' ELSE 'unknown' END AS kind,
-           NULL::BIGINT AS batch_size, NULL::BIGINT AS tokens, NULL::BIGINT AS context_reqs,
-           NULL::BIGINT AS generation_reqs, w.win_start, w.win_end
-    FROM step_windows w
-    WHERE w.window_source = 'steps' AND $step_marker = ''
-      AND NOT EXISTS (SELECT 1 FROM engine g WHERE g.run_id = w.run_id AND g.rank = w.rank AND g.source = 'mstx')
-), prof_k AS (
-    SELECT p.*, count(k.ts_ns) AS kernels, coalesce(sum(k.dur_ns), 0) AS kernel_ns
-    FROM prof p LEFT JOIN kernels k ON k.run_id = p.run_id AND k.rank = p.rank AND k.ts_ns >= p.win_start
-         AND k.ts_ns < p.win_end AND coalesce(k.task_type, '') <> 'cuda_profiler_range'
+), prof0 AS (
+    -- ProfilerStep windows (step_windows from the steps table: non-overlapping within a rank)
+    SELECT run_id, rank, step, win_start, win_end FROM step_windows
+    WHERE window_source = 'steps' AND $step_marker = ''
+      AND NOT EXISTS (SELECT 1 FROM engine g WHERE g.run_id = step_windows.run_id AND g.rank = step_windows.rank
+                      AND g.source = 'mstx')
+), prof_of AS (
+    -- which window holds each kernel / backward op: the last one starting at or before it (ASOF), if it has not
+    -- ended. The windows do not overlap, so that is the one window whose [start, end) holds the instant; a
+    -- range join tested every window of the rank against every kernel (a rank's steps x its kernels).
+    -- Empty windows hold nothing and are left out (a tie on the start would hide the window after them).
+    SELECT run_id, rank, win_start, win_end FROM prof0 WHERE win_end > win_start
+), prof_kernels AS (
+    SELECT w.run_id, w.rank, w.win_start, count(*) AS kernels, sum(k.dur_ns) AS kernel_ns
+    FROM (SELECT run_id, rank, ts_ns, dur_ns FROM kernels
+          WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range') k
+    ASOF JOIN prof_of w ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
+    WHERE k.ts_ns < w.win_end
     GROUP BY ALL
+), prof_train AS (
+    -- windows with backward ops in them
+    SELECT DISTINCT w.run_id, w.rank, w.win_start
+    FROM (SELECT run_id, rank, ts_ns FROM host_ops
+          WHERE ts_ns IS NOT NULL AND (name ILIKE '%Backward%' OR name LIKE 'autograd::engine::evaluate_function%')) b
+    ASOF JOIN prof_of w ON b.run_id = w.run_id AND b.rank = w.rank AND b.ts_ns >= w.win_start
+    WHERE b.ts_ns < w.win_end
+), prof_k AS (
+    -- ProfilerStep windows, train when backward ops run in them, with the kernels that start in them
+    SELECT w.run_id, w.rank, 'ProfilerStep' AS source, 'ProfilerStep#' || w.step AS marker, NULL AS inner_markers,
+           CASE WHEN t.win_start IS NOT NULL THEN 'train' ELSE 'unknown' END AS kind,
+           NULL::BIGINT AS batch_size, NULL::BIGINT AS tokens, NULL::BIGINT AS context_reqs,
+           NULL::BIGINT AS generation_reqs, w.win_start, w.win_end,
+           coalesce(pk.kernels, 0) AS kernels, coalesce(pk.kernel_ns, 0) AS kernel_ns
+    FROM prof0 w
+    LEFT JOIN prof_train t ON t.run_id = w.run_id AND t.rank = w.rank AND t.win_start = w.win_start
+         AND w.win_end > w.win_start
+    LEFT JOIN prof_kernels pk ON pk.run_id = w.run_id AND pk.rank = w.rank AND pk.win_start = w.win_start
+         AND w.win_end > w.win_start
 ), marked AS (
     SELECT * FROM prof_k
     UNION ALL

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 Row = TypeVar("Row")
+_T = TypeVar("_T")
 
 
 class _Ranked(TypedDict):
@@ -113,6 +114,7 @@ class Context:
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         # queries the checks ran that no check declared (kept empty by a test)
         self.late: list[str] = []
+        self._once: dict[str, Any] = {}
         self.meta: dict[bytes, bytes] = {}
         bb = rules["rules"]["bandwidth_bound"]
         self.sat: float = float(bb["saturated"])
@@ -124,6 +126,13 @@ class Context:
         self.n_ops: int = max(
             int(r["top_hbm_ops"].get("params", {}).get("top_n", 10)), int(r["ub_reuse"]["op_rows"])
         )
+
+    def once(self, key: str, compute: Callable[[], _T]) -> _T:
+        """compute() the first time `key` is asked for, its result after that (a fact two steps both read,
+        such as the graph-capture signature, costs one query)."""
+        if key not in self._once:
+            self._once[key] = compute()
+        return cast(_T, self._once[key])
 
     # shared facts -------------------------------------------------------------------------------------------
     def settle(self) -> None:

@@ -49,12 +49,14 @@ SQL = f"""
 WITH h AS (SELECT name, correlation_id FROM host_ops WHERE run_id = $r),
 k AS (SELECT DISTINCT connection_id AS correlation_id FROM kernels WHERE run_id = $r AND connection_id IS NOT NULL),
 launches AS (SELECT h.correlation_id, k.correlation_id IS NOT NULL AS ran FROM h LEFT JOIN k USING (correlation_id)
-             WHERE regexp_matches(h.name, '{LAUNCH_RE}') AND h.correlation_id IS NOT NULL),
+             WHERE contains(h.name, 'Launch') AND regexp_matches(h.name, '{LAUNCH_RE}')
+               AND h.correlation_id IS NOT NULL),
 graphs AS (SELECT k.correlation_id IS NOT NULL AS ran FROM h LEFT JOIN k USING (correlation_id)
            WHERE h.name IN ({", ".join(f"'{n}'" for n in GRAPH_LAUNCHES)}))
 SELECT
   (SELECT count(*) FROM h WHERE name IN ({", ".join(f"'{n}'" for n in CAPTURE_CALLS)})) AS capture_calls,
-  (SELECT list(DISTINCT name) FROM h WHERE regexp_matches(name, '{CAPTURE_NAME_RE}')) AS capture_names,
+  (SELECT list(DISTINCT name) FROM h WHERE contains(name, 'capture')
+     AND regexp_matches(name, '{CAPTURE_NAME_RE}')) AS capture_names,
   (SELECT count(*) FROM launches) AS launches,
   (SELECT count(*) FILTER (WHERE ran) FROM launches) AS launches_ran,
   (SELECT count(*) FROM graphs) AS graph_launches,
@@ -80,7 +82,12 @@ class GraphCapture:
 
 
 def detect(ctx: Context) -> GraphCapture | None:
-    """The run's capture / unrecorded-replay signature, or None for an ordinary trace."""
+    """The run's capture / unrecorded-replay signature, or None for an ordinary trace (once per run: the
+    verdict and the screen of the findings both ask)."""
+    return ctx.once("graph_capture", lambda: _detect(ctx))
+
+
+def _detect(ctx: Context) -> GraphCapture | None:
     row = ctx.session.con.execute(SQL, {"r": ctx.run_id}).fetchall()[0]
     calls, names, launches, ran, glaunch, gran, kernels = row
     names = sorted(names or [])
