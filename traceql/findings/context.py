@@ -114,7 +114,7 @@ class Context:
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         # queries the checks ran that no check declared (kept empty by a test)
         self.late: list[str] = []
-        self._once: dict[str, Any] = {}
+        self._once: dict[str, object] = {}
         self.meta: dict[bytes, bytes] = {}
         bb = rules["rules"]["bandwidth_bound"]
         self.sat: float = float(bb["saturated"])
