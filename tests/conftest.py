@@ -42,6 +42,8 @@ SLOW_FILES = {
     "test_ingest_memory.py",  # peak-memory runs over large synthetic dumps
     "test_malloc_arenas.py",
     "test_report_browser.py",  # a headless chromium
+    "test_mcp_real.py",  # every MCP answer on every real dump (84 s, 2026-12-06 night)
+    "test_findings_order.py",  # rules and checks permuted on every planted and real dump (17-25 s a dump)
 }
 SLOW_NAME_WORDS = ("kill", "crash", "sigint", "ctrl_c", "concurrent")  # tests that kill or race processes
 SLOW_MARKERS = ("scale", "capture", "browser")
@@ -74,6 +76,12 @@ SLOW_TESTS = {
     "tests/test_formats_2026.py::test_aicore_freq_finding",  # 25 s
     "tests/test_charts.py::test_step_groups_agree_with_wait_attribution_and_step_breakdown",  # 24 s
     "tests/test_checks.py::test_real_dumps_pass_every_check",  # 19 s
+    # the full run of 2026-12-06 night (--durations=100, load 7-13)
+    "tests/test_docs.py::test_every_readme_command_runs_on_the_samples",  # 125 s
+    "tests/test_outputs_interrupts.py::test_interrupt_exits_130_and_writes_nothing",  # up to 23 s a case
+    "tests/test_phases.py::test_compare_without_step_markers_never_says_per_step",  # 19 s
+    "tests/test_mcp.py::test_in_memory_compare_passes_the_comparisons_verdict",  # 19 s
+    "tests/test_reading.py::test_sample_findings_piped_are_ordered_short_and_narrow",  # 17 s
 }
 
 
