@@ -11,8 +11,8 @@ When: only when asked, through `prepare` (`traceql ingest --prepare`, or an anal
 session, traceql.analysis): a connection never writes. The build reads the run's Parquet (never the dump):
 level=run tables first (collectives matched across ranks), then everything else per rank (those tables
 partition by run and rank): one session at a time in this process, big ranks alone and small ones in groups,
-each with every thread and a memory budget (BUILD_MEMORY). The manifest records each table's fingerprint; a stale one is never read (sessions fall
-back to its SELECT) and the next prepare rebuilds it. A store that cannot be written (read-only copy) is
+each with every thread and a memory budget (BUILD_MEMORY). The manifest records each table's fingerprint; a
+stale one is never read (sessions fall back to its SELECT) and the next prepare rebuilds it. A store that cannot be written (read-only copy) is
 analysed from the SELECTs.
 """
 
@@ -38,8 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
 # (comm_matrix and run_meta only so that every helper macro binds: no derived table reads them)
 _INPUTS = ["kernels", "counters", "steps", "comm_ops", "comm_matrix", "run_meta"]
 # DuckDB memory of the run-level session and of a rank session that ran out within BUILD_MEMORY: it spills to
-# disk rather than grow past it. A share of the memory available when the build starts, split between the sessions, within
-# [MEMORY_FLOOR, MEMORY_CAP]: a rank of ~1M kernels wants ~2.3 GB for its sorts and windows, and at a fixed
+# disk rather than grow past it. A share of the memory available when the build starts, split between the
+# sessions, within [MEMORY_FLOOR, MEMORY_CAP]: a rank of ~1M kernels wants ~2.3 GB for its sorts and windows, and at a fixed
 # 1 GB it spilled ~1.3 GB to disk (kernel_bytes 5.7 -> 2.3 s wall at 3 GB); the floor is what the window and
 # ASOF operators that cannot spill need for such a rank.
 MEMORY_FLOOR = 1 << 30
