@@ -19,6 +19,7 @@ Cases (comma separated, run in order):
   kdi:<rows>       a kernel_details.csv whose 4 streams interleave (time order only per stream: the store sorts)
   many small ranks: cluster:<N>x<MB> with a large N (e.g. cluster:64x4)
   cluster:<N>x<MB> an N-rank cluster folder of full torch_npu dumps, <MB> per rank (1 MB = 1e6 bytes)
+  dcluster:<N>x<MB> the same, kernel-dense (synth.large.dense_cluster_scenario: ~480k kernels per GB)
   analysis         every query the findings use, then the findings (`traceql findings --all`), over the
                    store of the last cluster case
   reopen           re-open that store and run a query with the dump moved away (nothing is re-parsed)
@@ -330,13 +331,13 @@ def gen_kernel_details(work: Path, rows: int, seed: int) -> Path:
     return folder
 
 
-def gen_cluster(work: Path, n: int, mb: int, seed: int) -> Path:
+def gen_cluster(work: Path, n: int, mb: int, seed: int, dense: bool = False) -> Path:
     from traceql.synth import write_cluster
 
-    folder = work / f"cluster-{n}x{mb}MB-s{seed}"
+    folder = work / f"{'dcluster' if dense else 'cluster'}-{n}x{mb}MB-s{seed}"
     if not _done(folder).exists():
         shutil.rmtree(folder, ignore_errors=True)
-        info = write_cluster(folder, n, mb * 1_000_000, seed)
+        info = write_cluster(folder, n, mb * 1_000_000, seed, dense=dense)
         _note(f"generated {folder} ({int(info['bytes']) / 1e6:.0f} MB in {float(info['seconds']):.0f} s)")  # type: ignore[call-overload, arg-type]
         _done(folder).touch()
     return folder
@@ -875,11 +876,12 @@ def case_real(st: State, src: Path, mb: float) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def case_cluster(st: State, n_ranks: int, mb: int) -> None:
-    case = f"cluster {n_ranks}x{mb}MB"
-    folder = gen_cluster(st.work, n_ranks, mb, st.seed)
+def case_cluster(st: State, n_ranks: int, mb: int, dense: bool = False) -> None:
+    kind = "dcluster" if dense else "cluster"
+    case = f"{kind} {n_ranks}x{mb}MB"
+    folder = gen_cluster(st.work, n_ranks, mb, st.seed, dense)
     n = dir_bytes(folder)
-    store = st.work / f"store-cluster-{n_ranks}x{mb}"
+    store = st.work / f"store-{kind}-{n_ranks}x{mb}"
     r = st.tools.traceql_ingest(case, folder, store, n)
     _rows(r, store)
     if r.ok and st.tools.want("traceql -j1"):
@@ -1151,7 +1153,7 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
             out.append((kind, float(arg or 1)))
         elif kind in ("kd", "kdi"):
             out.append((kind, int(float(arg or 500_000))))
-        elif kind == "cluster":
+        elif kind in ("cluster", "dcluster"):
             n, _, mb = (arg or "8x250").partition("x")
             out.append((kind, (int(n), int(mb))))
         elif kind in ("analysis", "reopen", "truncated"):
@@ -1164,7 +1166,7 @@ def parse_cases(text: str) -> list[tuple[str, Any]]:
         else:
             raise SystemExit(
                 f"unknown case {item!r} (tv:<GB>, stv:<GB>, dev:<GB>, host:<GB>, ctr:<GB>, kineto:<GB>, kd:<rows>, kdi:<rows>, "
-                "cluster:<N>x<MB>, analysis, reopen, truncated, "
+                "cluster:<N>x<MB>, dcluster:<N>x<MB>, analysis, reopen, truncated, "
                 "manyruns:<N>, real:<file>:<MB>)"
             )
     return out
@@ -1254,8 +1256,8 @@ def main() -> None:
                 case_kineto(st, arg)
             elif kind == "kd":
                 case_kd(st, arg)
-            elif kind == "cluster":
-                case_cluster(st, *arg)
+            elif kind in ("cluster", "dcluster"):
+                case_cluster(st, *arg, dense=kind == "dcluster")
             elif kind == "analysis":
                 case_analysis(st)
             elif kind == "reopen":

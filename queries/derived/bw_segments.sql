@@ -56,34 +56,37 @@ WITH kb AS MATERIALIZED (
                 WHEN count(hbm_bytes_source) > 0 THEN 'modeled' END AS bw_source
     FROM kb k GROUP BY k.run_id, k.rank
 ), win AS MATERIALIZED (
-    SELECT * FROM step_windows
+    -- wid: the window's number on its rank; a piece's window is the running sum of +wid at window starts and
+    -- -wid at ends (the windows do not overlap), found by an equality join instead of an ASOF search
+    SELECT *, row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start, step) AS wid FROM step_windows
 ), cp AS MATERIALIZED (
     SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac FROM _comm_parts_base()
 ), ev AS (
     -- (compute, kernels, bandwidth, copies, communication parts, in peer wait, transit_frac, no transit split,
-    -- counter bandwidth) changes
+    -- counter bandwidth, window) changes
     SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp,
-           0 AS dm, 0 AS dpw, 0.0 AS dtf, 0 AS du, 0.0 AS dcb, 0 AS dcs FROM kb
-    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0.0, 0, 0.0, 0 FROM kb
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0 FROM win
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0 FROM win
-    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0.0, 0, 0.0, 0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0.0, 0, 0.0, 0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, coalesce(transit_frac, 0), (transit_frac IS NULL)::INTEGER, 0.0, 0
+           0 AS dm, 0 AS dpw, 0.0 AS dtf, 0 AS du, 0.0 AS dcb, 0 AS dcs, 0 AS dw FROM kb
+    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0.0, 0, 0.0, 0, 0 FROM kb
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0, wid FROM win
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0, -wid FROM win
+    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0.0, 0, 0.0, 0, 0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0.0, 0, 0.0, 0, 0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, coalesce(transit_frac, 0), (transit_frac IS NULL)::INTEGER, 0.0, 0, 0
               FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -coalesce(transit_frac, 0), -(transit_frac IS NULL)::INTEGER, 0.0, 0
+    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -coalesce(transit_frac, 0), -(transit_frac IS NULL)::INTEGER, 0.0, 0, 0
               FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, bps, 1 FROM cw
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, -bps, -1 FROM cw
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, bps, 1, 0 FROM cw
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, -bps, -1, 0 FROM cw
 ), pts AS (
     SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp,
-           sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf, sum(du) AS du, sum(dcb) AS dcb, sum(dcs) AS dcs
+           sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf, sum(du) AS du, sum(dcb) AS dcb, sum(dcs) AS dcs, sum(dw) AS dw
     FROM ev GROUP BY run_id, rank, t
 ), seg AS (
     SELECT run_id, rank, t AS seg_start, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
            sum(dc) OVER c AS n_comp, sum(dk) OVER c AS n_kernels, sum(dp) OVER c AS n_copy, sum(dbw) OVER c AS bw_sum,
            sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum,
-           sum(du) OVER c AS n_unsplit, sum(dcb) OVER c AS counter_bw, sum(dcs) OVER c AS n_counter
+           sum(du) OVER c AS n_unsplit, sum(dcb) OVER c AS counter_bw, sum(dcs) OVER c AS n_counter,
+           sum(dw) OVER c AS wid
     FROM pts
     WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
 )
@@ -96,6 +99,6 @@ SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win
        seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait, seg.n_unsplit::BIGINT AS n_unsplit,
        CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
 FROM seg
-ASOF JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.seg_start >= win.win_start
+JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.wid = win.wid
 LEFT JOIN src ON src.run_id = seg.run_id AND src.rank = seg.rank
 WHERE seg.seg_end IS NOT NULL AND seg.seg_end > seg.seg_start AND seg.seg_start < win.win_end;

@@ -98,6 +98,13 @@ def cluster_scenario(n_ranks: int, *, steps_per_second: int = 50) -> Scenario:
     )
 
 
+def dense_cluster_scenario(n_ranks: int) -> Scenario:
+    """A kernel-dense second per rank: dense_scenario's random op mix at a tenth of its durations, kernels 1-4 us
+    apart (~60k kernels a second per rank), an all-reduce every 33 ms, HBM samples every 100 us: a byte of dump
+    holds more kernels than the article scenario's (the shape whose analysis tables cost the most per GB)."""
+    return dense_scenario(0, n_ranks=n_ranks, hbm_period_ns=100_000, gap_us=(1, 4), dur_scale=0.1)
+
+
 def write_cluster(
     out_dir: str | Path,
     n_ranks: int,
@@ -106,15 +113,20 @@ def write_cluster(
     *,
     aic_metrics: str = "Memory",
     steps_per_second: int = 50,
+    dense: bool = False,
 ) -> dict[str, object]:
     """An N-rank cluster folder (rank{r}_ascend_pt/...) of at least bytes_per_rank per rank (one more second
     of timeline at most).
 
-    The article scenario fills one second and is replayed `repetitions` times. `seed` shifts the base time
+    The article scenario (dense: dense_cluster_scenario) fills one second and is replayed `repetitions` times. `seed` shifts the base time
     (so two clusters with different seeds do not collide) while the content stays the same pattern.
     Returns {"paths", "bytes", "seconds", "mb_per_s", "repetitions"}."""
     t0 = time.perf_counter()
-    sc = cluster_scenario(n_ranks, steps_per_second=steps_per_second)
+    sc = (
+        dense_cluster_scenario(n_ranks)
+        if dense
+        else cluster_scenario(n_ranks, steps_per_second=steps_per_second)
+    )
     sc.base_ns += seed * 3600 * NS_PER_S
     sc.finalize()
     per_rep = min(

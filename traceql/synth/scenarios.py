@@ -254,10 +254,12 @@ def dense_scenario(
     hbm_period_ns: int = 1_000_000,
     gap_us: tuple[int, int] = (2, 12),
     comm_every_ns: int = 33_000_000,
+    dur_scale: float = 1.0,
 ) -> Scenario:
     """A seeded random op mix on `n_ranks` ranks, filling [start_ns, start_ns + fill_ns) (keep it < 1 s so the
     writer can replay it second after second), with a step every step_ns and an all-reduce every
-    comm_every_ns. Same seed -> byte-identical output."""
+    comm_every_ns; dur_scale scales the op types' mean durations (0.1: ten times as many kernels a second).
+    Same seed -> byte-identical output."""
     sc = Scenario(n_ranks=n_ranks, hbm_period_ns=hbm_period_ns)
     group = next(iter(sc.groups))
     for rt in sc.ranks:
@@ -288,7 +290,7 @@ def dense_scenario(
                 next_comm += comm_every_ns
                 continue
             op_type, ttype, mean_us, bpus = _DENSE_TYPES[rng.randrange(len(_DENSE_TYPES))]
-            dur_us = max(3, int(rng.expovariate(1 / mean_us)))
+            dur_us = max(3, int(rng.expovariate(1 / (mean_us * dur_scale if dur_scale != 1.0 else mean_us))))
             nbytes = dur_us * bpus * rng.uniform(0.4, 1.0)
             rd = int(nbytes * 0.6) // 1024 * 1024
             wr = int(nbytes * 0.4) // 1024 * 1024
