@@ -860,7 +860,9 @@ def case_real(st: State, src: Path, mb: float) -> None:
         _done(folder).touch()
     n = dst.stat().st_size
     case = f"real {src.parent.name}/{name} {n / 1e6:.0f} MB"
-    kineto = dst.suffix == ".json" and dst.open("rb").read(1) == b"{"
+    # a Kineto trace is one object (real ones start with a newline before the brace); a trace_view is an array
+    with dst.open("rb") as fh:
+        kineto = dst.suffix == ".json" and fh.read(4096).lstrip().startswith(b"{")
     store = st.work / "store-real"
     _rows(st.tools.traceql_ingest(case, dst if kineto else folder, store, n), store)
     shutil.rmtree(store, ignore_errors=True)
