@@ -85,6 +85,22 @@ def test_the_report_runs_each_query_once(sample_store: Path, monkeypatch: pytest
     assert not dupes, sorted(dupes)
 
 
+def test_params_equal_to_the_defaults_share_one_run(sample_store: Path) -> None:
+    """A chart asking wait_attribution with {} and findings asking for the header's default sat_threshold bind
+    the same values: one run between them (the report did both, each costing ~1 CPU-s on an 8-rank cluster).
+    A different value, or a peak given as None (the runner fills a left-out peak from the device), runs again."""
+    default = queries.get("wait_attribution").param("sat_threshold")
+    assert default is not None and default.default is not None
+    with Analysis(sample_store, "demo") as a:
+        first = a.query("wait_attribution", {})
+        assert a.query("wait_attribution", {"sat_threshold": default.default}) is first
+        assert a.query("wait_attribution", {"sat_threshold": str(default.default)}) is first  # CLI strings
+        assert a.queries_run == 1
+        a.query("wait_attribution", {"sat_threshold": 0.5})
+        a.query("wait_attribution", {"peak_hbm_bps": None})
+        assert a.queries_run == 3
+
+
 def test_one_run_rule_ties_go_to_the_larger_name(tmp_path: Path) -> None:
     """The latest run by ingest time; equal times (a copied manifest) go to the larger name, everywhere."""
     st = tmp_path / "s"

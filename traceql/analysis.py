@@ -52,6 +52,22 @@ def note_build(run_id: str) -> None:
     )
 
 
+def _params_key(name: str, params: dict[str, Any] | None) -> str:
+    """The cache key of a query's params: as bound (converted, defaults filled in), so a chart asking
+    wait_attribution with {} and findings asking {"sat_threshold": 0.8}, the default, share one run (they bind
+    the same values). The runner fills a peak only where none is given, so which peaks were given is part of
+    the key: a peak given as None binds None, one left out binds the device's."""
+    from . import devices, queries
+    from .errors import QueryError
+
+    try:
+        bound: dict[str, Any] = queries.bind_params(queries.get(name), params)
+    except QueryError:  # an unknown query or param: keyed as given, and queries.run raises the error
+        bound = dict(params or {})
+    given_peaks = sorted(k for k in params or {} if k in devices.PEAK_PARAMS)
+    return json.dumps([bound, given_peaks], sort_keys=True, default=str)
+
+
 class Analysis:
     """One run (and optionally a baseline run) under analysis; see the module doc."""
 
@@ -118,7 +134,7 @@ class Analysis:
         from . import queries
 
         rid = run_id or self.run_id
-        key = (name, rid, rank, json.dumps(params or {}, sort_keys=True, default=str))
+        key = (name, rid, rank, _params_key(name, params))
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
