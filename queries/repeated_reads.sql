@@ -61,7 +61,11 @@ WITH kb AS MATERIALIZED (
     SELECT run_id, rank, stream_id, step, shape, dtype, burst, any_value(tbytes) AS tbytes, count(*) AS n,
            string_agg(op, ' -> ' ORDER BY seq) AS readers, string_agg(name, ' -> ' ORDER BY seq) AS names,
            sum(dur_ns) AS dur, sum(hbm_bytes) AS bytes, min(ts_ns) AS t0
-    FROM isl SEMI JOIN kept USING (run_id, rank, stream_id, step, shape, dtype, burst)
+    FROM isl i
+    -- (IS NOT DISTINCT FROM: a dump without steps or streams has null ones, and they group together above)
+    SEMI JOIN kept k ON k.run_id = i.run_id AND k.rank = i.rank AND k.stream_id IS NOT DISTINCT FROM i.stream_id
+         AND k.step IS NOT DISTINCT FROM i.step AND k.shape IS NOT DISTINCT FROM i.shape
+         AND k.dtype IS NOT DISTINCT FROM i.dtype AND k.burst = i.burst
     GROUP BY run_id, rank, stream_id, step, shape, dtype, burst
 ), bt AS (
     SELECT *, (n - 1) * tbytes AS extra,
