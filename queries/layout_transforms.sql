@@ -21,7 +21,7 @@
 -- transdata, transpose, format_cast or permute (case-insensitive). Memory copies (memcpy / memset tasks)
 -- are never layout transforms.
 -- Groups are (op_type, input formats, output formats, input dtypes, output dtypes).
-WITH kb AS MATERIALIZED (
+WITH kb AS NOT MATERIALIZED (  -- each reader scans its own columns (the conversions are few)
     SELECT * FROM kernel_bytes WHERE NOT is_comm
 ), conv AS (
     -- the conversions' (task type, name, op type) once per distinct triple: the ILIKE tests and the name's
