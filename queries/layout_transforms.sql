@@ -55,5 +55,7 @@ SELECT t.run_id, coalesce(t.op_type, t.name) AS op_type, t.input_formats AS src_
        arg_max(t.output_shapes, (t.dur_ns, t.input_shapes, t.output_shapes)) AS example_output_shape
 FROM t JOIN tot USING (run_id)
 GROUP BY t.run_id, coalesce(t.op_type, t.name), t.input_formats, t.output_formats, t.input_dtypes, t.output_dtypes
-ORDER BY dur_ns DESC, op_type, src_format, dst_format
+-- (a total order over the grouping key: the first N rows of a larger top_n are this top_n's rows, which the
+-- analysis session relies on to serve a chart's top 15 from findings' top 1000)
+ORDER BY dur_ns DESC, op_type, src_format, dst_format, src_dtype, dst_dtype
 LIMIT $top_n;

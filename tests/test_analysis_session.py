@@ -169,3 +169,35 @@ def test_a_stale_table_alone_is_recomputed(tmp_path: Path) -> None:
         for r in cur.execute("SELECT view_name, sql FROM duckdb_views() WHERE temporary").fetchall()
     }
     assert "read_parquet" not in sql["bw_segments"] and "main.kernel_bytes" in sql["kernel_bytes"]
+
+
+def test_a_smaller_top_n_is_cut_from_a_larger_one(sample_store: Path) -> None:
+    """The report's op_hbm_bytes chart (top 10) after findings' top 50: one run. The cut rows and their
+    metadata equal what a run of the query with the smaller top_n returns (compared with a fresh queries.run:
+    two code paths, no number computed here)."""
+    from traceql.analysis import PREFIX_QUERIES
+
+    assert set(PREFIX_QUERIES) == {"op_hbm_bytes", "layout_transforms"}
+    with Analysis(sample_store, "demo") as a:
+        big = a.query("op_hbm_bytes", {"top_n": 50})
+        assert big.num_rows > 3  # else the cut would prove nothing
+        small = a.query("op_hbm_bytes", {"top_n": 3})
+        assert a.queries_run == 1
+        fresh = queries.run("op_hbm_bytes", sample_store, run_id="demo", params={"top_n": 3})
+        assert small.to_pylist() == fresh.to_pylist()
+        assert small.schema.metadata == fresh.schema.metadata
+        a.query("op_hbm_bytes", {"top_n": 60})  # larger than any cached: runs
+        a.query("op_hbm_bytes", {"top_n": 3, "peak_hbm_bps": 1e12})  # another param: runs
+        assert a.queries_run == 3
+
+
+def test_the_prefix_queries_end_in_limit_top_n() -> None:
+    """What the cut relies on: the query's last clause is LIMIT $top_n after an ORDER BY (the ORDER BY's
+    columns cover the grouping key, so the order is total: see the comment above it in each file)."""
+    import re
+
+    from traceql.analysis import PREFIX_QUERIES
+
+    for name, param in PREFIX_QUERIES.items():
+        sql = re.sub(r"--[^\n]*", "", queries.get(name).sql).strip()
+        assert re.search(rf"\bORDER BY [^;]+\bLIMIT \${param}\s*;?$", sql), name

@@ -53,6 +53,11 @@ def note_build(run_id: str) -> None:
     )
 
 
+# Queries whose rows for top_n = n are the first n rows for any larger top_n (they end in a total ORDER BY
+# and LIMIT $top_n; tests/test_analysis_session.py checks the SQL): the session cuts a smaller top_n from a
+# cached larger one instead of running the query again.
+PREFIX_QUERIES = {"op_hbm_bytes": "top_n", "layout_transforms": "top_n"}
+
 # queries the findings planner runs at once (findings.evaluate's default workers)
 PLANNER_WORKERS = 4
 
@@ -151,7 +156,7 @@ class Analysis:
         rid = run_id or self.run_id
         key = (name, rid, rank, _params_key(name, params))
         with self._lock:
-            hit = self._cache.get(key)
+            hit = self._cache.get(key) or self._prefix_hit(key)
         if hit is not None:
             return hit
         t = queries.run(
@@ -167,6 +172,35 @@ class Analysis:
         with self._lock:
             self.queries_run += 1
             return self._cache.setdefault(key, t)
+
+    def _prefix_hit(self, key: tuple[str, str, int | None, str]) -> pa.Table | None:
+        """A PREFIX_QUERIES query's rows for top_n = n, cut from a cached run of the same query with a larger
+        top_n and otherwise the same params (the report's charts ask for the top 10 or 15 of what findings
+        read as the top 50 or 1000). None when there is no such run. Called under the lock."""
+        param = PREFIX_QUERIES.get(key[0])
+        if param is None:
+            return None
+        want, peaks = json.loads(key[3])
+        n = want.get(param)
+        if not isinstance(n, int) or n < 0:
+            return None
+        for (name, rid, rank, pkey), t in self._cache.items():
+            if (name, rid, rank) != key[:3]:
+                continue
+            have, have_peaks = json.loads(pkey)
+            m = have.get(param)
+            if not isinstance(m, int) or m < n or have_peaks != peaks:
+                continue
+            if {**have, param: n} != want:
+                continue
+            meta = dict(t.schema.metadata or {})
+            if b"traceql.params" in meta:  # the params as queries.run would record them for top_n = n
+                bound = json.loads(meta[b"traceql.params"])
+                meta[b"traceql.params"] = json.dumps({**bound, param: n}, default=str).encode()
+            cut = t.slice(0, n).replace_schema_metadata(meta)
+            self._cache[key] = cut
+            return cut
+        return None
 
     def rows(self, name: str, params: dict[str, Any] | None = None, **kw: Any) -> list[dict[str, Any]]:
         return list(self.query(name, params, **kw).to_pylist())
