@@ -343,7 +343,10 @@ WITH cap AS (
     -- the highest id named, and what names it (the evidence the verdict cites for "at least N")
     SELECT run_id, max(r) + 1 AS named_ranks,
            string_agg(DISTINCT src, ', ' ORDER BY src) FILTER (WHERE top) AS named_from
-    FROM (SELECT run_id, r, src, r = max(r) OVER (PARTITION BY run_id) AS top FROM named WHERE r >= 0)
+    -- distinct ids first: the matrix names the same few ranks a million times, and the window below would
+    -- partition every one of those rows
+    FROM (SELECT run_id, r, src, r = max(r) OVER (PARTITION BY run_id) AS top
+          FROM (SELECT DISTINCT run_id, r, src FROM named WHERE r >= 0))
     GROUP BY run_id
 ), sized AS (
     SELECT p.run_id, p.ranks_captured, p.captured, ws.world_size, nm.named_from, nm.named_ranks,

@@ -34,9 +34,10 @@
 -- from the prefix sums (two ASOF look-ups), so the kernel timeline is never swept again. Idle time
 -- is split in one order: loading first, then copy, then sync, then other. Host events are matched by name with
 -- the three regexes (params); host and device share one clock in the dumps traceql reads.
-WITH tl AS MATERIALIZED (
+WITH tl AS NOT MATERIALIZED (
     -- the stored step timeline (derived/timeline_base.sql): compute (copies apart), copies, communication,
-    -- and the idle kind of each segment with nothing running
+    -- and the idle kind of each segment with nothing running (not materialised: each reader below scans the
+    -- Parquet for its own columns and rows, cheaper than copying ~2M rows of all of them once)
     SELECT run_id, rank, step, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np, idle_kind AS kind,
            idle_kind IS NOT NULL AS idle, prep_before_ns, free_before_ns, tail_before_ns
     FROM timeline_base
@@ -88,13 +89,27 @@ WITH tl AS MATERIALIZED (
     JOIN edge_idle a ON a.run_id = pw.run_id AND a.rank = pw.rank AND a.p0 = pw.p0 AND a.edge = 0
     JOIN edge_idle b ON b.run_id = pw.run_id AND b.rank = pw.rank AND b.p0 = pw.p0 AND b.edge = 1
 ), fr AS (
-    -- free gaps: runs of adjacent free segments
+    SELECT run_id, rank, step, t0, t1 FROM tl WHERE kind = 'free'
+), fl AS (
+    -- whether a free segment touches another one (ends where the next starts): most do not, and those are
+    -- whole gaps; only the touching ones need the ordered pass below (two hash look-ups instead of two
+    -- windows over every free segment)
+    SELECT f.*,
+           EXISTS (SELECT 1 FROM fr p WHERE p.run_id = f.run_id AND p.rank = f.rank
+                   AND p.step IS NOT DISTINCT FROM f.step AND p.t1 = f.t0)
+           OR EXISTS (SELECT 1 FROM fr n WHERE n.run_id = f.run_id AND n.rank = f.rank
+                      AND n.step IS NOT DISTINCT FROM f.step AND n.t0 = f.t1) AS touches
+    FROM fr f
+), islands AS (
+    -- free gaps of touching segments: runs of adjacent free segments
     SELECT *, sum(CASE WHEN t0 = prev_t1 THEN 0 ELSE 1 END)
                   OVER (PARTITION BY run_id, rank, step ORDER BY t0 ROWS UNBOUNDED PRECEDING) AS island
     FROM (SELECT run_id, rank, step, t0, t1, lag(t1) OVER (PARTITION BY run_id, rank, step ORDER BY t0) AS prev_t1
-          FROM tl WHERE kind = 'free')
+          FROM fl WHERE touches)
 ), gaps AS (
-    SELECT run_id, rank, step, island, sum(t1 - t0) AS gap_ns FROM fr GROUP BY ALL
+    SELECT run_id, rank, step, t1 - t0 AS gap_ns FROM fl WHERE NOT touches
+    UNION ALL
+    SELECT run_id, rank, step, sum(t1 - t0) FROM islands GROUP BY run_id, rank, step, island
 ), per_tl AS (
     SELECT run_id, rank, step,
            sum(d) AS window_ns,

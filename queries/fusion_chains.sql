@@ -67,13 +67,15 @@ WITH kb AS MATERIALIZED (
     -- does B read A's first output? once per distinct (input signature, A output)
     SELECT DISTINCT in_s, in_d, a_out_s, a_out_d FROM cand
 ), lpair_t AS (
-    SELECT lp.*, list_contains(list_transform(sig.inputs, lambda t: t.s || '|' || t.d), lp.a_out_s || '|' || lp.a_out_d) AS reads_a
+    -- (A's output bytes looked up here, once per distinct pair, not once per link)
+    SELECT lp.*, list_contains(list_transform(sig.inputs, lambda t: t.s || '|' || t.d), lp.a_out_s || '|' || lp.a_out_d) AS reads_a,
+           o.out_bytes AS a_out_bytes
     FROM lpair lp JOIN sig ON sig.in_s = lp.in_s AND sig.in_d = lp.in_d
+    LEFT JOIN osig o ON o.out_s IS NOT DISTINCT FROM lp.a_out_s AND o.out_d IS NOT DISTINCT FROM lp.a_out_d
 ), links AS MATERIALIZED (
-    SELECT c.*, o.out_bytes AS a_out_bytes
+    SELECT c.*, lp.a_out_bytes
     FROM cand c
     JOIN lpair_t lp ON lp.in_s = c.in_s AND lp.in_d = c.in_d AND lp.a_out_s = c.a_out_s AND lp.a_out_d IS NOT DISTINCT FROM c.a_out_d
-    LEFT JOIN osig o ON o.out_s IS NOT DISTINCT FROM c.a_out_s AND o.out_d IS NOT DISTINCT FROM c.a_out_d
     WHERE lp.reads_a
 ), link_pos AS MATERIALIZED (
     -- a narrow copy: a window over the links CTE itself would sort their wide rows

@@ -37,7 +37,7 @@
 -- over compute time it resolves the bandwidth only when most compute time is in kernels not much shorter than
 -- the period (resolved_share >= 0.8); otherwise busy_utilization is null and busy_utilization_max bounds it
 -- from above. Modeled bytes (shapes x dtypes, no re-reads) are a lower bound: they are reported, never graded.
-WITH seg AS MATERIALIZED (
+WITH seg AS (
     SELECT run_id, rank, step, n_comp, bw_bps, rank_source, bw_source, win_start, win_end, dur_ns AS wall_ns,
            -- sampled bandwidth is known only inside the counters' span: time outside it is not counted as 0
            CASE WHEN bw_source <> 'sampled' OR in_counter_span THEN dur_ns ELSE 0 END AS dur_ns,
@@ -62,13 +62,14 @@ WITH seg AS MATERIALIZED (
     ASOF JOIN step_windows w ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
     WHERE k.ts_ns < w.win_end
     GROUP BY w.run_id, w.rank, w.step
-), agg AS (
+), seg_step AS (
+    -- one pass over the ~2M segments per step; the rank and run rows roll up these step rows (a grouping set
+    -- over the segments themselves ran three aggregates over all of them)
     SELECT run_id, rank, step,
-           CASE WHEN grouping(rank) = 1 THEN 'run' WHEN grouping(step) = 1 THEN 'rank' ELSE 'step' END AS scope,
-           sum(wall_ns)::BIGINT AS window_ns,
-           sum(wall_ns) FILTER (WHERE n_comp > 0)::BIGINT AS busy_ns,
-           sum(dur_ns)::BIGINT AS covered_ns,
-           sum(dur_ns) FILTER (WHERE n_comp > 0)::BIGINT AS covered_busy_ns,
+           sum(wall_ns) AS wall_ns,
+           sum(wall_ns) FILTER (WHERE n_comp > 0) AS busy_wall_ns,
+           sum(dur_ns) AS dur_ns,
+           sum(dur_ns) FILTER (WHERE n_comp > 0) AS busy_dur_ns,
            sum(bw_bps * dur_ns / 1e9) AS bytes,
            sum(bw_bps * dur_ns / 1e9) FILTER (WHERE n_comp > 0) AS busy_bytes,
            max(bw_bps) AS max_bw,
@@ -76,12 +77,30 @@ WITH seg AS MATERIALIZED (
            sum(dur_ns) FILTER (WHERE n_comp > 0 AND below) AS busy_below_ns,
            sum(dur_ns) FILTER (WHERE above) AS above_ns,
            any_value(peak) AS peak,
-           CASE WHEN min(rank_source) = max(rank_source) THEN min(rank_source)
-                WHEN count(rank_source) > 0 THEN 'mixed' END AS hbm_bytes_source,
-           CASE WHEN count(bw_source) = 0 THEN 'none'
-                WHEN min(bw_source) = max(bw_source) THEN CASE min(bw_source) WHEN 'pmu' THEN 'measured' ELSE min(bw_source) END
-                ELSE 'mixed' END AS evidence
+           min(rank_source) AS rs_min, max(rank_source) AS rs_max, count(rank_source) AS rs_n,
+           min(bw_source) AS bs_min, max(bw_source) AS bs_max, count(bw_source) AS bs_n
     FROM seg
+    GROUP BY run_id, rank, step
+), agg AS (
+    SELECT run_id, rank, step,
+           CASE WHEN grouping(rank) = 1 THEN 'run' WHEN grouping(step) = 1 THEN 'rank' ELSE 'step' END AS scope,
+           sum(wall_ns)::BIGINT AS window_ns,
+           sum(busy_wall_ns)::BIGINT AS busy_ns,
+           sum(dur_ns)::BIGINT AS covered_ns,
+           sum(busy_dur_ns)::BIGINT AS covered_busy_ns,
+           sum(bytes) AS bytes,
+           sum(busy_bytes) AS busy_bytes,
+           max(max_bw) AS max_bw,
+           sum(busy_above_ns) AS busy_above_ns,
+           sum(busy_below_ns) AS busy_below_ns,
+           sum(above_ns) AS above_ns,
+           any_value(peak) AS peak,
+           CASE WHEN min(rs_min) = max(rs_max) THEN min(rs_min)
+                WHEN sum(rs_n) > 0 THEN 'mixed' END AS hbm_bytes_source,
+           CASE WHEN sum(bs_n) = 0 THEN 'none'
+                WHEN min(bs_min) = max(bs_max) THEN CASE min(bs_min) WHEN 'pmu' THEN 'measured' ELSE min(bs_min) END
+                ELSE 'mixed' END AS evidence
+    FROM seg_step
     GROUP BY GROUPING SETS ((run_id), (run_id, rank), (run_id, rank, step))
 ), kagg AS (
     SELECT run_id, rank, step,

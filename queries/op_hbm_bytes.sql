@@ -77,5 +77,7 @@ SELECT run_id, name, op_type, calls, calls_with_bytes, dur_ns, hbm_read_bytes, h
                         calls_cannot_hold, calls, lost_bytes / 1e9, lost_dur_ns / 1e6, lost_max_bps / $peak_hbm_bps::DOUBLE) END
            AS model_note
 FROM ops
-ORDER BY hbm_bytes DESC NULLS LAST, dur_ns DESC, name
+-- (a total order, op_type last: the first N rows of a larger top_n are this top_n's rows, which the analysis
+-- session relies on to serve a chart's top 10 from findings' top 50)
+ORDER BY hbm_bytes DESC NULLS LAST, dur_ns DESC, name, op_type
 LIMIT $top_n;

@@ -51,12 +51,22 @@ WITH kb AS MATERIALIZED (
     SELECT *, sum(CASE WHEN seq - coalesce(prev_seq, -1000000) > $max_distance::INTEGER THEN 1 ELSE 0 END)
                   OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq ROWS UNBOUNDED PRECEDING) AS burst
     FROM (SELECT *, lag(seq) OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq) AS prev_seq FROM big)
+), kept AS (
+    -- the bursts with enough reads, counted first: most bursts are one or two reads, and the ordered
+    -- string_aggs below buffer and sort every group they run on
+    SELECT run_id, rank, stream_id, step, shape, dtype, burst
+    FROM isl GROUP BY ALL
+    HAVING count(*) >= $min_reads::INTEGER
 ), bursts AS (
     SELECT run_id, rank, stream_id, step, shape, dtype, burst, any_value(tbytes) AS tbytes, count(*) AS n,
            string_agg(op, ' -> ' ORDER BY seq) AS readers, string_agg(name, ' -> ' ORDER BY seq) AS names,
            sum(dur_ns) AS dur, sum(hbm_bytes) AS bytes, min(ts_ns) AS t0
-    FROM isl GROUP BY ALL
-    HAVING count(*) >= $min_reads::INTEGER
+    FROM isl i
+    -- (IS NOT DISTINCT FROM: a dump without steps or streams has null ones, and they group together above)
+    SEMI JOIN kept k ON k.run_id = i.run_id AND k.rank = i.rank AND k.stream_id IS NOT DISTINCT FROM i.stream_id
+         AND k.step IS NOT DISTINCT FROM i.step AND k.shape IS NOT DISTINCT FROM i.shape
+         AND k.dtype IS NOT DISTINCT FROM i.dtype AND k.burst = i.burst
+    GROUP BY run_id, rank, stream_id, step, shape, dtype, burst
 ), bt AS (
     SELECT *, (n - 1) * tbytes AS extra,
            CASE WHEN bytes > 0 AND dur > 0 THEN least((n - 1) * tbytes / (bytes / dur), dur) END AS extra_t

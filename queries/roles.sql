@@ -21,16 +21,14 @@ WITH r AS (
 ), o AS (
     SELECT *, max(e) OVER (PARTITION BY run_id, rank ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
     FROM k
-), isl AS (
-    SELECT *, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
-              OVER (PARTITION BY run_id, rank ORDER BY s, e) AS island
-    FROM o
 ), per_rank AS (
     SELECT run_id, rank, count(*) AS kernels, sum(d) AS kernel_ns, max(e) - min(s) AS span_ns
     FROM k GROUP BY run_id, rank
 ), busy AS (
-    SELECT run_id, rank, sum(ie - is_) AS busy_ns
-    FROM (SELECT run_id, rank, island, min(s) AS is_, max(e) AS ie FROM isl GROUP BY ALL) GROUP BY ALL
+    -- the union of the kernels' intervals, by a sweep: each kernel adds the part of it past every earlier
+    -- kernel's end (one ordered pass; numbering islands of overlapping kernels took a second one)
+    SELECT run_id, rank, sum(greatest(e - greatest(s, coalesce(prev_end, s)), 0)) AS busy_ns
+    FROM o GROUP BY ALL
 )
 SELECT p.run_id, coalesce(r.role, '(none)') AS role, count(*)::BIGINT AS ranks,
        string_agg(p.rank::VARCHAR, ',' ORDER BY p.rank) AS rank_list, sum(p.kernels)::BIGINT AS kernels,

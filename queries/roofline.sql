@@ -35,27 +35,35 @@
 -- most of the operator's time); otherwise the roofline's own figures decide. Modeled bytes or FLOPs that would
 -- exceed a peak cannot hold: they are left out (null, with model_note) and never drawn above the roof; with
 -- modeled figures only, 'latency' means "below both roofs by the model".
-WITH kb AS MATERIALIZED (
-    SELECT *, string_split(input_shapes, ';') AS ins FROM kernel_bytes WHERE NOT is_comm
+WITH kb AS (
+    SELECT * FROM kernel_bytes WHERE NOT is_comm
+), fm AS (
+    -- the FLOP model once per distinct (op type, shapes): they repeat every step, and splitting and
+    -- multiplying the shape texts of every kernel cost ~1 CPU-s on an 8-rank cluster's 600k kernels
+    SELECT op_type, input_shapes, output_shapes,
+           CASE
+           WHEN regexp_matches(lower(coalesce(op_type, '')), '^(batch)?matmul|gemm|^bmm|^linear')
+                AND len(ins) >= 2 AND _shape_elems(ins[1]) > 0 AND _shape_elems(ins[2]) > 0
+                AND _shape_elems(string_split(output_shapes, ';')[1]) > 0
+           THEN 2 * _shape_elems(string_split(output_shapes, ';')[1]) * sqrt(
+                  _shape_elems(ins[1]) * _shape_elems(ins[2])
+                  / (_shape_elems(string_split(output_shapes, ';')[1])
+                     * _shape_elems(array_to_string(string_split(ins[2], ',')[1:-3], ','))))
+           WHEN lower(coalesce(op_type, '')) IN ('add', 'adds', 'addv2', 'sub', 'mul', 'muls', 'div', 'realdiv',
+                'relu', 'relugrad', 'gelu', 'gelugrad', 'fastgelu', 'fastgelugrad', 'tanh', 'tanhgrad',
+                'sigmoid', 'sigmoidgrad', 'exp', 'log', 'sqrt', 'rsqrt', 'neg', 'abs', 'maximum', 'minimum',
+                'pow', 'square', 'cast', 'axpy', 'axpyv2', 'silu', 'swish', 'leakyrelu', 'elu', 'mish')
+                AND _shape_elems(string_split(output_shapes, ';')[1]) IS NOT NULL
+           THEN _shape_elems(string_split(output_shapes, ';')[1])
+           END AS fl_model
+    FROM (SELECT op_type, input_shapes, output_shapes, string_split(input_shapes, ';') AS ins
+          FROM (SELECT DISTINCT op_type, input_shapes, output_shapes FROM kb WHERE flops IS NULL))
 ), f AS (
-    SELECT *,
-           CASE WHEN flops IS NOT NULL THEN flops
-                WHEN regexp_matches(lower(coalesce(op_type, '')), '^(batch)?matmul|gemm|^bmm|^linear')
-                     AND len(ins) >= 2 AND _shape_elems(ins[1]) > 0 AND _shape_elems(ins[2]) > 0
-                     AND _shape_elems(string_split(output_shapes, ';')[1]) > 0
-                THEN 2 * _shape_elems(string_split(output_shapes, ';')[1]) * sqrt(
-                       _shape_elems(ins[1]) * _shape_elems(ins[2])
-                       / (_shape_elems(string_split(output_shapes, ';')[1])
-                          * _shape_elems(array_to_string(string_split(ins[2], ',')[1:-3], ','))))
-                WHEN lower(coalesce(op_type, '')) IN ('add', 'adds', 'addv2', 'sub', 'mul', 'muls', 'div', 'realdiv',
-                     'relu', 'relugrad', 'gelu', 'gelugrad', 'fastgelu', 'fastgelugrad', 'tanh', 'tanhgrad',
-                     'sigmoid', 'sigmoidgrad', 'exp', 'log', 'sqrt', 'rsqrt', 'neg', 'abs', 'maximum', 'minimum',
-                     'pow', 'square', 'cast', 'axpy', 'axpyv2', 'silu', 'swish', 'leakyrelu', 'elu', 'mish')
-                     AND _shape_elems(string_split(output_shapes, ';')[1]) IS NOT NULL
-                THEN _shape_elems(string_split(output_shapes, ';')[1])
-           END AS fl,
-           CASE WHEN flops IS NOT NULL THEN 'pmu' END AS fl_src0
-    FROM kb
+    SELECT kb.*, CASE WHEN kb.flops IS NOT NULL THEN kb.flops ELSE fm.fl_model END AS fl,
+           CASE WHEN kb.flops IS NOT NULL THEN 'pmu' END AS fl_src0
+    FROM kb LEFT JOIN fm ON fm.op_type IS NOT DISTINCT FROM kb.op_type
+         AND fm.input_shapes IS NOT DISTINCT FROM kb.input_shapes
+         AND fm.output_shapes IS NOT DISTINCT FROM kb.output_shapes AND kb.flops IS NULL
 ), g AS (
     SELECT run_id, name, op_type, count(*) AS calls, sum(dur_ns)::BIGINT AS dur_ns,
            sum(fl) AS flops,

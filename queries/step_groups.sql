@@ -45,28 +45,27 @@ WITH win AS (
     SELECT run_id, rank, step, idx // greatest(ceil(n / greatest($max_groups::INTEGER, 1))::BIGINT, 1) AS grp
     FROM win
 ), parts AS (
-    -- the same per-segment split as wait_attribution and step_breakdown (_helpers.sql _timeline_parts)
-    SELECT p.*, g.grp
-    FROM _timeline_parts($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE) p
-    JOIN grp g ON g.run_id = p.run_id AND g.rank = p.rank AND g.step IS NOT DISTINCT FROM p.step
+    -- the same per-segment split as wait_attribution and step_breakdown (_helpers.sql _timeline_parts), summed
+    -- per step window first: the group and the profiler's numbers are then joined to ~30k steps, not to the
+    -- ~2M segments of an 8-rank cluster
+    SELECT run_id, rank, step,
+           sum(dur_ns) AS wall, sum(c_sat) AS c_sat, sum(c_other) AS c_other, sum(m_transit) AS m_transit,
+           sum(m_peer) AS m_peer, sum(m_other) AS m_other, sum(m_unsplit) AS m_unsplit, sum(idle) AS idle, sum(host) AS host,
+           sum(computing) AS computing, sum(comm_no) AS comm_no, sum(overlapped) AS overlapped,
+           sum(preparing) AS preparing, sum(tail) AS tail
+    FROM _timeline_parts($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE)
+    GROUP BY run_id, rank, step
 ), st AS (
-    SELECT s.*, g.grp
-    FROM (SELECT * FROM steps
-          QUALIFY row_number() OVER (PARTITION BY run_id, rank, step ORDER BY computing_ns IS NULL, source, ts_ns) = 1) s
-    JOIN grp g ON g.run_id = s.run_id AND g.rank = s.rank AND g.step IS NOT DISTINCT FROM s.step
+    SELECT * FROM steps
+    QUALIFY row_number() OVER (PARTITION BY run_id, rank, step ORDER BY computing_ns IS NULL, source, ts_ns) = 1
 ), per_step AS (
     -- one row per step window: its parts, and the profiler's step_trace numbers for it
-    SELECT p.run_id, p.rank, p.step, p.grp,
-           sum(p.dur_ns) AS wall, sum(p.c_sat) AS c_sat, sum(p.c_other) AS c_other, sum(p.m_transit) AS m_transit,
-           sum(p.m_peer) AS m_peer, sum(p.m_other) AS m_other, sum(p.m_unsplit) AS m_unsplit, sum(p.idle) AS idle, sum(p.host) AS host,
-           sum(p.computing) AS computing, sum(p.comm_no) AS comm_no, sum(p.overlapped) AS overlapped,
-           sum(p.preparing) AS preparing, sum(p.tail) AS tail,
-           any_value(st.dur_ns) AS p_step, any_value(st.computing_ns) AS p_comp,
-           any_value(st.comm_not_overlapped_ns) AS p_comm_no, any_value(st.free_ns) AS p_free,
-           any_value(st.preparing_ns) AS p_prep
+    SELECT p.*, g.grp,
+           st.dur_ns AS p_step, st.computing_ns AS p_comp, st.comm_not_overlapped_ns AS p_comm_no,
+           st.free_ns AS p_free, st.preparing_ns AS p_prep
     FROM parts p
+    JOIN grp g ON g.run_id = p.run_id AND g.rank = p.rank AND g.step IS NOT DISTINCT FROM p.step
     LEFT JOIN st ON st.run_id = p.run_id AND st.rank = p.rank AND st.step IS NOT DISTINCT FROM p.step
-    GROUP BY p.run_id, p.rank, p.step, p.grp
 ), agg AS (
     SELECT run_id, rank, grp,
            CASE WHEN grouping(grp) = 1 THEN 'rank' ELSE 'group' END AS scope,

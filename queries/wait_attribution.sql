@@ -66,26 +66,37 @@ WITH cov AS (
     -- each timeline segment split into its parts (_helpers.sql _timeline_parts)
     SELECT p.*, coalesce(cov.ranks_captured >= cov.job_ranks, true) AS complete
     FROM _timeline_parts($sat_threshold::DOUBLE, $peak_hbm_bps::DOUBLE) p LEFT JOIN cov ON cov.run_id = p.run_id
+), step_agg AS (
+    -- one pass over the timeline's segments per step; the rank and run rows roll up these step rows (a
+    -- grouping set over the ~2M segments themselves cost three hash aggregates and a materialised copy)
+    SELECT run_id, rank, step,
+           sum(dur_ns) AS wall_ns, sum(c_sat) AS c_sat, sum(c_other) AS c_other, sum(m_transit) AS m_transit,
+           sum(m_peer) AS m_peer, sum(m_peer_other) AS m_peer_other,
+           sum(m_after) FILTER (WHERE NOT complete) AS m_missing, sum(m_after) FILTER (WHERE complete) AS m_sync,
+           sum(m_unsplit) AS m_unsplit, sum(idle) AS idle, sum(host) AS host, sum(comp_bw_ns) AS comp_bw_ns,
+           count(bw_source) AS n_src, min(bw_source) AS src_min, max(bw_source) AS src_max
+    FROM parts
+    GROUP BY run_id, rank, step
 ), agg AS (
     SELECT run_id, rank, step,
            CASE WHEN grouping(rank) = 1 THEN 'run' WHEN grouping(step) = 1 THEN 'rank' ELSE 'step' END AS scope,
-           count(DISTINCT (rank, step)) AS steps,
-           sum(dur_ns)::BIGINT AS wall_ns,
+           count(*) AS steps,  -- one step_agg row per (rank, step), a null step included
+           sum(wall_ns)::BIGINT AS wall_ns,
            sum(c_sat)::BIGINT AS compute_hbm_saturated_ns,
            sum(c_other)::BIGINT AS compute_other_ns,
            round(sum(m_transit))::BIGINT AS comm_transit_ns,
            round(sum(m_peer))::BIGINT AS comm_wait_peer_hbm_ns,
            round(sum(m_peer_other))::BIGINT AS comm_wait_peer_other_ns,
-           round(sum(m_after) FILTER (WHERE NOT complete))::BIGINT AS comm_wait_missing_ranks_ns,
-           round(sum(m_after) FILTER (WHERE complete))::BIGINT AS comm_wait_sync_ns,
+           round(sum(m_missing))::BIGINT AS comm_wait_missing_ranks_ns,
+           round(sum(m_sync))::BIGINT AS comm_wait_sync_ns,
            round(sum(m_unsplit))::BIGINT AS comm_unsplit_ns,
            sum(idle)::BIGINT AS idle_ns,
            sum(host)::BIGINT AS host_ns,
            sum(comp_bw_ns) AS comp_bw_ns,
-           CASE WHEN count(bw_source) = 0 THEN 'none'
-                WHEN min(bw_source) = max(bw_source) THEN CASE min(bw_source) WHEN 'pmu' THEN 'measured' ELSE min(bw_source) END
+           CASE WHEN sum(n_src) = 0 THEN 'none'
+                WHEN min(src_min) = max(src_max) THEN CASE min(src_min) WHEN 'pmu' THEN 'measured' ELSE min(src_min) END
                 ELSE 'mixed' END AS hbm_evidence
-    FROM parts
+    FROM step_agg
     GROUP BY GROUPING SETS ((run_id), (run_id, rank), (run_id, rank, step))
 ), agg2 AS (
     SELECT * REPLACE (coalesce(comm_wait_missing_ranks_ns, 0) AS comm_wait_missing_ranks_ns,

@@ -85,6 +85,22 @@ def test_the_report_runs_each_query_once(sample_store: Path, monkeypatch: pytest
     assert not dupes, sorted(dupes)
 
 
+def test_params_equal_to_the_defaults_share_one_run(sample_store: Path) -> None:
+    """A chart asking wait_attribution with {} and findings asking for the header's default sat_threshold bind
+    the same values: one run between them (the report did both, each costing ~1 CPU-s on an 8-rank cluster).
+    A different value, or a peak given as None (the runner fills a left-out peak from the device), runs again."""
+    default = queries.get("wait_attribution").param("sat_threshold")
+    assert default is not None and default.default is not None
+    with Analysis(sample_store, "demo") as a:
+        first = a.query("wait_attribution", {})
+        assert a.query("wait_attribution", {"sat_threshold": default.default}) is first
+        assert a.query("wait_attribution", {"sat_threshold": str(default.default)}) is first  # CLI strings
+        assert a.queries_run == 1
+        a.query("wait_attribution", {"sat_threshold": 0.5})
+        a.query("wait_attribution", {"peak_hbm_bps": None})
+        assert a.queries_run == 3
+
+
 def test_one_run_rule_ties_go_to_the_larger_name(tmp_path: Path) -> None:
     """The latest run by ingest time; equal times (a copied manifest) go to the larger name, everywhere."""
     st = tmp_path / "s"
@@ -153,3 +169,35 @@ def test_a_stale_table_alone_is_recomputed(tmp_path: Path) -> None:
         for r in cur.execute("SELECT view_name, sql FROM duckdb_views() WHERE temporary").fetchall()
     }
     assert "read_parquet" not in sql["bw_segments"] and "main.kernel_bytes" in sql["kernel_bytes"]
+
+
+def test_a_smaller_top_n_is_cut_from_a_larger_one(sample_store: Path) -> None:
+    """The report's op_hbm_bytes chart (top 10) after findings' top 50: one run. The cut rows and their
+    metadata equal what a run of the query with the smaller top_n returns (compared with a fresh queries.run:
+    two code paths, no number computed here)."""
+    from traceql.analysis import PREFIX_QUERIES
+
+    assert set(PREFIX_QUERIES) == {"op_hbm_bytes", "layout_transforms"}
+    with Analysis(sample_store, "demo") as a:
+        big = a.query("op_hbm_bytes", {"top_n": 50})
+        assert big.num_rows > 3  # else the cut would prove nothing
+        small = a.query("op_hbm_bytes", {"top_n": 3})
+        assert a.queries_run == 1
+        fresh = queries.run("op_hbm_bytes", sample_store, run_id="demo", params={"top_n": 3})
+        assert small.to_pylist() == fresh.to_pylist()
+        assert small.schema.metadata == fresh.schema.metadata
+        a.query("op_hbm_bytes", {"top_n": 60})  # larger than any cached: runs
+        a.query("op_hbm_bytes", {"top_n": 3, "peak_hbm_bps": 1e12})  # another param: runs
+        assert a.queries_run == 3
+
+
+def test_the_prefix_queries_end_in_limit_top_n() -> None:
+    """What the cut relies on: the query's last clause is LIMIT $top_n after an ORDER BY (the ORDER BY's
+    columns cover the grouping key, so the order is total: see the comment above it in each file)."""
+    import re
+
+    from traceql.analysis import PREFIX_QUERIES
+
+    for name, param in PREFIX_QUERIES.items():
+        sql = re.sub(r"--[^\n]*", "", queries.get(name).sql).strip()
+        assert re.search(rf"\bORDER BY [^;]+\bLIMIT \${param}\s*;?$", sql), name

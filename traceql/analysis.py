@@ -14,6 +14,7 @@ noted on stderr; `prepare=False` analyses from their SELECTs instead and writes 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from .stores import open_store
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
+
+    from . import devices
 
 
 def existing_store(store: Any) -> Store:
@@ -52,6 +55,39 @@ def note_build(run_id: str) -> None:
     )
 
 
+# Queries whose rows for top_n = n are the first n rows for any larger top_n (they end in a total ORDER BY
+# and LIMIT $top_n; tests/test_analysis_session.py checks the SQL): the session cuts a smaller top_n from a
+# cached larger one instead of running the query again.
+PREFIX_QUERIES = {"op_hbm_bytes": "top_n", "layout_transforms": "top_n"}
+
+# queries the findings planner runs at once (findings.evaluate's default workers)
+PLANNER_WORKERS = 4
+
+
+def default_threads() -> int:
+    """DuckDB threads per query in a session: the cores shared among the planner's concurrent queries. The
+    queries are small per rank, and a parallel operator on them costs extra CPU for little wall time: on the
+    2-core benchmark machine, `findings --all` on cluster:8x290 took 9.4 CPU-s with 1 thread against 10.1 with
+    DuckDB's default of one per core, in no more wall time (the planner keeps both cores busy)."""
+    return max(1, (os.cpu_count() or 1) // PLANNER_WORKERS)
+
+
+def _params_key(name: str, params: dict[str, Any] | None) -> str:
+    """The cache key of a query's params: as bound (converted, defaults filled in), so a chart asking
+    wait_attribution with {} and findings asking {"sat_threshold": 0.8}, the default, share one run (they bind
+    the same values). The runner fills a peak only where none is given, so which peaks were given is part of
+    the key: a peak given as None binds None, one left out binds the device's."""
+    from . import devices, queries
+    from .errors import QueryError
+
+    try:
+        bound: dict[str, Any] = queries.bind_params(queries.get(name), params)
+    except QueryError:  # an unknown query or param: keyed as given, and queries.run raises the error
+        bound = dict(params or {})
+    given_peaks = sorted(k for k in params or {} if k in devices.PEAK_PARAMS)
+    return json.dumps([bound, given_peaks], sort_keys=True, default=str)
+
+
 class Analysis:
     """One run (and optionally a baseline run) under analysis; see the module doc."""
 
@@ -76,9 +112,12 @@ class Analysis:
         if prepare:
             derive.prepare(self.store, runs, on_build=note_build)
         self.info: dict[str, Any] = self.store.run(self.run_id)
-        self.con: duckdb.DuckDBPyConnection = engine.connect(self.store, runs=runs, threads=threads)
+        self.con: duckdb.DuckDBPyConnection = engine.connect(
+            self.store, runs=runs, threads=threads if threads is not None else default_threads()
+        )
         self._cache: dict[tuple[str, str, int | None, str], pa.Table] = {}
         self._lock = threading.Lock()
+        self._choices: dict[str, devices.PeakChoice] = {}
         self.queries_run = 0  # how many queries actually ran (the rest came from the cache)
         self.step_marker = (
             ""  # a regex over host range names that marks steps (queries/phases.sql), '' = built-in
@@ -118,9 +157,9 @@ class Analysis:
         from . import queries
 
         rid = run_id or self.run_id
-        key = (name, rid, rank, json.dumps(params or {}, sort_keys=True, default=str))
+        key = (name, rid, rank, _params_key(name, params))
         with self._lock:
-            hit = self._cache.get(key)
+            hit = self._cache.get(key) or self._prefix_hit(key)
         if hit is not None:
             return hit
         t = queries.run(
@@ -132,10 +171,59 @@ class Analysis:
             con=self.con,
             device=self.device,
             peaks=self.peaks,
+            # a rank-scoped query resolves its own (the inferred device may rest on that rank's kernels)
+            choice=self.peak_choice(rid) if rank is None else None,
         )
         with self._lock:
             self.queries_run += 1
             return self._cache.setdefault(key, t)
+
+    def peak_choice(self, run_id: str | None = None) -> devices.PeakChoice:
+        """The run's device and peaks (queries.resolve_peaks), resolved once per session and run: three small
+        queries over runs and run_meta each time cost ~13 ms a query, ~0.4 CPU-s of a report."""
+        from . import queries
+
+        rid = run_id or self.run_id
+        with self._lock:
+            got = self._choices.get(rid)
+        if got is None:
+            cur = self.con.cursor()
+            try:  # the connection sees the session's runs: run_id= reads that one (as a scoped cursor would)
+                got = queries.resolve_peaks(cur, run_id=rid, device=self.device, peaks=self.peaks)
+            finally:
+                cur.close()
+            with self._lock:
+                got = self._choices.setdefault(rid, got)
+        return got
+
+    def _prefix_hit(self, key: tuple[str, str, int | None, str]) -> pa.Table | None:
+        """A PREFIX_QUERIES query's rows for top_n = n, cut from a cached run of the same query with a larger
+        top_n and otherwise the same params (the report's charts ask for the top 10 or 15 of what findings
+        read as the top 50 or 1000). None when there is no such run. Called under the lock."""
+        param = PREFIX_QUERIES.get(key[0])
+        if param is None:
+            return None
+        want, peaks = json.loads(key[3])
+        n = want.get(param)
+        if not isinstance(n, int) or n < 0:
+            return None
+        for (name, rid, rank, pkey), t in self._cache.items():
+            if (name, rid, rank) != key[:3]:
+                continue
+            have, have_peaks = json.loads(pkey)
+            m = have.get(param)
+            if not isinstance(m, int) or m < n or have_peaks != peaks:
+                continue
+            if {**have, param: n} != want:
+                continue
+            meta = dict(t.schema.metadata or {})
+            if b"traceql.params" in meta:  # the params as queries.run would record them for top_n = n
+                bound = json.loads(meta[b"traceql.params"])
+                meta[b"traceql.params"] = json.dumps({**bound, param: n}, default=str).encode()
+            cut = t.slice(0, n).replace_schema_metadata(meta)
+            self._cache[key] = cut
+            return cut
+        return None
 
     def rows(self, name: str, params: dict[str, Any] | None = None, **kw: Any) -> list[dict[str, Any]]:
         return list(self.query(name, params, **kw).to_pylist())

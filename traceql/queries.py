@@ -346,13 +346,15 @@ def run(
     con: duckdb.DuckDBPyConnection | None = None,
     device: str | None = None,
     peaks: Any = None,
+    choice: devices.PeakChoice | None = None,
 ) -> pa.Table:
     """Run query `name` over one run (default: the most recently ingested) and return an Arrow table.
 
     params: values as strings (CLI) or Python values, converted by the declared types. device: a preset name
     (traceql.devices) overriding detection. peaks: a devices.Device, or a mapping of peak params
-    ({"peak_hbm_bps": 1.6e12}) overriding single peaks. The result's schema metadata carries the run, the
-    peaks used and how they were chosen (b"traceql.peaks", b"traceql.peaks_note").
+    ({"peak_hbm_bps": 1.6e12}) overriding single peaks. choice: the run's resolve_peaks(device, peaks),
+    already resolved (an analysis session resolves it once, not once per query). The result's schema metadata
+    carries the run, the peaks used and how they were chosen (b"traceql.peaks", b"traceql.peaks_note").
     """
     import duckdb
 
@@ -379,7 +381,8 @@ def run(
     try:
         rid = _pick_run(cur, run_id)
         scope(cur, rid, rank if spec.rank_filter == "input" else None, for_sql=spec.sql)
-        choice = resolve_peaks(cur, device=device, peaks=peaks)
+        if choice is None:
+            choice = resolve_peaks(cur, device=device, peaks=peaks)
         bound = bind_params(spec, params, fill=choice.peaks)
         try:
             table = arrow_table(cur.sql(spec.sql, params=bound))

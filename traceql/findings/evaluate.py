@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._duck import reraise_interrupt
+from ..analysis import PLANNER_WORKERS
 from ..errors import QueryError
 from . import checks as _register_checks  # noqa: F401 - importing registers every check
 from .context import BOUNDS, COVERAGE, HBM, ROLES, WAIT, Context, Read
@@ -65,7 +66,7 @@ def evaluate_session(
     rules_data = rules if isinstance(rules, dict) else load_rules(rules)
     base_ns = session.mean_step_ns(session.baseline) if session.baseline else None
     ctx = Context(session, rules_data, base_ns)
-    ctx.prefetch(plan(), workers if workers is not None else min(4, os.cpu_count() or 1))
+    ctx.prefetch(plan(), workers if workers is not None else min(PLANNER_WORKERS, os.cpu_count() or 1))
     ctx.settle()
     findings: list[Finding] = []
     order = sorted(rules_data["rules"].items(), key=lambda kv: int(kv[1]["step"]))

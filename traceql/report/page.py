@@ -8,8 +8,10 @@ written as \\u escapes, so no value can close the script element; the page's CSP
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -41,12 +43,52 @@ def _safe_script(js: str) -> str:
 
 @lru_cache(maxsize=2)
 def js_bundle() -> str:
-    """Vega + Vega-Lite + vega-embed as one script, from vl-convert-python (no network, no vendored copy)."""
+    """Vega + Vega-Lite + vega-embed as one script, from vl-convert-python (no network, no vendored copy).
+
+    Bundling costs ~1.5 CPU-s, the same result every time for one vl-convert version, so it is kept in the
+    user's cache directory (`bundle_cache_dir`) and read from there by later reports and charts."""
     import vl_convert as vlc
 
     # the snippet puts the three libraries on window (what vl-convert's default snippet does)
     snippet = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
-    return _safe_script(vlc.javascript_bundle(snippet, vl_version=vl_version()))
+    vlv = vl_version()
+    key = hashlib.sha256(f"{_dist_version('vl-convert-python')}|{vlv}|{snippet}".encode()).hexdigest()[:20]
+    folder = bundle_cache_dir()
+    path = folder / f"vega-bundle-{key}.js" if folder is not None else None
+    if path is not None:
+        try:
+            cached = path.read_text(encoding="utf-8")
+            if cached:
+                return cached
+        except (OSError, UnicodeDecodeError):
+            pass  # not cached yet (or unreadable): bundle it
+    js = _safe_script(vlc.javascript_bundle(snippet, vl_version=vlv))
+    if path is not None:
+        _write_cache(path, js)
+    return js
+
+
+def bundle_cache_dir() -> Path | None:
+    """Where the Vega bundle is cached: $TRACEQL_CACHE_DIR, else $XDG_CACHE_HOME/traceql, else
+    ~/.cache/traceql; TRACEQL_CACHE_DIR set empty turns the cache off (None)."""
+    env = os.environ.get("TRACEQL_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env else None
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "traceql"
+
+
+def _write_cache(path: Path, js: str) -> None:
+    """Write atomically (a concurrent report reads the old file or the whole new one); a read-only or full
+    cache directory only costs the next report the bundling again."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(js, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def bundle_versions() -> dict[str, str]:
