@@ -1,10 +1,12 @@
-"""The report's Vega bundle is cached on disk (issue 48: bundling cost ~1.5 of a report's CPU-seconds).
+"""The report's Vega bundle is kept in the store between processes (issue 48: bundling cost ~1.5 of a
+report's CPU-seconds), and nowhere else: traceql writes only into the store and the output the user named.
 
 Expected values are structural: how often vl-convert is asked to bundle (counted by a wrapper around the real
-function), the cached file's bytes against the freshly bundled text, and the cache's folder."""
+function), the kept file's bytes against the freshly bundled text, and where the file is."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,36 +33,37 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     page.js_bundle.cache_clear()
 
 
-def test_the_second_process_reads_the_bundle_from_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[int]
-) -> None:
-    monkeypatch.setenv("TRACEQL_CACHE_DIR", str(tmp_path / "c"))
-    first = page.js_bundle()
+def test_the_second_process_reads_the_bundle_from_the_store(tmp_path: Path, counted: list[int]) -> None:
+    (tmp_path / "st").mkdir()  # an empty folder is an empty store
+    cache = page.bundle_cache_dir(tmp_path / "st")
+    assert cache is not None
+    assert cache == tmp_path / "st" / ".cache"
+    first = page.js_bundle(cache)
     assert len(counted) == 1
-    files = list((tmp_path / "c").iterdir())
+    files = list(cache.iterdir())
     assert [f.name.startswith("vega-bundle-") and f.suffix == ".js" for f in files] == [True]
     assert files[0].read_text(encoding="utf-8") == first
     page.js_bundle.cache_clear()  # as a new process would start
-    assert page.js_bundle() == first
+    assert page.js_bundle(cache) == first
     assert len(counted) == 1  # read from the file, not bundled again
 
 
-def test_an_unwritable_or_disabled_cache_still_bundles(
+def test_no_cache_bundles_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[int]
 ) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("x")  # a folder cannot be made under a file, even by root
-    monkeypatch.setenv("TRACEQL_CACHE_DIR", str(blocker / "c"))
-    assert "vegaEmbed" in page.js_bundle()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no stray temporary file
-    page.js_bundle.cache_clear()
-    monkeypatch.setenv("TRACEQL_CACHE_DIR", "")  # off
-    assert page.bundle_cache_dir() is None
-    assert "vegaEmbed" in page.js_bundle()
-    assert len(counted) == 2
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert "vegaEmbed" in page.js_bundle(None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no user cache folder, no stray file
+    monkeypatch.setenv("TRACEQL_BUNDLE_CACHE", "0")
+    assert page.bundle_cache_dir(tmp_path / "st") is None
 
 
-def test_the_default_folder_follows_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TRACEQL_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert page.bundle_cache_dir() == tmp_path / "traceql"
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_read_only_store_keeps_no_cache(tmp_path: Path) -> None:
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st").chmod(0o555)
+    try:
+        assert page.bundle_cache_dir(tmp_path / "st") is None
+    finally:
+        (tmp_path / "st").chmod(0o755)

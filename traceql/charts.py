@@ -1160,9 +1160,10 @@ def to_spec(chart: Any) -> dict[str, Any]:
     return spec
 
 
-def save(chart: Any, path: str | Path, *, scale: float = 2.0) -> Path:
+def save(chart: Any, path: str | Path, *, scale: float = 2.0, store: Any = None) -> Path:
     """Write a chart by the file's suffix: .png/.svg (rendered offline by vl-convert), .html (self-contained,
-    Vega inlined), .json (the Vega-Lite spec)."""
+    Vega inlined), .json (the Vega-Lite spec). store: the chart's store, where an .html page's script bundle is
+    kept between runs (report.page.bundle_cache_dir); None bundles it each time."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in FORMATS:
@@ -1176,10 +1177,10 @@ def save(chart: Any, path: str | Path, *, scale: float = 2.0) -> Path:
     if suffix == ".json":
         write_text(p, json.dumps(spec, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     elif suffix == ".html":
-        from .report.page import chart_html
+        from .report.page import bundle_cache_dir, chart_html
 
         title = _spec_title(spec)
-        write_text(p, chart_html(spec, title))
+        write_text(p, chart_html(spec, title, bundle_cache_dir(store) if store is not None else None))
     else:
         import vl_convert as vlc
 

@@ -306,6 +306,13 @@ class Store:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
+    def cache_dir(self) -> Path | None:
+        """The store's `.cache/` folder (files any process may rebuild: the report's script bundle), created if
+        missing; refused if it is a symlink. None where the store keeps no cache (not writable here)."""
+        if not os.access(self.root, os.W_OK):
+            return None
+        return self._own_dir(".cache")
+
     def new_staging(self) -> Path:
         """A fresh staging dir, owned (flock) by this process until commit() or discard()."""
         from . import _owned

@@ -84,6 +84,10 @@ class ObjectStore(Store):
     Writers: `new_generation()` + uploads + `publish()`; the local-only machinery (flocks, staging dirs,
     fsync) is not used here."""
 
+    def cache_dir(self) -> Path | None:
+        """No cache on object storage: a rebuilt file is cheaper than a round trip per report."""
+        return None
+
     def __init__(self, root: str | Path | None = None, storage_options: dict[str, Any] | None = None) -> None:
         try:
             import fsspec

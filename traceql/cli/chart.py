@@ -56,7 +56,7 @@ def chart_cmd(
         )
     run_id = resolve_run(store, run)
     chart = charts.make(name, store, run_id=run_id, rank=rank, device=device, peaks=peaks(peak_hbm_gbps))
-    charts.save(chart, out)
+    charts.save(chart, out, store=store)
     _console.info(f"wrote {out} (chart {name}, run {run_id})")
 
 

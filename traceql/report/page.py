@@ -41,20 +41,20 @@ def _safe_script(js: str) -> str:
     return js.replace("<!--", "\\x3C!--")
 
 
-@lru_cache(maxsize=2)
-def js_bundle() -> str:
+@lru_cache(maxsize=4)
+def js_bundle(cache_dir: Path | None = None) -> str:
     """Vega + Vega-Lite + vega-embed as one script, from vl-convert-python (no network, no vendored copy).
 
-    Bundling costs ~1.5 CPU-s, the same result every time for one vl-convert version, so it is kept in the
-    user's cache directory (`bundle_cache_dir`) and read from there by later reports and charts."""
+    Bundling costs ~1.5 CPU-s, the same result every time for one vl-convert version, so a report keeps it in
+    its store (`bundle_cache_dir`: traceql writes nowhere but the store and the output named) and later reports
+    read it from there. cache_dir None: bundled, not kept."""
     import vl_convert as vlc
 
     # the snippet puts the three libraries on window (what vl-convert's default snippet does)
     snippet = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
     vlv = vl_version()
     key = hashlib.sha256(f"{_dist_version('vl-convert-python')}|{vlv}|{snippet}".encode()).hexdigest()[:20]
-    folder = bundle_cache_dir()
-    path = folder / f"vega-bundle-{key}.js" if folder is not None else None
+    path = cache_dir / f"vega-bundle-{key}.js" if cache_dir is not None else None
     if path is not None:
         try:
             cached = path.read_text(encoding="utf-8")
@@ -68,14 +68,19 @@ def js_bundle() -> str:
     return js
 
 
-def bundle_cache_dir() -> Path | None:
-    """Where the Vega bundle is cached: $TRACEQL_CACHE_DIR, else $XDG_CACHE_HOME/traceql, else
-    ~/.cache/traceql; TRACEQL_CACHE_DIR set empty turns the cache off (None)."""
-    env = os.environ.get("TRACEQL_CACHE_DIR")
-    if env is not None:
-        return Path(env) if env else None
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "traceql"
+def bundle_cache_dir(store: Any) -> Path | None:
+    """Where a report on `store` keeps the Vega bundle: the local store's `.cache/` folder (the store is
+    traceql's own; a symlinked one is refused like its other folders). None, and no cache, for an object
+    store, a store that cannot be opened or written, or TRACEQL_BUNDLE_CACHE=0."""
+    if os.environ.get("TRACEQL_BUNDLE_CACHE", "1") == "0":
+        return None
+    from ..errors import TraceQLError
+    from ..stores import open_store
+
+    try:
+        return open_store(store).cache_dir()
+    except (TraceQLError, OSError):
+        return None
 
 
 def _write_cache(path: Path, js: str) -> None:
@@ -129,12 +134,13 @@ def _env() -> Any:
     return env
 
 
-def render_page(template: str, **ctx: Any) -> str:
-    """Render a page with the inlined libraries, the chart specs and the CSP pinning the two scripts."""
+def render_page(template: str, cache_dir: Path | None = None, **ctx: Any) -> str:
+    """Render a page with the inlined libraries, the chart specs and the CSP pinning the two scripts.
+    cache_dir: where the bundle is kept between processes (bundle_cache_dir), None to bundle it."""
     from markupsafe import Markup
 
     init = (TEMPLATES / "init.js").read_text(encoding="utf-8")
-    bundle = js_bundle()
+    bundle = js_bundle(cache_dir)
     csp = (
         "default-src 'none'; img-src data: blob:; style-src 'unsafe-inline'; "
         f"script-src {_sha256(bundle)} {_sha256(init)} 'unsafe-eval'; base-uri 'none'; form-action 'none'"
@@ -145,7 +151,7 @@ def render_page(template: str, **ctx: Any) -> str:
     return html
 
 
-def chart_html(spec: dict[str, Any], title: str) -> str:
+def chart_html(spec: dict[str, Any], title: str, cache_dir: Path | None = None) -> str:
     """One chart as a self-contained HTML page (`traceql chart NAME -o chart.html`)."""
     from markupsafe import Markup
 
@@ -153,6 +159,7 @@ def chart_html(spec: dict[str, Any], title: str) -> str:
 
     return render_page(
         "chart.html.j2",
+        cache_dir,
         title=title,
         specs_json=Markup(script_json({"chart": spec})),
         version=__version__,

@@ -28,7 +28,7 @@ from ..findings.legend import LEGEND
 from ..rows import HbmUtilizationRow, WaitAttributionRow
 from . import gpu_panels
 from .headers import human_header, important_first
-from .page import bundle_versions, fmt_value, render_page, script_json
+from .page import bundle_cache_dir, bundle_versions, fmt_value, render_page, script_json
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -405,7 +405,13 @@ def render_report(
 
     ctx = build_context(store, run_id, device=device, peaks=peaks, baseline=baseline)
     specs = ctx.pop("specs")
-    return render_page("report.html.j2", specs_json=Markup(script_json(specs)), libs=bundle_versions(), **ctx)
+    return render_page(
+        "report.html.j2",
+        bundle_cache_dir(store),
+        specs_json=Markup(script_json(specs)),
+        libs=bundle_versions(),
+        **ctx,
+    )
 
 
 def write_report(path: str | Path, store: Any = None, run_id: str | None = None, **kw: Any) -> Path:
