@@ -64,8 +64,10 @@ PREFIX_QUERIES = {"op_hbm_bytes": "top_n", "layout_transforms": "top_n"}
 PLANNER_WORKERS = 4
 
 
-def default_threads() -> int:
-    """DuckDB threads per query in a session: the cores shared among the planner's concurrent queries. The
+def planner_threads() -> int:
+    """DuckDB threads of a session whose queries the findings planner runs (findings, report, compare): the
+    cores shared among the planner's concurrent queries. A session running one query at a time (`traceql
+    query`, export, a chart) keeps DuckDB's default of one thread per core. The
     queries are small per rank, and a parallel operator on them costs extra CPU for little wall time: on the
     2-core benchmark machine, `findings --all` on cluster:8x290 took 9.4 CPU-s with 1 thread against 10.1 with
     DuckDB's default of one per core, in no more wall time (the planner keeps both cores busy)."""
@@ -112,9 +114,7 @@ class Analysis:
         if prepare:
             derive.prepare(self.store, runs, on_build=note_build)
         self.info: dict[str, Any] = self.store.run(self.run_id)
-        self.con: duckdb.DuckDBPyConnection = engine.connect(
-            self.store, runs=runs, threads=threads if threads is not None else default_threads()
-        )
+        self.con: duckdb.DuckDBPyConnection = engine.connect(self.store, runs=runs, threads=threads)
         self._cache: dict[tuple[str, str, int | None, str], pa.Table] = {}
         self._lock = threading.Lock()
         self._choices: dict[str, devices.PeakChoice] = {}

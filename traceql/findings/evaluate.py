@@ -51,10 +51,11 @@ def evaluate(
     gives the scaling efficiency. rules: another rules file (tests, site policies). workers: threads running the
     metric queries (default: up to 4). step_marker: a regex over host range names that marks the steps for the
     phases (queries/phases.sql) instead of the built-in markers."""
-    from ..analysis import Analysis
+    from ..analysis import Analysis, planner_threads
 
     rules_data = load_rules(rules)  # a bad rules file is refused before the store is touched
-    with Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline) as session:
+    threads = planner_threads()
+    with Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline, threads=threads) as session:
         session.step_marker = step_marker
         return evaluate_session(session, rules=rules_data, workers=workers)
 

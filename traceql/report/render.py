@@ -154,10 +154,13 @@ def build_context(
 ) -> dict[str, Any]:
     """Everything the report template shows, computed through findings.evaluate and the chart registry."""
     from .. import findings
-    from ..analysis import Analysis
+    from ..analysis import Analysis, planner_threads
     from ..version import __version__
 
-    session = Analysis(store, run_id, device=device, peaks=peaks, baseline=baseline)
+    # findings' planner runs the queries 4 at a time; the charts read its cache
+    session = Analysis(
+        store, run_id, device=device, peaks=peaks, baseline=baseline, threads=planner_threads()
+    )
     try:
         rep = findings.evaluate_session(session)
         info = session.info
