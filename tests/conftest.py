@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +21,7 @@ HTA = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
 
 # the cluster tests' session fixtures (a moto S3 server, a local Ray): tests/_cluster.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import planted as _planted  # noqa: E402
 from _cluster import moto_endpoint, ray_local, s3_root  # noqa: E402,F401
 
 # ---- the fast loop: `python -m pytest -m "not slow" -q -n 2` (docs/contributing.md) ---------------------------
@@ -104,6 +108,75 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="tests/test_golden.py writes tests/golden/ from the current outputs instead of comparing",
     )
+
+
+# ---- the planted store: the small dumps the findings and compare tests read, built once per session ---------
+# run name -> how its dump is made: ("planted", case) tests/planted.py, ("compare", kwargs) tests/planted_compare.py
+# (whose clean job and unfused chain are planted.py's clean and unfused_chain, byte for byte: not built twice),
+# ("sample", folder) sample_traces/
+PLANTED_RUNS: dict[str, tuple[str, Any]] = {
+    **{f"planted-{c}": ("planted", c) for c in _planted.CASES},
+    "chain": ("compare", {"chain": True}),
+    "fused": ("compare", {"clean": False, "fused": True}),
+    "chain_noisy": ("compare", {"chain": True, "jitter": (0, 8_000_000, 1_000_000)}),
+    "clean_noisy": ("compare", {"jitter": (6_000_000, 0, 7_000_000)}),
+    "clean8": ("compare", {"n_ranks": 8}),
+    "kineto": ("sample", "kineto_cpu"),
+}
+
+
+def _session_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder this test session's xdist workers share (their basetemp's parent is one per session), or this
+    process's own basetemp's when it runs alone."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+def _build_store(root: Path, runs: dict[str, tuple[str, Any]]) -> Path:
+    import planted_compare
+
+    from traceql import derive, ingest
+    from traceql.stores import open_store
+
+    st = root / "store"
+    for run, (kind, arg) in runs.items():
+        if kind == "planted":
+            dump = _planted.write(arg, root / "dumps")
+        elif kind == "compare":
+            dump = planted_compare.write(run, root / "dumps", **arg)
+        else:
+            dump = SAMPLES / arg
+        ingest(dump, st, name=run, workers=1)
+        if kind != "sample":
+            shutil.rmtree(dump)  # the store keeps what the tests need
+    # the analysis tables now, so that no test writes the store (two workers may read it at once)
+    derive.prepare(open_store(st), list(runs))
+    return st
+
+
+def session_store(
+    tmp_path_factory: pytest.TempPathFactory, name: str, runs: dict[str, tuple[str, Any]]
+) -> Path:
+    """A store of `runs` built once per test session and shared by the xdist workers (a file lock: the first
+    one builds, the others wait for it), its analysis tables already built; its path ends in /store."""
+    from filelock import FileLock
+
+    root = _session_dir(tmp_path_factory, name)
+    with FileLock(f"{root}.lock"):
+        if not (root / "built").exists():
+            shutil.rmtree(root, ignore_errors=True)  # a build another worker left half done
+            _build_store(root, runs)
+            (root / "built").write_text("", encoding="utf-8")
+    return root / "store"
+
+
+@pytest.fixture(scope="session")
+def planted_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every planted case (tests/planted.py) as run "planted-CASE", the other sides of the compare pairs
+    (tests/planted_compare.py) and the Kineto CPU sample as "kineto": PLANTED_RUNS, one store per test session
+    (session_store). Read it, never change it (no ingest, rm or derive into it): the findings, findings-order
+    and compare tests share it."""
+    return session_store(tmp_path_factory, "planted", PLANTED_RUNS)
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
 
+    from . import devices
+
 
 def existing_store(store: Any) -> Store:
     """A Store from a Store, a path, a URL or None (the default store); refused when there is no store there."""
@@ -78,6 +80,8 @@ class Analysis:
         self.info: dict[str, Any] = self.store.run(self.run_id)
         self.con: duckdb.DuckDBPyConnection = engine.connect(self.store, runs=runs, threads=threads)
         self._cache: dict[tuple[str, str, int | None, str], pa.Table] = {}
+        # each run's resolved peaks, by (run, rank scope): resolved by the first query, reused by the rest
+        self._peaks_of: dict[tuple[str, int | None], devices.PeakChoice] = {}
         self._lock = threading.Lock()
         self.queries_run = 0  # how many queries actually ran (the rest came from the cache)
         self.step_marker = (
@@ -132,6 +136,7 @@ class Analysis:
             con=self.con,
             device=self.device,
             peaks=self.peaks,
+            resolved=self._peaks_of,
         )
         with self._lock:
             self.queries_run += 1
