@@ -22,6 +22,7 @@ HTA = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
 # the cluster tests' session fixtures (a moto S3 server, a local Ray): tests/_cluster.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import planted as _planted  # noqa: E402
+import planted_compare as _planted_compare  # noqa: E402
 from _cluster import moto_endpoint, ray_local, s3_root  # noqa: E402,F401
 
 # ---- the fast loop: `python -m pytest -m "not slow" -q -n 2` (docs/contributing.md) ---------------------------
@@ -118,8 +119,8 @@ PLANTED_RUNS: dict[str, tuple[str, Any]] = {
     **{f"planted-{c}": ("planted", c) for c in _planted.CASES},
     "chain": ("compare", {"chain": True}),
     "fused": ("compare", {"clean": False, "fused": True}),
-    "chain_noisy": ("compare", {"chain": True, "jitter": (0, 8_000_000, 1_000_000)}),
-    "clean_noisy": ("compare", {"jitter": (6_000_000, 0, 7_000_000)}),
+    "chain_noisy": ("compare", {"chain": True, "jitter": _planted_compare.NOISE_A}),
+    "clean_noisy": ("compare", {"jitter": _planted_compare.NOISE_B}),
     "clean8": ("compare", {"n_ranks": 8}),
     "kineto": ("sample", "kineto_cpu"),
 }
@@ -133,8 +134,6 @@ def _session_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 
 
 def _build_store(root: Path, runs: dict[str, tuple[str, Any]]) -> Path:
-    import planted_compare
-
     from traceql import derive, ingest
     from traceql.stores import open_store
 
@@ -143,7 +142,7 @@ def _build_store(root: Path, runs: dict[str, tuple[str, Any]]) -> Path:
         if kind == "planted":
             dump = _planted.write(arg, root / "dumps")
         elif kind == "compare":
-            dump = planted_compare.write(run, root / "dumps", **arg)
+            dump = _planted_compare.write(run, root / "dumps", **arg)
         else:
             dump = SAMPLES / arg
         ingest(dump, st, name=run, workers=1)
