@@ -1,7 +1,7 @@
 """Every output of a few small dumps, as JSON that can be committed and diffed in review (tests/golden/).
 
 One store holds every dump as its own run (the bundled samples and a few planted dumps), built once per test
-session. For each run: the rows of every metric query at its default params, every fidelity check's rows, the
+session (tests/conftest.py session_store). For each run: the rows of every metric query at its default params, every fidelity check's rows, the
 findings JSON and the export's event counts per family; for a few pairs of runs, the compare JSON.
 
 Normalised only what differs between two runs of the same code: the temporary folder (paths), the version
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +27,10 @@ DEVICE = "ascend910b"  # the preset the planted tests evaluate with; the samples
 PAIRS = (("planted-clean", "planted-unfused_chain"), ("planted-clean", "planted-late_host"))
 
 
-def dumps(tmp: Path) -> list[tuple[str, Path]]:
-    """(run name, dump folder) of every golden dump; planted dumps are written under tmp."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import planted
-
-    out = [(f"sample-{name}", ROOT / "sample_traces" / name) for name in SAMPLES]
-    out += [(f"planted-{case}", planted.write(case, tmp / "planted")) for case in PLANTED]
+def runs() -> dict[str, tuple[str, Any]]:
+    """Every golden dump as tests/conftest.py's session_store builds it: run name -> (kind, case or folder)."""
+    out: dict[str, tuple[str, Any]] = {f"sample-{name}": ("sample", name) for name in SAMPLES}
+    out.update({f"planted-{case}": ("planted", case) for case in PLANTED})
     return out
 
 
@@ -55,32 +51,25 @@ def canon(v: Any) -> Any:
     return str(v)
 
 
-def build_store(store: Path, tmp: Path) -> list[str]:
-    """Ingest every golden dump into one store (a run each); returns the run names."""
-    import traceql
-
-    runs = []
-    for name, path in dumps(tmp):
-        traceql.ingest(path, store=store, name=name)
-        runs.append(name)
-    return runs
-
-
 def _device(run: str) -> str | None:
     return DEVICE if run.startswith("planted-") else None
 
 
 def _queries(store: Path, run: str) -> dict[str, Any]:
     from traceql import queries
+    from traceql.analysis import Analysis
 
     out: dict[str, Any] = {}
-    for spec in queries.list_queries():
-        if any(p.required for p in spec.params):
-            continue
-        try:
-            out[spec.name] = canon(queries.run(spec.name, store, run_id=run).to_pylist())
-        except Exception as e:  # noqa: BLE001 - the refusal is an output too
-            out[spec.name] = f"error: {type(e).__name__}: {e}"
+    # one session for every query (queries.run opens a connection each: ~50 ms, half of a small query's cost);
+    # no device, as `traceql query --run RUN` runs them
+    with Analysis(store, run) as session:
+        for spec in queries.list_queries():
+            if any(p.required for p in spec.params):
+                continue
+            try:
+                out[spec.name] = canon(session.query(spec.name).to_pylist())
+            except Exception as e:  # noqa: BLE001 - the refusal is an output too
+                out[spec.name] = f"error: {type(e).__name__}: {e}"
     return out
 
 

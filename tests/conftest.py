@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +21,8 @@ HTA = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
 
 # the cluster tests' session fixtures (a moto S3 server, a local Ray): tests/_cluster.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import planted as _planted  # noqa: E402
+import planted_compare as _planted_compare  # noqa: E402
 from _cluster import moto_endpoint, ray_local, s3_root  # noqa: E402,F401
 
 # ---- the fast loop: `python -m pytest -m "not slow" -q -n 2` (docs/contributing.md) ---------------------------
@@ -82,6 +87,26 @@ SLOW_TESTS = {
     "tests/test_phases.py::test_compare_without_step_markers_never_says_per_step",  # 19 s
     "tests/test_mcp.py::test_in_memory_compare_passes_the_comparisons_verdict",  # 19 s
     "tests/test_reading.py::test_sample_findings_piped_are_ordered_short_and_narrow",  # 17 s
+    # the fast loop of 2026-12-07 (--durations=0, load 3-5): over ~3 s a test and covered in spirit by a faster
+    # test that stays in the loop (an id with [param] marks that case only)
+    # the goldens of sample-torch_npu_2rank, sample-kineto_cpu, planted-unfused_chain and both compare goldens
+    # stay; these four run the same outputs' code on other dumps (5-9 s each)
+    "tests/test_golden.py::test_run_outputs_equal_the_goldens[sample-msprof]",
+    "tests/test_golden.py::test_run_outputs_equal_the_goldens[planted-clean]",
+    "tests/test_golden.py::test_run_outputs_equal_the_goldens[planted-hbm_wait]",
+    "tests/test_golden.py::test_run_outputs_equal_the_goldens[planted-late_host]",
+    # the real Level1 text and db dumps ingested and evaluated (5-6 s each); the samples' stories stay, and
+    # test_reading / test_honest_numbers read level1's findings in the loop
+    "tests/test_findings.py::test_level1_resnet_job",
+    "tests/test_findings.py::test_level1_packet_alignment_by_hand",
+    "tests/test_findings.py::test_text_and_db_exports_agree",
+    # real traces of 3-5 s each; the benchmark_result, nccl, Qwen and sampled traces stay
+    "tests/test_phases.py::test_no_step_marker_never_says_per_step[graph_capture_rank_0.1773709742341309550]",
+    "tests/test_phases.py::test_no_step_marker_never_says_per_step[sglang_Qwen3-8B_prefilldecode.json.gz]",
+    "tests/test_phases.py::test_no_step_marker_never_says_per_step[graph_execution.json.gz]",
+    # 3-3.6 s each; [level1] (the text export with PMU) and [h100] (a GPU) stay
+    "tests/test_physics_real.py::test_no_modeled_bandwidth_above_the_peak[db_level1]",
+    "tests/test_physics_real.py::test_no_modeled_bandwidth_above_the_peak[level0]",
 }
 
 
@@ -93,6 +118,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or any(w in name for w in SLOW_NAME_WORDS)
             or any(item.get_closest_marker(m) for m in SLOW_MARKERS)
             or item.nodeid.split("[")[0] in SLOW_TESTS
+            or item.nodeid in SLOW_TESTS
         ):
             item.add_marker(pytest.mark.slow)
 
@@ -104,6 +130,73 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="tests/test_golden.py writes tests/golden/ from the current outputs instead of comparing",
     )
+
+
+# ---- the planted store: the small dumps the findings and compare tests read, built once per session ---------
+# run name -> how its dump is made: ("planted", case) tests/planted.py, ("compare", kwargs) tests/planted_compare.py
+# (whose clean job and unfused chain are planted.py's clean and unfused_chain, byte for byte: not built twice),
+# ("sample", folder) sample_traces/
+PLANTED_RUNS: dict[str, tuple[str, Any]] = {
+    **{f"planted-{c}": ("planted", c) for c in _planted.CASES},
+    "chain": ("compare", {"chain": True}),
+    "fused": ("compare", {"clean": False, "fused": True}),
+    "chain_noisy": ("compare", {"chain": True, "jitter": _planted_compare.NOISE_A}),
+    "clean_noisy": ("compare", {"jitter": _planted_compare.NOISE_B}),
+    "clean8": ("compare", {"n_ranks": 8}),
+    "kineto": ("sample", "kineto_cpu"),
+}
+
+
+def _session_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder this test session's xdist workers share (their basetemp's parent is one per session), or this
+    process's own basetemp's when it runs alone."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+def _build_store(root: Path, runs: dict[str, tuple[str, Any]]) -> Path:
+    from traceql import derive, ingest
+    from traceql.stores import open_store
+
+    st = root / "store"
+    for run, (kind, arg) in runs.items():
+        if kind == "planted":
+            dump = _planted.write(arg, root / "dumps")
+        elif kind == "compare":
+            dump = _planted_compare.write(run, root / "dumps", **arg)
+        else:
+            dump = SAMPLES / arg
+        ingest(dump, st, name=run, workers=1)
+        if kind != "sample":
+            shutil.rmtree(dump)  # the store keeps what the tests need
+    # the analysis tables now, so that no test writes the store (two workers may read it at once)
+    derive.prepare(open_store(st), list(runs))
+    return st
+
+
+def session_store(
+    tmp_path_factory: pytest.TempPathFactory, name: str, runs: dict[str, tuple[str, Any]]
+) -> Path:
+    """A store of `runs` built once per test session and shared by the xdist workers (a file lock: the first
+    one builds, the others wait for it), its analysis tables already built; its path ends in /store."""
+    from filelock import FileLock
+
+    root = _session_dir(tmp_path_factory, name)
+    with FileLock(f"{root}.lock"):
+        if not (root / "built").exists():
+            shutil.rmtree(root, ignore_errors=True)  # a build another worker left half done
+            _build_store(root, runs)
+            (root / "built").write_text("", encoding="utf-8")
+    return root / "store"
+
+
+@pytest.fixture(scope="session")
+def planted_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every planted case (tests/planted.py) as run "planted-CASE", the other sides of the compare pairs
+    (tests/planted_compare.py) and the Kineto CPU sample as "kineto": PLANTED_RUNS, one store per test session
+    (session_store). Read it, never change it (no ingest, rm or derive into it): the findings, findings-order
+    and compare tests share it."""
+    return session_store(tmp_path_factory, "planted", PLANTED_RUNS)
 
 
 @pytest.fixture(scope="session")

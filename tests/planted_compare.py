@@ -22,6 +22,8 @@ from traceql.synth import MiB, Scenario, write_torch_npu_dump
 
 STEPS = 3
 GAP_NS = 2_000  # RankTrace.add_op's default gap before an op placed after the previous one
+NOISE_A = (0, 8_000_000, 1_000_000)  # host tail added to steps 1..3 (ns): the noisy pairs (tests/conftest.py)
+NOISE_B = (6_000_000, 0, 7_000_000)
 
 
 def _chain_ops() -> list[tuple[int, int, int]]:

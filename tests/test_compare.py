@@ -12,57 +12,60 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import planted_compare as pc
 import pytest
+from _lazy import Lazy
 
-from tests.conftest import LEVEL0, LEVEL1, SAMPLES, real
+from tests.conftest import LEVEL0, LEVEL1, real
 from traceql.compare import compare
 
 DEVICE = "ascend910b"
-NOISE_A = (0, 8_000_000, 1_000_000)  # host tail added to steps 1..3 (ns)
-NOISE_B = (6_000_000, 0, 7_000_000)
+NOISE_A, NOISE_B = pc.NOISE_A, pc.NOISE_B  # host tail added to steps 1..3 (ns)
+CLEAN, UNFUSED = "planted-clean", "planted-unfused_chain"  # planted_compare's clean job and unfused chain
 
 
 @pytest.fixture(scope="session")
-def cstore(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from traceql import ingest
-
-    root = tmp_path_factory.mktemp("compare")
-    st = root / "store"
-    cases: dict[str, dict[str, Any]] = {
-        "clean": {},
-        "chain": {"chain": True},
-        "unfused": {"clean": False, "chain": True},
-        "fused": {"clean": False, "fused": True},
-        "chain_noisy": {"chain": True, "jitter": NOISE_A},
-        "clean_noisy": {"jitter": NOISE_B},
-        "clean8": {"n_ranks": 8},
-    }
-    for name, kw in cases.items():
-        ingest(pc.write(name, root / "dumps", **kw), st, name=name, workers=1)
-    ingest(SAMPLES / "kineto_cpu", st, name="kineto", workers=1)
-    return st
+def cstore(planted_store: Path) -> Path:
+    """The session's planted store (tests/conftest.py PLANTED_RUNS): planted_compare's dumps as runs chain,
+    fused, chain_noisy (NOISE_A), clean_noisy (NOISE_B) and clean8 (8 ranks); its clean job and its unfused
+    chain (clean=False, chain=True) are planted.py's clean and unfused_chain, byte for byte (CLEAN, UNFUSED);
+    the Kineto CPU sample as kineto."""
+    return planted_store
 
 
 @pytest.fixture(scope="session")
-def results(cstore: Path) -> dict[str, Any]:
-    """Each pair compared once (findings included)."""
+def results(cstore: Path) -> Lazy[dict[str, Any]]:
+    """Each pair compared once (findings included), when a test first reads it."""
     pairs = {
-        "self": ("clean", "clean"),
-        "regress": ("clean", "chain"),
-        "improve": ("chain", "clean"),
-        "fix": ("unfused", "fused"),
+        "self": (CLEAN, CLEAN),
+        "regress": (CLEAN, "chain"),
+        "improve": ("chain", CLEAN),
+        "fix": (UNFUSED, "fused"),
         "noisy_improve": ("chain_noisy", "clean_noisy"),
         "noisy_regress": ("clean_noisy", "chain_noisy"),
     }
-    return {k: compare(cstore, b, c, device=DEVICE).to_dict() for k, (b, c) in pairs.items()}
+    return Lazy(pairs, lambda k: compare(cstore, *pairs[k], device=DEVICE).to_dict())
+
+
+def test_the_shared_clean_and_unfused_runs_are_planted_compares_dumps(tmp_path: Path) -> None:
+    """CLEAN and UNFUSED come from tests/planted.py (the session's planted store); they stand for
+    planted_compare's clean job and its unfused chain only because the two write the same files, byte for byte."""
+    import planted
+
+    for case, kw in (("clean", {}), ("unfused_chain", {"clean": False, "chain": True})):
+        a = planted.write(case, tmp_path / "planted")
+        b = pc.write(case, tmp_path / "compare", **kw)
+        files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+        assert files and files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+        assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files), case
 
 
 # ---- a run against itself -------------------------------------------------------------------------------------
-def test_run_against_itself_is_neutral_with_every_delta_zero(results: dict[str, Any]) -> None:
+def test_run_against_itself_is_neutral_with_every_delta_zero(results: Mapping[str, dict[str, Any]]) -> None:
     d = results["self"]
     assert d["comparability"]["comparable"] and d["verdict"]["verdict"] == "neutral"
     assert d["verdict"]["delta_ns"] == 0
@@ -81,7 +84,7 @@ def test_run_against_itself_is_neutral_with_every_delta_zero(results: dict[str, 
 
 
 # ---- a planted regression: the unfused chain reintroduced ----------------------------------------------------
-def test_planted_regression_is_reported_with_its_step_time(results: dict[str, Any]) -> None:
+def test_planted_regression_is_reported_with_its_step_time(results: Mapping[str, dict[str, Any]]) -> None:
     d = results["regress"]
     v = d["verdict"]
     assert v["verdict"] == "regression"
@@ -97,7 +100,7 @@ def test_planted_regression_is_reported_with_its_step_time(results: dict[str, An
     assert [r["wall_ns"]["delta"] for r in d["ranks"]] == [pc.chain_ns()] * 2
 
 
-def test_planted_regression_traffic_and_operators(results: dict[str, Any]) -> None:
+def test_planted_regression_traffic_and_operators(results: Mapping[str, dict[str, Any]]) -> None:
     d = results["regress"]
     comp = d["traffic"]["totals"]["compute"]
     # PMU bytes of the chain = its tensors' bytes, per step of one rank; both sides measured (PMU)
@@ -114,12 +117,12 @@ def test_planted_regression_traffic_and_operators(results: dict[str, Any]) -> No
     assert g["cand"]["occurrences_per_step"] == 2 and g["delta_grade"] == "measured"
 
 
-def test_improvement_is_the_same_number_negated(results: dict[str, Any]) -> None:
+def test_improvement_is_the_same_number_negated(results: Mapping[str, dict[str, Any]]) -> None:
     v = results["improve"]["verdict"]
     assert v["verdict"] == "improvement" and v["delta_ns"] == -pc.chain_ns()
 
 
-def test_fix_resolves_the_fusion_finding(results: dict[str, Any]) -> None:
+def test_fix_resolves_the_fusion_finding(results: Mapping[str, dict[str, Any]]) -> None:
     d = results["fix"]
     assert d["verdict"]["verdict"] == "improvement"
     assert d["verdict"]["delta_ns"] == pytest.approx(pc.fused_ns() - pc.chain_ns(), abs=0)
@@ -138,7 +141,7 @@ def _sd(xs: list[float]) -> float:
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
-def test_improvement_under_noise_is_never_a_regression(results: dict[str, Any]) -> None:
+def test_improvement_under_noise_is_never_a_regression(results: Mapping[str, dict[str, Any]]) -> None:
     v = results["noisy_improve"]["verdict"]
     base = [pc.clean_step_ns() + pc.chain_ns() + j for j in NOISE_A]  # by construction
     cand = [pc.clean_step_ns() + j for j in NOISE_B]
@@ -150,7 +153,7 @@ def test_improvement_under_noise_is_never_a_regression(results: dict[str, Any]) 
 
 
 def test_noise_covering_a_regression_is_inconclusive_and_does_not_trip_the_gate(
-    cli: Any, cstore: Path, results: dict[str, Any]
+    cli: Any, cstore: Path, results: Mapping[str, dict[str, Any]]
 ) -> None:
     v = results["noisy_regress"]["verdict"]
     assert v["verdict"] == "inconclusive" and v["delta_rel"] > 0.05
@@ -172,18 +175,18 @@ def test_noise_covering_a_regression_is_inconclusive_and_does_not_trip_the_gate(
 
 # ---- the gate ---------------------------------------------------------------------------------------------------
 def test_gate_trips_exit_3_on_the_planted_regression(cli: Any, cstore: Path) -> None:
-    r = cli("compare", "clean", "chain", "-s", cstore, "--gate", "5%", "--no-findings", "--device", DEVICE)
+    r = cli("compare", CLEAN, "chain", "-s", cstore, "--gate", "5%", "--no-findings", "--device", DEVICE)
     assert r.code == 3, r
     assert "--gate 5%" in r.err and "regressed 92.70%" in r.err
-    r = cli("compare", "chain", "clean", "-s", cstore, "--gate", "5%", "--no-findings", "--device", DEVICE)
+    r = cli("compare", "chain", CLEAN, "-s", cstore, "--gate", "5%", "--no-findings", "--device", DEVICE)
     assert r.code == 0, r
-    r = cli("compare", "clean", "chain", "-s", cstore, "--gate", "200", "--no-findings", "--device", DEVICE)
+    r = cli("compare", CLEAN, "chain", "-s", cstore, "--gate", "200", "--no-findings", "--device", DEVICE)
     assert r.code == 0, r  # +93% is within a 200% gate
 
 
 # ---- incomparable -----------------------------------------------------------------------------------------------
 def test_two_ranks_vs_eight_is_not_comparable_exit_1(cli: Any, cstore: Path) -> None:
-    r = cli("compare", "clean", "clean8", "-s", cstore, "--format", "json", "--no-findings", "--gate", "5%")
+    r = cli("compare", CLEAN, "clean8", "-s", cstore, "--format", "json", "--no-findings", "--gate", "5%")
     assert r.code == 1, r  # not comparable: an error, never a gate result
     assert "not comparable because" in r.err and "rank count: base has 2 rank(s) and cand 8" in r.err
     assert sum(ln.startswith("error:") for ln in r.err.splitlines()) == 1 and "Traceback" not in r.err
@@ -192,7 +195,7 @@ def test_two_ranks_vs_eight_is_not_comparable_exit_1(cli: Any, cstore: Path) -> 
 
 
 def test_kineto_cpu_vs_ascend_cluster_is_not_comparable(cli: Any, cstore: Path) -> None:
-    r = cli("compare", "kineto", "clean", "-s", cstore, "--no-findings")
+    r = cli("compare", "kineto", CLEAN, "-s", cstore, "--no-findings")
     assert r.code == 1, r
     assert "not comparable because dump kind" in r.err and "--mode cross" in r.err
     assert "VERDICT" not in r.out.upper().split("NOT COMPARABLE")[0]
@@ -200,7 +203,7 @@ def test_kineto_cpu_vs_ascend_cluster_is_not_comparable(cli: Any, cstore: Path) 
 
 # ---- formats and CLI ---------------------------------------------------------------------------------------------
 def test_json_is_versioned_and_markdown_says_the_same(cli: Any, cstore: Path) -> None:
-    r = cli("compare", "clean", "chain", "-s", cstore, "--format", "json", "--device", DEVICE)
+    r = cli("compare", CLEAN, "chain", "-s", cstore, "--format", "json", "--device", DEVICE)
     assert r.code == 0, r
     d = json.loads(r.out)
     assert d["format"] == "traceql.compare/1" and d["mode"] == "same"
@@ -215,7 +218,7 @@ def test_json_is_versioned_and_markdown_says_the_same(cli: Any, cstore: Path) ->
         "operators",
         "findings",
     } <= set(d)
-    m = cli("compare", "clean", "chain", "-s", cstore, "--format", "markdown", "--device", DEVICE)
+    m = cli("compare", CLEAN, "chain", "-s", cstore, "--format", "markdown", "--device", DEVICE)
     assert m.code == 0 and "REGRESSION" in m.out and "+3.898 ms" in m.out
     assert "| Conv2D |" in m.out and "## Findings" in m.out
 
@@ -229,10 +232,10 @@ def test_help_has_an_example_and_usage_errors_exit_2(cli: Any, cstore: Path) -> 
         (["--gate", "abc"], "--gate"),
         (["--name-map", "x.json"], "--name-map"),
     ):
-        r = cli("compare", "clean", "chain", "-s", cstore, *args)
+        r = cli("compare", CLEAN, "chain", "-s", cstore, *args)
         assert r.code == 2, (args, r)
         assert needle in r.err
-    r = cli("compare", "clean", "nope", "-s", cstore)
+    r = cli("compare", CLEAN, "nope", "-s", cstore)
     assert r.code == 1 and "'nope' is neither a run" in r.err and "clean" in r.err
 
 
@@ -295,10 +298,10 @@ def test_real_level1_vs_level0_reverse_and_markdown(real_store: Path) -> None:
 # ---- the report's "what changed" section and the charts ---------------------------------------------------------
 def test_report_with_baseline_has_the_what_changed_section(cli: Any, cstore: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    r = cli("report", "--run", "chain", "--baseline", "clean", "-s", cstore, "--device", DEVICE, "-o", out)
+    r = cli("report", "--run", "chain", "--baseline", CLEAN, "-s", cstore, "--device", DEVICE, "-o", out)
     assert r.code == 0, r
     html = out.read_text(encoding="utf-8")
-    assert 'id="changed"' in html and "What changed since <code>clean</code>" in html
+    assert 'id="changed"' in html and "What changed since <code>planted-clean</code>" in html
     assert "REGRESSION: step 4.205 ms -&gt; 8.104 ms (+3.898 ms" in html
     specs = json.loads(html.split('id="traceql-specs"', 1)[1].split(">", 1)[1].split("</script>", 1)[0])
     assert {"compare_step_split", "compare_traffic"} <= set(specs)
@@ -308,7 +311,7 @@ def test_report_with_baseline_has_the_what_changed_section(cli: Any, cstore: Pat
     assert 'id="changed"' not in plain.read_text(encoding="utf-8")
 
 
-def test_charts_carry_the_comparison_numbers(results: dict[str, Any]) -> None:
+def test_charts_carry_the_comparison_numbers(results: Mapping[str, dict[str, Any]]) -> None:
     from traceql.compare.charts import step_split_chart, traffic_delta_chart
 
     d = results["regress"]
@@ -407,14 +410,14 @@ def test_bad_name_map_is_one_line_exit_1(
 ) -> None:
     m = tmp_path / "map.json"
     m.write_text(content, encoding="utf-8")
-    r = cli("compare", "clean", "chain", "-s", cstore, "--mode", "cross", "--name-map", m, "--no-findings")
+    r = cli("compare", CLEAN, "chain", "-s", cstore, "--mode", "cross", "--name-map", m, "--no-findings")
     assert r.code == 1 and needle in r.err and "Traceback" not in r.err
 
 
 def test_no_fused_groups_skips_only_the_chains(cli: Any, cstore: Path) -> None:
     r = cli(
         "compare",
-        "clean",
+        CLEAN,
         "chain",
         "-s",
         cstore,

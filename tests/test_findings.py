@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import planted
 import pytest
 from _canon import MS, build_store
+from _lazy import Lazy
 
 from traceql import findings
 from traceql.errors import TraceQLError
@@ -28,22 +29,15 @@ MATRIX_CHECKS = [
 ]  # top_hbm_ops is information, fires on any bytes
 
 
-# ---- fixtures: every planted case ingested once, evaluated once ----------------------------------------------
-@pytest.fixture(scope="session")
-def planted_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from traceql.ingest import ingest
-
-    root = tmp_path_factory.mktemp("planted")
-    st = root / "store"
-    for case in planted.CASES:
-        ingest(planted.write(case, root / "dumps"), st, name=case, workers=1)
-        shutil.rmtree(root / "dumps" / case)  # the store keeps what the tests need
-    return st
+# ---- fixtures: every planted case ingested once (tests/conftest.py planted_store), evaluated once when read ------
+def run(case: str) -> str:
+    """The planted case's run in the session's planted store."""
+    return f"planted-{case}"
 
 
 @pytest.fixture(scope="session")
-def reports(planted_store: Path) -> dict[str, Report]:
-    return {case: evaluate(planted_store, case, device=DEVICE) for case in planted.CASES}
+def reports(planted_store: Path) -> Lazy[Report]:
+    return Lazy(planted.CASES, lambda case: evaluate(planted_store, run(case), device=DEVICE))
 
 
 @pytest.fixture(scope="session")
@@ -98,46 +92,49 @@ def _strict_rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def variant_reports(
     planted_store: Path, sparse_store: Path, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Report]:
+) -> Lazy[Report]:
     """The planted cases evaluated against other peaks and rules, and the near-empty runs."""
     strict = _strict_rules(tmp_path_factory)
     hi = {"peak_hbm_bps": 3 * planted.PEAK}
-    return {
-        "unfused_chain@3xpeak": evaluate(planted_store, "unfused_chain", peaks=hi),
-        "fp32_heavy@3xpeak": evaluate(planted_store, "fp32_heavy", peaks=hi),
-        "unfused_chain@strict": evaluate(planted_store, "unfused_chain", device=DEVICE, rules=strict),
-        "fp32_heavy@strict": evaluate(planted_store, "fp32_heavy", device=DEVICE, rules=strict),
-        "transdata_heavy@strict": evaluate(planted_store, "transdata_heavy", device=DEVICE, rules=strict),
-        "sparse": evaluate(sparse_store, "sparse", device=DEVICE),
-        "empty": evaluate(sparse_store, "empty"),
+    make: dict[str, Callable[[], Report]] = {
+        "unfused_chain@3xpeak": lambda: evaluate(planted_store, run("unfused_chain"), peaks=hi),
+        "fp32_heavy@3xpeak": lambda: evaluate(planted_store, run("fp32_heavy"), peaks=hi),
+        "unfused_chain@strict": lambda: evaluate(
+            planted_store, run("unfused_chain"), device=DEVICE, rules=strict
+        ),
+        "fp32_heavy@strict": lambda: evaluate(planted_store, run("fp32_heavy"), device=DEVICE, rules=strict),
+        "transdata_heavy@strict": lambda: evaluate(
+            planted_store, run("transdata_heavy"), device=DEVICE, rules=strict
+        ),
+        "sparse": lambda: evaluate(sparse_store, "sparse", device=DEVICE),
+        "empty": lambda: evaluate(sparse_store, "empty"),
     }
+    return Lazy(make, lambda k: make[k]())
 
 
 @pytest.fixture(scope="session")
-def real_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
+def real_reports(tmp_path_factory: pytest.TempPathFactory) -> Lazy[Report]:
     """The committed samples (article story, msprof export), plus the real Level1 dumps (text and db export) when
-    ../shared is present."""
+    ../shared is present; each ingested into a store of its own and evaluated when a test first reads it."""
     from conftest import DB_LEVEL1, LEVEL1, SAMPLES
 
     from traceql.ingest import ingest
 
-    st = tmp_path_factory.mktemp("real") / "store"
-    out: dict[str, Report] = {}
-    ingest(SAMPLES / "torch_npu_2rank", st, name="article", workers=1)
-    out["article"] = evaluate(st, "article", device=DEVICE)
-    ingest(SAMPLES / "msprof", st, name="msprof", workers=1)
-    out["msprof"] = evaluate(st, "msprof", device=DEVICE)
-    for name, path in (("level1", LEVEL1), ("db_level1", DB_LEVEL1)):
-        if path.exists():
-            ingest(path, st, name=name, workers=1)
-            out[name] = evaluate(
-                st, name, device=DEVICE
-            )  # the dumps name no device: the job ran on Ascend910B
-    return out
+    paths = {"article": SAMPLES / "torch_npu_2rank", "msprof": SAMPLES / "msprof"}
+    paths.update(
+        {name: path for name, path in (("level1", LEVEL1), ("db_level1", DB_LEVEL1)) if path.exists()}
+    )
+
+    def make(name: str) -> Report:
+        st = tmp_path_factory.mktemp("real") / "store"
+        ingest(paths[name], st, name=name, workers=1)
+        return evaluate(st, name, device=DEVICE)  # the dumps name no device: the job ran on Ascend910B
+
+    return Lazy(paths, make)
 
 
 # ---- the confusion matrix ----------------------------------------------------------------------------------
-def test_confusion_matrix(reports: dict[str, Report]) -> None:
+def test_confusion_matrix(reports: Mapping[str, Report]) -> None:
     """Each check fires on its planted case and stays silent on the clean one and on the others' cases."""
     got = {case: {c for c in MATRIX_CHECKS if reports[case].finding(c).fired} for case in planted.CASES}
     lines = [f"{'case':20} " + " ".join(f"{c[:10]:>10}" for c in MATRIX_CHECKS)]
@@ -172,7 +169,7 @@ def _ev(rep: Report, check: str) -> dict[str, Any]:
     return rep.finding(check).evidence
 
 
-def test_fusion_saving_is_the_intermediates(reports: dict[str, Report]) -> None:
+def test_fusion_saving_is_the_intermediates(reports: Mapping[str, Report]) -> None:
     # Conv -> BNTrainingReduce -> BNTrainingUpdate -> Relu with y = the conv output and s = the 1x16x1x1x16 stats:
     # link 1 saves y written + y read; link 2 s written + two s-shaped inputs read (mean and variance) + y read
     # again (BNTrainingUpdate re-reads the conv output); link 3 z (= y-sized) written + read: 5y + 3s per chain.
@@ -187,7 +184,7 @@ def test_fusion_saving_is_the_intermediates(reports: dict[str, Report]) -> None:
     assert top["occurrences"] == 2 * planted.STEPS * 2
 
 
-def test_mixed_precision_saves_half_the_fp32_bytes(reports: dict[str, Report]) -> None:
+def test_mixed_precision_saves_half_the_fp32_bytes(reports: Mapping[str, Report]) -> None:
     sc = planted.build("fp32_heavy")
     fp32_ops = [o for r in sc.ranks for o in r.ops]
     assert all(o.input_dtypes[0] == planted.FP32 for o in fp32_ops)
@@ -202,7 +199,7 @@ def test_mixed_precision_saves_half_the_fp32_bytes(reports: dict[str, Report]) -
     assert ev["saved_ns_per_step"] == pytest.approx(t, rel=1e-3)
 
 
-def test_rereads_are_measured_over_modeled(reports: dict[str, Report]) -> None:
+def test_rereads_are_measured_over_modeled(reports: Mapping[str, Report]) -> None:
     rows = {
         r["op_type"]: r
         for r in reports["no_ub_reuse"].finding("ub_reuse").top_ops
@@ -213,7 +210,7 @@ def test_rereads_are_measured_over_modeled(reports: dict[str, Report]) -> None:
     assert rows["LayerNormV3"]["measured_over_modeled"] == pytest.approx(2.5, rel=1e-6)
 
 
-def test_layout_share_and_forcers(reports: dict[str, Report]) -> None:
+def test_layout_share_and_forcers(reports: Mapping[str, Report]) -> None:
     sc = planted.build("transdata_heavy")
     ops = sc.rank(0).ops
     conv = sum(o.dur_ns for o in ops if o.op_type == "TransData")
@@ -225,7 +222,7 @@ def test_layout_share_and_forcers(reports: dict[str, Report]) -> None:
     assert ("Relu", "NC1HWC0", "NCHW") in forced  # the ReLU needs NCHW after the conv
 
 
-def test_prefetch_exposed_time_is_loading_plus_copy(reports: dict[str, Report]) -> None:
+def test_prefetch_exposed_time_is_loading_plus_copy(reports: Mapping[str, Report]) -> None:
     # device idle from the step start to 3.1 ms; DataLoader [20 us, 2.02 ms) -> 2.0 ms; copies: the writer's
     # AscendCL@aclrtMemcpyAsync starts 25 us before the 2.05 ms memcpy task (2.025 ms) and aten::_to_copy covers
     # [2.03, 3.03 ms) -> [2.025, 3.03 ms) = 1.005 ms; 3.005 ms per rank-step
@@ -237,7 +234,7 @@ def test_prefetch_exposed_time_is_loading_plus_copy(reports: dict[str, Report]) 
     assert _ev(reports["clean"], "prefetch_overlap")["idle_loading_ns"] == 0
 
 
-def test_waiting_rank_and_its_cause(reports: dict[str, Report]) -> None:
+def test_waiting_rank_and_its_cause(reports: Mapping[str, Report]) -> None:
     sc = planted.build("hbm_wait")
     sc.finalize()
     wait = (
@@ -255,7 +252,7 @@ def test_waiting_rank_and_its_cause(reports: dict[str, Report]) -> None:
     assert v["bound"] == "memory" and "tuning communication will not help" in v["headline"]
 
 
-def test_slow_link_bandwidth(reports: dict[str, Report]) -> None:
+def test_slow_link_bandwidth(reports: Mapping[str, Report]) -> None:
     f = reports["slow_link"].finding("slow_link")
     assert {r["rank"] for r in f.top_ops} == {0, 1}
     for r in f.top_ops:
@@ -264,7 +261,7 @@ def test_slow_link_bandwidth(reports: dict[str, Report]) -> None:
     assert reports["slow_link"].finding("comm_waits_on_memory").evidence["outcome"] == "small_wait"
 
 
-def test_late_host_rank_is_not_blamed_on_memory(reports: dict[str, Report]) -> None:
+def test_late_host_rank_is_not_blamed_on_memory(reports: Mapping[str, Report]) -> None:
     # rank 1's compute starts 2.85 ms later than rank 0's each step (3.0 ms vs 0.15 ms): rank 0 waits that long
     rep = reports["late_host"]
     cw = rep.finding("comm_waits_on_memory")
@@ -276,13 +273,13 @@ def test_late_host_rank_is_not_blamed_on_memory(reports: dict[str, Report]) -> N
     assert rep.verdict["bound"] != "memory"
 
 
-def test_clean_is_not_bandwidth_bound(reports: dict[str, Report]) -> None:
+def test_clean_is_not_bandwidth_bound(reports: Mapping[str, Report]) -> None:
     clean = reports["clean"]
     assert clean.finding("bandwidth_bound").evidence["outcome"] == "not_bound"
     assert clean.verdict["hbm_utilization"] < 0.7
 
 
-def test_gate_with_a_higher_peak(variant_reports: dict[str, Report]) -> None:
+def test_gate_with_a_higher_peak(variant_reports: Mapping[str, Report]) -> None:
     # the same unfused chains against a 3x higher HBM peak: utilisation ~28% < 70%, so fusion is not recommended
     rep = variant_reports["unfused_chain@3xpeak"]
     f = rep.finding("operator_fusion")
@@ -295,7 +292,7 @@ def test_gate_with_a_higher_peak(variant_reports: dict[str, Report]) -> None:
 
 # ---- rules are data ------------------------------------------------------------------------------------------
 def test_thresholds_come_from_the_rules_file(
-    variant_reports: dict[str, Report], reports: dict[str, Report]
+    variant_reports: Mapping[str, Report], reports: Mapping[str, Report]
 ) -> None:
     for case, check in (
         ("unfused_chain", "operator_fusion"),
@@ -417,7 +414,7 @@ def _conforms(obj: Any, shape: Any, where: str = "$") -> None:
         assert isinstance(obj, shape), f"{where}: {obj!r} is not {shape}"
 
 
-def test_json_format_is_stable(reports: dict[str, Report]) -> None:
+def test_json_format_is_stable(reports: Mapping[str, Report]) -> None:
     for case, rep in reports.items():
         data = json.loads(rep.to_json())
         _conforms(data, JSON_SHAPE, case)
@@ -439,20 +436,20 @@ def test_json_format_is_stable(reports: dict[str, Report]) -> None:
         assert data["summary"]["fired"] == sum(f["fired"] for f in data["findings"])
 
 
-def test_finding_fields(reports: dict[str, Report]) -> None:
+def test_finding_fields(reports: Mapping[str, Report]) -> None:
     for case, rep in reports.items():
         for f in rep.findings:
             assert f.severity in SEVERITIES
             assert (f.severity == "info") == (not f.fired or f.id == "top_hbm_ops"), (case, f.id, f.severity)
             assert f.message and f.suggestion and f.optimisation and f.title
-            assert f.query.startswith("traceql query ") and f"--run {case}" in f.query
+            assert f.query.startswith("traceql query ") and f"--run {run(case)}" in f.query
             assert "{" not in f.message, f.message  # every template field was filled
             if f.saving.get("value") is not None:
                 assert f.saving["unit"] == "ms/step" and f.saving["value"] >= 0 and f.saving["method"]
 
 
 def test_every_message_variant_is_reached(
-    reports: dict[str, Report], variant_reports: dict[str, Report], real_reports: dict[str, Report]
+    reports: Mapping[str, Report], variant_reports: Mapping[str, Report], real_reports: Mapping[str, Report]
 ) -> None:
     """Each rules.toml message renders with the values its check provides (a missing field would raise)."""
     every = [*reports.values(), *variant_reports.values(), *real_reports.values()]
@@ -495,7 +492,7 @@ def test_every_message_variant_is_reached(
     assert not (nowhere & seen), f"now reached, drop from the list: {sorted(nowhere & seen)}"
 
 
-def test_near_empty_runs_say_why_nothing_fired(variant_reports: dict[str, Report]) -> None:
+def test_near_empty_runs_say_why_nothing_fired(variant_reports: Mapping[str, Report]) -> None:
     rep = variant_reports["sparse"]
     assert {f.id for f in rep.fired} == set()
     assert rep.finding("bandwidth_bound").evidence["outcome"] == "no_data"  # kernels without any byte source
@@ -507,7 +504,9 @@ def test_near_empty_runs_say_why_nothing_fired(variant_reports: dict[str, Report
     assert {f.id for f in empty.fired} == set()
 
 
-def test_prefetch_plans_every_query(reports: dict[str, Report], variant_reports: dict[str, Report]) -> None:
+def test_prefetch_plans_every_query(
+    reports: Mapping[str, Report], variant_reports: Mapping[str, Report]
+) -> None:
     """evaluate() runs its queries concurrently up front; no check may need one the plan forgot."""
     for name, rep in {**reports, **variant_reports}.items():
         assert rep.late_queries == [], name
@@ -515,18 +514,20 @@ def test_prefetch_plans_every_query(reports: dict[str, Report], variant_reports:
 
 # ---- CLI -----------------------------------------------------------------------------------------------------
 @pytest.fixture
-def cached_reports(monkeypatch: pytest.MonkeyPatch, reports: dict[str, Report]) -> None:
+def cached_reports(monkeypatch: pytest.MonkeyPatch, reports: Mapping[str, Report]) -> None:
     """The CLI's formatting and exit codes over the session's reports (evaluate itself is tested above)."""
     real_evaluate = findings.evaluate
 
     def fake(store: Any, run_id: str | None = None, **kw: Any) -> Report:
+        case = (run_id or "").removeprefix("planted-")
         if (
-            run_id in reports
+            run_id == run(case)
+            and case in reports
             and kw.get("device") == DEVICE
             and not kw.get("peaks")
             and not kw.get("baseline")
         ):
-            return reports[run_id]
+            return reports[case]
         return real_evaluate(store, run_id, **kw)
 
     monkeypatch.setattr(findings, "evaluate", fake)
@@ -538,7 +539,7 @@ def test_cli_help_has_an_example(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_cli_end_to_end(cli, planted_store: Path) -> None:  # type: ignore[no-untyped-def]
-    r = cli("findings", "--store", planted_store, "--run", "hbm_wait", "--device", DEVICE)
+    r = cli("findings", "--store", planted_store, "--run", run("hbm_wait"), "--device", DEVICE)
     assert r.code == 0, r
     assert r.out.startswith("memory-bound: rank 1") and "comm_waits_on_memory" in r.out
     assert "free_time" not in r.out  # did not fire: only with --all
@@ -546,18 +547,22 @@ def test_cli_end_to_end(cli, planted_store: Path) -> None:  # type: ignore[no-un
 
 
 def test_cli_formats(cli, planted_store: Path, tmp_path: Path, cached_reports: None) -> None:  # type: ignore[no-untyped-def]
-    r = cli("findings", "--store", planted_store, "--run", "hbm_wait", "--device", DEVICE, "--all")
+    r = cli("findings", "--store", planted_store, "--run", run("hbm_wait"), "--device", DEVICE, "--all")
     assert r.code == 0 and "free_time" in r.out
-    r = cli("findings", "--store", planted_store, "--run", "hbm_wait", "--device", DEVICE, "--format", "json")
+    r = cli(
+        "findings", "--store", planted_store, "--run", run("hbm_wait"), "--device", DEVICE, "--format", "json"
+    )
     data = json.loads(r.out)
-    assert data["run_id"] == "hbm_wait" and len(data["findings"]) == len(findings.CHECKS)  # json: every check
+    assert data["run_id"] == run("hbm_wait") and len(data["findings"]) == len(
+        findings.CHECKS
+    )  # json: every check
     out = tmp_path / "f.md"
     r = cli(
         "findings",
         "--store",
         planted_store,
         "--run",
-        "hbm_wait",
+        run("hbm_wait"),
         "--device",
         DEVICE,
         "-f",
@@ -570,7 +575,15 @@ def test_cli_formats(cli, planted_store: Path, tmp_path: Path, cached_reports: N
 
 def test_cli_fail_on(cli, planted_store: Path, cached_reports: None) -> None:  # type: ignore[no-untyped-def]
     r = cli(
-        "findings", "--store", planted_store, "--run", "hbm_wait", "--device", DEVICE, "--fail-on", "high"
+        "findings",
+        "--store",
+        planted_store,
+        "--run",
+        run("hbm_wait"),
+        "--device",
+        DEVICE,
+        "--fail-on",
+        "high",
     )
     assert r.code == 3 and "comm_waits_on_memory" in r.err
     r = cli(
@@ -578,7 +591,7 @@ def test_cli_fail_on(cli, planted_store: Path, cached_reports: None) -> None:  #
         "--store",
         planted_store,
         "--run",
-        "clean",
+        run("clean"),
         "--device",
         DEVICE,
         "--fail-on",
@@ -587,7 +600,7 @@ def test_cli_fail_on(cli, planted_store: Path, cached_reports: None) -> None:  #
         "json",
     )
     assert r.code == 0 and json.loads(r.out)["summary"]["fired"] == 1  # top_hbm_ops (info) only
-    r = cli("findings", "--store", planted_store, "--run", "clean", "--fail-on", "urgent")
+    r = cli("findings", "--store", planted_store, "--run", run("clean"), "--fail-on", "urgent")
     assert r.code == 2 and "--fail-on" in r.err
 
 
@@ -602,7 +615,7 @@ def test_cli_fail_on(cli, planted_store: Path, cached_reports: None) -> None:  #
 )
 def test_cli_bad_input_is_one_line_exit_1(cli, planted_store: Path, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     r = (
-        cli("findings", "--store", planted_store, "--run", "clean", *args)
+        cli("findings", "--store", planted_store, "--run", run("clean"), *args)
         if "--run" not in args
         else cli("findings", "--store", planted_store, *args)
     )
@@ -610,7 +623,7 @@ def test_cli_bad_input_is_one_line_exit_1(cli, planted_store: Path, args: list[s
 
 
 def test_cli_bad_format_is_a_usage_error(cli, planted_store: Path) -> None:  # type: ignore[no-untyped-def]
-    r = cli("findings", "--store", planted_store, "--run", "clean", "--format", "yaml")
+    r = cli("findings", "--store", planted_store, "--run", run("clean"), "--format", "yaml")
     assert r.code == 2 and "'yaml' is not one of 'table', 'json', 'markdown'" in r.err, r
 
 
@@ -619,7 +632,7 @@ def test_cli_no_store(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-d
     assert r.code == 1 and "no traceql store at" in r.err  # a typo, not an empty store (issue 46)
 
 
-def test_query_commands_rerun(cli, reports: dict[str, Report], planted_store: Path) -> None:  # type: ignore[no-untyped-def]
+def test_query_commands_rerun(cli, reports: Mapping[str, Report], planted_store: Path) -> None:  # type: ignore[no-untyped-def]
     """The `traceql query ...` command of every finding runs as written (plus --store here)."""
     cmds = {f.query for f in reports["hbm_wait"].findings}
     cmds |= {q for f in reports["hbm_wait"].findings for q in f.evidence.get("related_queries", [])}
@@ -633,9 +646,9 @@ def test_query_commands_rerun(cli, reports: dict[str, Report], planted_store: Pa
 
 
 def test_baseline_gives_the_scaling_efficiency(planted_store: Path) -> None:
-    rep = evaluate(planted_store, "hbm_wait", device=DEVICE, baseline="clean")
+    rep = evaluate(planted_store, run("hbm_wait"), device=DEVICE, baseline=run("clean"))
     v = rep.verdict
-    assert v["scaling_method"] == "baseline:clean"
+    assert v["scaling_method"] == "baseline:planted-clean"
 
     # baseline mean step / this run's mean step (weak scaling), both from the scenarios' step lengths
     def mean_step(case: str) -> float:
@@ -643,11 +656,11 @@ def test_baseline_gives_the_scaling_efficiency(planted_store: Path) -> None:
         return sum(s.dur_ns for r in sc.ranks for s in r.steps) / (planted.STEPS * 2)
 
     assert v["scaling_efficiency"] == pytest.approx(mean_step("clean") / mean_step("hbm_wait"), rel=1e-9)
-    assert "--baseline clean" in rep.finding("comm_waits_on_memory").query
+    assert "--baseline planted-clean" in rep.finding("comm_waits_on_memory").query
 
 
 # ---- real dumps: what a human reading them concludes -----------------------------------------------------------
-def test_article_sample_tells_the_articles_story(real_reports: dict[str, Report]) -> None:
+def test_article_sample_tells_the_articles_story(real_reports: Mapping[str, Report]) -> None:
     """sample_traces/torch_npu_2rank: rank 1 runs LayerNorm unfused at 93% of peak, rank 0 waits in all-reduce."""
     from traceql.synth import article_scenario
     from traceql.synth.scenarios import TENSOR_BYTES
@@ -672,7 +685,7 @@ def test_article_sample_tells_the_articles_story(real_reports: dict[str, Report]
     assert rep.finding("slow_rank").evidence["cause"] == "memory"
 
 
-def test_msprof_sample_advisor_parity(real_reports: dict[str, Report]) -> None:
+def test_msprof_sample_advisor_parity(real_reports: Mapping[str, Report]) -> None:
     """sample_traces/msprof: 3 AI CPU DropOutGenMask tasks (max 113.87 us) and three 8 MiB all-reduces (SDMA
     below 16 MB), as make_msprof_sample writes them."""
     rep = real_reports["msprof"]
@@ -697,7 +710,7 @@ def _kernel_rows(dump: Path) -> list[dict[str, str]]:
     return rows
 
 
-def test_level1_resnet_job(real_reports: dict[str, Report]) -> None:
+def test_level1_resnet_job(real_reports: Mapping[str, Report]) -> None:
     """The 2-rank ImageNet CNN job (msinsight level1; AlexNet-shaped convs): communication-bound (step_trace:
     Communication(Not Overlapped) ~102 ms of ~137 ms on rank 0), not bandwidth-bound, heavy TransData
     NCHW->NC1HWC0 around the convs, input loading on the critical path, fp32 everywhere."""
@@ -746,7 +759,7 @@ def test_level1_resnet_job(real_reports: dict[str, Report]) -> None:
     assert rep.finding("free_time").fired and "launch gaps" in rep.finding("free_time").message
 
 
-def test_level1_packet_alignment_by_hand(real_reports: dict[str, Report]) -> None:
+def test_level1_packet_alignment_by_hand(real_reports: Mapping[str, Report]) -> None:
     """communication.json Size Distribution sizes (MB = 1e6 bytes) that are not 512-byte multiples."""
     from conftest import LEVEL1, real
 
@@ -766,7 +779,7 @@ def test_level1_packet_alignment_by_hand(real_reports: dict[str, Report]) -> Non
     assert (ev["packets"], ev["unaligned_packets"]) == (total, unaligned) and unaligned > 0
 
 
-def test_text_and_db_exports_agree(real_reports: dict[str, Report]) -> None:
+def test_text_and_db_exports_agree(real_reports: Mapping[str, Report]) -> None:
     """The same job exported as text and as db (separate recordings) gives the same findings."""
     from conftest import DB_LEVEL1, real
 

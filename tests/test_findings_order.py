@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -89,21 +88,9 @@ def _assert_order_free(store: Path, run: str) -> None:
         reg.CHECKS.update(saved)
 
 
-@pytest.fixture(scope="module")
-def planted_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from traceql.ingest import ingest
-
-    root = tmp_path_factory.mktemp("order")
-    st = root / "store"
-    for case in planted.CASES:
-        ingest(planted.write(case, root / "dumps"), st, name=case, workers=1)
-        shutil.rmtree(root / "dumps" / case)
-    return st
-
-
 @pytest.mark.parametrize("case", planted.CASES)
 def test_planted_findings_do_not_depend_on_order(planted_store: Path, case: str) -> None:
-    _assert_order_free(planted_store, case)
+    _assert_order_free(planted_store, f"planted-{case}")  # the session's store (tests/conftest.py)
 
 
 @pytest.mark.real

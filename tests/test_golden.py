@@ -17,19 +17,21 @@ from pathlib import Path
 
 import _golden
 import pytest
+from conftest import session_store
 
 RUN_FILES = ("findings", "queries", "checks", "export")
 
 
 @pytest.fixture(scope="module")
 def golden_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, list[str]]]:
-    tmp = tmp_path_factory.mktemp("golden")
-    runs = _golden.build_store(tmp / "store", tmp)
-    yield tmp / "store", tmp, runs
+    """A store of exactly the golden dumps (its own: the byte_model_vs_measured check reads every run of the
+    store, so another run there would change checks.json), and a folder for the exports."""
+    runs = _golden.runs()
+    yield session_store(tmp_path_factory, "golden", runs), tmp_path_factory.mktemp("golden"), list(runs)
 
 
-def _check(path: Path, got: object, tmp: Path, update: bool, rows: bool = False) -> None:
-    text = _golden.text(got, tmp)
+def _check(path: Path, got: object, store: Path, update: bool, rows: bool = False) -> None:
+    text = _golden.text(got, store.parent)  # the store's path as <TMP>/store
     if update:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -57,17 +59,17 @@ def test_run_outputs_equal_the_goldens(
     snap = _golden.snapshot_run(store, run, tmp)
     assert set(snap) == set(RUN_FILES)
     for key in RUN_FILES:
-        _check(_golden.GOLDEN / run / f"{key}.json", snap[key], tmp, update, rows=key == "queries")
+        _check(_golden.GOLDEN / run / f"{key}.json", snap[key], store, update, rows=key == "queries")
 
 
 @pytest.mark.parametrize("pair", _golden.PAIRS, ids=lambda p: f"{p[0]}--{p[1]}")
 def test_compare_equals_the_golden(
     pair: tuple[str, str], golden_store: tuple[Path, Path, list[str]], request: pytest.FixtureRequest
 ) -> None:
-    store, tmp, _ = golden_store
+    store, _, _ = golden_store
     update = bool(request.config.getoption("--update-goldens"))
     got = _golden.snapshot_pair(store, *pair)
-    _check(_golden.GOLDEN / "compare" / f"{pair[0]}--{pair[1]}.json", got, tmp, update)
+    _check(_golden.GOLDEN / "compare" / f"{pair[0]}--{pair[1]}.json", got, store, update)
 
 
 def test_the_comparison_sees_a_changed_number() -> None:

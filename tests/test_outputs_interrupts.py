@@ -171,8 +171,12 @@ def _sigint_during_duckdb(real: Callable[..., Any], at: int, any_thread: bool = 
             calls[0] = -(10**9)  # once
             con = duckdb.connect()
             threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
-            # never a runaway query: the signal went astray, or (on a worker thread) the main thread took it
-            safety = threading.Timer(20 if main else 3, con.interrupt)
+            # never a runaway query: the signal went astray, or (on a worker thread) the main thread took it.
+            # (2026-12-07: report's arrow_table 1 and 6 and export's arrow_reader 1-3 reach this timer in every
+            # run, alone or under xdist, and end through con.interrupt, the same RuntimeError a consumed SIGINT
+            # gives; at 20 s each of them spun a core for 20 s of the full suite. 5 s is still 16x the signal's
+            # 0.3 s delay.)
+            safety = threading.Timer(5 if main else 3, con.interrupt)
             safety.start()
             try:
                 con.sql("SELECT count(*) FROM range(100000000000) a, range(10) b").fetchall()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -198,14 +199,22 @@ def assert_store_healthy(store: Path, expect_runs: dict[str, int]) -> None:
     assert got == {k: v for k, v in expect_runs.items() if v}
 
 
-@pytest.fixture
-def base_store(tmp_path: Path) -> Path:
-    """A store holding one complete run 'base' (3 chunks x 10 rows = 30 kernels)."""
-    store = tmp_path / "store"
-    r = run_cli(
-        "ingest", slow_file(tmp_path / "base.slow", 3, 10, 0), "--store", store, "--name", "base", "-q"
-    )
+@pytest.fixture(scope="module")
+def base_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The base store, ingested once per module by the CLI in a child process (as every test here did)."""
+    tmp = tmp_path_factory.mktemp("base")
+    store = tmp / "store"
+    r = run_cli("ingest", slow_file(tmp / "base.slow", 3, 10, 0), "--store", store, "--name", "base", "-q")
     assert r.returncode == 0, r.stderr
+    return store
+
+
+@pytest.fixture
+def base_store(base_store_template: Path, tmp_path: Path) -> Path:
+    """A store holding one complete run 'base' (3 chunks x 10 rows = 30 kernels): a copy of the module's
+    template (a store holds no absolute path: it is a folder that can move), each test free to damage its own."""
+    store = tmp_path / "store"
+    shutil.copytree(base_store_template, store, symlinks=True)
     assert_store_healthy(store, {"base": 30})
     return store
 

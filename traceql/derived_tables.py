@@ -248,6 +248,27 @@ def _statements(
     return tuple(out)
 
 
+def tables_read(stored: set[str], for_sql: str) -> set[str]:
+    """The canonical and derived tables (and `runs`) that `for_sql` reads, directly or through the helper
+    macros and derived tables it reaches (`statements(stored, for_sql=...)`, whose SELECTs read further): the
+    views a query's cursor must scope to its run. A superset is harmless (a name in a comment-free string);
+    a table left out would be read unscoped, so every statement the query's session defines is scanned."""
+    key = tuple((t.name, t.fingerprint) for t in tables())
+    return set(_tables_read(frozenset(stored), tuple(helper_statements()), key, for_sql))
+
+
+@lru_cache(maxsize=256)
+def _tables_read(
+    stored: frozenset[str],
+    helpers: tuple[tuple[str, str], ...],
+    fingerprints: tuple[tuple[str, str], ...],
+    for_sql: str,
+) -> frozenset[str]:
+    names = ["runs", *schema.TABLE_NAMES, *(n for n, _ in fingerprints)]
+    texts = [for_sql, *_statements(stored, True, False, helpers, fingerprints, for_sql)]
+    return frozenset(n for q in texts for n in _refs(q, names, call=False))
+
+
 def documented_tables() -> dict[str, tuple[str, list[Any]]]:
     """Every table a user can query, as `traceql schema` lists it: runs, the canonical tables, then the
     derived tables (description with grain and level, and their columns)."""
