@@ -28,9 +28,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         return str(real(*a, **k))
 
     monkeypatch.setattr(vlc, "javascript_bundle", counting)
-    page.js_bundle.cache_clear()
+    page.forget_bundle()
     yield calls
-    page.js_bundle.cache_clear()
+    page.forget_bundle()
 
 
 def test_the_second_process_reads_the_bundle_from_the_store(tmp_path: Path, counted: list[int]) -> None:
@@ -43,9 +43,11 @@ def test_the_second_process_reads_the_bundle_from_the_store(tmp_path: Path, coun
     files = list(cache.iterdir())
     assert [f.name.startswith("vega-bundle-") and f.suffix == ".js" for f in files] == [True]
     assert files[0].read_text(encoding="utf-8") == first
-    page.js_bundle.cache_clear()  # as a new process would start
+    page.forget_bundle()  # as a new process would start
     assert page.js_bundle(cache) == first
     assert len(counted) == 1  # read from the file, not bundled again
+    assert page.js_bundle(None) == first and page.js_bundle(tmp_path / "other") == first
+    assert len(counted) == 1  # once this process has it, any store gets it without bundling
 
 
 def test_no_cache_bundles_and_writes_nothing(

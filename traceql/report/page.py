@@ -41,31 +41,48 @@ def _safe_script(js: str) -> str:
     return js.replace("<!--", "\\x3C!--")
 
 
-@lru_cache(maxsize=4)
+# the snippet puts the three libraries on window (what vl-convert's default snippet does)
+_SNIPPET = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
+_KEPT: dict[str, str] = {}  # the bundle by _bundle_key(), once this process has it
+
+
 def js_bundle(cache_dir: Path | None = None) -> str:
     """Vega + Vega-Lite + vega-embed as one script, from vl-convert-python (no network, no vendored copy).
 
-    Bundling costs ~1.5 CPU-s, the same result every time for one vl-convert version, so a report keeps it in
-    its store (`bundle_cache_dir`: traceql writes nowhere but the store and the output named) and later reports
-    read it from there. cache_dir None: bundled, not kept."""
-    import vl_convert as vlc
-
-    # the snippet puts the three libraries on window (what vl-convert's default snippet does)
-    snippet = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
-    vlv = vl_version()
-    key = hashlib.sha256(f"{_dist_version('vl-convert-python')}|{vlv}|{snippet}".encode()).hexdigest()[:20]
+    Bundling costs ~1.5 CPU-s, the same result every time for one vl-convert version: a process bundles it at
+    most once, and a report keeps it in its store (`bundle_cache_dir`: traceql writes nowhere but the store and
+    the output named), where later processes read it. cache_dir None: nothing read or written on disk."""
+    key = _bundle_key()
+    if key in _KEPT:
+        return _KEPT[key]
     path = cache_dir / f"vega-bundle-{key}.js" if cache_dir is not None else None
-    if path is not None:
-        try:
-            cached = path.read_text(encoding="utf-8")
-            if cached:
-                return cached
-        except (OSError, UnicodeDecodeError):
-            pass  # not cached yet (or unreadable): bundle it
-    js = _safe_script(vlc.javascript_bundle(snippet, vl_version=vlv))
-    if path is not None:
-        _write_cache(path, js)
+    js = _read_cache(path) if path is not None else None
+    if js is None:
+        import vl_convert as vlc
+
+        js = _safe_script(vlc.javascript_bundle(_SNIPPET, vl_version=vl_version()))
+        if path is not None:
+            _write_cache(path, js)
+    _KEPT[key] = js
     return js
+
+
+def forget_bundle() -> None:
+    """Drop this process's bundle (tests: as a new process would start)."""
+    _KEPT.clear()
+
+
+@lru_cache(maxsize=1)
+def _bundle_key() -> str:
+    spec = f"{_dist_version('vl-convert-python')}|{vl_version()}|{_SNIPPET}"
+    return hashlib.sha256(spec.encode()).hexdigest()[:20]
+
+
+def _read_cache(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8") or None
+    except (OSError, UnicodeDecodeError):
+        return None  # not kept yet (or unreadable): bundle it
 
 
 def bundle_cache_dir(store: Any) -> Path | None:
