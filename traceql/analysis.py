@@ -65,12 +65,12 @@ PLANNER_WORKERS = 4
 
 
 def planner_threads() -> int:
-    """DuckDB threads of a session whose queries the findings planner runs (findings, report, compare): the
-    cores shared among the planner's concurrent queries. A session running one query at a time (`traceql
-    query`, export, a chart) keeps DuckDB's default of one thread per core. The
-    queries are small per rank, and a parallel operator on them costs extra CPU for little wall time: on the
-    2-core benchmark machine, `findings --all` on cluster:8x290 took 9.4 CPU-s with 1 thread against 10.1 with
-    DuckDB's default of one per core, in no more wall time (the planner keeps both cores busy)."""
+    """DuckDB threads of a session whose queries the findings planner runs (findings, report): the cores
+    shared among the planner's concurrent queries. A session running one query at a time (`traceql query`,
+    export, a chart) keeps DuckDB's default of one thread per core. The queries are small per rank, and a
+    parallel operator on them costs extra CPU for little wall time: on the 2-core benchmark machine, `findings
+    --all` on cluster:8x290 took 9.4 CPU-s with 1 thread against 10.1 with DuckDB's default of one per core, in
+    no more wall time (the planner keeps both cores busy)."""
     return max(1, (os.cpu_count() or 1) // PLANNER_WORKERS)
 
 
