@@ -8,6 +8,7 @@ Layout (readable by the stock duckdb shell and pandas/polars):
     <store>/.staging/<uuid>/ + <uuid>.lock         runs being written, each owned by its ingest's flock
     <store>/.lock                                  writers' exclusive lock (every manifest change)
     <store>/.readers.lock                          readers' shared lock (engine.connect holds it per connection)
+    <store>/.cache/                                files any process may rebuild (the report's script bundle)
 
 Crash safety (kill -9 or power loss at any instant leaves a store that opens, with every listed run complete):
 - a commit never touches a directory the manifest lists: the new run is renamed from .staging to a *fresh*
