@@ -244,11 +244,9 @@ def _rank_rows(wait: Any, util: Any) -> list[dict[str, Any]]:
     # typed rows (traceql/rows.py, from the queries' column headers): mypy sees a renamed column here; only the
     # rank rows are converted (the step rows are ~30k on an 8-rank cluster: 0.35 CPU-s as Python dicts)
     util_rows = cast("list[HbmUtilizationRow]", _scope_rows(util, "rank"))
-    hbm_by_rank = {r["rank"]: r for r in util_rows if r["scope"] == "rank"}
+    hbm_by_rank = {r["rank"]: r for r in util_rows}
     rank_rows = []
     for r in cast("list[WaitAttributionRow]", _scope_rows(wait, "rank")):
-        if r["scope"] != "rank":
-            continue
         h: HbmUtilizationRow | dict[str, None] = hbm_by_rank.get(r["rank"]) or {}
         rank_rows.append(
             {

@@ -100,7 +100,7 @@ def cluster_scenario(n_ranks: int, *, steps_per_second: int = 50) -> Scenario:
 
 def dense_cluster_scenario(n_ranks: int) -> Scenario:
     """A kernel-dense second per rank: dense_scenario's random op mix at a tenth of its durations, kernels 1-4 us
-    apart (~60k kernels a second per rank), an all-reduce every 33 ms, HBM samples every 100 us: a byte of dump
+    apart (~96k kernels a second per rank), an all-reduce every 33 ms, HBM samples every 100 us: a byte of dump
     holds more kernels than the article scenario's (the shape whose analysis tables cost the most per GB)."""
     return dense_scenario(0, n_ranks=n_ranks, hbm_period_ns=100_000, gap_us=(1, 4), dur_scale=0.1)
 
