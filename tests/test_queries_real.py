@@ -81,18 +81,18 @@ def _step_trace(rank: int) -> dict[str, int]:
 # ---- every query runs on every real dump that ingests --------------------------------------------------------
 @pytest.mark.parametrize("key", list(DUMPS))
 def test_every_query_runs_on_real_dumps(tmp_path_factory: pytest.TempPathFactory, key: str) -> None:
-    from traceql import engine
+    """Through one analysis session, as findings and report run them: the session stores the run's derived
+    tables once, so each query reads them (computing them from the raw tables in every query instead is
+    tests/test_derive.py's comparison, not repeated here)."""
+    from traceql.analysis import Analysis
 
     root = ingested(tmp_path_factory, key)
-    con = engine.connect(root)
-    try:
+    with Analysis(root, key, device="ascend910b") as a:
         for spec in queries.list_queries():
             params = {p.name: "MatMulV2" for p in spec.params if p.required}
-            t = queries.run(spec.name, con=con, run_id=key, params=params, device="ascend910b")
+            t = a.query(spec.name, params)
             got = [(f.name, _ARROW_TO_DUCK.get(str(f.type), str(f.type))) for f in t.schema]
             assert got == [(c.name, c.type) for c in spec.columns], spec.name
-    finally:
-        con.close()
 
 
 # ---- level1: step_breakdown reproduces step_trace_time.csv ------------------------------------------------
