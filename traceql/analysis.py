@@ -245,10 +245,12 @@ class Analysis:
         """A cursor that sees one run (and rank) with the helper macros and derived tables defined, for SQL
         beyond the metric library (export's streams). Close it when done."""
         from . import queries
+        from .engine import sole_run
 
+        rid = run_id or self.run_id
         cur = self.con.cursor()
         try:
-            queries.scope(cur, run_id or self.run_id, rank)
+            queries.scope(cur, rid, rank, sole=sole_run(self.con) == rid)
         except BaseException:
             cur.close()
             raise

@@ -96,7 +96,19 @@ def connect(
         raise
     if lock_fd is not None:
         weakref.finalize(con, os.close, lock_fd)  # released when the connection is closed and collected
+    if only is not None and len(only) == 1:
+        _SOLE_RUN[con] = next(iter(only))
     return con
+
+
+# connections whose views show one run only (connect(runs=[r])): a query over that run on them needs no
+# per-cursor views filtered to it (queries.scope)
+_SOLE_RUN: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def sole_run(con: Any) -> str | None:
+    """The one run `con` shows when connect() was given exactly one, else None (every run, or several)."""
+    return _SOLE_RUN.get(con)
 
 
 def _connect_snapshot(st: Store, only: set[str] | None, threads: int | None) -> duckdb.DuckDBPyConnection:

@@ -202,11 +202,20 @@ _RUNNER_READS = frozenset({"runs", "run_meta", "kernels"})
 
 
 def scope(
-    cur: duckdb.DuckDBPyConnection, run_id: str, rank: int | None = None, for_sql: str | None = None
+    cur: duckdb.DuckDBPyConnection,
+    run_id: str,
+    rank: int | None = None,
+    for_sql: str | None = None,
+    sole: bool = False,
 ) -> None:
     """Make `cur` see one run (and rank): every view shadowed by a filtered TEMP view, then the helper macros
     and the derived tables defined (stored ones read, the others from their SELECT). for_sql: only what that
-    SQL reaches is defined and scoped (each TEMP view costs ~0.5 ms to bind, ~30 of them per query)."""
+    SQL reaches is defined and scoped (each TEMP view costs ~0.5 ms to bind, ~30 of them per query).
+    sole: the connection's views show run_id alone (engine.sole_run): nothing to filter unless a rank is
+    asked for (on a small run the filtered views were ~30% of a query's CPU)."""
+    if sole and rank is None:
+        define_library(cur, _stored_tables(cur), for_sql=for_sql)
+        return
     if for_sql is None:
         _scope_views(cur, run_id, rank)
         define_library(cur, _stored_tables(cur))
@@ -397,7 +406,15 @@ def run(
     cur = con.cursor()
     try:
         rid = _pick_run(cur, run_id)
-        scope(cur, rid, rank if spec.rank_filter == "input" else None, for_sql=spec.sql)
+        from .engine import sole_run
+
+        scope(
+            cur,
+            rid,
+            rank if spec.rank_filter == "input" else None,
+            for_sql=spec.sql,
+            sole=sole_run(con) == rid,
+        )
         if choice is None:
             choice = resolve_peaks(cur, device=device, peaks=peaks)
         bound = bind_params(spec, params, fill=choice.peaks)
