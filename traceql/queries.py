@@ -385,7 +385,7 @@ def run(
     import duckdb
 
     from . import devices
-    from ._duck import arrow_table
+    from ._duck import query_table
 
     spec = get(name)
     bind_params(
@@ -419,7 +419,7 @@ def run(
             choice = resolve_peaks(cur, device=device, peaks=peaks)
         bound = bind_params(spec, params, fill=choice.peaks)
         try:
-            table = arrow_table(cur.sql(spec.sql, params=bound))
+            table = query_table(cur, spec.sql, bound)
         except (duckdb.Error, RuntimeError) as e:
             reraise_interrupt(e)  # Ctrl-C is not a failed query: exit 130, whoever catches errors above
             if not isinstance(e, duckdb.Error):
