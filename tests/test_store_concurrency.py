@@ -187,10 +187,10 @@ def test_a_commit_checks_every_listed_file_exists_before_the_manifest(tmp_path: 
 # ---- 3. readers never fail because of a writer -------------------------------------------------------------
 
 
-def test_500_queries_during_replace_and_rm_loops_never_fail(tmp_path: Path) -> None:
-    """Two reader processes, 250 queries each (engine.connect, then SQL over the views), while a writer
+def test_queries_during_replace_and_rm_loops_never_fail(tmp_path: Path) -> None:
+    """Two reader processes, 120 queries each (engine.connect, then SQL over the views), while a writer
     replaces and removes a run as fast as it can. Without the readers' lock about half of these fail here
-    (`No files found`, or a run's file missing); with it, none may."""
+    (`No files found`, or a run's file missing: ~120 of 240 expected); with it, none may."""
     store = tmp_path / "store"
     make_run(store, "base", 30)
     stop = tmp_path / "stop"
@@ -205,7 +205,7 @@ def test_500_queries_during_replace_and_rm_loops_never_fail(tmp_path: Path) -> N
         time.sleep(0.3)
         rs = [
             subprocess.Popen(
-                [sys.executable, str(HARNESS), "readers", str(store), "250"],
+                [sys.executable, str(HARNESS), "readers", str(store), "120"],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -220,7 +220,7 @@ def test_500_queries_during_replace_and_rm_loops_never_fail(tmp_path: Path) -> N
     assert w.returncode == 0, werr
     wrote = json.loads(wout)
     results = [json.loads(o.strip().splitlines()[-1]) for o, _e in outs]
-    assert sum(r["queries"] for r in results) == 500
+    assert sum(r["queries"] for r in results) == 240
     assert [r["failures"] for r in results] == [0, 0], results
     assert wrote["replaced"] > 20 and wrote["removed"] > 5, wrote  # the writer really ran meanwhile
     assert sum(r["saw_hot"] for r in results) > 0
