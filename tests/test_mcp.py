@@ -314,3 +314,32 @@ def test_in_memory_compare_passes_the_comparisons_verdict(npu_store: Path) -> No
     assert a["verdict"] == "neutral"
     assert all(n["grade"] for n in a["step"]) and all(p["grade"] for p in a["step_parts"])
     assert all(p["delta"] == 0 for p in a["step_parts"])
+
+
+def test_verdict_then_findings_evaluate_the_run_once_until_it_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's usual first calls, verdict then findings, share one evaluation of the run; a replaced run
+    (a new stored generation under the same name) is evaluated again. Counted by wrapping findings.evaluate."""
+    from traceql import findings
+    from traceql.ingest import ingest
+    from traceql.mcp.tools import Tools
+
+    store = tmp_path / "store"
+    ingest(NPU, store=store, name="npu", workers=1)
+    calls: list[str] = []
+    real = findings.evaluate
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(str(a[1] if len(a) > 1 else k.get("run_id")))
+        return real(*a, **k)
+
+    monkeypatch.setattr(findings, "evaluate", counted)
+    tools = Tools(store=str(store))
+    v = json.loads(tools.verdict("npu"))
+    f = json.loads(tools.findings("npu", limit=100))
+    assert calls == ["npu"]
+    assert v["run"] == f["run"] == "npu"
+    ingest(NPU, store=store, name="npu", replace=True, workers=1)
+    json.loads(tools.verdict("npu"))
+    assert calls == ["npu", "npu"]

@@ -8,7 +8,7 @@ and the cap. Errors are TraceQLErrors with one line; the server turns them into 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import QueryError, TraceQLError
@@ -26,6 +26,9 @@ class Tools:
     cap: int = answers.DEFAULT_CAP
     timeout_s: float = 60.0  # a sql statement's or a library query's time limit (0: none)
     memory_limit: str | None = None
+    # the findings documents evaluated so far, by run and the run's stored generation (a replaced run is a new
+    # key): verdict() then findings() on one run, an agent's usual first two calls, evaluate it once
+    _reports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def _store(self) -> Any:
         from ..stores import open_store
@@ -94,7 +97,14 @@ class Tools:
         from .. import findings
 
         rid = self._run(run)
-        doc: dict[str, Any] = findings.evaluate(self.store, rid).to_dict()  # the traceql.findings/N document
+        info = self._store().run(rid)
+        key = (rid, f"{info.get('dir')}|{info.get('ingested_at')}")
+        doc = self._reports.get(key)
+        if doc is None:
+            doc = findings.evaluate(self.store, rid).to_dict()  # the traceql.findings/N document
+            while len(self._reports) >= 8:  # a few runs' documents, not every run an agent ever looked at
+                self._reports.pop(next(iter(self._reports)))
+            self._reports[key] = doc
         return doc
 
     def verdict(self, run: str | None = None) -> str:
