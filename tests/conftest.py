@@ -62,7 +62,7 @@ SLOW_TESTS = {
     "tests/test_compare.py::test_real_level0_vs_level1_compares_and_says_what_level0_hides",  # 33 s
     "tests/test_derive.py::test_planted_derived_tables_same_from_stored_and_raw",  # 1.3-1.6 s a case, idle
     "tests/test_derive.py::test_real_db_derived_tables_same_from_stored_and_raw",  # 1.6 s, idle
-    "tests/test_derive.py::test_sample_every_query_same_from_stored_and_raw",  # 92 s
+    "tests/test_derive.py::test_sample_derived_tables_same_from_stored_and_raw",  # 2 s, idle
     "tests/test_derive.py::test_real_every_query_same_from_stored_and_raw",  # 44-82 s a dump
     "tests/test_findings.py::test_confusion_matrix",  # 98 s setup (every planted case)
     "tests/test_findings.py::test_every_message_variant_is_reached",  # 62 s setup
