@@ -423,7 +423,8 @@ def demo_store(sample_store: Path) -> Path:
 
 @pytest.mark.parametrize("name", list(charts.CHARTS))
 def test_every_chart_draws_the_sample(name: str, demo_store: Path) -> None:
-    spec = charts.to_spec(charts.make(name, demo_store, run_id="demo", device="ascend910b"))
+    # validated against the Vega-Lite schema here, once per chart (outputs skip it: to_spec)
+    spec = charts.to_spec(charts.make(name, demo_store, run_id="demo", device="ascend910b"), validate=True)
     assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
     json.dumps(spec, allow_nan=False)
     # the sample has no layout conversions and no L2 rates, and the 910B preset no UB peak

@@ -1150,13 +1150,15 @@ def reproduce(
 
 
 # ---- export ---------------------------------------------------------------------------------------------------
-def to_spec(chart: Any) -> dict[str, Any]:
-    """The chart's Vega-Lite spec as plain JSON-safe data (NaN/inf -> null)."""
+def to_spec(chart: Any, validate: bool = False) -> dict[str, Any]:
+    """The chart's Vega-Lite spec as plain JSON-safe data (NaN/inf -> null). validate: check it against the
+    Vega-Lite schema (jsonschema over every chart, ~0.4 CPU-s of a report): the charts are traceql's own code,
+    so tests/test_charts.py validates each one on the sample and the report skips it."""
     import altair as alt
 
     # every chart's data is bounded first (ROW_BUDGET, Source.per_rank); slack for bins rounding up
     with alt.data_transformers.enable("default", max_rows=2 * ROW_BUDGET):
-        spec: dict[str, Any] = json_safe(chart.to_dict())
+        spec: dict[str, Any] = json_safe(chart.to_dict(validate=validate))
     return spec
 
 
