@@ -65,7 +65,10 @@ def _both(
     assert set(t_dk) == set(t_ij)
     for table in t_ij:
         assert len(t_dk[table]) == len(t_ij[table]), table
-        assert t_dk[table] == t_ij[table], table
+        # the first differing row, not pytest's diff of the two lists: with CI set pytest does not truncate,
+        # and difflib over the rows of a real trace (nccl_data, the known xfail) took 700 s of CI's time
+        diff = next(((a, b) for a, b in zip(t_dk[table], t_ij[table], strict=True) if a != b), None)
+        assert diff is None, (table, diff)
     assert {k: v for k, v in m_dk.items() if k != "reader"} == {
         k: v for k, v in m_ij.items() if k != "reader"
     }
