@@ -244,17 +244,28 @@ class Analysis:
     def cursor(self, rank: int | None = None, run_id: str | None = None) -> duckdb.DuckDBPyConnection:
         """A cursor that sees one run (and rank) with the helper macros and derived tables defined, for SQL
         beyond the metric library (export's streams). Close it when done."""
-        from . import queries
-        from .engine import sole_run
-
-        rid = run_id or self.run_id
         cur = self.con.cursor()
         try:
-            queries.scope(cur, rid, rank, sole=sole_run(self.con) == rid)
+            self.scope(cur, rank=rank, run_id=run_id)
         except BaseException:
             cur.close()
             raise
         return cur
+
+    def scope(
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        for_sql: str | None = None,
+        rank: int | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """queries.scope for a cursor of this session's connection: a session on one run needs no views
+        filtered to it (engine.sole_run)."""
+        from . import queries
+        from .engine import sole_run
+
+        rid = run_id or self.run_id
+        queries.scope(cur, rid, rank, for_sql=for_sql, sole=sole_run(self.con) == rid)
 
     def close(self) -> None:
         self.con.close()

@@ -67,14 +67,9 @@ class PhaseWindow(TypedDict):
 def per_window(ctx: Context) -> list[PhaseWindow]:
     """One row per phase window with its busy time and measured bytes."""
     phase_rows = ctx.session.query("phases", {"step_marker": ctx.session.step_marker})
-    from .. import queries
-    from ..engine import sole_run
-
     cur = ctx.session.con.cursor()
     try:
-        queries.scope(
-            cur, ctx.run_id, for_sql=SQL, sole=sole_run(ctx.session.con) == ctx.run_id
-        )  # kernel_bytes is derived: defined on a scoped cursor
+        ctx.session.scope(cur, for_sql=SQL)  # kernel_bytes is derived: defined on a scoped cursor
         cur.register("phase_rows", phase_rows)
         res = cur.execute(SQL, {"r": ctx.run_id})
         cols = [d[0] for d in res.description]

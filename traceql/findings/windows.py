@@ -72,15 +72,10 @@ def has_steps(ctx: Context) -> bool:
 
 def session_has_steps(session: Any) -> bool:
     """has_steps for an analysis session (traceql.analysis.Analysis), as compare uses it."""
-    from .. import queries
-    from ..engine import sole_run
-
     sql = "SELECT count(*) FROM step_windows WHERE run_id = $r AND step IS NOT NULL"
     cur = session.con.cursor()
     try:
-        queries.scope(
-            cur, session.run_id, for_sql=sql, sole=sole_run(session.con) == session.run_id
-        )  # step_windows is derived: defined on a scoped cursor
+        session.scope(cur, for_sql=sql)  # step_windows is derived: defined on a scoped cursor
         return bool(cur.execute(sql, {"r": session.run_id}).fetchall()[0][0])
     finally:
         cur.close()
