@@ -132,6 +132,28 @@ def test_sample_derived_tables_same_from_stored_and_raw(
     assert _assert_tables_equal_raw(st, "demo", monkeypatch) > 100
 
 
+def test_big_ranks_built_in_one_retargeted_session_equal_the_raw_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every rank "big" (GROUP_ROWS 0): the ranks are built one after another in one session, its views pointed at
+    each rank's files in turn (_Session.retarget), the helper macros kept. Each rank's tables must still equal
+    their SELECT over that rank's raw rows: a macro bound to the first rank's files would give the second
+    rank the first one's rows."""
+    st = tmp_path / "s"
+    ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
+    sessions: list[int] = []
+    init = derive._Session.__init__
+
+    def counted(self: Any, *a: Any, **k: Any) -> None:
+        sessions.append(1)
+        init(self, *a, **k)
+
+    monkeypatch.setattr(derive, "GROUP_ROWS", 0)
+    monkeypatch.setattr(derive._Session, "__init__", counted)
+    assert _assert_tables_equal_raw(st, "demo", monkeypatch) > 100
+    assert len(sessions) == 2  # the run-level session, then one for both ranks
+
+
 @pytest.mark.parametrize("case", ["unfused_chain", "h2d_not_overlapped", "hbm_wait", "slow_link"])
 def test_planted_derived_tables_same_from_stored_and_raw(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

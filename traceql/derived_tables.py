@@ -194,6 +194,13 @@ def statements(
     )
 
 
+def view_statements(stored: set[str]) -> list[str]:
+    """statements(stored)'s derived-table views alone, in the same order (what a session pointed at other files
+    defines again; its helper macros stay)."""
+    heads = tuple(f"CREATE OR REPLACE TEMP VIEW {t.name} AS\n" for t in tables() if t.name not in stored)
+    return [s for s in statements(stored) if s.startswith(heads)]
+
+
 @lru_cache(maxsize=64)
 def _statements(
     stored: frozenset[str],
