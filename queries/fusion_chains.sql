@@ -30,7 +30,9 @@
 -- itself is linked, of the first output of the kernel before A (the re-reads, e.g. BNTrainingUpdate reading the
 -- Conv output again) - tensor sizes from shapes x dtypes (_helpers.sql _dtype_bytes). Time saved = saved bytes /
 -- (HBM bytes / device time of the chain's non-first kernels), at most their device time; null without bytes.
-WITH kb AS MATERIALIZED (
+WITH kb AS NOT MATERIALIZED (
+    -- (not materialised: each reader below scans kernel_bytes' Parquet for its own columns and rows, which
+    -- costs less than one copy of every compute kernel's 20 columns)
     SELECT kid, run_id, rank, stream_id, compute_seq AS seq, name, _op_name(op_type, name) AS op,
            ts_ns, dur_ns, end_ns, hbm_bytes, hbm_bytes_source,
            coalesce(input_shapes, '') AS in_s, coalesce(input_dtypes, '') AS in_d,
