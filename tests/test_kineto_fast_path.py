@@ -414,6 +414,56 @@ def test_truncated(kind: str, segment: int | None, tmp_path: Path, monkeypatch: 
 # ---- the text rules ----------------------------------------------------------------------------------
 
 
+PY_TEXTS = [
+    "0",
+    "-0",
+    "7",
+    "-12",
+    "123456789012345678901234567890",
+    "1.5",
+    "-1.50",
+    "1e5",
+    "-2.5E-3",
+    "1E+2",
+    "0.1",
+    "12345678901234.5",
+    '"a"',
+    '""',
+    '"caf\u00e9"',
+    '"tab\\tin"',
+    '"q\\"uote"',
+    '"\\u00e9"',
+    "true",
+    "false",
+    "null",
+    "[1,2,3]",
+    '{"a":1}',
+    "[]",
+]
+
+
+@pytest.mark.parametrize("t", PY_TEXTS)
+def test_py_equals_json_loads(t: str) -> None:
+    """_kineto_duck.py reads an arg value's JSON text without a decoder where the text is a plain integer, real
+    or escape-free string; the expected value is json.loads with the same float and constant hooks, by hand
+    written texts (values, types and, for reals, the exact Decimal)."""
+    import json
+
+    from traceql.parsers import _kineto_duck as kd
+
+    want = json.loads(t, parse_float=kd._real, parse_constant=kd._constant)
+    got = kd.py(t)
+    assert (type(got), got) == (type(want), want)
+
+
+@pytest.mark.parametrize("t", ["-Infinity", "NaN", "Infinity", "1e400"])
+def test_py_refuses_what_json_loads_refuses(t: str) -> None:
+    from traceql.parsers import _kineto_duck as kd
+
+    with pytest.raises(kd.GiveUp):
+        kd.py(t)
+
+
 @pytest.mark.parametrize("repeats", [1, 3])
 def test_texts_match_cj_text(tmp_path: Path, repeats: int) -> None:
     """JSON text as DuckDB prints it -> cj.text of the value ijson gives for the same written JSON; each text

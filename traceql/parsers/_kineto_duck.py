@@ -364,8 +364,25 @@ def _constant(s: str) -> Any:
 
 
 def py(t: str | None) -> Any:
-    """The value ijson gives for JSON text `t` (int, Decimal, str, bool, None, list, dict)."""
-    return None if t is None else json.loads(t, parse_float=_real, parse_constant=_constant)
+    """The value ijson gives for JSON text `t` (int, Decimal, str, bool, None, list, dict).
+
+    `t` is DuckDB's JSON text of one arg value, so valid JSON: an integer is its digits (int() of them is what
+    json.loads gives), a real goes to _real as json.loads would pass it, and a string without a backslash holds
+    no escape (its characters between the quotes). Only the rest goes through json.loads: a CUPTI range event
+    carries dozens of numeric metrics, and a decoder per value was most of the per-event work."""
+    if t is None:
+        return None
+    c = t[:1]
+    if c == '"' and "\\" not in t:
+        return t[1:-1]
+    if c and c in "-0123456789":
+        if "." in t or "e" in t or "E" in t:
+            return _real(t)
+        try:
+            return int(t)
+        except ValueError:  # -Infinity: json.loads reports it
+            pass
+    return json.loads(t, parse_float=_real, parse_constant=_constant)
 
 
 @functools.lru_cache(maxsize=256, typed=True)  # typed: 0 == 0.0 == False
