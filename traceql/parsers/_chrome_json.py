@@ -713,7 +713,9 @@ class BackgroundWriter:
     def write(
         self, table: str, data: Any, part: str = "", apart_by: str | None = None, reorder: bool = False
     ) -> None:
-        self._put(functools.partial(self.out.write, table, data, part, apart_by=apart_by, reorder=reorder))
+        # reorder only when asked: an `out` that never reorders need not know the keyword
+        extra = {"reorder": True} if reorder else {}
+        self._put(functools.partial(self.out.write, table, data, part, apart_by=apart_by, **extra))
 
     def seal(self, table: str, part: str = "") -> None:
         """RankWriter.seal, in order after the writes queued before it."""
@@ -779,7 +781,7 @@ class RowGroups:
                     pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0],
                     part,
                     self._apart_by.get((table, part)),
-                    reorder=(table, part) in self._reorder,
+                    **({"reorder": True} if (table, part) in self._reorder else {}),
                 )
 
 
