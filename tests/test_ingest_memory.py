@@ -261,6 +261,58 @@ def test_reorder_window_writes_a_nearly_ordered_stream_in_time_order(
         assert expected_late and len(got) == 2 and takes
 
 
+def test_small_writes_are_gathered_into_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file written in small pieces (a counter track's few samples per 32k-event batch) is encoded in row groups
+    of GROUP_MIN_ROWS, not one per write (expected by hand: 100 writes of 50 rows, GROUP_MIN_ROWS 1000 -> 5 groups
+    of 1000, the rows as written). The rows held wait within GROUPING_BYTES over all files (1 byte: every write is
+    its own group again), and a small apart_by slice of a large batch is held as a copy, not pinning its batch."""
+    import traceql.rank_writer as rw_mod
+    from traceql.rank_writer import RankWriter
+
+    monkeypatch.setattr(rw_mod, "GROUP_MIN_ROWS", 1000)
+
+    def groups(cap: int) -> tuple[list[int], list[int | None]]:
+        monkeypatch.setattr(rw_mod, "GROUPING_BYTES", cap)
+        d = tmp_path / str(cap)
+        w = RankWriter(d, "r", 0)
+        for i in range(100):
+            w.write("counters", {"track": ["a"] * 50, "ts_ns": list(range(i * 50, i * 50 + 50))})
+        w.close()
+        pf = pq.ParquetFile(d / "counters/r0-0.parquet")
+        md = pf.metadata
+        return [md.row_group(g).num_rows for g in range(md.num_row_groups)], pf.read().column(
+            "ts_ns"
+        ).to_pylist()
+
+    assert groups(8 << 20) == ([1000] * 5, list(range(5000)))
+    assert groups(1) == ([50] * 100, list(range(5000)))
+
+    # one write of 20k rows: 19,990 on track "big" then 10 on "small", in runs (apart_by slices them)
+    monkeypatch.setattr(rw_mod, "GROUPING_BYTES", 8 << 20)
+    w = RankWriter(tmp_path / "slices", "r", 0)
+    n = 20_000
+    w.write(
+        "counters", {"track": ["x"], "ts_ns": [10**9]}
+    )  # a later ts first: the next write is out of order
+    w.write(
+        "counters",
+        pa.table({"track": ["big"] * (n - 10) + ["small"] * 10, "ts_ns": pa.array(range(n), pa.int64())}),
+        apart_by="track",
+    )
+    held = [t for rows in w._grouping.values() for t in rows]
+    small = [t for t in held if t.num_rows == 10]
+    assert small and all(
+        t.get_total_buffer_size() < 64 << 10 for t in small
+    )  # not the 20k-row batch's buffers
+    w.close()
+    got = sorted(
+        r["ts_ns"]
+        for rel in w.files["counters"]
+        for r in pq.read_table(tmp_path / "slices" / rel).to_pylist()
+    )
+    assert got == [*range(n), 10**9]
+
+
 def _csv_kernels(path: Path) -> list[tuple[int, int, int, int, str]]:
     """(stream, task, ts_ns, dur_ns, name) per CSV row, read with the csv module; µs text -> ns exactly."""
     out = []
