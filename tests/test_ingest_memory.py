@@ -174,6 +174,145 @@ def test_spilled_writes_merge_like_a_stable_sort(
         assert len(null_groups) > 4 and max(null_groups) * per_row <= (1 << 20) / 4 + 64 * per_row
 
 
+def _kernel_rows(names: list[str], ts: list[int | None], dictionary: bool) -> pa.Table:
+    """Kernels rows with a metrics map whose keys are dictionary-encoded (a CSV's metric names) or plain text:
+    a file's writes may come either way, and the reorder window holds both at once."""
+    metrics = [{"m": float(i), f"k{i % 3}": 1.0} for i in range(len(ts))]
+    plain = pa.array([list(m.items()) for m in metrics], pa.map_(pa.string(), pa.float64()))
+    if dictionary:
+        words = sorted({k for m in metrics for k in m})
+        keys = pa.DictionaryArray.from_arrays(
+            pa.array([words.index(k) for m in metrics for k in m], pa.int32()), pa.array(words)
+        )
+        plain = pa.MapArray.from_arrays(plain.offsets, keys, plain.items)
+    return pa.table({"name": names, "ts_ns": pa.array(ts, pa.int64()), "metrics": plain})
+
+
+@pytest.mark.parametrize("shape", ["nearly_ordered", "in_order", "window_overflows"])
+def test_reorder_window_writes_a_nearly_ordered_stream_in_time_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    """write(reorder=True) on a stream that goes back in time by less than one write (each row up to ~150 ns
+    behind the stream, a write spans ~200-1200 ns), with a few rows far behind and NULL ts_ns rows: the file gets
+    every row it can place in time order as written (never spilled nor sorted), the late part exactly the rows
+    the rule in _Window's docstring calls late (a plain-Python model of it below: a row is late when NULL or
+    below the least ts_ns of a write before it; window_overflows: below every row before it, as a window too small
+    to hold a write writes all it holds at once), sorted at close. Every file reads back in time order (NULLs
+    last) and the rows as written. in_order: one file, released by slices (no take)."""
+    import traceql.rank_writer as rw_mod
+    from traceql.rank_writer import RankWriter
+
+    if shape == "window_overflows":
+        monkeypatch.setattr(rw_mod, "WINDOW_BYTES", 1)
+    spilled: list[str] = []
+    real_spill = RankWriter._spill
+    monkeypatch.setattr(
+        RankWriter, "_spill", lambda self, rel, t: (spilled.append(rel), real_spill(self, rel, t))
+    )
+    takes: list[int] = []
+    real_take = rw_mod._time_take
+    monkeypatch.setattr(
+        rw_mod, "_time_take", lambda tables, lo, hi: (takes.append(1), real_take(tables, lo, hi))[1]
+    )
+    rng = random.Random(5)
+    w = RankWriter(tmp_path, "r", 0)
+    written: list[tuple[str, int | None]] = []
+    expected_late: list[tuple[str, int | None]] = []
+    mark: int | None = None  # the model's
+    clock = 1000
+    for i in range(40):
+        ts: list[int | None] = []
+        for _ in range(rng.randrange(20, 120)):
+            clock += rng.randrange(1, 10)  # distinct: in_order's writes meet at no shared ts_ns
+            behind = 0 if shape == "in_order" else rng.randrange(0, 150)
+            roll = rng.random()
+            if shape != "in_order" and roll < 0.01:
+                ts.append(None)
+            elif shape != "in_order" and roll < 0.02:
+                ts.append(clock - 5000)  # far behind: late whatever the window
+            else:
+                ts.append(clock - behind)
+        names = [f"w{i}-{j}" for j in range(len(ts))]
+        w.write("kernels", _kernel_rows(names, ts, dictionary=i % 2 == 0), reorder=True)
+        rows = list(zip(names, ts, strict=True))
+        written += rows
+        late = [r for r in rows if r[1] is None or (mark is not None and r[1] < mark)]
+        expected_late += late
+        placed = [r[1] for r in rows if r not in late]
+        if placed:
+            top = max(placed) if shape == "window_overflows" else min(placed)
+            mark = top if mark is None else max(mark, top)
+    w.close()
+    got = {}
+    for rel in w.files["kernels"]:
+        t = pq.read_table(tmp_path / rel, columns=["name", "ts_ns", "metrics"])
+        got[rel] = [(r["name"], r["ts_ns"]) for r in t.to_pylist()]
+        stamps = [x for _, x in got[rel]]
+        assert stamps == sorted(stamps, key=lambda x: (x is None, x or 0)), rel  # in time order, NULLs last
+        # the metrics map reads back as written (key m holds the row's index in its write)
+        assert all(dict(r["metrics"])["m"] == float(r["name"].split("-")[1]) for r in t.to_pylist())
+    assert sorted(r for rows in got.values() for r in rows) == sorted(written)
+    assert sorted(got.get("kernels/r0-0-late.parquet", [])) == sorted(expected_late)
+    assert set(spilled) <= {"kernels/r0-0-late.parquet"}  # the file the window writes is never spilled
+    assert not list(tmp_path.rglob("*.arrow"))
+    if shape == "in_order":
+        assert list(got) == ["kernels/r0-0.parquet"] and not takes and not spilled
+    else:
+        assert expected_late and len(got) == 2 and takes
+
+
+def test_small_writes_are_gathered_into_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file written in small pieces (a counter track's few samples per 32k-event batch) is encoded in row groups
+    of GROUP_MIN_ROWS, not one per write (expected by hand: 100 writes of 50 rows, GROUP_MIN_ROWS 1000 -> 5 groups
+    of 1000, the rows as written). The rows held wait within GROUPING_BYTES over all files (1 byte: every write is
+    its own group again), and a small apart_by slice of a large batch is held as a copy, not pinning its batch."""
+    import traceql.rank_writer as rw_mod
+    from traceql.rank_writer import RankWriter
+
+    monkeypatch.setattr(rw_mod, "GROUP_MIN_ROWS", 1000)
+
+    def groups(cap: int) -> tuple[list[int], list[int | None]]:
+        monkeypatch.setattr(rw_mod, "GROUPING_BYTES", cap)
+        d = tmp_path / str(cap)
+        w = RankWriter(d, "r", 0)
+        for i in range(100):
+            w.write("counters", {"track": ["a"] * 50, "ts_ns": list(range(i * 50, i * 50 + 50))})
+        w.close()
+        pf = pq.ParquetFile(d / "counters/r0-0.parquet")
+        md = pf.metadata
+        return [md.row_group(g).num_rows for g in range(md.num_row_groups)], pf.read().column(
+            "ts_ns"
+        ).to_pylist()
+
+    assert groups(8 << 20) == ([1000] * 5, list(range(5000)))
+    assert groups(1) == ([50] * 100, list(range(5000)))
+
+    # one write of 20k rows: 19,990 on track "big" then 10 on "small", in runs (apart_by slices them)
+    monkeypatch.setattr(rw_mod, "GROUPING_BYTES", 8 << 20)
+    w = RankWriter(tmp_path / "slices", "r", 0)
+    n = 20_000
+    w.write(
+        "counters", {"track": ["x"], "ts_ns": [10**9]}
+    )  # a later ts first: the next write is out of order
+    w.write(
+        "counters",
+        pa.table({"track": ["big"] * (n - 10) + ["small"] * 10, "ts_ns": pa.array(range(n), pa.int64())}),
+        apart_by="track",
+    )
+    held = [t for rows in w._grouping.values() for t in rows]
+    small = [t for t in held if t.num_rows == 10]
+    assert small and all(
+        t.get_total_buffer_size() < 64 << 10 for t in small
+    )  # not the 20k-row batch's buffers
+    w.close()
+    got = sorted(
+        r["ts_ns"]
+        for rel in w.files["counters"]
+        for r in pq.read_table(tmp_path / "slices" / rel).to_pylist()
+    )
+    assert got == [*range(n), 10**9]
+
+
 def _csv_kernels(path: Path) -> list[tuple[int, int, int, int, str]]:
     """(stream, task, ts_ns, dur_ns, name) per CSV row, read with the csv module; µs text -> ns exactly."""
     out = []

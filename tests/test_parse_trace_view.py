@@ -507,6 +507,105 @@ def test_level1_counters_are_parts_in_time_order(tmp_path: Path) -> None:
     assert total == c_events
 
 
+# ---- host ops: end-time order, written in start-time order through RankWriter's reorder window ---------------
+
+
+def _host_calls(steps: int, very_late: bool) -> bytes:
+    """X events of a Python host process as a profiler writes them: when each call ends, so a parent comes after
+    its children (end-time order) and out of start-time order. Each step: 40 top-level calls of 2 children of
+    1 grandchild each, then the step's own ProfilerStep event, which starts before all of them. very_late: one
+    call spanning every step, written at the very end (a parent far behind the rest)."""
+    evs: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "args": {"name": "Python"}}
+    ]
+
+    def call(name: str, ts: int, dur: int) -> None:
+        evs.append({"ph": "X", "name": name, "pid": 7, "tid": 1, "ts": f"{ts}.125", "dur": f"{dur}.5"})
+
+    t = 1000
+    for s in range(steps):
+        step_start = t
+        for c in range(40):
+            top = t
+            for k in range(2):
+                call(f"grand{s}.{c}.{k}", t + 2, 3)  # inside its child
+                call(f"child{s}.{c}.{k}", t + 1, 10)
+                t += 12
+            call(f"top{s}.{c}", top, t - top)
+            t += 5
+        call(f"ProfilerStep#{s}", step_start, t - step_start)
+        t += 100
+    if very_late:
+        call("epoch", 500, t - 500)
+    return json.dumps(evs).encode()
+
+
+@pytest.mark.parametrize("very_late", [False, True])
+def test_host_ops_in_end_time_order_are_written_in_time_order_without_a_spill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, very_late: bool
+) -> None:
+    """Host ops in end-time order, over ~25 writes of 2048 rows (a step: 201 rows, so the stream goes back in time
+    by less than one write): every row is written to host_ops/r0-0.parquet in start-time order as it comes, none
+    spilled and the file not sorted afterwards (the spill and the post-write sort took every row of a real
+    trace_view's host ops). very_late: the one call that starts before everything written is the only row of the
+    late part, spilled and sorted on its own. Expected rows: the JSON read with json.load, `ts`/`dur` text to ns
+    with Decimal; not traceql's output."""
+    from decimal import Decimal
+
+    import pyarrow.parquet as pq
+
+    import traceql.parsers.trace_view as tv
+    import traceql.rank_writer as rw_mod
+
+    monkeypatch.setattr(tv, "BATCH_ROWS", 2048)
+    monkeypatch.setattr(tv, "WRITE_ROWS", 2048)
+    spilled: list[tuple[str, int]] = []
+    real_spill = RankWriter._spill
+    monkeypatch.setattr(
+        RankWriter,
+        "_spill",
+        lambda self, rel, t: (spilled.append((rel, t.num_rows)), real_spill(self, rel, t)),
+    )
+    sorted_files: list[str] = []
+    real_sort = rw_mod.sort_parquet_by_time
+    monkeypatch.setattr(
+        rw_mod, "sort_parquet_by_time", lambda p, *more: (sorted_files.append(p.name), real_sort(p, *more))
+    )
+    writes: list[int] = []
+    real_write = RankWriter.write
+    monkeypatch.setattr(
+        RankWriter,
+        "write",
+        lambda self, table, data, *a, **k: (
+            writes.append(len(data)) if table == "host_ops" else None,
+            real_write(self, table, data, *a, **k),
+        ),
+    )
+    path = _tv(tmp_path, _host_calls(250, very_late))
+    w = RankWriter(tmp_path / "run", "r", 0)
+    parse_trace_view(path, w, kernels=True, comm_ops=True, write_steps=False)
+    w.close()
+
+    def ns(text: str) -> int:
+        return int(Decimal(text) * 1000)
+
+    expected = sorted((e["name"], ns(e["ts"]), ns(e["dur"])) for e in _events(path) if e["ph"] == "X")
+    late = [r for r in expected if r[0] == "epoch"]
+    assert len(expected) == 250 * 201 + len(late) and len(writes) > 20
+    got: dict[str, list[tuple[str, int, int]]] = {}
+    for rel in w.files["host_ops"]:
+        rows = pq.read_table(tmp_path / "run" / rel, columns=["name", "ts_ns", "dur_ns"]).to_pylist()
+        got[rel] = [(r["name"], r["ts_ns"], r["dur_ns"]) for r in rows]
+        assert [r[1] for r in got[rel]] == sorted(r[1] for r in got[rel]), rel  # each file in time order
+    assert sorted(r for rows in got.values() for r in rows) == expected
+    if very_late:
+        assert list(got) == ["host_ops/r0-0.parquet", "host_ops/r0-0-late.parquet"]
+        assert got["host_ops/r0-0-late.parquet"] == late
+        assert spilled == [("host_ops/r0-0-late.parquet", 1)] and sorted_files == ["r0-0-late.parquet"]
+    else:
+        assert list(got) == ["host_ops/r0-0.parquet"] and spilled == [] and sorted_files == []
+
+
 # ---- HCCL plane tasks -> bytes per group op, comm_matrix, comm_bandwidth ---------------------------------
 
 

@@ -710,8 +710,12 @@ class BackgroundWriter:
                 except BaseException as e:  # re-raised in the parsing thread
                     self._err = e
 
-    def write(self, table: str, data: Any, part: str = "", apart_by: str | None = None) -> None:
-        self._put(functools.partial(self.out.write, table, data, part, apart_by=apart_by))
+    def write(
+        self, table: str, data: Any, part: str = "", apart_by: str | None = None, reorder: bool = False
+    ) -> None:
+        # reorder only when asked: an `out` that never reorders need not know the keyword
+        extra = {"reorder": True} if reorder else {}
+        self._put(functools.partial(self.out.write, table, data, part, apart_by=apart_by, **extra))
 
     def seal(self, table: str, part: str = "") -> None:
         """RankWriter.seal, in order after the writes queued before it."""
@@ -741,10 +745,13 @@ class RowGroups:
         self.out, self.rows, self.counts = out, rows, counts
         self._pending: dict[tuple[str, str], list[Any]] = {}
         self._apart_by: dict[tuple[str, str], str | None] = {}
+        self._reorder: set[tuple[str, str]] = set()
 
-    def add(self, table: str, data: Any, part: str = "", apart_by: str | None = None) -> None:
-        """data: an Arrow table or record batch, or a dict of columns. apart_by: see RankWriter.write (one
-        value per table and part)."""
+    def add(
+        self, table: str, data: Any, part: str = "", apart_by: str | None = None, reorder: bool = False
+    ) -> None:
+        """data: an Arrow table or record batch, or a dict of columns. apart_by, reorder: see RankWriter.write
+        (one value per table and part)."""
         import pyarrow as pa
 
         if isinstance(data, pa.RecordBatch):
@@ -756,6 +763,8 @@ class RowGroups:
         self.counts[table] = self.counts.get(table, 0) + t.num_rows
         parts = self._pending.setdefault((table, part), [])
         self._apart_by[(table, part)] = apart_by
+        if reorder:
+            self._reorder.add((table, part))
         parts.append(t)
         if sum(p.num_rows for p in parts) >= self.rows:
             self.flush((table, part))
@@ -772,6 +781,7 @@ class RowGroups:
                     pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0],
                     part,
                     self._apart_by.get((table, part)),
+                    **({"reorder": True} if (table, part) in self._reorder else {}),
                 )
 
 

@@ -31,9 +31,11 @@ synthetic mix (benchmarks/bench_trace_json.py): ~150 MB/s at 1-4 GB, peak RSS 0.
 
 Time order, as the store wants each file: a real trace_view is not in it. Each counter process's samples are,
 in blocks that interleave, so counters go to one part per track (RankWriter apart_by). The host process's
-events come in end-time order (a call after the calls it made): RankWriter spills them as Arrow IPC once they
-go out of order, and once the events are read the emitter seals host_ops, so their external sort runs in a
-background thread beside the end-of-file steps (flow pairing, comm ops) instead of after them.
+events come in end-time order (a call after the calls it made), out of start-time order by less than one write:
+RankWriter's reorder window holds each write until the next one shows which rows nothing later precedes, and
+writes those sorted; rows that come later than it can place go to a late part, and once the events are read the
+emitter seals host_ops, so that part's external sort runs in a background thread beside the end-of-file steps
+(flow pairing, comm ops) instead of after them.
 """
 
 from __future__ import annotations
@@ -313,9 +315,11 @@ class _Emitter:
     def __post_init__(self) -> None:
         self._rows = cj.RowGroups(self.out, WRITE_ROWS, self.counts)
 
-    def _write(self, table: str, cols: Any, part: str = "", apart_by: str | None = None) -> None:
-        """Queue rows for `table` (a file part of it, and apart_by: see RankWriter.write)."""
-        self._rows.add(table, cols, part, apart_by)
+    def _write(
+        self, table: str, cols: Any, part: str = "", apart_by: str | None = None, reorder: bool = False
+    ) -> None:
+        """Queue rows for `table` (a file part of it, and apart_by, reorder: see RankWriter.write)."""
+        self._rows.add(table, cols, part, apart_by, reorder)
 
     def _flush(self) -> None:
         self._rows.flush()
@@ -354,8 +358,10 @@ class _Emitter:
             cols["correlation_id"] = cj.ints(kv.get("correlation_id"))
             self._steps(b)
         # CANN events interleave with the device events in the file while the host process's events come as one
-        # block: each is in time order, the two together are not, so they go to two files (RankWriter parts)
-        self._write("host_ops", cols, "cann" if cann else "")
+        # block: each is in time order, the two together are not, so they go to two files (RankWriter parts).
+        # The host process's events come in end-time order (a parent after its children): RankWriter's reorder
+        # window writes them in start-time order as they come, with a late part for what it cannot place
+        self._write("host_ops", cols, "cann" if cann else "", reorder=not cann)
 
     def _steps(self, b: Any) -> None:
         import pyarrow.compute as pc
@@ -583,8 +589,8 @@ class _Emitter:
     # -- at the end ---------------------------------------------------------------------------------
     def finish(self, *, comm_ops: bool, write_steps: bool) -> None:
         self._flush()
-        # the host ops and counter tracks are complete: their sort (host ops come in end-time order, so out of
-        # time order) runs beside the steps below
+        # the host ops and counter tracks are complete: the host ops' held rows are written and the sort of
+        # what came out of time order (late host ops, counter tracks past APART_MAX) runs beside the steps below
         for table, part in (("host_ops", ""), ("host_ops", "cann"), ("counters", "")):
             self.out.seal(table, part)
         self._finish_percent()
