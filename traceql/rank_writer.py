@@ -399,9 +399,8 @@ class _Window:
         held = _Held.of(t)
         self._held.append(held)
         if sum(h.rows.nbytes for h in self._held) > self.max_bytes:
-            return (
-                self.drain()
-            )  # the stream goes back further than the window holds: its later rows may be late
+            # the stream goes back further than the window holds: its later rows may be late
+            return self.drain()
         return self._release(held.low if self.mark is None else max(self.mark, held.low))
 
     def drain(self) -> Any | None:
