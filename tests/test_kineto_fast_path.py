@@ -176,8 +176,14 @@ def _events(t: Any) -> list[str]:
             dur=t(30, dur=True),
             pid="0",
             tid="0",
+            # (every kind of value a range's args can hold: the DuckDB reader maps them column-wise, the ijson
+            # reader event by event, and _both holds the two to the same rows)
             args='{"dram__bytes_read.sum": 1024, "dram__bytes_write.sum": 2048.0, '
-            '"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 100, "label": "r1"}',
+            '"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 100, "label": "r1", '
+            '"smsp__sass_thread_inst_executed_op_dadd_pred_on.sum": 0.1, '
+            '"smsp__sass_thread_inst_executed_op_hfma_pred_on.sum": 3e2, "zero": -0, "neg": -1.25E-3, '
+            '"device": 1, "correlation": 13, "stream": 9, "flag": false, "nul": null, "grid": [2, 3, 1], '
+            '"esc": "a\\"b", "big": 123456789012345678901}',
         ),
         _ev(
             "i",
@@ -245,6 +251,23 @@ def test_relative_decimal_ts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
                            ("half", "0.5"), ("big", "123456789012345678"), ("obj", '{"k":"v","n":[1,2]}')]  # fmt: skip
     counters = sorted((r["track"], r["metric"], r["unit"], r["value"]) for r in t["counters"])
     assert counters == [("gpu0", "Allocated", "MB", 12.5), ("gpu0", "Reserved", "raw", 3.0)]  # C before its M
+    rng = next(r for r in t["kernels"] if r["task_type"] == "cuda_profiler_range")
+    # by hand from the event's args: FLOPs = add + mul + 2 x fma, fp64 then fp32 then fp16, summed in that order
+    assert (rng["device_id"], rng["stream_id"], rng["connection_id"], rng["block_dim"]) == (1, None, 13, 6)
+    assert (rng["hbm_read_bytes"], rng["hbm_write_bytes"]) == (1024, 2048)
+    assert rng["flops"] == ((0.0 + 1 * 0.1) + 2 * 100) + 2 * 300.0
+    assert [k for k, _ in rng["metrics"]] == [
+        "dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+        "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+        "zero", "neg", "device", "correlation", "stream", "big"]  # fmt: skip
+    assert dict(rng["metrics"])["neg"] == -1.25e-3 and dict(rng["metrics"])["big"] == 123456789012345678901.0
+    assert rng["extra"] == [
+        ("label", "r1"),
+        ("flag", "false"),
+        ("nul", None),
+        ("grid", "[2,3,1]"),
+        ("esc", 'a"b'),
+    ]
 
 
 def test_integer_epoch_ts_gzip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

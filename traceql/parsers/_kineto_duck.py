@@ -582,11 +582,86 @@ def _extra(kv: cj.ArgsKV, canonical: tuple[str, ...]) -> Any:
     import pyarrow.compute as pc
 
     keep = pc.invert(pc.is_in(kv.keys, value_set=pa.array(canonical, pa.string())))
+    return _map_of(kv, keep, texts(kv.vals.filter(keep)))
+
+
+def _map_of(kv: cj.ArgsKV, keep: Any, items: Any) -> Any:
+    """A MAP per row of the args `keep` marks (a mask over kv's entries), in the order written, with `items`
+    (one value per kept entry) as its values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(keep.cast(pa.int64()))])
     offsets = before.take(pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(kv.lens)])).cast(
         pa.int32()
     )
-    return pa.MapArray.from_arrays(offsets, kv.keys.filter(keep), texts(kv.vals.filter(keep)))
+    return pa.MapArray.from_arrays(offsets, kv.keys.filter(keep), items)
+
+
+def _numbers(j: Any) -> tuple[Any, Any]:
+    """(which JSON value texts are numbers, their values as doubles, null elsewhere): float(py(t)), as
+    kn.device_row reads a metric (both round a long integer to the nearest double; int() reads -0 as 0). A real
+    of 1e16 or more, or a value past the doubles, is refused as py() and cj.num refuse it (the exact reader
+    takes the file)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    num = _mask(pc.match_substring_regex(j, r"^-?[0-9]"))
+    real = pc.and_(num, _mask(pc.match_substring_regex(j, "[.eE]")))
+    try:
+        x = pc.cast(pc.if_else(num, j, pa.scalar(None, pa.string())), pa.float64())
+    except pa.ArrowInvalid as e:
+        raise GiveUp(f"a numeric arg past the doubles: {e}") from None
+    if (
+        not pc.all(pc.fill_null(pc.is_finite(x), True)).as_py()
+        or pc.any(_mask(pc.and_(real, pc.greater_equal(pc.abs(x), PLAIN[1])))).as_py()
+    ):
+        raise GiveUp("a real number of 1e16 or more in the args: its digits as written are not known")
+    return num, pc.if_else(pc.and_(pc.invert(real), _mask(pc.equal(x, 0.0))), 0.0, x)
+
+
+def _range_kernels(t: Any) -> dict[str, Any]:
+    """kernels columns of cuda_profiler_range events as kn.device_row makes them, column-wise (a CUPTI
+    range-profiler trace has one such event per kernel, its counters as dozens of numeric args): metrics = every
+    arg whose value is a number, as a double; extra = the rest but stream, device and correlation, as text; HBM
+    bytes and FLOPs from the counters device_row reads; no stream; the device from args only, never the pid."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kv = cj.ArgsKV(t.column("k"), t.column("v"))
+    num, val = _numbers(kv.vals)
+    other = pc.and_(
+        pc.invert(num), pc.invert(pc.is_in(kv.keys, value_set=pa.array(KERNEL_CANON, pa.string())))
+    )
+    name = t.column("name")
+    op_type = _per_unique(name, kn.kernel_class, pa.string())
+    return {
+        "device_id": ints(kv.get(lit("device"))), "name": name, "op_type": op_type, "task_type": t.column("cat"),
+        "is_comm": pc.equal(op_type, lit("nccl")), "stream_id": pa.nulls(len(t), pa.int64()),
+        "connection_id": ints(kv.get(lit("correlation"))), "ts_ns": t.column("ts_ns"),
+        "dur_ns": t.column("dur_ns"), "block_dim": _per_unique(kv.get(lit("grid")), _block_dim, pa.int64()),
+        "hbm_read_bytes": ints(kv.get(lit("dram__bytes_read.sum"))),
+        "hbm_write_bytes": ints(kv.get(lit("dram__bytes_write.sum"))),
+        "flops": _flops(kv), "metrics": _map_of(kv, num, val.filter(num)),
+        "extra": _map_of(kv, other, texts(kv.vals.filter(other))),
+    }  # fmt: skip
+
+
+def _flops(kv: cj.ArgsKV) -> Any:
+    """kn._flops per row: add + mul + 2 x fma over the fp64/fp32/fp16 SASS counters present, summed in its
+    order (the same doubles), null when none is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = pa.repeat(pa.scalar(0.0), kv.n)
+    seen = pa.repeat(pa.scalar(False), kv.n)
+    for prec in ("d", "f", "h"):
+        for op, w in kn._FLOP_OPS.items():
+            j = kv.get(lit(f"smsp__sass_thread_inst_executed_op_{prec}{op}_pred_on.sum"))
+            present, v = _numbers(j)
+            total = pc.if_else(present, pc.add(total, pc.multiply(v, float(w))), total)
+            seen = pc.or_(seen, present)
+    return pc.if_else(seen, total, pa.scalar(None, pa.float64()))
 
 
 def _per_unique(arr: Any, fn: Any, type_: Any) -> Any:
@@ -752,18 +827,15 @@ class _Mapper:
         })  # fmt: skip
 
     def _ranges(self, t: Any) -> None:
-        """cuda_profiler_range: a few per trace, through kineto's own per-event code."""
-        rows = []
-        for r in t.select(["name", "cat", "lcat", "pid_i", "ts_ns", "dur_ns", "k", "v"]).to_pylist():
-            row, dev = kn.device_row(_args(r["k"], r["v"]), r["name"], r["cat"], r["lcat"], r["pid_i"],
-                                     r["ts_ns"], r["dur_ns"])  # fmt: skip
-            if dev is not None:
-                self.tally.devices[dev] = self.tally.devices.get(dev, 0) + 1
-            rows.append(row)
-        self.tally.n_ranges += len(rows)
-        self._write(
-            "kernels", dict(zip(kn.KERNEL_COLS, kn.columns("kernels", kn.KERNEL_COLS, rows), strict=True))
-        )
+        """cuda_profiler_range events (_range_kernels)."""
+        cols = _range_kernels(t)
+        for item in cols["device_id"].value_counts().to_pylist():
+            if item["values"] is not None:
+                self.tally.devices[item["values"]] = (
+                    self.tally.devices.get(item["values"], 0) + item["counts"]
+                )
+        self.tally.n_ranges += len(t)
+        self._write("kernels", cols)
 
     def _flows(self, t: Any) -> None:
         import pyarrow as pa
