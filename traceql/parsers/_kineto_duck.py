@@ -710,8 +710,8 @@ class _Mapper:
         self.procs: dict[Any, str] = {}
         self._rows = cj.RowGroups(out, WRITE_ROWS, self.tally.rows)
 
-    def _write(self, table: str, cols: dict[str, Any]) -> None:
-        self._rows.add(table, cols)
+    def _write(self, table: str, cols: dict[str, Any], reorder: bool = False) -> None:
+        self._rows.add(table, cols, reorder=reorder)
 
     def flush(self) -> None:
         self._rows.flush()
@@ -798,7 +798,7 @@ class _Mapper:
             "correlation_id": ints(kv.get(lit("correlation"), lit("External id"))),  # JSON null is text 'null': presence wins
             "seq_num": ints(kv.get(lit("Sequence number"))), "input_shapes": texts(kv.get(lit("Input Dims"))),
             "input_dtypes": texts(kv.get(lit("Input type"))), "extra": _extra(kv, HOST_CANON),
-        })  # fmt: skip
+        }, reorder=True)  # fmt: skip
         step = pc.and_(_mask(pc.starts_with(name, "ProfilerStep#")), pc.is_valid(t.column("ts_ns")))
         if pc.any(step).as_py():
             for r in t.filter(step).select(["name", "ts_ns", "dur_ns"]).to_pylist():
