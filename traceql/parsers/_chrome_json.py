@@ -841,16 +841,18 @@ def spill_connection() -> Any:
 FLOW_ENDS = ("cat", "name", "fid", "ph", "pid", "tid", "ts_ns")  # columns of a flows Spill
 
 
-# flow ends paired per pass: the join's hash table stays this size whatever the trace's size
-FLOW_PAIR_ROWS = 512 * 1024
+# flow ends paired per pass. Every pass re-reads every end, and the join runs within the spill connection's
+# memory limit anyway (DuckDB's hash join spills past it): on a 4 GB Kineto trace (8.5M ends) one pass peaks
+# ~18 MB above passes of 512k ends and spends 18% less CPU on the whole ingest (benchmarks/README.md). Passes
+# remain for traces beyond this many ends.
+FLOW_PAIR_ROWS = 16 * 1024 * 1024
 
 
 def pair_flows(path: Path, batch_rows: int = 128 * 1024) -> Iterator[Any]:
     """Canonical `flows` batches from a Spill of flow ends (FLOW_ENDS): s paired with f/t on (cat, id),
     one row per f (an s may fan out to several tasks), unpaired ends kept with the other side null.
     Runs in DuckDB with bounded memory (spills to the process's temp dir: see spill_connection), in as many
-    passes over disjoint hash ranges of the (cat, id) key as it takes to keep each pass at FLOW_PAIR_ROWS ends: one FULL OUTER JOIN over a 4 GB
-    trace's 1.2M ends lifted the ingest's peak RSS ~0.15 GB above a 1 GB trace's."""
+    passes over disjoint hash ranges of the (cat, id) key as it takes to keep each pass at FLOW_PAIR_ROWS ends."""
     import pyarrow.parquet as pq
 
     from .._duck import arrow_reader
