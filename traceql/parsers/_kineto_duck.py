@@ -656,7 +656,7 @@ def _flops(kv: cj.ArgsKV) -> Any:
     total = pa.repeat(pa.scalar(0.0), kv.n)
     seen = pa.repeat(pa.scalar(False), kv.n)
     for prec in ("d", "f", "h"):
-        for op, w in kn._FLOP_OPS.items():
+        for op, w in kn.FLOP_OPS.items():
             j = kv.get(lit(f"smsp__sass_thread_inst_executed_op_{prec}{op}_pred_on.sum"))
             present, v = _numbers(j)
             total = pc.if_else(present, pc.add(total, pc.multiply(v, float(w))), total)

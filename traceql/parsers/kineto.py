@@ -69,7 +69,7 @@ _KERNEL_CLASSES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(r"elementwise|pointwise|triton_poi|unrolled|vectorized|distribution_|fill_|dropout"),
     ),
 ]
-_FLOP_OPS = {"add": 1, "mul": 1, "fma": 2}
+FLOP_OPS = {"add": 1, "mul": 1, "fma": 2}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -93,7 +93,7 @@ def _flops(metrics: dict[str, float]) -> float | None:
     total = 0.0
     seen = False
     for prec in ("d", "f", "h"):
-        for op, w in _FLOP_OPS.items():
+        for op, w in FLOP_OPS.items():
             v = metrics.get(f"smsp__sass_thread_inst_executed_op_{prec}{op}_pred_on.sum")
             if v is not None:
                 total += w * v
