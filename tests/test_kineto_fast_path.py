@@ -437,32 +437,11 @@ def test_truncated(kind: str, segment: int | None, tmp_path: Path, monkeypatch: 
 # ---- the text rules ----------------------------------------------------------------------------------
 
 
-PY_TEXTS = [
-    "0",
-    "-0",
-    "7",
-    "-12",
-    "123456789012345678901234567890",
-    "1.5",
-    "-1.50",
-    "1e5",
-    "-2.5E-3",
-    "1E+2",
-    "0.1",
-    "12345678901234.5",
-    '"a"',
-    '""',
-    '"caf\u00e9"',
-    '"tab\\tin"',
-    '"q\\"uote"',
-    '"\\u00e9"',
-    "true",
-    "false",
-    "null",
-    "[1,2,3]",
-    '{"a":1}',
-    "[]",
-]
+PY_TEXTS = [  # integers, reals, strings with and without escapes, and what only json.loads reads
+    "0", "-0", "7", "-12", "123456789012345678901234567890", "1.5", "-1.50", "1e5", "-2.5E-3", "1E+2", "0.1",
+    "12345678901234.5", '"a"', '""', '"caf\u00e9"', '"tab\\tin"', '"q\\"uote"', '"\\u00e9"', "true", "false",
+    "null", "[1,2,3]", '{"a":1}', "[]",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("t", PY_TEXTS)
