@@ -953,8 +953,9 @@ class ArgsKV:
 
         return pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(mask.cast(pa.int64()))])
 
-    def get(self, *names: str) -> Any:
-        """The value of the first present key among `names`, per row (text, null when absent).
+    def get(self, *names: str, values: Any = None) -> Any:
+        """The value of the first present key among `names`, per row (text, null when absent). values: another
+        array parallel to the entries to take the value from instead (a conversion of all of them done once).
 
         No hashing: with c = running count of matching entries, row r has a match iff c[end_r] > c[start_r],
         and that match is entry number c[start_r] among the matching ones (JSON keys are unique per row).
@@ -962,15 +963,18 @@ class ArgsKV:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        vals = self.vals if values is None else values
         out = None
         if self._fixed is not None:
             pos, fvals = self._fixed
+            if values is not None:
+                fvals = pa.FixedSizeListArray.from_arrays(values, self.width)
             for name in names:
                 key = name.as_py() if isinstance(name, pa.Scalar) else name  # callers pass str or pa.scalar
                 if key in pos:
                     col = pc.list_element(fvals, pos[key])
                     out = col if out is None else pc.coalesce(out, col)
-            return out if out is not None else pa.nulls(self.n, pa.string())
+            return out if out is not None else pa.nulls(self.n, vals.type)
         for name in names:
             m = pc.equal(self.keys, name)
             if not pc.any(m).as_py():
@@ -978,9 +982,9 @@ class ArgsKV:
             c = self._before(m)
             first = c.take(self.starts)
             has = pc.greater(c.take(self.ends), first)
-            col = self.vals.filter(m).take(pc.if_else(has, first, pa.scalar(None, pa.int64())))
+            col = vals.filter(m).take(pc.if_else(has, first, pa.scalar(None, pa.int64())))
             out = col if out is None else pc.coalesce(out, col)
-        return out if out is not None else pa.nulls(self.n, pa.string())
+        return out if out is not None else pa.nulls(self.n, vals.type)
 
     def extra(self, canonical: Sequence[str]) -> Any:
         """MAP(key -> text) of every arg not in `canonical`, in the order written."""

@@ -642,14 +642,14 @@ def _range_kernels(t: Any) -> dict[str, Any]:
         "dur_ns": t.column("dur_ns"), "block_dim": _per_unique(kv.get(lit("grid")), _block_dim, pa.int64()),
         "hbm_read_bytes": ints(kv.get(lit("dram__bytes_read.sum"))),
         "hbm_write_bytes": ints(kv.get(lit("dram__bytes_write.sum"))),
-        "flops": _flops(kv), "metrics": _map_of(kv, num, val.filter(num)),
+        "flops": _flops(kv, val), "metrics": _map_of(kv, num, val.filter(num)),
         "extra": _map_of(kv, other, texts(kv.vals.filter(other))),
     }  # fmt: skip
 
 
-def _flops(kv: cj.ArgsKV) -> Any:
+def _flops(kv: cj.ArgsKV, val: Any) -> Any:
     """kn._flops per row: add + mul + 2 x fma over the fp64/fp32/fp16 SASS counters present, summed in its
-    order (the same doubles), null when none is."""
+    order (the same doubles), null when none is. val: _numbers' doubles of kv's entries."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -657,8 +657,8 @@ def _flops(kv: cj.ArgsKV) -> Any:
     seen = pa.repeat(pa.scalar(False), kv.n)
     for prec in ("d", "f", "h"):
         for op, w in kn.FLOP_OPS.items():
-            j = kv.get(lit(f"smsp__sass_thread_inst_executed_op_{prec}{op}_pred_on.sum"))
-            present, v = _numbers(j)
+            v = kv.get(lit(f"smsp__sass_thread_inst_executed_op_{prec}{op}_pred_on.sum"), values=val)
+            present = pc.is_valid(v)
             total = pc.if_else(present, pc.add(total, pc.multiply(v, float(w))), total)
             seen = pc.or_(seen, present)
     return pc.if_else(seen, total, pa.scalar(None, pa.float64()))
