@@ -154,6 +154,40 @@ def test_big_ranks_built_in_one_retargeted_session_equal_the_raw_tables(
     assert len(sessions) == 2  # the run-level session, then one for both ranks
 
 
+def test_one_session_serves_the_ranks_and_a_retry_gets_a_session_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """_OneSession: ranks built at the build budget share one session (retargeted to each rank's files); a rank
+    built again with the larger limit after running out (_budgeted) gets a fresh session, closed after it, and
+    the shared one goes on with the next rank. Stand-ins record which session built what."""
+    made: list[Any] = []
+
+    class Session:
+        def __init__(self, out_dir: Path, files: dict[str, list[str]], threads: int, mem_limit: str) -> None:
+            self.out_dir, self.files, self.limit, self.closed = out_dir, [files], mem_limit, False
+            made.append(self)
+
+        def retarget(self, files: dict[str, list[str]]) -> None:
+            self.files.append(files)
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(derive, "_Session", Session)
+    monkeypatch.setattr(derive, "_write_rank", lambda s, rank: {"files": {}, "rows": {"r": rank}})
+    one = derive._OneSession()
+    for rank, limit in [(0, "512MB"), (1, "512MB"), (2, "3072MB"), (3, "512MB")]:
+        assert one.derive_rank("out", rank, {"kernels": [f"r{rank}"]}, 1, limit) == {
+            "files": {},
+            "rows": {"r": rank},
+        }
+    assert [s.limit for s in made] == ["512MB", "3072MB"]
+    assert made[0].files == [{"kernels": ["r0"]}, {"kernels": ["r1"]}, {"kernels": ["r3"]}]
+    assert made[1].files == [{"kernels": ["r2"]}] and made[1].closed and not made[0].closed
+    one.close()
+    assert made[0].closed
+
+
 @pytest.mark.parametrize("case", ["unfused_chain", "h2d_not_overlapped", "hbm_wait", "slow_link"])
 def test_planted_derived_tables_same_from_stored_and_raw(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
