@@ -368,8 +368,8 @@ def py(t: str | None) -> Any:
 
     `t` is DuckDB's JSON text of one arg value, so valid JSON: an integer is its digits (int() of them is what
     json.loads gives), a real goes to _real as json.loads would pass it, and a string without a backslash holds
-    no escape (its characters between the quotes). Only the rest goes through json.loads: a CUPTI range event
-    carries dozens of numeric metrics, and a decoder per value was most of the per-event work."""
+    no escape (its characters between the quotes). Only the rest goes through json.loads, whose decoder set-up
+    per call would cost more than the value (a CUPTI range event carries dozens of numeric counters)."""
     if t is None:
         return None
     c = t[:1]
