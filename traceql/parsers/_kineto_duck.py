@@ -54,7 +54,9 @@ CHUNK = 1 << 20  # read size of the feed
 # its query ended, with two queries open (_Segments.AHEAD): at 64 MiB a 0.25 GB trace peaked at 0.66-0.78 GB and a
 # 4 GB one at 0.80-0.90 (max/min up to 1.36), at 32 MiB 0.54 and 0.58-0.59 GB, at the same speed (2026-12-04).
 SEGMENT = 32 << 20
-BATCH_ROWS = 32 * 1024  # events per DuckDB batch (see trace_view.BATCH_ROWS: memory stays flat)
+# events per DuckDB batch: the mapping's cost per batch (~60 Arrow calls) is paid half as often as at 32k, ~5% of a
+# 1 GB trace's CPU, for ~25 MB more peak RSS; memory stays flat over the trace's size (benchmarks/README.md)
+BATCH_ROWS = 64 * 1024
 # batches queued per open segment (two are open, see _Segments): 4 ran at the same speed with 20-75 MB more RSS
 PREFETCH = 2
 WRITE_ROWS = (
