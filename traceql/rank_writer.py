@@ -175,12 +175,11 @@ class RankWriter:
         self._add_to_group(rel, t)
 
     def _add_to_group(self, rel: str, t: Any) -> None:
-        """Encode t into rel's Parquet file once rel has GROUP_MIN_ROWS rows waiting: each write used to be its own
-        row group, and a parser's write for one file can be a few rows (a counter track's samples of one 32k-event
-        batch, split by apart_by: the 1 GB real trace_view's 7 counter parts had 47 row groups each, median 20-1024
-        rows in five of them). A row group's fixed costs (a dictionary page and statistics per column, a zstd frame
-        per page) then outweighed its rows: the counters' Parquet encoding was 0.75 CPU-s per GB in the writer
-        thread, 0.54 with the rows gathered (measured). Held rows are capped at GROUPING_BYTES over all files."""
+        """Encode t into rel's Parquet file once rel has GROUP_MIN_ROWS rows waiting, not as a row group per write:
+        a parser's write for one file can be a few rows (a counter track's samples of one 32k-event batch, split by
+        apart_by), and a row group's fixed costs (a dictionary page and statistics per column, a zstd frame per
+        page) would outweigh them (benchmarks/README.md measures the counters' encoding both ways). Held rows are
+        capped at GROUPING_BYTES over all files."""
         if rel not in self._grouping and t.num_rows >= GROUP_MIN_ROWS:  # a row group already: none to gather
             self._writers[rel].write_table(t, row_group_size=ROW_GROUP)
             return
@@ -368,12 +367,12 @@ class _Window:
     about one write.
 
     Rows written to the file are at or below `mark` and rows held at or above it, so a row that comes at or above
-    it can still be placed; one below it is late (to the late part). Each write moves the mark up to the write's earliest ts_ns (the bet: no later row
-    is earlier) and releases the held rows below it in time order: host ops in end-time order (a parent after
-    its children) come out in start-time order after one sort each. The spill (RankWriter._spill) sorted each
-    write too, then wrote it as IPC, read it back and merged it at seal: ~1.5 CPU-s per GB of a real
-    trace_view on top of the Parquet writing, ~4x what the rows' one Parquet encoding costs. Rows with NULL
-    ts_ns are late (the late part's sort puts them last)."""
+    it can still be placed; one below it is late (to the late part). Each write moves the mark up to the write's
+    earliest ts_ns (the bet: no later row is earlier) and releases the held rows below it in time order: host ops
+    in end-time order (a parent after its children) come out in start-time order after one sort each, where the
+    spill path (RankWriter._spill) would sort each write, write it as IPC, read it back and merge it at seal
+    (~1.5 CPU-s per GB of a real trace_view, ~4x the rows' one Parquet encoding). Rows with NULL ts_ns are late
+    (the late part's sort puts them last)."""
 
     def __init__(self, max_bytes: int | None = None) -> None:
         self.max_bytes = WINDOW_BYTES if max_bytes is None else max_bytes
