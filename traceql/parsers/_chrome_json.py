@@ -1004,10 +1004,18 @@ class ArgsKV:
             )
             return pa.MapArray.from_arrays(offsets, self.keys.filter(keep), self.vals.filter(keep))
         keep = pc.invert(pc.is_in(self.keys, value_set=pa.array(list(canonical), pa.string())))
+        return self.map_of(keep, self.vals.filter(keep))
+
+    def map_of(self, keep: Any, items: Any) -> Any:
+        """A MAP per row of the entries `keep` marks (a mask over the flattened entries), in the order written,
+        with `items` (one value per kept entry) as its values."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         kept_before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(keep.cast(pa.int64()))])
         old_offsets = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(self.lens)])
         offsets = kept_before.take(old_offsets).cast(pa.int32())
-        return pa.MapArray.from_arrays(offsets, self.keys.filter(keep), self.vals.filter(keep))
+        return pa.MapArray.from_arrays(offsets, self.keys.filter(keep), items)
 
 
 def ints(arr: Any) -> Any:

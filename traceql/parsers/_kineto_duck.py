@@ -584,20 +584,7 @@ def _extra(kv: cj.ArgsKV, canonical: tuple[str, ...]) -> Any:
     import pyarrow.compute as pc
 
     keep = pc.invert(pc.is_in(kv.keys, value_set=pa.array(canonical, pa.string())))
-    return _map_of(kv, keep, texts(kv.vals.filter(keep)))
-
-
-def _map_of(kv: cj.ArgsKV, keep: Any, items: Any) -> Any:
-    """A MAP per row of the args `keep` marks (a mask over kv's entries), in the order written, with `items`
-    (one value per kept entry) as its values."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(keep.cast(pa.int64()))])
-    offsets = before.take(pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(kv.lens)])).cast(
-        pa.int32()
-    )
-    return pa.MapArray.from_arrays(offsets, kv.keys.filter(keep), items)
+    return kv.map_of(keep, texts(kv.vals.filter(keep)))
 
 
 def _numbers(j: Any) -> tuple[Any, Any]:
@@ -609,7 +596,7 @@ def _numbers(j: Any) -> tuple[Any, Any]:
     import pyarrow.compute as pc
 
     num = _mask(pc.match_substring_regex(j, r"^-?[0-9]"))
-    real = pc.and_(num, _mask(pc.match_substring_regex(j, "[.eE]")))
+    real = _mask(pc.match_substring_regex(j, _REAL))
     try:
         x = pc.cast(pc.if_else(num, j, pa.scalar(None, pa.string())), pa.float64())
     except pa.ArrowInvalid as e:
@@ -644,8 +631,8 @@ def _range_kernels(t: Any) -> dict[str, Any]:
         "dur_ns": t.column("dur_ns"), "block_dim": _per_unique(kv.get(lit("grid")), _block_dim, pa.int64()),
         "hbm_read_bytes": ints(kv.get(lit("dram__bytes_read.sum"))),
         "hbm_write_bytes": ints(kv.get(lit("dram__bytes_write.sum"))),
-        "flops": _flops(kv, val), "metrics": _map_of(kv, num, val.filter(num)),
-        "extra": _map_of(kv, other, texts(kv.vals.filter(other))),
+        "flops": _flops(kv, val), "metrics": kv.map_of(num, val.filter(num)),
+        "extra": kv.map_of(other, texts(kv.vals.filter(other))),
     }  # fmt: skip
 
 
@@ -812,11 +799,7 @@ class _Mapper:
 
         kv = cj.ArgsKV(t.column("k"), t.column("v"))
         dev = pc.coalesce(ints(kv.get(lit("device"))), t.column("pid_i"))
-        for item in dev.value_counts().to_pylist():
-            if item["values"] is not None:
-                self.tally.devices[item["values"]] = (
-                    self.tally.devices.get(item["values"], 0) + item["counts"]
-                )
+        self._count_devices(dev)
         name, lcat = t.column("name"), t.column("lcat")
         op_type = _per_unique(name, kn.kernel_class, pa.string())
         for word in ("memcpy", "memset"):  # kernel_class(name, cat): the category decides these
@@ -828,14 +811,18 @@ class _Mapper:
             "block_dim": _per_unique(kv.get(lit("grid")), _block_dim, pa.int64()), "extra": _extra(kv, KERNEL_CANON),
         })  # fmt: skip
 
-    def _ranges(self, t: Any) -> None:
-        """cuda_profiler_range events (_range_kernels)."""
-        cols = _range_kernels(t)
-        for item in cols["device_id"].value_counts().to_pylist():
+    def _count_devices(self, dev: Any) -> None:
+        """Add each device id's rows (an int column) to the tally."""
+        for item in dev.value_counts().to_pylist():
             if item["values"] is not None:
                 self.tally.devices[item["values"]] = (
                     self.tally.devices.get(item["values"], 0) + item["counts"]
                 )
+
+    def _ranges(self, t: Any) -> None:
+        """cuda_profiler_range events (_range_kernels)."""
+        cols = _range_kernels(t)
+        self._count_devices(cols["device_id"])
         self.tally.n_ranges += len(t)
         self._write("kernels", cols)
 
