@@ -425,6 +425,32 @@ def test_tight_address_space_ingest_is_one_line(tmp_path: Path) -> None:
         assert p.returncode == 1 and len(errors) == 1 and "ran out of memory" in errors[0], p.stderr[-2000:]
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS as the issue's ulimit -v")
+def test_address_space_cap_puts_arrow_on_the_system_allocator() -> None:
+    """Under a `ulimit -v` cap, mimalloc's 1 GiB reservation fails and the ingest above aborted in a thread start
+    now and then (exit 127); the CLI then puts Arrow on the system allocator. Without a cap, Arrow keeps its
+    default, and a pool the user chose is kept."""
+    import subprocess
+
+    code = (
+        "import os, resource, sys\n"
+        "if sys.argv[1] == 'cap': resource.setrlimit(resource.RLIMIT_AS, (4 << 30, resource.RLIM_INFINITY))\n"
+        "if sys.argv[2] != '-': os.environ['ARROW_DEFAULT_MEMORY_POOL'] = sys.argv[2]\n"
+        "from traceql._procs import fit_address_space_cap; fit_address_space_cap()\n"
+        "import pyarrow; print(pyarrow.default_memory_pool().backend_name)"
+    )
+
+    def pool(cap: str, chosen: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+        p = subprocess.run([sys.executable, "-c", code, cap, chosen], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.strip()
+
+    assert pool("cap", "-") == "system"
+    assert pool("none", "-") != "system"
+    assert pool("cap", "mimalloc") == "mimalloc"
+
+
 # ---- break 7: numeric options ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, option",

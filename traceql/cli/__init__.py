@@ -70,10 +70,11 @@ def _root(
 
 
 def main() -> None:
-    from .._procs import cap_malloc_arenas, install_parent_handlers
+    from .._procs import cap_malloc_arenas, fit_address_space_cap, install_parent_handlers
     from ..errors import TraceQLError
 
     cap_malloc_arenas()  # before any thread starts (see there)
+    fit_address_space_cap()  # before anything imports pyarrow (see there)
     install_parent_handlers()  # SIGTERM/SIGHUP unwind like Ctrl-C: workers stopped, staging and temp dirs removed
     try:
         rv = app(standalone_mode=False)
