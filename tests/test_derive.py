@@ -228,6 +228,33 @@ def test_first_analysis_builds_per_rank_files_listed_in_the_manifest(tmp_path: P
     assert info["derived"]["rows"]["step_windows"] == 6  # 3 ProfilerStep spans per rank
 
 
+def test_a_rank_with_pmu_bytes_is_not_cut_at_its_counter_samples(tmp_path: Path) -> None:
+    """The sample's ranks have per-task PMU bytes and HBM counter samples (39 windows a rank): their bandwidth
+    is the kernels', so a counter sample inside the span changes nothing bw_segments reports and is no cut
+    point. Two adjacent pieces that agree on every reported column, split at a counter window edge, would be
+    such a needless cut (the old sweep cut at every sample: a third of the benchmark cluster's timeline)."""
+    import traceql
+
+    st = tmp_path / "s"
+    ingest(SAMPLES / "torch_npu_2rank", st, name="demo", workers=1)
+    assert derive.prepare(Store(st), ["demo"]) == []
+    con = traceql.connect(st)
+    assert con.execute("SELECT DISTINCT bw_source FROM bw_segments").fetchall() == [("pmu",)]
+    edges = con.execute(
+        "SELECT count(*) FROM hbm_windows w WHERE wi > 1 AND EXISTS (SELECT 1 FROM bw_segments s "
+        "WHERE s.rank = w.rank AND w.win_start > s.seg_start AND w.win_start < s.seg_end)"
+    ).fetchone()
+    assert edges is not None and edges[0] > 20  # interior counter edges fall inside pieces: not cut there
+    cols = "n_comp, n_kernels, n_copy, bw_bps, n_comm, n_peer_wait, n_unsplit, transit_share, in_counter_span"
+    needless = con.execute(
+        f"WITH s AS (SELECT rank, step, seg_start, seg_end, ({cols}) AS v FROM bw_segments) "
+        "SELECT count(*) FROM s a JOIN s b ON a.rank = b.rank AND a.step IS NOT DISTINCT FROM b.step "
+        "AND a.seg_end = b.seg_start AND a.v = b.v "
+        "WHERE a.seg_end IN (SELECT win_start FROM hbm_windows w WHERE w.rank = a.rank)"
+    ).fetchone()
+    assert needless == (0,)
+
+
 def test_a_stale_derivation_is_never_used_and_is_rebuilt(tmp_path: Path) -> None:
     """A run whose derived tables were made by other helper SQL (an older traceql) is not read through them: a
     plain connection does not expose them, and the next analysis rebuilds them (same answer, old files gone)."""

@@ -33,8 +33,9 @@
 -- (n_peer_wait), how many with no transit split (n_unsplit) and the mean transit_frac of those running
 -- (transit_share; parts without a split count as 0 there). in_counter_span: the piece lies inside the span of
 -- the rank's HBM counter samples (after a series' last sample its bandwidth is not known: not zero).
--- One sweep: +/- events at kernel starts/ends and at communication part edges, running sums in time order;
--- window edges are extra cut points. (Communication edges cut the bandwidth pieces too: a constant piece cut in
+-- One sweep: +/- events at kernel starts/ends, at communication part edges and at counter window edges (all
+-- of them on a rank whose bandwidth is sampled, the span's two elsewhere: cwe), running sums in time order;
+-- step window edges are extra cut points. (Communication edges cut the bandwidth pieces too: a constant piece cut in
 -- two carries the same bandwidth, so every sum over pieces is unchanged, and the timeline needs no second
 -- sweep over all the bandwidth pieces' edges to add communication.)
 WITH kb AS MATERIALIZED (
@@ -44,7 +45,7 @@ WITH kb AS MATERIALIZED (
 ), cw AS MATERIALIZED (
     -- the counters' own bandwidth step function (read + write), for ranks whose bandwidth is sampled
     SELECT run_id, rank, win_start, win_end, read_bps + write_bps AS bps FROM _hbm_windows()
-), src AS (
+), src AS MATERIALIZED (
     -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed; and
     -- which series gives its device bandwidth (bw_source): per-task PMU bytes when it has any, else its HBM
     -- counters when it has them, else the modeled lower bound
@@ -55,6 +56,19 @@ WITH kb AS MATERIALIZED (
                 WHEN EXISTS (SELECT 1 FROM cw WHERE cw.run_id = k.run_id AND cw.rank = k.rank) THEN 'sampled'
                 WHEN count(hbm_bytes_source) > 0 THEN 'modeled' END AS bw_source
     FROM kb k GROUP BY k.run_id, k.rank
+), cwe AS (
+    -- the counter edges the sweep cuts at: every window's on a rank whose bandwidth is sampled (the counters'
+    -- step function is its bandwidth), elsewhere only the span's first start and last end (the windows tile
+    -- the span without gaps, and in_counter_span is all those ranks read of them): a rank with per-task PMU
+    -- bytes and HBM counters too was otherwise cut at every sample, pieces of the same bandwidth (a third of
+    -- the 8 x 290 MB benchmark cluster's timeline)
+    SELECT cw.run_id, cw.rank, cw.win_start, cw.win_end, cw.bps
+    FROM cw JOIN src ON src.run_id = cw.run_id AND src.rank = cw.rank WHERE src.bw_source = 'sampled'
+    UNION ALL
+    SELECT cw.run_id, cw.rank, min(cw.win_start), max(cw.win_end), 0.0
+    FROM cw LEFT JOIN src ON src.run_id = cw.run_id AND src.rank = cw.rank
+    WHERE src.bw_source IS DISTINCT FROM 'sampled'
+    GROUP BY cw.run_id, cw.rank
 ), win AS MATERIALIZED (
     -- wid: the window's number on its rank; a piece's window is the running sum of +wid at window starts and
     -- -wid at ends (the windows do not overlap), found by an equality join instead of an ASOF search
@@ -75,8 +89,8 @@ WITH kb AS MATERIALIZED (
               FROM cp WHERE end_ns > wait_end_ns
     UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -coalesce(transit_frac, 0), -(transit_frac IS NULL)::INTEGER, 0.0, 0, 0
               FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, bps, 1, 0 FROM cw
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, -bps, -1, 0 FROM cw
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, bps, 1, 0 FROM cwe
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, -bps, -1, 0 FROM cwe
 ), pts AS (
     SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp,
            sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf, sum(du) AS du, sum(dcb) AS dcb, sum(dcs) AS dcs, sum(dw) AS dw
