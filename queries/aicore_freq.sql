@@ -41,10 +41,23 @@ WITH f AS (
     FROM (SELECT run_id, rank, key, value FROM run_meta
           UNION ALL SELECT DISTINCT run_id, rank, NULL, NULL FROM f) m
     GROUP BY run_id, rank
+), fr AS (
+    -- per rank: its first sample and whether the clock ever changed
+    SELECT run_id, rank, min(ts_ns) AS first_ts, min(mhz) AS lo, max(mhz) AS hi FROM f GROUP BY run_id, rank
+), kc AS (
+    SELECT run_id, rank, coalesce(op_type, name) AS op_type, ts_ns, dur_ns FROM kernels
+    WHERE NOT coalesce(is_comm, false) AND dur_ns > 0
 ), k AS (
-    SELECT k.run_id, k.rank, coalesce(k.op_type, k.name) AS op_type, k.ts_ns, k.dur_ns, f.mhz
-    FROM kernels k ASOF JOIN f ON f.run_id = k.run_id AND f.rank = k.rank AND k.ts_ns >= f.ts_ns
-    WHERE NOT coalesce(k.is_comm, false) AND k.dur_ns > 0
+    -- a rank whose clock never changed (the usual case: throttling is what this query looks for) ran every
+    -- kernel from its first sample on at that clock, with no look-up; elsewhere each kernel takes the sample in
+    -- effect at its start (an ASOF join sorts every kernel of the rank)
+    SELECT kc.run_id, kc.rank, kc.op_type, kc.ts_ns, kc.dur_ns, fr.lo AS mhz
+    FROM kc JOIN fr ON fr.run_id = kc.run_id AND fr.rank = kc.rank AND fr.lo = fr.hi
+    WHERE kc.ts_ns >= fr.first_ts
+    UNION ALL
+    SELECT kc.run_id, kc.rank, kc.op_type, kc.ts_ns, kc.dur_ns, f.mhz
+    FROM (SELECT * FROM kc SEMI JOIN fr ON fr.run_id = kc.run_id AND fr.rank = kc.rank AND fr.lo < fr.hi) kc
+    ASOF JOIN f ON f.run_id = kc.run_id AND f.rank = kc.rank AND kc.ts_ns >= f.ts_ns
 ), agg AS (
     SELECT run_id, rank, 'rank' AS scope, NULL::VARCHAR AS op_type, count(*) AS kernels, sum(dur_ns) AS dur_ns,
            sum(mhz * dur_ns) / sum(dur_ns) AS avg_mhz, min(mhz) AS min_mhz, max(mhz) AS max_mhz

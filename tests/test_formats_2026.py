@@ -520,7 +520,9 @@ FREQ_KERNELS = [("MatMul_1", "MatMul", 0, 100_000), ("MatMul_2", "MatMul", 300_0
 FREQ_SAMPLES = [(0, 1800), (200_000, 1500)]
 
 
-def _freq_dump(root: Path, info_json: bool, rated: str = "1800") -> Path:
+def _freq_dump(
+    root: Path, info_json: bool, rated: str = "1800", samples: list[tuple[int, int]] = FREQ_SAMPLES
+) -> Path:
     """A torch_npu db-export folder: profiler_info, ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db with
     AICORE_FREQ (declared as the real export declares it: deviceId INTEGER, timestampNs NUMERIC, freq INTEGER),
     and, optionally, the raw PROF_*/device_0/info.json.0 with DeviceInfo aic_frequency (msprof's layout)."""
@@ -559,7 +561,7 @@ def _freq_dump(root: Path, info_json: bool, rated: str = "1800") -> Path:
             ),
             "AICORE_FREQ": (
                 "deviceId INTEGER,timestampNs NUMERIC,freq INTEGER",
-                [(0, T0 + t, f) for t, f in FREQ_SAMPLES],
+                [(0, T0 + t, f) for t, f in samples],
             ),
             "STEP_TIME": ("id INTEGER, startNs INTEGER, endNs INTEGER", [(1, T0, T0 + 1_000_000)]),
         },
@@ -598,6 +600,25 @@ def test_aicore_freq_against_the_rated_clock_from_info_json(tmp_path: Path) -> N
     assert (
         rk["decrease_ratio"] == pytest.approx(0.0) and not rk["throttled"] and rk["rated_source"] == "param"
     )
+
+
+def test_aicore_freq_at_a_clock_that_never_changed(tmp_path: Path) -> None:
+    """Samples that all say 1800 MHz, the first at 100 us: the kernels from it on ran at 1800 (no look-up needed,
+    the query's path for a rank whose clock never changed); MatMul_1, at 0, started before any sample and is
+    left out, as under a changing clock."""
+    from traceql import queries
+
+    store = tmp_path / "s"
+    dump = _freq_dump(
+        tmp_path / "w_1_20260101_ascend_pt", info_json=True, samples=[(100_000, 1800), (400_000, 1800)]
+    )
+    _ingest(dump, store, "f")
+    by = {(r["scope"], r["op_type"]): r for r in queries.run("aicore_freq", store, run_id="f").to_pylist()}
+    # hand: MatMul_2 (300 us, 100 us long) and Add_1 (500 us, 50 us long), both at 1800 MHz
+    rk = by[("rank", None)]
+    assert (rk["kernels"], rk["dur_ns"], rk["min_mhz"], rk["max_mhz"]) == (2, 150_000, 1800, 1800)
+    assert rk["avg_mhz"] == pytest.approx(1800) and rk["decrease_ratio"] == pytest.approx(0.0)
+    assert (by[("op", "MatMul")]["kernels"], by[("op", "Add")]["kernels"]) == (1, 1)
 
 
 def test_aicore_freq_finding(tmp_path: Path) -> None:
