@@ -48,30 +48,39 @@ WITH kb AS MATERIALIZED (
 ), cube AS (
     SELECT op, regexp_matches(op, $cube_regex) AS is_cube FROM (SELECT DISTINCT op FROM kb)
 ), f AS (
-    SELECT kb.*, coalesce(kb.flops, s.mfl) AS fl, c.is_cube
-    FROM kb
-    JOIN cube c USING (op)
-    LEFT JOIN sigf s ON kb.flops IS NULL AND s.op_type IS NOT DISTINCT FROM kb.op_type
-         AND s.input_shapes IS NOT DISTINCT FROM kb.input_shapes AND s.output_shapes IS NOT DISTINCT FROM kb.output_shapes
+    SELECT kb.*, c.is_cube FROM kb JOIN cube c USING (op)
 ), tot AS (
     SELECT run_id, sum(dur_ns) AS compute_ns,
            max(bd) FILTER (WHERE is_cube) AS max_bd
     FROM f GROUP BY run_id
-), g AS (
+), fc AS (
+    -- the cube kernels alone get their modeled FLOPs (the other two thirds of the kernels are only counted
+    -- in tot)
+    SELECT f.*, coalesce(f.flops, s.mfl) AS fl
+    FROM f
+    LEFT JOIN sigf s ON f.flops IS NULL AND s.op_type IS NOT DISTINCT FROM f.op_type
+         AND s.input_shapes IS NOT DISTINCT FROM f.input_shapes AND s.output_shapes IS NOT DISTINCT FROM f.output_shapes
+    WHERE f.is_cube
+), g0 AS (
     SELECT f.run_id, f.name, f.op AS op_type,
            arg_max(f.input_shapes, (f.dur_ns, f.input_shapes, f.input_dtypes)) AS input_shapes,
            arg_max(f.input_dtypes, (f.dur_ns, f.input_shapes, f.input_dtypes)) AS input_dtypes,  -- one call's shapes and dtypes
-           count(*) AS calls, sum(f.dur_ns)::BIGINT AS dur_ns,
-           sum(f.dur_ns) / nullif(any_value(t.compute_ns), 0) AS share_of_compute,
+           count(*) AS calls, sum(f.dur_ns) AS dur,
            sum(f.fl) AS flops,
            sum(f.fl) * 1e9 / nullif(sum(f.dur_ns) FILTER (WHERE f.fl IS NOT NULL), 0) / $peak_flops::DOUBLE AS flops_utilization,
            round(sum(f.hbm_bytes))::BIGINT AS hbm_bytes,
            sum(f.hbm_bytes) * 1e9 / nullif(sum(f.dur_ns) FILTER (WHERE f.hbm_bytes IS NOT NULL), 0) / $peak_hbm_bps::DOUBLE AS bw_utilization,
            sum(f.mac_ratio * f.dur_ns) / nullif(sum(f.dur_ns) FILTER (WHERE f.mac_ratio IS NOT NULL), 0) AS mac_ratio,
-           avg(f.bd) AS block_dim, any_value(t.max_bd)::BIGINT AS max_block_dim
-    FROM f JOIN tot t USING (run_id)
-    WHERE f.is_cube
+           avg(f.bd) AS block_dim
+    FROM fc f
     GROUP BY f.run_id, f.name, f.op
+), g AS (
+    -- the run's totals joined to the ~hundreds of operator rows, not to every kernel
+    SELECT g0.run_id, g0.name, g0.op_type, g0.input_shapes, g0.input_dtypes, g0.calls, g0.dur::BIGINT AS dur_ns,
+           g0.dur / nullif(t.compute_ns, 0) AS share_of_compute,
+           g0.flops, g0.flops_utilization, g0.hbm_bytes, g0.bw_utilization, g0.mac_ratio, g0.block_dim,
+           t.max_bd::BIGINT AS max_block_dim
+    FROM g0 JOIN tot t USING (run_id)
 )
 SELECT *, block_dim / nullif(max_block_dim, 0) AS block_dim_ratio
 FROM g
