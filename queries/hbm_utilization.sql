@@ -45,10 +45,27 @@ WITH seg AS (
            bw_bps >= $sat_threshold::DOUBLE * $peak_hbm_bps::DOUBLE AS above,
            bw_bps < $low_threshold::DOUBLE * $peak_hbm_bps::DOUBLE AS below
     FROM bw_segments
+), kw AS (
+    -- each kernel's step window: the window of its own step when that one holds its start (one hash look-up;
+    -- the windows do not overlap, so it is the only window that does), else the last non-empty window
+    -- starting at or before it (an ASOF join, which sorts its kernels: only those whose step did not say)
+    SELECT k.run_id, k.rank, w.step, k.ts_ns, k.dur_ns, k.is_comm, k.modeled_read, k.modeled_write,
+           k.counter_coverage, k.sample_period_ns
+    FROM kernel_bytes k
+    JOIN step_windows w ON w.run_id = k.run_id AND w.rank = k.rank AND w.step = k.step
+         AND k.ts_ns >= w.win_start AND k.ts_ns < w.win_end
+    UNION ALL
+    SELECT k.run_id, k.rank, w.step, k.ts_ns, k.dur_ns, k.is_comm, k.modeled_read, k.modeled_write,
+           k.counter_coverage, k.sample_period_ns
+    FROM (SELECT * FROM kernel_bytes k ANTI JOIN step_windows w ON w.run_id = k.run_id AND w.rank = k.rank
+              AND w.step = k.step AND k.ts_ns >= w.win_start AND k.ts_ns < w.win_end) k
+    ASOF JOIN (SELECT * FROM step_windows WHERE win_end > win_start) w
+         ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
+    WHERE k.ts_ns < w.win_end
 ), kb AS (
     -- per rank and step: modeled bytes of the kernels in the windows, and how much compute time the counter
     -- sampling resolves
-    SELECT w.run_id, w.rank, w.step,
+    SELECT k.run_id, k.rank, k.step,
            -- a kernel whose modeled bytes exceed the peak over its duration cannot be right: its bytes would
            -- make the "lower bound" no bound at all, so they are left out (traceql check: modeled_above_peak)
            sum(coalesce(k.modeled_read, 0) + coalesce(k.modeled_write, 0)) FILTER (
@@ -57,11 +74,8 @@ WITH seg AS (
            sum(k.dur_ns) FILTER (WHERE NOT k.is_comm AND k.counter_coverage = 'resolved') AS resolved_ns,
            sum(k.dur_ns) FILTER (WHERE NOT k.is_comm AND k.counter_coverage IS NOT NULL) AS covered_ns,
            any_value(k.sample_period_ns) AS sample_period_ns
-    FROM (SELECT run_id, rank, ts_ns, dur_ns, is_comm, modeled_read, modeled_write, counter_coverage, sample_period_ns
-          FROM kernel_bytes) k
-    ASOF JOIN step_windows w ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
-    WHERE k.ts_ns < w.win_end
-    GROUP BY w.run_id, w.rank, w.step
+    FROM kw k
+    GROUP BY k.run_id, k.rank, k.step
 ), seg_step AS (
     -- one pass over the ~2M segments per step; the rank and run rows roll up these step rows (a grouping set
     -- over the segments themselves ran three aggregates over all of them)

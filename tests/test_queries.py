@@ -449,3 +449,35 @@ def test_device_inferred_from_vector_core_tasks_when_the_dump_names_none(tmp_pat
     )
     t = queries.run("op_hbm_bytes", root, run_id="cube")  # AI_CORE only: could be any Ascend chip -> unknown
     assert json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"] is None
+
+
+def test_hbm_utilization_puts_each_kernel_in_the_window_its_start_is_in(tmp_path: Path) -> None:
+    """Step windows [10, 20) and [20, 30) ms. A kernel is in the window its start lies in, whatever step the
+    profiler gave it: A (step 1, at 11 ms) in step 1; B (step 1, at 22 ms: launched in step 1, run in step 2)
+    and C (no step, at 25 ms) in step 2; D (step 2, at 5 ms) before every window, in none. Each moves a 1024 x
+    1024 float16 tensor in and one out, 4 MiB modeled (by hand: 1,048,576 x 2 bytes x 2)."""
+    t = {
+        "input_shapes": "1024,1024",
+        "input_dtypes": "float16",
+        "output_shapes": "1024,1024",
+        "output_dtypes": "float16",
+    }
+    kernels = [
+        {
+            "name": n,
+            "op_type": "Tanh",
+            "task_type": "AI_VECTOR_CORE",
+            "step": s,
+            "ts_ns": ts,
+            "dur_ns": MS,
+            **t,
+        }
+        for n, s, ts in (("A", 1, 11 * MS), ("B", 1, 22 * MS), ("C", None, 25 * MS), ("D", 2, 5 * MS))
+    ]
+    steps = [{"step": s, "ts_ns": s * 10 * MS, "dur_ns": 10 * MS, "source": "step_trace"} for s in (1, 2)]
+    build_store(tmp_path / "s", "w", {0: {"kernels": kernels, "steps": steps}}, device="Ascend910B")
+    rows = queries.run(
+        "hbm_utilization", tmp_path / "s", run_id="w", params={"peak_hbm_bps": 1.6e12}
+    ).to_pylist()
+    by_step = {r["step"]: r["modeled_bytes"] for r in rows if r["scope"] == "step"}
+    assert by_step == {1: 4 * 1024 * 1024, 2: 2 * 4 * 1024 * 1024}
