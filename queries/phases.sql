@@ -99,13 +99,24 @@ WITH m0 AS (
     -- ended. The windows do not overlap, so that is the one window whose [start, end) holds the instant; a
     -- range join tested every window of the rank against every kernel (a rank's steps x its kernels).
     -- Empty windows hold nothing and are left out (a tie on the start would hide the window after them).
-    SELECT run_id, rank, win_start, win_end FROM prof0 WHERE win_end > win_start
+    SELECT run_id, rank, step, win_start, win_end FROM prof0 WHERE win_end > win_start
+), pk0 AS (
+    SELECT run_id, rank, step, ts_ns, dur_ns FROM kernels
+    WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range'
 ), prof_kernels AS (
-    SELECT w.run_id, w.rank, w.win_start, count(*) AS kernels, sum(k.dur_ns) AS kernel_ns
-    FROM (SELECT run_id, rank, ts_ns, dur_ns FROM kernels
-          WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range') k
-    ASOF JOIN prof_of w ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
-    WHERE k.ts_ns < w.win_end
+    -- a kernel whose own step's window holds its start is in that window (a hash look-up: the only window
+    -- that holds it); the others, through the ASOF search, which sorts the kernels it is given
+    SELECT run_id, rank, win_start, count(*) AS kernels, sum(dur_ns) AS kernel_ns
+    FROM (
+        SELECT w.run_id, w.rank, w.win_start, k.dur_ns
+        FROM pk0 k JOIN prof_of w ON w.run_id = k.run_id AND w.rank = k.rank AND w.step = k.step
+             AND k.ts_ns >= w.win_start AND k.ts_ns < w.win_end
+        UNION ALL
+        SELECT w.run_id, w.rank, w.win_start, k.dur_ns
+        FROM (SELECT * FROM pk0 k ANTI JOIN prof_of w ON w.run_id = k.run_id AND w.rank = k.rank
+                  AND w.step = k.step AND k.ts_ns >= w.win_start AND k.ts_ns < w.win_end) k
+        ASOF JOIN prof_of w ON k.run_id = w.run_id AND k.rank = w.rank AND k.ts_ns >= w.win_start
+        WHERE k.ts_ns < w.win_end)
     GROUP BY ALL
 ), prof_train AS (
     -- windows with backward ops in them
