@@ -101,8 +101,10 @@ WITH m0 AS (
     -- Empty windows hold nothing and are left out (a tie on the start would hide the window after them).
     SELECT run_id, rank, step, win_start, win_end FROM prof0 WHERE win_end > win_start
 ), pk0 AS (
-    SELECT run_id, rank, step, ts_ns, dur_ns FROM kernels
+    -- the kernels of the ranks that have such windows
+    SELECT run_id, rank, step, ts_ns, dur_ns FROM kernels k
     WHERE ts_ns IS NOT NULL AND coalesce(task_type, '') <> 'cuda_profiler_range'
+      AND EXISTS (SELECT 1 FROM prof_of w WHERE w.run_id = k.run_id AND w.rank = k.rank)
 ), prof_kernels AS (
     -- a kernel whose own step's window holds its start is in that window (a hash look-up: the only window
     -- that holds it); the others, through the ASOF search, which sorts the kernels it is given
