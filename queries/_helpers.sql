@@ -188,44 +188,40 @@ SELECT *, 'comm' AS part,
 FROM ce;
 
 -- Saturated compute: an instant where a compute kernel runs and the device HBM bandwidth is at least
--- sat_threshold x peak_hbm_bps. The saturated bandwidth pieces only, each with the saturated time before it
--- (a prefix sum), so saturated time up to any instant p is one ASOF look-up: the last saturated piece starting
--- at or before p gives sat_before_ns + (least(p, seg_end) - seg_start). (Unsaturated pieces add nothing, and
--- leaving them out shrinks the sort behind the prefix sum to the saturated part of the timeline.)
-CREATE OR REPLACE MACRO _sat_segments(sat_threshold, peak_hbm_bps) AS TABLE
-SELECT *, sum(dur_ns) OVER (PARTITION BY run_id, rank ORDER BY seg_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-          AS sat_before_ns
-FROM (SELECT *, true AS sat FROM bw_segments WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps);
-
--- The parts with peer_sat_frac: the share of the peer-wait interval the late member (last_rank) spent in
--- saturated compute (two ASOF look-ups into its saturated-time prefix sums).
+-- sat_threshold x peak_hbm_bps. The parts with peer_sat_frac: the share of the peer-wait interval the late
+-- member (last_rank) spent in saturated compute. Its saturated time up to an instant p is the summed length of
+-- its saturated pieces starting at or before p, less the part of the last of them that reaches past p (the
+-- pieces do not overlap): one ordered pass over the late member's saturated pieces and the probe instants
+-- together (a piece starting at p counts), in place of a prefix sum over the pieces and a look-up that sorted
+-- them again. (Unsaturated pieces add nothing and are left out of the pass.)
 CREATE OR REPLACE MACRO _comm_parts(sat_threshold, peak_hbm_bps) AS TABLE
-WITH ss AS MATERIALIZED (
-    SELECT run_id, rank, seg_start, seg_end, sat, sat_before_ns FROM _sat_segments(sat_threshold, peak_hbm_bps)
-), ce AS MATERIALIZED (
-    SELECT * FROM _comm_parts_base()
+WITH ce AS MATERIALIZED (
+    -- pid: the part's number, all the ordered pass below carries of it
+    SELECT *, row_number() OVER () AS pid FROM _comm_parts_base()
+), ev AS (
+    -- kind 0: a saturated piece; kind 1: a peer-wait edge (edge 0 start, 1 end) on the late member's timeline,
+    -- moved onto its clock (- own offset + its offset)
+    SELECT run_id, rank, seg_start AS t, 0 AS kind, dur_ns AS d, seg_end AS e, NULL::BIGINT AS pid, NULL::INTEGER AS edge
+    FROM bw_segments WHERE n_comp > 0 AND bw_bps >= sat_threshold * peak_hbm_bps
+    UNION ALL
+    SELECT run_id, last_rank, ts_ns - clock_offset_ns + last_rank_offset_ns, 1, 0, NULL, pid, 0
+    FROM ce WHERE wait_end_ns > ts_ns
+    UNION ALL
+    SELECT run_id, last_rank, wait_end_ns - clock_offset_ns + last_rank_offset_ns, 1, 0, NULL, pid, 1
+    FROM ce WHERE wait_end_ns > ts_ns
 ), probes AS (
-    -- the late member's saturated time before each peer-wait edge (0 before its first saturated piece); both
-    -- edges in one ASOF pass
-    -- (run_id, rank, group_key, is_p2p, ordinal) identifies an op (comm_events numbers ops per group)
-    -- (the probe instants moved onto the late member's clock: - own offset + its offset)
-    SELECT pr.run_id, pr.rank, pr.group_key, pr.is_p2p, pr.ordinal, pr.edge,
-           coalesce(s.sat_before_ns, 0) + coalesce(least(pr.p, s.seg_end) - s.seg_start, 0) AS sat_at
-    FROM (SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank,
-                 ts_ns - clock_offset_ns + last_rank_offset_ns AS p, 0 AS edge FROM ce WHERE wait_end_ns > ts_ns
-          UNION ALL
-          SELECT run_id, rank, group_key, is_p2p, ordinal, last_rank,
-                 wait_end_ns - clock_offset_ns + last_rank_offset_ns, 1 FROM ce WHERE wait_end_ns > ts_ns) pr
-    ASOF LEFT JOIN ss s ON s.run_id = pr.run_id AND s.rank = pr.last_rank AND pr.p >= s.seg_start
+    -- the late member's saturated time before each edge (0 before its first saturated piece)
+    SELECT pid, edge, sat_sum - greatest(coalesce(last_end, t) - t, 0) AS sat_at
+    FROM (SELECT *, sum(d) OVER w AS sat_sum, max(e) OVER w AS last_end FROM ev
+          WINDOW w AS (PARTITION BY run_id, rank ORDER BY t, kind ROWS UNBOUNDED PRECEDING))
+    WHERE kind = 1
 ), q AS (
     SELECT ce.*, a.sat_at AS sat_a, b.sat_at AS sat_b
     FROM ce
-    LEFT JOIN probes a ON a.edge = 0 AND a.run_id = ce.run_id AND a.rank = ce.rank AND a.group_key = ce.group_key
-         AND a.is_p2p = ce.is_p2p AND a.ordinal = ce.ordinal
-    LEFT JOIN probes b ON b.edge = 1 AND b.run_id = ce.run_id AND b.rank = ce.rank AND b.group_key = ce.group_key
-         AND b.is_p2p = ce.is_p2p AND b.ordinal = ce.ordinal
+    LEFT JOIN probes a ON a.edge = 0 AND a.pid = ce.pid
+    LEFT JOIN probes b ON b.edge = 1 AND b.pid = ce.pid
 )
-SELECT * EXCLUDE (sat_a, sat_b),
+SELECT * EXCLUDE (sat_a, sat_b, pid),
        CASE WHEN wait_end_ns > ts_ns THEN least(greatest((coalesce(sat_b, 0) - coalesce(sat_a, 0)) / (wait_end_ns - ts_ns), 0), 1)
             ELSE 0 END AS peer_sat_frac
 FROM q;

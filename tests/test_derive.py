@@ -377,7 +377,7 @@ def test_fingerprints_cover_exactly_the_sql_the_stored_tables_depend_on(
         got = edited(dependency)
         assert {t for t in base if got[t] != base[t]} == tables, dependency
     # parameterised, only ever applied by queries over the stored tables
-    for on_top in ("_timeline", "_comm_parts", "_sat_segments", "_timeline_parts"):
+    for on_top in ("_timeline", "_comm_parts", "_timeline_parts"):
         assert on_top in names
         assert edited(on_top) == base, on_top
     derived_tables._load.cache_clear()

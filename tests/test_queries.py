@@ -481,3 +481,36 @@ def test_hbm_utilization_puts_each_kernel_in_the_window_its_start_is_in(tmp_path
     ).to_pylist()
     by_step = {r["step"]: r["modeled_bytes"] for r in rows if r["scope"] == "step"}
     assert by_step == {1: 4 * 1024 * 1024, 2: 2 * 4 * 1024 * 1024}
+
+
+def test_peer_wait_counts_the_part_of_a_saturated_kernel_inside_it(tmp_path: Path) -> None:
+    """Rank 0 enters an allreduce at 2 ms; rank 1, the last member, at 4 ms, after a kernel from 1 to 3.5 ms at
+    1.5 TB/s (3.75e9 PMU bytes in 2.5 ms: over 0.8 x the 910B's 1.6 TB/s). Of rank 0's 2 ms of peer wait, rank 1
+    spent 2 to 3.5 ms in saturated compute (the kernel reaches into the wait from before it): 0.75, by hand."""
+    ranks: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for rank, enter in ((0, 2 * MS), (1, 4 * MS)):
+        ar = {"name": "hcom_allReduce__1", "op_type": "allreduce", "group_name": "g", "kind": "collective",
+              "ts_ns": enter, "dur_ns": 6 * MS - enter, "step": 1, "source": "t"}  # fmt: skip
+        kernels = [{**ar, "op_type": "hcom_allReduce_", "is_comm": True, "task_type": "HCCL"}]
+        kernels = [{k: v for k, v in kernels[0].items() if k not in ("group_name", "kind", "source")}]
+        if rank == 1:
+            kernels.append(
+                _k(
+                    "Add",
+                    MS,
+                    3 * MS + MS // 2,
+                    op_type="Add",
+                    hbm_read_bytes=3_750_000_000,
+                    hbm_write_bytes=0,
+                )
+            )
+        ranks[rank] = {
+            "kernels": kernels,
+            "comm_ops": [ar],
+            "steps": [{"step": 1, "ts_ns": 0, "dur_ns": 10 * MS, "source": "t"}],
+        }
+    build_store(tmp_path / "s", "w", ranks, device="Ascend910B")
+    rows = queries.run("comm_skew", tmp_path / "s", run_id="w").to_pylist()
+    r0 = next(r for r in rows if r["rank"] == 0)
+    assert (r0["last_rank"], r0["peer_wait_ns"]) == (1, 2 * MS)
+    assert r0["last_rank_hbm_saturated_frac"] == pytest.approx(0.75)
