@@ -38,8 +38,8 @@ WITH tl AS NOT MATERIALIZED (
     -- the stored step timeline (derived/timeline_base.sql): compute (copies apart), copies, communication,
     -- and the idle kind of each segment with nothing running (not materialised: each reader below scans the
     -- Parquet for its own columns and rows, cheaper than copying ~2M rows of all of them once)
-    SELECT run_id, rank, step, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np, idle_kind AS kind,
-           idle_kind IS NOT NULL AS idle, prep_before_ns, free_before_ns, tail_before_ns
+    SELECT run_id, rank, step, win_start, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np,
+           idle_kind AS kind, idle_kind IS NOT NULL AS idle, prep_before_ns, free_before_ns, tail_before_ns
     FROM timeline_base
 ), win AS MATERIALIZED (
     SELECT * FROM step_windows
@@ -73,16 +73,26 @@ WITH tl AS NOT MATERIALIZED (
            CASE WHEN nl > 0 THEN 'loading' WHEN nh > 0 THEN 'copy' WHEN ny > 0 THEN 'sync' END AS cause
     FROM pc ASOF JOIN win ON pc.run_id = win.run_id AND pc.rank = win.rank AND pc.p0 >= win.win_start
     WHERE pc.p1 IS NOT NULL AND pc.p1 > pc.p0 AND pc.p0 < win.win_end AND (nl > 0 OR nh > 0 OR ny > 0)
+), pwin AS (
+    SELECT DISTINCT run_id, rank, step FROM pw
+), tli AS (
+    -- what the look-up below searches: the idle segments of the windows with host pieces, and each such
+    -- window's first segment, whose prefix sums are the idle time before the window (an edge with no idle
+    -- segment before it in its window lands there); the other windows' segments are never found, and
+    -- leaving them out shrinks the look-up's sort to the windows the host pieces are in
+    SELECT t.* FROM tl t
+    SEMI JOIN pwin w ON w.run_id = t.run_id AND w.rank = t.rank AND w.step IS NOT DISTINCT FROM t.step
+    WHERE t.idle OR t.t0 = t.win_start
 ), edge_idle AS (
-    -- idle time of each kind on the rank before each piece edge: the last idle segment starting at or before the
-    -- edge + its prefix sums (busy segments add no idle time, so the look-up skips them; none yet: 0); both
-    -- edges in one ASOF pass
+    -- idle time of each kind on the rank before each piece edge: the last of those segments starting at or
+    -- before the edge + its prefix sums (busy segments add no idle time, so the look-up skips them; none yet:
+    -- 0); both edges in one ASOF pass
     SELECT q.run_id, q.rank, q.p0, q.edge,
            coalesce(s.prep_before_ns + CASE WHEN s.kind = 'preparing' THEN least(q.p, s.t1) - s.t0 ELSE 0 END, 0) AS prep,
            coalesce(s.free_before_ns + CASE WHEN s.kind = 'free' THEN least(q.p, s.t1) - s.t0 ELSE 0 END, 0) AS free,
            coalesce(s.tail_before_ns + CASE WHEN s.kind = 'tail' THEN least(q.p, s.t1) - s.t0 ELSE 0 END, 0) AS tail
     FROM (SELECT run_id, rank, p0, p0 AS p, 0 AS edge FROM pw UNION ALL SELECT run_id, rank, p0, p1, 1 FROM pw) q
-    ASOF LEFT JOIN (SELECT * FROM tl WHERE idle) s ON s.run_id = q.run_id AND s.rank = q.rank AND q.p >= s.t0
+    ASOF LEFT JOIN tli s ON s.run_id = q.run_id AND s.rank = q.rank AND q.p >= s.t0
 ), pi AS (
     SELECT pw.*, b.free - a.free AS free_i, (b.prep - a.prep) + (b.free - a.free) + (b.tail - a.tail) AS idle_i
     FROM pw

@@ -514,3 +514,20 @@ def test_peer_wait_counts_the_part_of_a_saturated_kernel_inside_it(tmp_path: Pat
     r0 = next(r for r in rows if r["rank"] == 0)
     assert (r0["last_rank"], r0["peer_wait_ns"]) == (1, 2 * MS)
     assert r0["last_rank_hbm_saturated_frac"] == pytest.approx(0.75)
+
+
+def test_device_idle_reads_a_host_pieces_idle_time_from_its_own_window(tmp_path: Path) -> None:
+    """Step windows [0, 10) and [10, 20) ms, kernels at 0-2, 5-10, 10-12 and 15-20 ms: a Free gap of 3 ms in each
+    window. aclrtSynchronize runs 11-14 ms: its piece starts inside a kernel, after step 1's gap, and 2 ms of
+    step 2's gap (12-14 ms) fall in it, by hand. Step 1 has no host piece and no host-attributed idle time."""
+    kernels = [_k(f"K{i}", a * MS, b * MS) for i, (a, b) in enumerate(((0, 2), (5, 10), (10, 12), (15, 20)))]
+    for k, step in zip(kernels, (1, 1, 2, 2), strict=True):
+        k["step"] = step
+    steps = [{"step": s, "ts_ns": (s - 1) * 10 * MS, "dur_ns": 10 * MS, "source": "t"} for s in (1, 2)]
+    host = [{"name": "aclrtSynchronize", "ts_ns": 11 * MS, "dur_ns": 3 * MS, "pid": 1, "tid": 1}]
+    build_store(tmp_path / "s", "w", {0: {"kernels": kernels, "steps": steps, "host_ops": host}})
+    rows = queries.run("device_idle", tmp_path / "s", run_id="w").to_pylist()
+    by_step = {r["step"]: r for r in rows if r["scope"] == "step"}
+    assert (by_step[1]["free_ns"], by_step[2]["free_ns"]) == (3 * MS, 3 * MS)
+    assert (by_step[2]["idle_sync_ns"], by_step[2]["free_sync_ns"]) == (2 * MS, 2 * MS)
+    assert (by_step[1]["idle_sync_ns"], by_step[1]["free_sync_ns"]) == (0, 0)
