@@ -98,11 +98,11 @@ def cap_malloc_arenas(n: int = MALLOC_ARENAS) -> None:
         pass
 
 
-# pyarrow's default allocator (mimalloc) reserves 1 GiB of address space at its first allocation, and under an
-# address-space cap (`ulimit -v`) that it cannot reserve it falls back to segments that leave the rest of the
-# process too little room: on a 640 MB cap an ingest of a sample dump then aborted in a thread start ~1 time in
-# 12-30 ("cannot allocate memory for thread-local data", exit 127: no error line can be printed). With Arrow on
-# the system allocator it ran 90 of 90 times at 560-640 MB (tests/test_outputs_interrupts.py).
+# pyarrow's default allocator (mimalloc) reserves 1 GiB of address space at its first allocation. Under an
+# address-space cap (`ulimit -v`) too small for that it falls back to segments that leave the rest of the process
+# too little room, and a thread that then starts can abort the process in glibc ("cannot allocate memory for
+# thread-local data", exit 127), where no error line can be printed: an ingest of a sample dump under 640 MB did,
+# now and then (tests/test_outputs_interrupts.py). The system allocator reserves nothing ahead.
 ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
 
 
