@@ -491,8 +491,8 @@ def test_peer_wait_counts_the_part_of_a_saturated_kernel_inside_it(tmp_path: Pat
     for rank, enter in ((0, 2 * MS), (1, 4 * MS)):
         ar = {"name": "hcom_allReduce__1", "op_type": "allreduce", "group_name": "g", "kind": "collective",
               "ts_ns": enter, "dur_ns": 6 * MS - enter, "step": 1, "source": "t"}  # fmt: skip
-        kernels = [{**ar, "op_type": "hcom_allReduce_", "is_comm": True, "task_type": "HCCL"}]
-        kernels = [{k: v for k, v in kernels[0].items() if k not in ("group_name", "kind", "source")}]
+        kernels = [_k("hcom_allReduce__1", enter, 6 * MS, op_type="hcom_allReduce_", task_type="HCCL")]
+        kernels[0]["is_comm"] = True
         if rank == 1:
             kernels.append(
                 _k(
