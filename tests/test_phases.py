@@ -225,20 +225,3 @@ def test_compare_without_step_markers_never_says_per_step(cli, tmp_path: Path) -
         assert r.code in (0, 1), r
         assert not PER_STEP.findall(r.out), [ln for ln in r.out.splitlines() if PER_STEP.search(ln)][:3]
         assert "neither run has a step marker" in r.out
-
-
-def test_profilerstep_windows_count_the_kernels_that_start_in_them(tmp_path: Path) -> None:
-    """ProfilerStep windows [10, 20) and [20, 30) ms: a kernel counts in the window its start is in, whatever
-    step the profiler gave it (by hand): A (step 1, at 11 ms) in #1; B (step 1, at 22 ms) and C (no step, at
-    25 ms) in #2; D (step 2, at 5 ms) in none."""
-    from _canon import MS, build_store
-
-    kernels = [
-        {"name": n, "task_type": "AI_CORE", "step": s, "ts_ns": ts, "dur_ns": MS}
-        for n, s, ts in (("A", 1, 11 * MS), ("B", 1, 22 * MS), ("C", None, 25 * MS), ("D", 2, 5 * MS))
-    ]
-    steps = [{"step": s, "ts_ns": s * 10 * MS, "dur_ns": 10 * MS, "source": "step_trace"} for s in (1, 2)]
-    build_store(tmp_path / "s", "w", {0: {"kernels": kernels, "steps": steps}})
-    rows = queries.run("phases", tmp_path / "s", run_id="w").to_pylist()
-    got = {r["marker"]: (r["kernels"], r["kernel_ns"]) for r in rows}
-    assert got == {"ProfilerStep#1": (1, MS), "ProfilerStep#2": (2, 2 * MS)}

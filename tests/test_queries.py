@@ -451,36 +451,40 @@ def test_device_inferred_from_vector_core_tasks_when_the_dump_names_none(tmp_pat
     assert json.loads(t.schema.metadata[b"traceql.peaks"])["peak_hbm_bps"] is None
 
 
-def test_hbm_utilization_puts_each_kernel_in_the_window_its_start_is_in(tmp_path: Path) -> None:
-    """Step windows [10, 20) and [20, 30) ms. A kernel is in the window its start lies in, whatever step the
-    profiler gave it: A (step 1, at 11 ms) in step 1; B (step 1, at 22 ms: launched in step 1, run in step 2)
-    and C (no step, at 25 ms) in step 2; D (step 2, at 5 ms) before every window, in none. Each moves a 1024 x
-    1024 float16 tensor in and one out, 4 MiB modeled (by hand: 1,048,576 x 2 bytes x 2)."""
-    t = {
-        "input_shapes": "1024,1024",
-        "input_dtypes": "float16",
-        "output_shapes": "1024,1024",
-        "output_dtypes": "float16",
-    }
+def _across_two_windows(root: Path, **kernel: Any) -> None:
+    """A store with step windows [10, 20) and [20, 30) ms and four kernels 1 ms long (`kernel`: their other
+    columns): A (step 1, at 11 ms) in window 1; B (step 1, at 22 ms: launched in step 1, run in step 2) and C (no
+    step, at 25 ms) in window 2; D (step 2, at 5 ms) before every window, in none."""
     kernels = [
-        {
-            "name": n,
-            "op_type": "Tanh",
-            "task_type": "AI_VECTOR_CORE",
-            "step": s,
-            "ts_ns": ts,
-            "dur_ns": MS,
-            **t,
-        }
+        {"name": n, "step": s, "ts_ns": ts, "dur_ns": MS, **kernel}
         for n, s, ts in (("A", 1, 11 * MS), ("B", 1, 22 * MS), ("C", None, 25 * MS), ("D", 2, 5 * MS))
     ]
     steps = [{"step": s, "ts_ns": s * 10 * MS, "dur_ns": 10 * MS, "source": "step_trace"} for s in (1, 2)]
-    build_store(tmp_path / "s", "w", {0: {"kernels": kernels, "steps": steps}}, device="Ascend910B")
+    build_store(root, "w", {0: {"kernels": kernels, "steps": steps}}, device="Ascend910B")
+
+
+def test_hbm_utilization_puts_each_kernel_in_the_window_its_start_is_in(tmp_path: Path) -> None:
+    """A kernel is in the window its start lies in, whatever step the profiler gave it (_across_two_windows).
+    Each moves a 1024 x 1024 float16 tensor in and one out, 4 MiB modeled (by hand: 1,048,576 x 2 bytes x 2)."""
+    t = "1024,1024", "float16"
+    _across_two_windows(
+        tmp_path / "s", op_type="Tanh", task_type="AI_VECTOR_CORE", input_shapes=t[0], input_dtypes=t[1],
+        output_shapes=t[0], output_dtypes=t[1],
+    )  # fmt: skip
     rows = queries.run(
         "hbm_utilization", tmp_path / "s", run_id="w", params={"peak_hbm_bps": 1.6e12}
     ).to_pylist()
     by_step = {r["step"]: r["modeled_bytes"] for r in rows if r["scope"] == "step"}
     assert by_step == {1: 4 * 1024 * 1024, 2: 2 * 4 * 1024 * 1024}
+
+
+def test_profilerstep_windows_count_the_kernels_that_start_in_them(tmp_path: Path) -> None:
+    """phases: a ProfilerStep window counts the kernels whose start is in it, whatever step the profiler gave them
+    (_across_two_windows, by hand): A in #1; B and C in #2; D in none."""
+    _across_two_windows(tmp_path / "s", task_type="AI_CORE")
+    rows = queries.run("phases", tmp_path / "s", run_id="w").to_pylist()
+    got = {r["marker"]: (r["kernels"], r["kernel_ns"]) for r in rows}
+    assert got == {"ProfilerStep#1": (1, MS), "ProfilerStep#2": (2, 2 * MS)}
 
 
 def test_peer_wait_counts_the_part_of_a_saturated_kernel_inside_it(tmp_path: Path) -> None:
