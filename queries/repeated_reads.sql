@@ -47,10 +47,18 @@ WITH kb AS MATERIALIZED (
     JOIN sig g ON g.ins_txt = k.ins_txt AND g.ind_txt = k.ind_txt
     WHERE g.tbytes >= $min_bytes::BIGINT
       AND NOT (g.shape = k.prev_out_s AND g.dtype = k.prev_out_d)
+), ord AS (
+    -- one sort of the reads by (rank, stream, step, tensor) and position; the windows below have an empty
+    -- OVER, so DuckDB runs them as streaming windows in that order (it keeps it: the DuckDB docs' "Order
+    -- Preservation"); two windows partitioned by those columns sorted the reads twice
+    SELECT * FROM big ORDER BY run_id, rank, stream_id, step, shape, dtype, seq
 ), isl AS (
+    -- burst: the count of burst starts so far, a start being a read more than max_distance kernels after the
+    -- read before it. The number runs on across (rank, stream, step, tensor) edges, and every use below groups
+    -- or joins by those columns with it, so a burst never spans two of them
     SELECT *, sum(CASE WHEN seq - coalesce(prev_seq, -1000000) > $max_distance::INTEGER THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq ROWS UNBOUNDED PRECEDING) AS burst
-    FROM (SELECT *, lag(seq) OVER (PARTITION BY run_id, rank, stream_id, step, shape, dtype ORDER BY seq) AS prev_seq FROM big)
+                  OVER (ROWS UNBOUNDED PRECEDING) AS burst
+    FROM (SELECT *, lag(seq) OVER () AS prev_seq FROM ord)
 ), kept AS (
     -- the bursts with enough reads, counted first: most bursts are one or two reads, and the ordered
     -- string_aggs below buffer and sort every group they run on

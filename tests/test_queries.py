@@ -538,3 +538,27 @@ def test_device_idle_reads_a_host_pieces_idle_time_from_its_own_window(tmp_path:
     assert (by_step[1]["free_ns"], by_step[2]["free_ns"]) == (3 * MS, 3 * MS)
     assert (by_step[2]["idle_sync_ns"], by_step[2]["free_sync_ns"]) == (2 * MS, 2 * MS)
     assert (by_step[1]["idle_sync_ns"], by_step[1]["free_sync_ns"]) == (0, 0)
+
+
+def test_repeated_reads_bursts_end_at_a_gap_and_at_every_stream_and_step(tmp_path: Path) -> None:
+    """repeated_reads on one rank, every kernel a Mul 10 us long reading one 1024 x 1024 float16 tensor T
+    (2,097,152 bytes) or an 8-element one, writing 8 elements (so no read is its predecessor's output).
+    Stream 1 step 1: T, T, T (a burst of 3); stream 1 step 2: T, T (2: under min_reads 3); stream 2 step 1:
+    T, T (2); stream 3 step 1: T, T, T, five small reads, T, T, T (two bursts of 3: the gap of 6 kernels is over
+    max_distance 4). By hand: 3 bursts, 9 reads, 6 extra reads, 6 x 2,097,152 = 12,582,912 extra bytes. Bursts
+    running on across a stream or step edge would make stream 1's 5 reads one burst."""
+    big, small = "1024,1024", "8"
+    plan = [(1, 1, [big] * 3), (1, 2, [big] * 2), (2, 1, [big] * 2), (3, 1, [big] * 3 + [small] * 5 + [big] * 3)]
+    kernels = []
+    for stream, step, reads in plan:
+        for shape in reads:
+            # the streams' kernels interleave in time (the i-th of each stream at i x 100 us), as on a device
+            i = sum(1 for k in kernels if k["stream_id"] == stream)
+            t = i * 100_000 + stream * 20_000
+            k = _k("Mul", t, t + 10_000, stream_id=stream, task_type="AI_VECTOR_CORE", input_shapes=shape,
+                   input_dtypes="float16", output_shapes=small, output_dtypes="float16")  # fmt: skip
+            kernels.append({**k, "step": step})
+    steps = [{"step": s, "ts_ns": 0, "dur_ns": 2 * MS, "source": "step_trace"} for s in (1, 2)]
+    build_store(tmp_path / "s", "w", {0: {"kernels": kernels, "steps": steps}}, device="Ascend910B")
+    run = next(r for r in queries.run("repeated_reads", tmp_path / "s", run_id="w").to_pylist() if r["scope"] == "run")
+    assert (run["bursts"], run["reads"], run["extra_reads"], run["extra_bytes"]) == (3, 9, 6, 12_582_912)
