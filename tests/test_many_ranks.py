@@ -55,6 +55,36 @@ def test_analysis_tables_of_a_rank_group_equal_one_session_per_rank(
         assert stores["group"][t + ".types"] == stores["single"][t + ".types"], t
 
 
+
+def test_a_rank_built_in_a_group_gets_no_bandwidth_left_over_from_the_rank_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bw_segments' running sums run on across the ranks of a group (one sorted pass). Rank 0's three kernels
+    overlap at 1e12/3, 2e12/7 and 5e12/11 bytes/s (PMU bytes 1000, 2000, 5000 in 3, 7 and 11 us): added and
+    taken away in doubles they leave 5.96e-08 (by hand, in Python floats), which rank 1's kernel at 1e12/3
+    bytes/s would carry as its last bit. Summed in fixed point they cancel exactly: rank 1's pieces are the
+    same built with rank 0 as built alone."""
+    from _canon import build_store
+
+    def k(t0: int, dur: int, nbytes: int) -> dict[str, object]:
+        return {"name": "Mul", "op_type": "Mul", "task_type": "AI_VECTOR_CORE", "is_comm": False, "step": 1,
+                "stream_id": 1, "ts_ns": t0, "dur_ns": dur, "hbm_read_bytes": nbytes, "hbm_write_bytes": 0}  # fmt: skip
+
+    steps = [{"step": 1, "ts_ns": 0, "dur_ns": 20_000, "source": "t"}]
+    ranks = {
+        0: {"kernels": [k(0, 3000, 1000), k(1000, 7000, 2000), k(2000, 11000, 5000)], "steps": steps},
+        1: {"kernels": [k(0, 3000, 1000)], "steps": steps},
+    }
+    stores = {}
+    for kind, per_group in (("group", 64), ("single", 1)):
+        monkeypatch.setattr(derive, "GROUP_RANKS", per_group)
+        st = build_store(tmp_path / kind, "w", ranks, device="Ascend910B")
+        assert derive.prepare(st, ["w"], workers=1) == []
+        stores[kind] = _tables(tmp_path / kind)["bw_segments"]
+    assert stores["group"] == stores["single"]
+    assert [r for r in stores["single"] if r[1] == 1 and r[8] > 0] != []  # rank 1 has a piece with a kernel
+
+
 def test_groups_keep_big_ranks_alone_and_feed_every_worker(tmp_path: Path) -> None:
     """Big means GROUP_ROWS input rows (the Parquet footers' counts), not bytes: the group's tables are held in
     memory, and Parquet compresses counter samples ~100x. A file that is not Parquet counts as no rows."""

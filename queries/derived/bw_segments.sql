@@ -38,13 +38,23 @@
 -- step window edges are extra cut points. (Communication edges cut the bandwidth pieces too: a constant piece cut in
 -- two carries the same bandwidth, so every sum over pieces is unchanged, and the timeline needs no second
 -- sweep over all the bandwidth pieces' edges to add communication.)
+-- The running sums are streaming windows (an empty OVER) over the events sorted once by (run, rank, time),
+-- cheaper than a window partitioned by rank, which sorts them and sums through a segment tree. The sums run on across rank
+-- edges, so they must return to exactly 0 at each rank's end: every rank's +/- events cancel, and the
+-- fractional ones (bandwidths, transit shares) are summed as integers in fixed point (units of 1e-9 byte/s
+-- and of 1e-18: HUGEINT holds any BIGINT of bytes in 1 ns), which also keeps a group of ranks built in one
+-- session equal to each rank built alone (tests/test_many_ranks.py).
 WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, end_ns, is_comm, coalesce(hbm_bytes, 0) * 1e9 / dur_ns AS bw, hbm_bytes_source,
+    SELECT run_id, rank, ts_ns, end_ns, is_comm, round(coalesce(hbm_bytes, 0) * 1e18 / dur_ns)::HUGEINT AS bw,
+           hbm_bytes_source,
            _is_h2d_copy(is_comm, task_type, name)::INTEGER AS cp
     FROM kernel_bytes WHERE dur_ns > 0
 ), cw AS MATERIALIZED (
     -- the counters' own bandwidth step function (read + write), for ranks whose bandwidth is sampled
-    SELECT run_id, rank, win_start, win_end, read_bps + write_bps AS bps FROM _hbm_windows()
+    -- (a sum past 1e28 bytes/s, 1e15 x any HBM, or not a number, is left out: it would not fit the fixed point)
+    SELECT run_id, rank, win_start, win_end,
+           CASE WHEN abs(read_bps + write_bps) < 1e28 THEN round((read_bps + write_bps) * 1e9)::HUGEINT END AS bps
+    FROM _hbm_windows()
 ), src AS MATERIALIZED (
     -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed; and
     -- which series gives its device bandwidth (bw_source): per-task PMU bytes when it has any, else its HBM
@@ -65,7 +75,7 @@ WITH kb AS MATERIALIZED (
     SELECT cw.run_id, cw.rank, cw.win_start, cw.win_end, cw.bps
     FROM cw JOIN src ON src.run_id = cw.run_id AND src.rank = cw.rank WHERE src.bw_source = 'sampled'
     UNION ALL
-    SELECT cw.run_id, cw.rank, min(cw.win_start), max(cw.win_end), 0.0
+    SELECT cw.run_id, cw.rank, min(cw.win_start), max(cw.win_end), 0::HUGEINT
     FROM cw LEFT JOIN src ON src.run_id = cw.run_id AND src.rank = cw.rank
     WHERE src.bw_source IS DISTINCT FROM 'sampled'
     GROUP BY cw.run_id, cw.rank
@@ -74,44 +84,48 @@ WITH kb AS MATERIALIZED (
     -- -wid at ends (the windows do not overlap), found by an equality join instead of an ASOF search
     SELECT *, row_number() OVER (PARTITION BY run_id, rank ORDER BY win_start, step) AS wid FROM step_windows
 ), cp AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac FROM _comm_parts_base()
+    SELECT run_id, rank, ts_ns, wait_end_ns, end_ns, transit_frac,
+           round(coalesce(transit_frac, 0) * 1e18)::HUGEINT AS tf
+    FROM _comm_parts_base()
 ), ev AS (
     -- (compute, kernels, bandwidth, copies, communication parts, in peer wait, transit_frac, no transit split,
-    -- counter bandwidth, window) changes
+    -- counter bandwidth, window) changes; bandwidths and transit_frac in fixed point (dbw, dcb: 1e-9 byte/s,
+    -- dtf: 1e-18)
     SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp,
-           0 AS dm, 0 AS dpw, 0.0 AS dtf, 0 AS du, 0.0 AS dcb, 0 AS dcs, 0 AS dw FROM kb
-    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0.0, 0, 0.0, 0, 0 FROM kb
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0, wid FROM win
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0, -wid FROM win
-    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0.0, 0, 0.0, 0, 0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0.0, 0, 0.0, 0, 0 FROM cp WHERE wait_end_ns > ts_ns
-    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, coalesce(transit_frac, 0), (transit_frac IS NULL)::INTEGER, 0.0, 0, 0
+           0 AS dm, 0 AS dpw, 0::HUGEINT AS dtf, 0 AS du, 0::HUGEINT AS dcb, 0 AS dcs, 0 AS dw FROM kb
+    UNION ALL SELECT run_id, rank, end_ns, CASE WHEN is_comm THEN 0 ELSE -1 END, -1, -bw, -cp, 0, 0, 0, 0, 0, 0, 0 FROM kb
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, wid FROM win
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -wid FROM win
+    UNION ALL SELECT run_id, rank, ts_ns, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, -1, -1, 0, 0, 0, 0, 0 FROM cp WHERE wait_end_ns > ts_ns
+    UNION ALL SELECT run_id, rank, wait_end_ns, 0, 0, 0, 0, 1, 0, tf, (transit_frac IS NULL)::INTEGER, 0, 0, 0
               FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -coalesce(transit_frac, 0), -(transit_frac IS NULL)::INTEGER, 0.0, 0, 0
+    UNION ALL SELECT run_id, rank, end_ns, 0, 0, 0, 0, -1, 0, -tf, -(transit_frac IS NULL)::INTEGER, 0, 0, 0
               FROM cp WHERE end_ns > wait_end_ns
-    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0.0, 0, bps, 1, 0 FROM cwe
-    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0.0, 0, -bps, -1, 0 FROM cwe
+    UNION ALL SELECT run_id, rank, win_start, 0, 0, 0, 0, 0, 0, 0, 0, bps, 1, 0 FROM cwe
+    UNION ALL SELECT run_id, rank, win_end, 0, 0, 0, 0, 0, 0, 0, 0, -bps, -1, 0 FROM cwe
 ), pts AS (
     SELECT run_id, rank, t, sum(dc) AS dc, sum(dk) AS dk, sum(dbw) AS dbw, sum(dp) AS dp,
            sum(dm) AS dm, sum(dpw) AS dpw, sum(dtf) AS dtf, sum(du) AS du, sum(dcb) AS dcb, sum(dcs) AS dcs, sum(dw) AS dw
     FROM ev GROUP BY run_id, rank, t
 ), seg AS (
-    SELECT run_id, rank, t AS seg_start, lead(t) OVER (PARTITION BY run_id, rank ORDER BY t) AS seg_end,
+    SELECT run_id, rank, t AS seg_start,
+           CASE WHEN lead(rank) OVER () = rank AND lead(run_id) OVER () = run_id THEN lead(t) OVER () END AS seg_end,
            sum(dc) OVER c AS n_comp, sum(dk) OVER c AS n_kernels, sum(dp) OVER c AS n_copy, sum(dbw) OVER c AS bw_sum,
            sum(dm) OVER c AS n_comm, sum(dpw) OVER c AS n_peer_wait, sum(dtf) OVER c AS transit_sum,
            sum(du) OVER c AS n_unsplit, sum(dcb) OVER c AS counter_bw, sum(dcs) OVER c AS n_counter,
            sum(dw) OVER c AS wid
-    FROM pts
-    WINDOW c AS (PARTITION BY run_id, rank ORDER BY t ROWS UNBOUNDED PRECEDING)
+    FROM (SELECT * FROM pts ORDER BY run_id, rank, t)
+    WINDOW c AS (ROWS UNBOUNDED PRECEDING)
 )
 SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
        seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
        seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels, seg.n_copy::BIGINT AS n_copy,
-       CASE WHEN src.bw_source = 'sampled' THEN greatest(seg.counter_bw, 0)
-            WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) ELSE 0 END AS bw_bps,
+       CASE WHEN src.bw_source = 'sampled' THEN greatest(seg.counter_bw, 0) / 1e9
+            WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) / 1e9 ELSE 0 END AS bw_bps,
        src.rank_source, src.bw_source, seg.n_counter > 0 AS in_counter_span,
        seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait, seg.n_unsplit::BIGINT AS n_unsplit,
-       CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / seg.n_comm ELSE 0 END AS transit_share
+       CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / 1e18 / seg.n_comm ELSE 0 END AS transit_share
 FROM seg
 JOIN win ON seg.run_id = win.run_id AND seg.rank = win.rank AND seg.wid = win.wid
 LEFT JOIN src ON src.run_id = seg.run_id AND src.rank = seg.rank
