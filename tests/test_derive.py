@@ -470,3 +470,26 @@ def test_a_rank_that_runs_out_within_the_budget_is_built_again_with_the_larger_l
     limits.clear()
     derive._budgeted(build, "out", 0, {}, 2)
     assert limits == ["2GB"]
+
+
+def test_hbm_bandwidth_is_exact_where_every_series_has_gone_to_zero(tmp_path: Path) -> None:
+    """hbm_windows sums the HBM series' changes in time order. Channels 0, 1, 2 write 1e9/3, 2e9/7 and 5e9/11
+    bytes/s from 0, 1 and 2 us, 0 from 10, 11 and 12 us, and a last 0 at 20 us. By hand: [2, 10) us holds
+    (1/3 + 2/7 + 5/11) x 1e9 = 248e9/231 bytes/s, [12, 20) us exactly 0. Added and taken away in doubles the
+    changes leave 5.96e-08 bytes/s there (Python floats, in that order), a write bandwidth where nothing is
+    written."""
+    import traceql
+    from _canon import build_store
+
+    values = {"0": (0, 1e9 / 3), "1": (1000, 2e9 / 7), "2": (2000, 5e9 / 11)}
+    counters = [
+        {"track": "HBM", "channel": ch, "metric": "write_bw", "unit": "bytes/s", "ts_ns": ts, "value": v}
+        for ch, (t0, bps) in values.items()
+        for ts, v in ((t0, bps), (t0 + 10_000, 0.0), (20_000, 0.0))
+    ]
+    steps = [{"step": 1, "ts_ns": 0, "dur_ns": 30_000, "source": "t"}]
+    build_store(tmp_path / "s", "w", {0: {"counters": counters, "steps": steps}}, device="Ascend910B")
+    assert derive.prepare(Store(tmp_path / "s"), ["w"]) == []
+    got = dict(traceql.connect(tmp_path / "s").execute("SELECT win_start, write_bps FROM hbm_windows").fetchall())
+    assert got[2000] == pytest.approx(248e9 / 231, rel=1e-15)
+    assert got[12_000] == 0.0

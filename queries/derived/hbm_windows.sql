@@ -28,7 +28,7 @@ WITH s AS MATERIALIZED (
     -- value changes of every series; a series stops contributing at its last sample
     SELECT run_id, rank, metric, ts_ns, d FROM s
     UNION ALL
-    SELECT run_id, rank, metric, ts_ns, -value FROM s WHERE next_ts IS NULL
+    SELECT run_id, rank, metric, ts_ns, -_bps_fixed(value) FROM s WHERE next_ts IS NULL
 ), pts AS (
     SELECT run_id, rank, ts_ns,
            sum(CASE WHEN metric = 'read_bw' THEN d ELSE 0 END) AS d_read,
@@ -37,8 +37,8 @@ WITH s AS MATERIALIZED (
 ), cum AS (
     SELECT run_id, rank, ts_ns AS win_start,
            lead(ts_ns) OVER (PARTITION BY run_id, rank ORDER BY ts_ns) AS win_end,
-           greatest(sum(d_read) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) AS read_bps,
-           greatest(sum(d_write) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) AS write_bps
+           greatest(sum(d_read) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) / 1e9 AS read_bps,
+           greatest(sum(d_write) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) / 1e9 AS write_bps
     FROM pts
 )
 SELECT c.run_id, c.rank, c.win_start, c.win_end, c.read_bps, c.write_bps,
