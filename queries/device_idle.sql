@@ -39,7 +39,7 @@ WITH tl AS NOT MATERIALIZED (
     -- and the idle kind of each segment with nothing running (not materialised: each reader below scans the
     -- Parquet for its own columns and rows, cheaper than copying ~2M rows of all of them once)
     SELECT run_id, rank, step, win_start, t0, t1, dur_ns AS d, n_comp - n_copy AS nc, n_copy AS np,
-           idle_kind AS kind, idle_kind IS NOT NULL AS idle, prep_before_ns, free_before_ns, tail_before_ns
+           idle_kind AS kind, idle_kind IS NOT NULL AS idle, prep_before_ns, free_before_ns, tail_before_ns, gap_no
     FROM timeline_base
 ), win AS MATERIALIZED (
     SELECT * FROM step_windows
@@ -98,28 +98,9 @@ WITH tl AS NOT MATERIALIZED (
     FROM pw
     JOIN edge_idle a ON a.run_id = pw.run_id AND a.rank = pw.rank AND a.p0 = pw.p0 AND a.edge = 0
     JOIN edge_idle b ON b.run_id = pw.run_id AND b.rank = pw.rank AND b.p0 = pw.p0 AND b.edge = 1
-), fr AS (
-    SELECT run_id, rank, step, t0, t1 FROM tl WHERE kind = 'free'
-), fl AS (
-    -- whether a free segment touches another one (ends where the next starts): most do not, and those are
-    -- whole gaps; only the touching ones need the ordered pass below (two hash look-ups instead of two
-    -- windows over every free segment)
-    SELECT f.*,
-           EXISTS (SELECT 1 FROM fr p WHERE p.run_id = f.run_id AND p.rank = f.rank
-                   AND p.step IS NOT DISTINCT FROM f.step AND p.t1 = f.t0)
-           OR EXISTS (SELECT 1 FROM fr n WHERE n.run_id = f.run_id AND n.rank = f.rank
-                      AND n.step IS NOT DISTINCT FROM f.step AND n.t0 = f.t1) AS touches
-    FROM fr f
-), islands AS (
-    -- free gaps of touching segments: runs of adjacent free segments
-    SELECT *, sum(CASE WHEN t0 = prev_t1 THEN 0 ELSE 1 END)
-                  OVER (PARTITION BY run_id, rank, step ORDER BY t0 ROWS UNBOUNDED PRECEDING) AS island
-    FROM (SELECT run_id, rank, step, t0, t1, lag(t1) OVER (PARTITION BY run_id, rank, step ORDER BY t0) AS prev_t1
-          FROM fl WHERE touches)
 ), gaps AS (
-    SELECT run_id, rank, step, t1 - t0 AS gap_ns FROM fl WHERE NOT touches
-    UNION ALL
-    SELECT run_id, rank, step, sum(t1 - t0) FROM islands GROUP BY run_id, rank, step, island
+    -- Free gaps: the touching free segments between two busy ones, named by timeline_base's gap_no
+    SELECT run_id, rank, step, sum(d) AS gap_ns FROM tl WHERE kind = 'free' GROUP BY run_id, rank, step, gap_no
 ), per_tl AS (
     SELECT run_id, rank, step,
            sum(d) AS window_ns,

@@ -1751,6 +1751,8 @@ class TimelineBaseTable(TypedDict):
     free_before_ns: float | None
     # tail idle time on the rank before this segment, ns (prefix sum)
     tail_before_ns: float | None
+    # for a free segment: busy segments (anything running) on the rank before it; the touching free segments of one Free gap share it; else null
+    gap_no: int | None
 
 
 QUERY_ROWS: dict[str, type] = {

@@ -26,6 +26,7 @@
 -- column: prep_before_ns DOUBLE -- preparing idle time on the rank before this segment, ns (prefix sum)
 -- column: free_before_ns DOUBLE -- free idle time on the rank before this segment, ns (prefix sum)
 -- column: tail_before_ns DOUBLE -- tail idle time on the rank before this segment, ns (prefix sum)
+-- column: gap_no BIGINT -- for a free segment: busy segments (anything running) on the rank before it; the touching free segments of one Free gap share it; else null
 --
 -- The full per-rank timeline inside the step windows without parameters (stored by traceql.derive): the pieces
 -- of bw_segments (cut wherever compute, bandwidth or communication changes) as t0/t1 with, per step,
@@ -33,7 +34,9 @@
 -- idle_kind: for a segment with nothing running, preparing (before first_busy), tail (after last_busy) or free
 -- (in between); prep/free/tail_before_ns: idle time of that kind on the rank before the segment (DOUBLE, as the
 -- stored Parquet has them whether computed or read; prefix sums:
--- idle time in any interval is two look-ups). Segments tile every step window.
+-- idle time in any interval is two look-ups). Segments tile every step window, so the free segments between two
+-- busy ones touch and form one Free gap: gap_no, the count of busy segments before them, names it (from the
+-- same ordered pass as the prefix sums, so a reader groups by it instead of finding which segments touch).
 WITH tl AS (
     SELECT run_id, rank, step, window_source, win_start, win_end, seg_start AS t0, seg_end AS t1, dur_ns,
            n_comp, n_copy, bw_bps, bw_source, n_comm, n_peer_wait, n_unsplit, transit_share
@@ -54,6 +57,7 @@ WITH tl AS (
 SELECT *,
        coalesce(sum(CASE WHEN idle_kind = 'preparing' THEN dur_ns ELSE 0 END) OVER p, 0)::DOUBLE AS prep_before_ns,
        coalesce(sum(CASE WHEN idle_kind = 'free' THEN dur_ns ELSE 0 END) OVER p, 0)::DOUBLE AS free_before_ns,
-       coalesce(sum(CASE WHEN idle_kind = 'tail' THEN dur_ns ELSE 0 END) OVER p, 0)::DOUBLE AS tail_before_ns
+       coalesce(sum(CASE WHEN idle_kind = 'tail' THEN dur_ns ELSE 0 END) OVER p, 0)::DOUBLE AS tail_before_ns,
+       CASE WHEN idle_kind = 'free' THEN coalesce(sum(CASE WHEN idle_kind IS NULL THEN 1 ELSE 0 END) OVER p, 0) END::BIGINT AS gap_no
 FROM tk
 WINDOW p AS (PARTITION BY run_id, rank ORDER BY t0 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
