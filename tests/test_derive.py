@@ -478,8 +478,9 @@ def test_hbm_bandwidth_is_exact_where_every_series_has_gone_to_zero(tmp_path: Pa
     (1/3 + 2/7 + 5/11) x 1e9 = 248e9/231 bytes/s, [12, 20) us exactly 0. Added and taken away in doubles the
     changes leave 5.96e-08 bytes/s there (Python floats, in that order), a write bandwidth where nothing is
     written."""
-    import traceql
     from _canon import build_store
+
+    import traceql
 
     values = {"0": (0, 1e9 / 3), "1": (1000, 2e9 / 7), "2": (2000, 5e9 / 11)}
     counters = [
@@ -490,6 +491,8 @@ def test_hbm_bandwidth_is_exact_where_every_series_has_gone_to_zero(tmp_path: Pa
     steps = [{"step": 1, "ts_ns": 0, "dur_ns": 30_000, "source": "t"}]
     build_store(tmp_path / "s", "w", {0: {"counters": counters, "steps": steps}}, device="Ascend910B")
     assert derive.prepare(Store(tmp_path / "s"), ["w"]) == []
-    got = dict(traceql.connect(tmp_path / "s").execute("SELECT win_start, write_bps FROM hbm_windows").fetchall())
+    got = dict(
+        traceql.connect(tmp_path / "s").execute("SELECT win_start, write_bps FROM hbm_windows").fetchall()
+    )
     assert got[2000] == pytest.approx(248e9 / 231, rel=1e-15)
     assert got[12_000] == 0.0

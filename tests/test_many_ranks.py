@@ -55,7 +55,6 @@ def test_analysis_tables_of_a_rank_group_equal_one_session_per_rank(
         assert stores["group"][t + ".types"] == stores["single"][t + ".types"], t
 
 
-
 def test_a_rank_built_in_a_group_gets_no_bandwidth_left_over_from_the_rank_before_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

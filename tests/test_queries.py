@@ -540,18 +540,29 @@ def test_device_idle_reads_a_host_pieces_idle_time_from_its_own_window(tmp_path:
     assert (by_step[1]["idle_sync_ns"], by_step[1]["free_sync_ns"]) == (0, 0)
 
 
-
 def test_a_free_gap_cut_by_a_counter_sample_is_one_gap(tmp_path: Path) -> None:
     """device_idle on a step window [0, 10) ms with kernels at 0-2, 6-7 and 8-10 ms: Free gaps 2-6 and 7-8 ms.
     The rank's bandwidth is sampled (HBM read_bw samples at 0, 4, 8 and 10 ms, no PMU bytes), so its timeline is
     cut at 4 ms too: the first gap is two touching free segments. By hand: 2 gaps, the largest 4 ms, 5 ms free."""
     kernels = [_k("Add", a * MS, b * MS, task_type="AI_VECTOR_CORE") for a, b in ((0, 2), (6, 7), (8, 10))]
     counters = [
-        {"track": "HBM", "channel": "0", "metric": "read_bw", "unit": "bytes/s", "ts_ns": t * MS, "value": 1e9}
+        {
+            "track": "HBM",
+            "channel": "0",
+            "metric": "read_bw",
+            "unit": "bytes/s",
+            "ts_ns": t * MS,
+            "value": 1e9,
+        }
         for t in (0, 4, 8, 10)
     ]
     steps = [{"step": 1, "ts_ns": 0, "dur_ns": 10 * MS, "source": "step_trace"}]
-    build_store(tmp_path / "s", "w", {0: {"kernels": kernels, "counters": counters, "steps": steps}}, device="Ascend910B")
+    build_store(
+        tmp_path / "s",
+        "w",
+        {0: {"kernels": kernels, "counters": counters, "steps": steps}},
+        device="Ascend910B",
+    )
     rows = queries.run("device_idle", tmp_path / "s", run_id="w").to_pylist()
     step = next(r for r in rows if r["scope"] == "step")
     assert (step["free_gaps"], step["largest_free_gap_ns"], step["free_ns"]) == (2, 4 * MS, 5 * MS)
@@ -565,7 +576,12 @@ def test_repeated_reads_bursts_end_at_a_gap_and_at_every_stream_and_step(tmp_pat
     max_distance 4). By hand: 3 bursts, 9 reads, 6 extra reads, 6 x 2,097,152 = 12,582,912 extra bytes. Bursts
     running on across a stream or step edge would make stream 1's 5 reads one burst."""
     big, small = "1024,1024", "8"
-    plan = [(1, 1, [big] * 3), (1, 2, [big] * 2), (2, 1, [big] * 2), (3, 1, [big] * 3 + [small] * 5 + [big] * 3)]
+    plan = [
+        (1, 1, [big] * 3),
+        (1, 2, [big] * 2),
+        (2, 1, [big] * 2),
+        (3, 1, [big] * 3 + [small] * 5 + [big] * 3),
+    ]
     kernels = []
     for stream, step, reads in plan:
         for shape in reads:
@@ -577,5 +593,9 @@ def test_repeated_reads_bursts_end_at_a_gap_and_at_every_stream_and_step(tmp_pat
             kernels.append({**k, "step": step})
     steps = [{"step": s, "ts_ns": 0, "dur_ns": 2 * MS, "source": "step_trace"} for s in (1, 2)]
     build_store(tmp_path / "s", "w", {0: {"kernels": kernels, "steps": steps}}, device="Ascend910B")
-    run = next(r for r in queries.run("repeated_reads", tmp_path / "s", run_id="w").to_pylist() if r["scope"] == "run")
+    run = next(
+        r
+        for r in queries.run("repeated_reads", tmp_path / "s", run_id="w").to_pylist()
+        if r["scope"] == "run"
+    )
     assert (run["bursts"], run["reads"], run["extra_reads"], run["extra_bytes"]) == (3, 9, 6, 12_582_912)
