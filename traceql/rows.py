@@ -1651,9 +1651,9 @@ class KernelBytesTable(TypedDict):
     modeled_read: int | None
     # output tensor bytes from shapes x dtype sizes (index-style ops: the rows touched; null when unresolved)
     modeled_write: int | None
-    # read bytes apportioned from the HBM counter samples (null unless counter_coverage is resolved)
+    # read bytes apportioned to the kernel from the HBM counter samples by overlap (every kernel the samples' windows overlap gets its share, so the shares add up to the samples' bytes; only where counter_coverage is resolved are they the kernel's own traffic, and only there does hbm_bytes_source take them)
     sampled_read: int | None
-    # write bytes apportioned from the HBM counter samples
+    # write bytes apportioned the same way
     sampled_write: int | None
     # the rank's HBM counter sampling period, ns (null: no counters)
     sample_period_ns: int | None

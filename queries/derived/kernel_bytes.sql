@@ -42,8 +42,8 @@
 -- column: first_out_dtype VARCHAR -- the first output's dtype ('' when none)
 -- column: modeled_read BIGINT -- input tensor bytes from shapes x dtype sizes (0 for write-only ops; index-style ops: the rows touched, see below; null when unresolved)
 -- column: modeled_write BIGINT -- output tensor bytes from shapes x dtype sizes (index-style ops: the rows touched; null when unresolved)
--- column: sampled_read BIGINT -- read bytes apportioned from the HBM counter samples (null unless counter_coverage is resolved)
--- column: sampled_write BIGINT -- write bytes apportioned from the HBM counter samples
+-- column: sampled_read BIGINT -- read bytes apportioned to the kernel from the HBM counter samples by overlap (every kernel the samples' windows overlap gets its share, so the shares add up to the samples' bytes; only where counter_coverage is resolved are they the kernel's own traffic, and only there does hbm_bytes_source take them)
+-- column: sampled_write BIGINT -- write bytes apportioned the same way
 -- column: sample_period_ns BIGINT -- the rank's HBM counter sampling period, ns (null: no counters)
 -- column: counter_coverage VARCHAR -- resolved | unresolved (period > 2 x duration) | outside (the counters' span) | null (no counters)
 -- column: hbm_bytes_source VARCHAR -- the source chosen: pmu | sampled | modeled | null (none: unresolved)
