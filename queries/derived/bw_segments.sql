@@ -39,9 +39,9 @@
 -- two carries the same bandwidth, so every sum over pieces is unchanged, and the timeline needs no second
 -- sweep over all the bandwidth pieces' edges to add communication.)
 -- The running sums are streaming windows (an empty OVER) over the events sorted once by (run, rank, time),
--- cheaper than a window partitioned by rank, which sorts them and sums through a segment tree. The sums run on across rank
--- edges, so they must return to exactly 0 at each rank's end: every rank's +/- events cancel, and the
--- fractional ones (bandwidths, transit shares) are summed as integers in fixed point (units of 1e-9 byte/s
+-- cheaper than a window partitioned by rank, which sorts them and sums through a segment tree. The sums run on
+-- across rank edges, so they must return to exactly 0 at each rank's end: every rank's +/- events cancel, and
+-- the fractional ones (bandwidths, transit shares) are summed as integers in fixed point (units of 1e-9 byte/s
 -- and of 1e-18: HUGEINT holds any BIGINT of bytes in 1 ns), which also keeps a group of ranks built in one
 -- session equal to each rank built alone (tests/test_many_ranks.py).
 WITH kb AS MATERIALIZED (
