@@ -123,27 +123,32 @@ CREATE OR REPLACE MACRO _is_h2d_copy(is_comm, task_type, name) AS (
     AND (name ILIKE '%htod%' OR name ILIKE '%h2d%' OR name ILIKE '%host to device%' OR name = 'MEMCPY_ASYNC')
 );
 
--- A bandwidth in bytes/s as fixed point, units of 1e-9 byte/s (exact sums; HUGEINT holds up to ~1.7e29 bytes/s).
+-- A bandwidth in bytes/s as fixed point, units of 1e-9 byte/s, so that sums of it are exact and do not depend on
+-- the order they are added in; null for a value that is not a number or past 1e28 bytes/s (1e15 x any HBM: HUGEINT
+-- holds up to ~1.7e29 bytes/s in these units). _fixed_bps turns a sum back into bytes/s.
 CREATE OR REPLACE MACRO _bps_fixed(bps) AS (
-    round(bps * 1e9)::HUGEINT
+    CASE WHEN abs(bps) < 1e28 THEN round(bps * 1e9)::HUGEINT END
+);
+
+CREATE OR REPLACE MACRO _fixed_bps(f) AS (
+    f / 1e9
 );
 
 -- The device HBM bandwidth counter samples (counters track 'HBM', read_bw / write_bw in bytes/s, one series per
 -- channel; averaged/total series are left out so channels are not counted twice), with each series' next sample
--- and d, the change from its previous sample (the first: from 0) in fixed point, units of 1e-9 byte/s: a sum of
--- d is exact and does not depend on the order it is added in (a value that is not a number, or past 1e28
--- bytes/s, 1e15 x any HBM, is no sample: it would not fit). Each series' samples are gathered into one list in
--- time order and read back with their neighbours, cheaper than a window partitioned by series, which sorts
--- every sample.
+-- and d, the change from its previous sample (the first: from 0) as _bps_fixed (a value that does not fit it is
+-- no sample). Each series' samples are gathered into one list in time order and read back with their
+-- neighbours, cheaper than a window partitioned by series, which sorts every sample.
 CREATE OR REPLACE MACRO _hbm_samples() AS TABLE
 SELECT run_id, rank, channel, metric, x.t AS ts_ns, x.v AS value, x.d AS d, x.n AS next_ts
 FROM (SELECT run_id, rank, channel, metric,
              unnest(list_transform(l, lambda s, i: {'t': s.t, 'v': s.v, 'n': l[i + 1].t,
-                                                     'd': _bps_fixed(s.v) - coalesce(_bps_fixed(l[i - 1].v), 0)})) AS x
-      FROM (SELECT run_id, rank, channel, metric, list({'t': ts_ns, 'v': value} ORDER BY ts_ns) AS l
+                                                     'd': s.f - coalesce(l[i - 1].f, 0)})) AS x
+      FROM (SELECT run_id, rank, channel, metric,
+                   list({'t': ts_ns, 'v': value, 'f': _bps_fixed(value)} ORDER BY ts_ns) AS l
             FROM counters
             WHERE upper(track) = 'HBM' AND metric IN ('read_bw', 'write_bw') AND unit = 'bytes/s'
-              AND ts_ns IS NOT NULL AND abs(value) < 1e28
+              AND ts_ns IS NOT NULL AND _bps_fixed(value) IS NOT NULL
               AND NOT (coalesce(channel, '') ILIKE '%avg%' OR coalesce(channel, '') ILIKE '%average%'
                        OR coalesce(channel, '') ILIKE '%total%')
             GROUP BY run_id, rank, channel, metric));

@@ -59,10 +59,10 @@ def test_a_rank_built_in_a_group_gets_no_bandwidth_left_over_from_the_rank_befor
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """bw_segments' running sums run on across the ranks of a group (one sorted pass). Rank 0's three kernels
-    overlap at 1e12/3, 2e12/7 and 5e12/11 bytes/s (PMU bytes 1000, 2000, 5000 in 3, 7 and 11 us): added and
-    taken away in doubles they leave 5.96e-08 (by hand, in Python floats), which rank 1's kernel at 1e12/3
-    bytes/s would carry as its last bit. Summed in fixed point they cancel exactly: rank 1's pieces are the
-    same built with rank 0 as built alone."""
+    overlap at 1e9/3, 2e9/7 and 5e9/11 bytes/s (PMU bytes 1000, 2000, 5000 in 3, 7 and 11 us): added and taken
+    away in doubles they leave 5.96e-08 (by hand, in Python floats), which rank 1's kernel at 1e9/3 bytes/s
+    (1000 bytes in 3 us) would carry as its last bit. Summed in fixed point they cancel exactly: rank 1's pieces
+    are the same built with rank 0 as built alone, and its kernel's piece is 1e9/3 bytes/s."""
     from _canon import build_store
 
     def k(t0: int, dur: int, nbytes: int) -> dict[str, object]:
@@ -81,7 +81,12 @@ def test_a_rank_built_in_a_group_gets_no_bandwidth_left_over_from_the_rank_befor
         assert derive.prepare(st, ["w"], workers=1) == []
         stores[kind] = _tables(tmp_path / kind)["bw_segments"]
     assert stores["group"] == stores["single"]
-    assert [r for r in stores["single"] if r[1] == 1 and r[8] > 0] != []  # rank 1 has a piece with a kernel
+    import duckdb
+
+    files = sorted(str(p) for p in (tmp_path / "group").glob("runs/*/bw_segments/*.parquet"))
+    q = f"SELECT bw_bps FROM read_parquet({files!r}) WHERE rank = 1 AND n_kernels = 1"
+    (bw,) = duckdb.sql(q).fetchall()
+    assert bw[0] == pytest.approx(1e9 / 3, rel=1e-15)
 
 
 def test_groups_keep_big_ranks_alone_and_feed_every_worker(tmp_path: Path) -> None:

@@ -41,20 +41,17 @@
 -- The running sums are streaming windows (an empty OVER) over the events sorted once by (run, rank, time),
 -- cheaper than a window partitioned by rank, which sorts them and sums through a segment tree. The sums run on
 -- across rank edges, so they must return to exactly 0 at each rank's end: every rank's +/- events cancel, and
--- the fractional ones (bandwidths, transit shares) are summed as integers in fixed point (units of 1e-9 byte/s
--- and of 1e-18: HUGEINT holds any BIGINT of bytes in 1 ns), which also keeps a group of ranks built in one
--- session equal to each rank built alone (tests/test_many_ranks.py).
+-- the fractional ones are summed as integers in fixed point (bandwidths as _bps_fixed, transit shares in units
+-- of 1e-18), which also keeps a group of ranks built in one session equal to each rank built alone
+-- (tests/test_many_ranks.py).
 WITH kb AS MATERIALIZED (
-    SELECT run_id, rank, ts_ns, end_ns, is_comm, round(coalesce(hbm_bytes, 0) * 1e18 / dur_ns)::HUGEINT AS bw,
+    SELECT run_id, rank, ts_ns, end_ns, is_comm, _bps_fixed(coalesce(hbm_bytes, 0) * 1e9 / dur_ns) AS bw,
            hbm_bytes_source,
            _is_h2d_copy(is_comm, task_type, name)::INTEGER AS cp
     FROM kernel_bytes WHERE dur_ns > 0
 ), cw AS MATERIALIZED (
     -- the counters' own bandwidth step function (read + write), for ranks whose bandwidth is sampled
-    -- (a sum past 1e28 bytes/s, 1e15 x any HBM, or not a number, is left out: it would not fit the fixed point)
-    SELECT run_id, rank, win_start, win_end,
-           CASE WHEN abs(read_bps + write_bps) < 1e28 THEN round((read_bps + write_bps) * 1e9)::HUGEINT END AS bps
-    FROM _hbm_windows()
+    SELECT run_id, rank, win_start, win_end, _bps_fixed(read_bps + write_bps) AS bps FROM _hbm_windows()
 ), src AS MATERIALIZED (
     -- where the rank's bytes came from: one source when all its kernels with bytes share it, else mixed; and
     -- which series gives its device bandwidth (bw_source): per-task PMU bytes when it has any, else its HBM
@@ -89,7 +86,7 @@ WITH kb AS MATERIALIZED (
     FROM _comm_parts_base()
 ), ev AS (
     -- (compute, kernels, bandwidth, copies, communication parts, in peer wait, transit_frac, no transit split,
-    -- counter bandwidth, window) changes; bandwidths and transit_frac in fixed point (dbw, dcb: 1e-9 byte/s,
+    -- counter bandwidth, window) changes; bandwidths and transit_frac in fixed point (dbw, dcb: _bps_fixed;
     -- dtf: 1e-18)
     SELECT run_id, rank, ts_ns AS t, CASE WHEN is_comm THEN 0 ELSE 1 END AS dc, 1 AS dk, bw AS dbw, cp AS dp,
            0 AS dm, 0 AS dpw, 0::HUGEINT AS dtf, 0 AS du, 0::HUGEINT AS dcb, 0 AS dcs, 0 AS dw FROM kb
@@ -121,8 +118,8 @@ WITH kb AS MATERIALIZED (
 SELECT seg.run_id, seg.rank, win.step, win.window_source, win.win_start, win.win_end,
        seg.seg_start, seg.seg_end, seg.seg_end - seg.seg_start AS dur_ns,
        seg.n_comp::BIGINT AS n_comp, seg.n_kernels::BIGINT AS n_kernels, seg.n_copy::BIGINT AS n_copy,
-       CASE WHEN src.bw_source = 'sampled' THEN greatest(seg.counter_bw, 0) / 1e9
-            WHEN seg.n_kernels > 0 THEN greatest(seg.bw_sum, 0) / 1e9 ELSE 0 END AS bw_bps,
+       CASE WHEN src.bw_source = 'sampled' THEN _fixed_bps(greatest(seg.counter_bw, 0))
+            WHEN seg.n_kernels > 0 THEN _fixed_bps(greatest(seg.bw_sum, 0)) ELSE 0 END AS bw_bps,
        src.rank_source, src.bw_source, seg.n_counter > 0 AS in_counter_span,
        seg.n_comm::BIGINT AS n_comm, seg.n_peer_wait::BIGINT AS n_peer_wait, seg.n_unsplit::BIGINT AS n_unsplit,
        CASE WHEN seg.n_comm > 0 THEN seg.transit_sum / 1e18 / seg.n_comm ELSE 0 END AS transit_share

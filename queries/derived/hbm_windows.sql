@@ -37,8 +37,8 @@ WITH s AS MATERIALIZED (
 ), cum AS (
     SELECT run_id, rank, ts_ns AS win_start,
            lead(ts_ns) OVER (PARTITION BY run_id, rank ORDER BY ts_ns) AS win_end,
-           greatest(sum(d_read) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) / 1e9 AS read_bps,
-           greatest(sum(d_write) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0) / 1e9 AS write_bps
+           _fixed_bps(greatest(sum(d_read) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0)) AS read_bps,
+           _fixed_bps(greatest(sum(d_write) OVER (PARTITION BY run_id, rank ORDER BY ts_ns ROWS UNBOUNDED PRECEDING), 0)) AS write_bps
     FROM pts
 )
 SELECT c.run_id, c.rank, c.win_start, c.win_end, c.read_bps, c.write_bps,
