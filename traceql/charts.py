@@ -1051,6 +1051,7 @@ CHARTS: dict[str, ChartDef] = {
         ChartDef(
             "ub_l2",
             "UB utilisation and L2 hit rate per operator, with the article's lines",
+            # (findings' UB_L2 read asks the same top_n: one run of the query serves both)
             (Source("rates", "ub_l2_rates", {"top_n": 20}),),
             ub_l2_chart,
         ),
