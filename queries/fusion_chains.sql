@@ -79,21 +79,20 @@ WITH kb AS NOT MATERIALIZED (
     FROM cand c
     JOIN lpair_t lp ON lp.in_s = c.in_s AND lp.in_d = c.in_d AND lp.a_out_s = c.a_out_s AND lp.a_out_d IS NOT DISTINCT FROM c.a_out_d
     WHERE lp.reads_a
-), link_pos AS MATERIALIZED (
-    -- a narrow copy: a window over the links CTE itself would sort their wide rows
-    SELECT run_id, rank, stream_id, seq FROM links
-), isl AS MATERIALIZED (
-    -- runs of links at consecutive positions form one chain, headed by the kernel before the run's first link
-    -- (the window sorts the positions alone, not the links' wide rows)
-    SELECT run_id, rank, stream_id, seq, seq - row_number() OVER (PARTITION BY run_id, rank, stream_id ORDER BY seq) AS grp
-    FROM link_pos
-), heads AS (
-    SELECT run_id, rank, stream_id, grp, min(seq) - 1 AS head_seq FROM isl GROUP BY ALL
+), lpos AS MATERIALIZED (
+    -- chains: runs of links at consecutive positions on one stream, each headed by the kernel before its first
+    -- link. One sort of the links' narrow keys; the windows have an empty OVER, so DuckDB runs them as
+    -- streaming windows in that order (the DuckDB docs' "Order Preservation"). A link starts a chain unless
+    -- the link before it in that order is the kernel just before it on the same stream; chain: the count of
+    -- starts so far (it runs on across streams and ranks, and every use groups or joins with them as well)
+    SELECT run_id, rank, stream_id, seq, st = 0 AS a_linked, sum(st) OVER (ROWS UNBOUNDED PRECEDING) AS chain
+    FROM (SELECT *, CASE WHEN lag(seq) OVER () = seq - 1 AND lag(stream_id) OVER () IS NOT DISTINCT FROM stream_id
+                              AND lag(rank) OVER () = rank AND lag(run_id) OVER () = run_id THEN 0 ELSE 1 END AS st
+          FROM (SELECT run_id, rank, stream_id, seq FROM links ORDER BY run_id, rank, stream_id, seq))
 ), linked AS (
-    SELECT l.*, h.head_seq, l.seq > h.head_seq + 1 AS a_linked
+    SELECT l.*, p.chain, p.a_linked
     FROM links l
-    JOIN isl i ON i.run_id = l.run_id AND i.rank = l.rank AND i.stream_id IS NOT DISTINCT FROM l.stream_id AND i.seq = l.seq
-    JOIN heads h ON h.run_id = i.run_id AND h.rank = i.rank AND h.stream_id IS NOT DISTINCT FROM i.stream_id AND h.grp = i.grp
+    JOIN lpos p ON p.run_id = l.run_id AND p.rank = l.rank AND p.stream_id IS NOT DISTINCT FROM l.stream_id AND p.seq = l.seq
 ), lk AS (
     -- bytes a link saves: the producer's output it no longer writes + the inputs it no longer reads; once per
     -- distinct (input signature, producer outputs) pair
@@ -103,22 +102,23 @@ WITH kb AS NOT MATERIALIZED (
                CASE WHEN (t.s = lk.a_out_s AND t.d = lk.a_out_d) OR (lk.al AND t.s = lk.a2_out_s AND t.d = lk.a2_out_d)
                     THEN _shape_elems(t.s) * _dtype_bytes(t.d) ELSE 0 END)), 0) AS in_saved
     FROM lk JOIN sig ON sig.in_s = lk.in_s AND sig.in_d = lk.in_d
-), members AS MATERIALIZED (
+), members AS (
     -- every kernel of every chain (heads and links) with what its link saves
-    SELECT l.kid, l.run_id, l.rank, l.stream_id, l.seq, l.name, l.op, l.ts_ns, l.dur_ns, l.hbm_bytes,
-           l.hbm_bytes_source, l.out_s, l.head_seq, true AS is_link,
+    SELECT l.run_id, l.rank, l.stream_id, l.chain, l.seq, l.op, l.ts_ns, l.dur_ns, l.hbm_bytes,
+           l.hbm_bytes_source, l.out_s, true AS is_link,
            coalesce(l.a_out_bytes, 0) + lks.in_saved AS link_saved
     FROM linked l
     JOIN lks ON lks.in_s = l.in_s AND lks.in_d = l.in_d AND lks.a_out_s = l.a_out_s
          AND lks.a_out_d IS NOT DISTINCT FROM l.a_out_d AND lks.al = l.a_linked
          AND lks.a2_out_s IS NOT DISTINCT FROM l.a2_out_s AND lks.a2_out_d IS NOT DISTINCT FROM l.a2_out_d
     UNION ALL
-    SELECT k.kid, k.run_id, k.rank, k.stream_id, k.seq, k.name, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes,
-           k.hbm_bytes_source, k.out_s, h.head_seq, false, 0
-    FROM (SELECT DISTINCT run_id, rank, stream_id, head_seq FROM linked) h
-    JOIN kb k ON k.run_id = h.run_id AND k.rank = h.rank AND k.stream_id IS NOT DISTINCT FROM h.stream_id AND k.seq = h.head_seq
+    SELECT k.run_id, k.rank, k.stream_id, p.chain, k.seq, k.op, k.ts_ns, k.dur_ns, k.hbm_bytes,
+           k.hbm_bytes_source, k.out_s, false, 0
+    FROM lpos p
+    JOIN kb k ON k.run_id = p.run_id AND k.rank = p.rank AND k.stream_id IS NOT DISTINCT FROM p.stream_id AND k.seq = p.seq - 1
+    WHERE NOT p.a_linked
 ), chains AS (
-    SELECT run_id, rank, stream_id, head_seq,
+    SELECT any_value(run_id) AS run_id, any_value(rank) AS rank, any_value(stream_id) AS stream_id, min(seq) AS head_seq,
            -- (a plain list sorted afterwards: an ordered string_agg buffers and sorts every group, ~2x slower)
            array_to_string(list_transform(list_sort(list({'s': seq, 'op': op})), lambda m: m.op), ' -> ') AS pattern,
            arg_min(out_s, seq) AS first_out,
@@ -127,7 +127,7 @@ WITH kb AS NOT MATERIALIZED (
            sum(link_saved) AS saved,
            min(hbm_bytes_source) AS src_min, max(hbm_bytes_source) AS src_max, min(ts_ns) AS t0
     FROM members
-    GROUP BY run_id, rank, stream_id, head_seq
+    GROUP BY chain
 ), chains_t AS (
     SELECT *, CASE WHEN cbytes > 0 AND cdur > 0 THEN least(saved / (cbytes / cdur), cdur) END AS saved_t
     FROM chains
@@ -140,17 +140,18 @@ WITH kb AS NOT MATERIALIZED (
            round(sum(saved))::BIGINT AS saved_bytes, round(sum(saved_t))::BIGINT AS saved_ns,
            CASE WHEN min(src_min) = max(src_max) THEN min(src_min) WHEN max(src_max) IS NOT NULL THEN 'mixed' END AS hbm_bytes_source,
            -- the example: the earliest occurrence ((rank, stream, head) breaks ties)
-           arg_min({'rank': rank, 'stream_id': stream_id, 'head_seq': head_seq}, (t0, rank, stream_id, head_seq)) AS ex,
+           arg_min({'rank': rank, 'stream_id': stream_id, 'head_seq': head_seq, 'n': n}, (t0, rank, stream_id, head_seq)) AS ex,
            arg_min(first_out, (t0, rank, stream_id, head_seq)) AS example_shape
     FROM chains_t
     GROUP BY GROUPING SETS ((run_id), (run_id, pattern))
 ), exn AS (
-    -- kernel names of the example chains only (a name list per chain would cost a string per chain)
-    SELECT m.run_id, m.rank, m.stream_id, m.head_seq, string_agg(m.name, ' -> ' ORDER BY m.seq) AS names
-    FROM members m
-    JOIN (SELECT DISTINCT run_id, ex FROM g0) e ON e.run_id = m.run_id AND m.rank = e.ex.rank
-         AND m.stream_id IS NOT DISTINCT FROM e.ex.stream_id AND m.head_seq = e.ex.head_seq
-    GROUP BY m.run_id, m.rank, m.stream_id, m.head_seq
+    -- kernel names of the example chains only (a chain's kernels are the n consecutive ones from its head)
+    SELECT e.run_id, e.ex.rank AS rank, e.ex.stream_id AS stream_id, e.ex.head_seq AS head_seq,
+           string_agg(k.name, ' -> ' ORDER BY k.seq) AS names
+    FROM kb k
+    JOIN (SELECT DISTINCT run_id, ex FROM g0) e ON e.run_id = k.run_id AND k.rank = e.ex.rank
+         AND k.stream_id IS NOT DISTINCT FROM e.ex.stream_id AND k.seq >= e.ex.head_seq AND k.seq < e.ex.head_seq + e.ex.n
+    GROUP BY e.run_id, e.ex.rank, e.ex.stream_id, e.ex.head_seq
 ), g AS (
     SELECT g0.*, exn.names AS example_names
     FROM g0 LEFT JOIN exn ON exn.run_id = g0.run_id AND exn.rank = g0.ex.rank

@@ -599,3 +599,43 @@ def test_repeated_reads_bursts_end_at_a_gap_and_at_every_stream_and_step(tmp_pat
         if r["scope"] == "run"
     )
     assert (run["bursts"], run["reads"], run["extra_reads"], run["extra_bytes"]) == (3, 9, 6, 12_582_912)
+
+
+def test_fusion_chains_end_at_every_stream_edge(tmp_path: Path) -> None:
+    """fusion_chains on one rank, two streams, every kernel 10 us long, 10 us apart. Stream 1: Conv2D writing a
+    16x16 float16 tensor y (512 bytes), then Add reading y and a 16x1 tensor. Stream 2: MatMul writing an
+    8-element tensor nothing reads, then the same Conv2D -> Add. So the links (each Add reading the Conv2D's y)
+    sit at positions 2 on stream 1 and 3 on stream 2: consecutive numbers on different streams. By hand: two
+    chains 'Conv2D -> Add', 4 kernels; each link saves y written + y read = 1,024 bytes, 2,048 in all. A chain
+    running on across the stream edge would be one 'Conv2D -> Add -> Add'."""
+    us = 1_000
+    y = {"output_shapes": "16,16", "output_dtypes": "float16"}
+    add = {
+        "input_shapes": "16,16;16,1",
+        "input_dtypes": "float16",
+        "output_shapes": "16,16",
+        "output_dtypes": "float16",
+    }
+    kernels = [
+        _k("Conv2D", 0, 10 * us, stream_id=1, input_shapes="16,16", input_dtypes="float16", **y),
+        _k("Add", 20 * us, 30 * us, stream_id=1, task_type="AI_VECTOR_CORE", **add),
+        _k(
+            "MatMul",
+            0,
+            10 * us,
+            stream_id=2,
+            input_shapes="8",
+            input_dtypes="float16",
+            output_shapes="8",
+            output_dtypes="float16",
+        ),  # fmt: skip
+        _k("Conv2D", 20 * us, 30 * us, stream_id=2, input_shapes="16,16", input_dtypes="float16", **y),
+        _k("Add", 40 * us, 50 * us, stream_id=2, task_type="AI_VECTOR_CORE", **add),
+    ]
+    steps = [{"step": 1, "ts_ns": 0, "dur_ns": MS, "source": "step_trace"}]
+    build_store(tmp_path / "s", "f", {0: {"kernels": kernels, "steps": steps}}, device="Ascend910B")
+    rows = queries.run("fusion_chains", tmp_path / "s", run_id="f").to_pylist()
+    run = next(r for r in rows if r["scope"] == "run")
+    patterns = [(r["pattern"], r["occurrences"], r["calls"]) for r in rows if r["scope"] == "pattern"]
+    assert patterns == [("Conv2D -> Add", 2, 4)]
+    assert (run["occurrences"], run["calls"], run["saved_bytes"]) == (2, 4, 2048)
