@@ -66,8 +66,8 @@ def test_the_session_prepares_explicitly_and_then_reads_the_stored_tables(tmp_pa
 
 def test_the_report_runs_each_query_once(sample_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """findings, every chart and the report's tables share one session: no (query, run, rank) runs twice, not even
-    with other params (a chart asking a top_n findings does not have costs a second run of the query: findings'
-    ub_l2_rates read asks the chart's top_n; the prefix queries cut a smaller top_n from a larger one)."""
+    with other params (a chart asking another top_n than findings would cost a second run of the query: findings'
+    ub_l2_rates read asks the chart's top_n, and the prefix queries cut a smaller top_n from a larger one)."""
     from traceql.report import render_report
 
     calls: list[tuple[str, str]] = []

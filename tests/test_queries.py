@@ -628,7 +628,7 @@ def test_fusion_chains_end_at_every_stream_edge(tmp_path: Path) -> None:
             input_dtypes="float16",
             output_shapes="8",
             output_dtypes="float16",
-        ),  # fmt: skip
+        ),
         _k("Conv2D", 20 * us, 30 * us, stream_id=2, input_shapes="16,16", input_dtypes="float16", **y),
         _k("Add", 40 * us, 50 * us, stream_id=2, task_type="AI_VECTOR_CORE", **add),
     ]
