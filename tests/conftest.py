@@ -19,6 +19,11 @@ LEVEL0 = MSI / "test/data/pytorch/text/level0"
 DB_LEVEL1 = MSI / "test/data/pytorch/db/level1"
 HTA = SHARED / "facebookresearch__HolisticTraceAnalysis/tests/data"
 
+# Query results kept in a store between processes (traceql.query_cache) would let one test's analysis answer
+# another's from the store's .cache/: off in every test and every command a test starts, on where a test sets
+# TRACEQL_QUERY_CACHE=1 (tests/test_query_cache.py).
+os.environ["TRACEQL_QUERY_CACHE"] = "0"
+
 # the cluster tests' session fixtures (a moto S3 server, a local Ray): tests/_cluster.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import planted as _planted  # noqa: E402

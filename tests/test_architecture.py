@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, int]] = [
     # ingest hands a run to the distributed map/reduce, whose tasks build the derived tables where the dump is
     ("traceql.ingest", 3),
     ("traceql.queries", 3),
+    ("traceql.query_cache", 3),  # query results kept in the store between processes (read by analysis)
     ("traceql.sql_sandbox", 3),
     ("traceql.engine", 2),
     ("traceql.rank_parse", 2),

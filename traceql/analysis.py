@@ -19,6 +19,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from . import query_cache
 from .errors import StoreError
 from .store import Store
 from .stores import open_store
@@ -116,6 +117,8 @@ class Analysis:
         self.info: dict[str, Any] = self.store.run(self.run_id)
         self.con: duckdb.DuckDBPyConnection = engine.connect(self.store, runs=runs, threads=threads)
         self._cache: dict[tuple[str, str, int | None, str], pa.Table] = {}
+        # results kept between processes (traceql.query_cache), None where they are not kept
+        self._kept = query_cache.folder(self.store)
         self._lock = threading.Lock()
         self._choices: dict[str, devices.PeakChoice] = {}
         self.queries_run = 0  # how many queries actually ran (the rest came from the cache)
@@ -153,7 +156,8 @@ class Analysis:
         run_id: str | None = None,
     ) -> pa.Table:
         """Query `name` over the session's run (or the baseline, run_id=...), cached: the same query with the
-        same params and rank runs once per session. Thread-safe (findings run several at once)."""
+        same params and rank runs once per session, and a result an earlier process kept in the store
+        (traceql.query_cache) is read instead of run. Thread-safe (findings run several at once)."""
         from . import queries
 
         rid = run_id or self.run_id
@@ -162,6 +166,10 @@ class Analysis:
             hit = self._cache.get(key) or self._prefix_hit(key)
         if hit is not None:
             return hit
+        kept = self._kept_result(key)
+        if kept is not None:
+            with self._lock:
+                return self._cache.setdefault(key, kept)
         t = queries.run(
             name,
             self.store,
@@ -174,9 +182,23 @@ class Analysis:
             # a rank-scoped query resolves its own (the inferred device may rest on that rank's kernels)
             choice=self.peak_choice(rid) if rank is None else None,
         )
+        if self._kept is not None:
+            query_cache.save(self._kept, self._kept_name(key), t)
         with self._lock:
             self.queries_run += 1
             return self._cache.setdefault(key, t)
+
+    def _kept_result(self, key: tuple[str, str, int | None, str]) -> pa.Table | None:
+        """The result an earlier process kept for `key` (traceql.query_cache), or None."""
+        return query_cache.load(self._kept, self._kept_name(key)) if self._kept is not None else None
+
+    def _kept_name(self, key: tuple[str, str, int | None, str]) -> str:
+        """The name a result is kept under between processes: its session key with everything else the result
+        is a function of (traceql.query_cache): the device and peaks asked for, and the run's manifest entry."""
+        name, rid, rank, params = key
+        info = self.info if rid == self.run_id else self.store.run(rid)
+        parts = {"query": name, "run": rid, "rank": rank, "params": params}
+        return query_cache.key({**parts, "device": self.device, "peaks": self.peaks, "run_info": info})
 
     def peak_choice(self, run_id: str | None = None) -> devices.PeakChoice:
         """The run's device and peaks (queries.resolve_peaks), resolved once per session and run: three small
