@@ -160,3 +160,22 @@ def test_an_unreadable_kept_file_is_run_again(
     with Analysis(st, "demo") as a:
         assert a.query("rank_summary").num_rows > 0
     assert ran == ["rank_summary"]
+
+
+def test_nothing_is_written_through_a_link_or_by_a_session_that_does_not_prepare(
+    tmp_path: Path, ingested: Path, kept: None
+) -> None:
+    """A .cache/queries that is a symbolic link is not the store's: nothing goes through it. A session opened with
+    prepare=False writes nothing, as it promises."""
+    st = _store(tmp_path, ingested)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (st / ".cache").mkdir(exist_ok=True)
+    (st / ".cache" / "queries").symlink_to(elsewhere, target_is_directory=True)
+    with Analysis(st, "demo") as a:
+        a.query("rank_summary")
+    assert list(elsewhere.iterdir()) == []
+    (st / ".cache" / "queries").unlink()
+    with Analysis(st, "demo", prepare=False) as a:
+        a.query("rank_summary")
+    assert not (st / ".cache" / "queries").exists()

@@ -117,8 +117,9 @@ class Analysis:
         self.info: dict[str, Any] = self.store.run(self.run_id)
         self.con: duckdb.DuckDBPyConnection = engine.connect(self.store, runs=runs, threads=threads)
         self._cache: dict[tuple[str, str, int | None, str], pa.Table] = {}
-        # results kept between processes (traceql.query_cache), None where they are not kept
-        self._kept = query_cache.folder(self.store)
+        # results kept between processes (traceql.query_cache), None where they are not kept (a session that
+        # does not prepare writes nothing)
+        self._kept = query_cache.folder(self.store) if prepare else None
         self._lock = threading.Lock()
         self._choices: dict[str, devices.PeakChoice] = {}
         self.queries_run = 0  # how many queries actually ran (the rest came from the cache)

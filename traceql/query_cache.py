@@ -15,8 +15,8 @@ A result is found only under a key that holds everything it is a function of:
 
 So a cached result is what running the query would return, never an older answer. Files are Arrow IPC, zstd
 (the table's schema metadata, which findings read, included), written atomically; at most MAX_FILES are kept
-(the oldest go first). Nothing is kept for an object store or a store this process cannot write, or with
-TRACEQL_QUERY_CACHE=0. Deleting the folder is safe.
+(the oldest go first). Nothing is kept for an object store, a store this process cannot write, a session that does
+not prepare the run (it writes nothing), or with TRACEQL_QUERY_CACHE=0. Deleting the folder is safe.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ def folder(store: Store) -> Path | None:
         root = store.cache_dir()
     except (TraceQLError, OSError):
         return None
-    return root / "queries" if root is not None else None
+    if root is None or (root / "queries").is_symlink():  # never written through: the store must own it
+        return None
+    return root / "queries"
 
 
 @lru_cache(maxsize=1)
