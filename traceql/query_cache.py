@@ -113,7 +113,12 @@ def save(where: Path, name: str, table: pa.Table) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         return
-    _prune(where)
+    if where not in _pruned:  # once a process: a listing of up to MAX_FILES files per result would add up
+        _pruned.add(where)
+        _prune(where)
+
+
+_pruned: set[Path] = set()
 
 
 def _prune(where: Path) -> None:
