@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from conftest import SAMPLES
 
@@ -52,6 +53,13 @@ def _store(tmp_path: Path, ingested: Path) -> Path:
     return st
 
 
+def _with_kept(tmp_path: Path, ingested: Path, query: str) -> tuple[Path, pa.Table]:
+    """A copy of the sample store where one session kept `query`'s result, and that result."""
+    st = _store(tmp_path, ingested)
+    with Analysis(st, "demo") as a:
+        return st, a.query(query)
+
+
 def test_a_later_session_reads_the_kept_results(
     tmp_path: Path, ingested: Path, kept: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -67,9 +75,7 @@ def test_a_later_session_reads_the_kept_results(
 
 def test_a_kept_result_is_the_table_the_query_returns(tmp_path: Path, ingested: Path, kept: None) -> None:
     """Rows and schema metadata (the findings read the params and device from it) as a run with the cache off."""
-    st = _store(tmp_path, ingested)
-    with Analysis(st, "demo") as a:
-        a.query("rank_summary")
+    st, _ = _with_kept(tmp_path, ingested, "rank_summary")
     with Analysis(st, "demo") as a:
         got = a.query("rank_summary")
         assert a.queries_run == 0
@@ -86,9 +92,8 @@ def test_a_run_ingested_again_is_never_answered_from_the_cache(
 ) -> None:
     """The run's manifest entry is part of the key: the same run name replaced by another dump runs the query
     again and gives that dump's rows."""
-    st = _store(tmp_path, ingested)
-    with Analysis(st, "demo") as a:
-        before = a.query("rank_summary").to_pylist()
+    st, before_t = _with_kept(tmp_path, ingested, "rank_summary")
+    before = before_t.to_pylist()
     ingest(SAMPLES / "msprof", st, name="demo", workers=1, replace=True)
     ran = _count_runs(monkeypatch)
     with Analysis(st, "demo") as a:
@@ -102,9 +107,7 @@ def test_a_run_ingested_again_is_never_answered_from_the_cache(
 def test_other_params_peaks_device_or_code_run_again(
     tmp_path: Path, ingested: Path, kept: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    st = _store(tmp_path, ingested)
-    with Analysis(st, "demo") as a:
-        a.query("hbm_utilization")
+    st, _ = _with_kept(tmp_path, ingested, "hbm_utilization")
     ran = _count_runs(monkeypatch)
     with Analysis(st, "demo") as a:
         a.query("hbm_utilization")  # kept
@@ -134,8 +137,6 @@ def test_only_the_newest_results_are_kept(tmp_path: Path, monkeypatch: pytest.Mo
     """At most MAX_FILES files: the oldest go first, when a process keeps its first result."""
     import os
 
-    import pyarrow as pa
-
     monkeypatch.setattr(query_cache, "MAX_FILES", 3)
     where = tmp_path / "queries"
     t = pa.table({"x": [1, 2, 3]})
@@ -152,9 +153,7 @@ def test_only_the_newest_results_are_kept(tmp_path: Path, monkeypatch: pytest.Mo
 def test_an_unreadable_kept_file_is_run_again(
     tmp_path: Path, ingested: Path, kept: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    st = _store(tmp_path, ingested)
-    with Analysis(st, "demo") as a:
-        a.query("rank_summary")
+    st, _ = _with_kept(tmp_path, ingested, "rank_summary")
     for p in (st / ".cache" / "queries").glob("*.arrow"):
         p.write_bytes(b"not arrow")
     ran = _count_runs(monkeypatch)
