@@ -89,7 +89,8 @@ def load(where: Path, name: str) -> pa.Table | None:
 
     path = where / f"{name}.arrow"
     try:
-        with pa.memory_map(str(path)) as src:
+        # read into memory, not mapped: the table outlives the file (a later prune or replace removes it)
+        with pa.OSFile(str(path), "rb") as src:
             return pa.ipc.open_file(src).read_all()
     except (OSError, pa.ArrowInvalid):
         return None
