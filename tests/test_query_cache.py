@@ -117,7 +117,6 @@ def test_other_params_peaks_device_or_code_run_again(
     with Analysis(st, "demo", device="ascend910b") as a:
         a.query("hbm_utilization")
     assert ran == ["hbm_utilization"] * 3
-    query_cache.code_fingerprint.cache_clear()
     monkeypatch.setattr(query_cache, "code_fingerprint", lambda: "another build")
     with Analysis(st, "demo") as a:
         a.query("hbm_utilization")

@@ -24,8 +24,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,23 +36,11 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_FILES = 2000  # ~40 files a run for findings and a report: room for ~50 runs' worth
 
 
-def enabled() -> bool:
-    return os.environ.get("TRACEQL_QUERY_CACHE", "1") != "0"
-
-
 def folder(store: Store) -> Path | None:
     """The store's query-cache folder, or None where results are not kept (see the module doc)."""
-    if not enabled():
-        return None
-    from .errors import TraceQLError
+    from .store import cache_folder
 
-    try:
-        root = store.cache_dir()
-    except (TraceQLError, OSError):
-        return None
-    if root is None or (root / "queries").is_symlink():  # never written through: the store must own it
-        return None
-    return root / "queries"
+    return cache_folder(store, "TRACEQL_QUERY_CACHE", "queries")
 
 
 @lru_cache(maxsize=1)
@@ -101,18 +87,15 @@ def save(where: Path, name: str, table: pa.Table) -> None:
     whole file or none). A folder that cannot be written only costs the next process the query."""
     import pyarrow as pa
 
-    path = where / f"{name}.arrow"
-    tmp = where / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        where.mkdir(parents=True, exist_ok=True)
+    from .store import write_cache_file
+
+    def write(tmp: Path) -> None:
         # zstd: a per-step result of an 8-rank cluster is 3-15 MB raw, ~15x less so, for ~0.01 CPU-s more
         opts = pa.ipc.IpcWriteOptions(compression="zstd")
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=opts) as w:
             w.write_table(table)
-        os.replace(tmp, path)
-    except (OSError, pa.ArrowInvalid):
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+
+    if not write_cache_file(where / f"{name}.arrow", write, (OSError, pa.ArrowInvalid)):
         return
     if where not in _pruned:  # once a process: a listing of up to MAX_FILES files per result would add up
         _pruned.add(where)

@@ -34,8 +34,9 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -555,3 +556,39 @@ class Store:
 
 def all_tables() -> list[str]:
     return list(schema.TABLES)
+
+
+# ---- .cache/: files any process may rebuild (the report's script bundle, kept query results) ----------------
+def cache_folder(store: Store, switch: str, sub: str = "") -> Path | None:
+    """Where `store` keeps files of one kind in its `.cache/` (`sub`, a folder in it), or None where it keeps
+    none: the environment variable `switch` set to 0, an object store, a store this process cannot write or open
+    here, or a folder that is a symbolic link (the store must own what is written)."""
+    from .errors import TraceQLError
+
+    if os.environ.get(switch, "1") == "0":
+        return None
+    try:
+        root = store.cache_dir()
+    except (TraceQLError, OSError):
+        return None
+    if root is None or (sub and (root / sub).is_symlink()):
+        return None
+    return root / sub if sub else root
+
+
+def write_cache_file(
+    path: Path, write: Callable[[Path], object], errors: tuple[type[Exception], ...] = (OSError,)
+) -> bool:
+    """Write a `.cache/` file atomically: `write` fills a temporary file, renamed over `path` (a concurrent reader
+    sees the old file or the whole new one). A read-only or full folder, or another of `errors` from `write`,
+    only costs the next process a rebuild: False, nothing left behind."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(tmp)
+        os.replace(tmp, path)
+    except errors:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return False
+    return True

@@ -8,10 +8,8 @@ written as \\u escapes, so no value can close the script element; the page's CSP
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -62,7 +60,9 @@ def js_bundle(cache_dir: Path | None = None) -> str:
 
         js = _safe_script(vlc.javascript_bundle(_SNIPPET, vl_version=vl_version()))
         if path is not None:
-            _write_cache(path, js)
+            from ..store import write_cache_file
+
+            write_cache_file(path, lambda tmp: tmp.write_text(js, encoding="utf-8"))
     _KEPT[key] = js
     return js
 
@@ -89,28 +89,14 @@ def bundle_cache_dir(store: Any) -> Path | None:
     """Where a report on `store` keeps the Vega bundle: the local store's `.cache/` folder (the store is
     traceql's own; a symlinked one is refused like its other folders). None, and no cache, for an object
     store, a store that cannot be opened or written, or TRACEQL_BUNDLE_CACHE=0."""
-    if os.environ.get("TRACEQL_BUNDLE_CACHE", "1") == "0":
-        return None
     from ..errors import TraceQLError
+    from ..store import cache_folder
     from ..stores import open_store
 
     try:
-        return open_store(store).cache_dir()
+        return cache_folder(open_store(store), "TRACEQL_BUNDLE_CACHE")
     except (TraceQLError, OSError):
         return None
-
-
-def _write_cache(path: Path, js: str) -> None:
-    """Write atomically (a concurrent report reads the old file or the whole new one); a read-only or full
-    cache directory only costs the next report the bundling again."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(js, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
 
 
 def bundle_versions() -> dict[str, str]:
