@@ -106,7 +106,7 @@ def ingest_cmd(
     for a run of two or more ranks, and by the first analysis of a single trace; --prepare / --no-prepare decide
     it either way. They are built one session at a time within 512 MB of DuckDB memory (TRACEQL_INGEST_MEMORY
     changes it): ~5-8 CPU-s per GB of dump on the benchmark's 8-rank cluster (2.7 GB), ~7.3-10 on a
-    kernel-dense one (3.2 GB, 1.5M kernels: ~15-21 CPU-s per million kernels), and the whole ingest of either
+    kernel-dense one (3.2 GB, 1.5M kernels: ~15-22 CPU-s per million kernels), and the whole ingest of either
     within ~0.95 GB, measured 2026-12-07 on a shared 2-core VM whose speed moved ~40% between hours
     (benchmarks/README.md, benchmarks/budgets.py). Ray, s3:// dumps and stores: docs/cluster.md.
     """
