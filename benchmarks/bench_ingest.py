@@ -838,18 +838,13 @@ def case_kd(st: State, rows: int) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def case_real(st: State, src: Path, mb: float) -> None:
-    """A real file tiled to `mb` MB beside the DuckDB floor of its kind: a kernel_details.csv or trace_view.json
-    in a torch_npu folder of its own, a Kineto trace (object root) as the file itself."""
+def tile_real_file(work: Path, src: Path, mb: float) -> tuple[Path, Path]:
+    """A real file tiled to `mb` MB by tile_real.py, made once under `work` (reused while its .complete marker is
+    there): the torch_npu folder it sits in, and the tiled file (<folder>/ASCEND_PROFILER_OUTPUT/<name>)."""
     from tile_real import tile
 
-    src = src if src.is_absolute() else REAL_TRACES / src
-    if not src.is_file():
-        _note(f"real:{src}: no such file (../shared/real_traces absent?); case skipped")
-        return
     name = src.name.removesuffix(".gz")
-    root = st.work / f"real-{src.parent.parent.name}-{name}-{mb:g}MB"
-    folder = root / "x_ascend_pt"
+    folder = work / f"real-{src.parent.parent.name}-{name}-{mb:g}MB" / "x_ascend_pt"
     dst = folder / OUT_DIR / name
     if not _done(folder).exists():
         shutil.rmtree(folder, ignore_errors=True)
@@ -858,6 +853,18 @@ def case_real(st: State, src: Path, mb: float) -> None:
         _note(f"tiled {src} x{info['copies']} -> {dst} ({info['bytes'] / 1e6:.0f} MB, {info['rows']} rows, "
               f"{time.monotonic() - t:.0f} s)")  # fmt: skip
         _done(folder).touch()
+    return folder, dst
+
+
+def case_real(st: State, src: Path, mb: float) -> None:
+    """A real file tiled to `mb` MB beside the DuckDB floor of its kind: a kernel_details.csv or trace_view.json
+    in a torch_npu folder of its own, a Kineto trace (object root) as the file itself."""
+    src = src if src.is_absolute() else REAL_TRACES / src
+    if not src.is_file():
+        _note(f"real:{src}: no such file (../shared/real_traces absent?); case skipped")
+        return
+    folder, dst = tile_real_file(st.work, src, mb)
+    root, name = folder.parent, dst.name
     n = dst.stat().st_size
     case = f"real {src.parent.name}/{name} {n / 1e6:.0f} MB"
     # a Kineto trace is one object (real ones start with a newline before the brace); a trace_view is an array

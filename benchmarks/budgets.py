@@ -57,6 +57,7 @@ from bench_ingest import (  # noqa: E402
     dir_bytes,
     gen_cluster,
     run_measured,
+    tile_real_file,
     tile_trace_view,
 )
 
@@ -121,21 +122,14 @@ def _traceql(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def _tile(work: Path, source: str, mb: float) -> Path | None:
-    """A real file tiled to `mb` MB in a torch_npu folder (a Kineto trace: the file itself); None if absent."""
-    from tile_real import tile
-
+    """A real file of ../shared/real_traces tiled to `mb` MB (bench_ingest.tile_real_file): its torch_npu folder,
+    or for a Kineto trace the file itself; None when the real traces are absent."""
     src = REAL_TRACES / source
     if not src.is_file():
         print(f"budgets: {src} absent: its budget is skipped", file=sys.stderr)
         return None
-    name = src.name.removesuffix(".gz")
-    folder = work / f"budget-{name}-{mb:g}MB" / "x_ascend_pt"
-    dst = folder / OUT_DIR / name
-    if not _done(folder).exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        tile(src, dst, int(mb * 1e6))
-        _done(folder).touch()
-    return dst if name.endswith(".json") and "trace_view" not in name else folder
+    folder, dst = tile_real_file(work, src, mb)
+    return dst if dst.suffix == ".json" and "trace_view" not in dst.name else folder
 
 
 def _no_prepare_store(work: Path, key: str, dump: Path) -> Path:
